@@ -1,0 +1,78 @@
+# resource-tracker: every target installs what it needs and is quick when all is there.
+# `make help` lists the targets.
+
+PY        ?= python3
+SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+STAMPS    := .make
+APT_BUILD := python3-dev libcurl4-openssl-dev libcjson-dev
+APT_TEST  := $(APT_BUILD) chromium clang-format
+BENCH_PY  := .bench-venv/bin/python
+CSRC      := $(wildcard csrc/*.c csrc/*.h)
+
+# Install the Debian packages in $(1) that are missing (one dpkg query each; apt only when needed).
+define apt_ensure
+	@missing=""; for p in $(1); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+endef
+
+.PHONY: help demo test build deps deps-test lint format bench sanitize clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+demo: deps build  ## track a short real workload, print the summary and write report.html
+	$(PY) examples/demo.py
+
+test: deps-test build  ## build the extension and run the whole test suite
+	$(PY) -m pytest tests
+
+build: $(STAMPS)/build.stamp  ## (re)build the C extension in place when csrc/ changed
+
+$(STAMPS)/build.stamp: $(CSRC) setup.py
+	@mkdir -p $(STAMPS)
+	$(PY) setup.py -q build_ext --inplace
+	@touch $@
+
+deps: $(STAMPS)/deps.stamp  ## Debian packages + `pip install -e .`
+	$(call apt_ensure,$(APT_BUILD))
+
+deps-test: $(STAMPS)/deps-test.stamp  ## deps plus test extras (pytest, metaflow, chromium, ...)
+	$(call apt_ensure,$(APT_TEST))
+
+$(STAMPS)/deps.stamp: pyproject.toml setup.py
+	$(call apt_ensure,$(APT_BUILD))
+	@mkdir -p $(STAMPS)
+	$(PY) -m pip install -q -e .
+	@touch $@
+
+$(STAMPS)/deps-test.stamp: pyproject.toml setup.py
+	$(call apt_ensure,$(APT_TEST))
+	@mkdir -p $(STAMPS)
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $@ $(STAMPS)/deps.stamp
+
+lint: deps-test  ## clang-format check of csrc/, ruff check and format check of Python
+	clang-format --dry-run --Werror csrc/*.c csrc/*.h
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: deps-test  ## rewrite C and Python in the project style
+	clang-format -i csrc/*.c csrc/*.h
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .
+
+$(BENCH_PY):
+	$(PY) -m venv .bench-venv
+	$(BENCH_PY) -m pip install -q resource-tracker==0.5.0 psutil
+
+bench: deps-test build $(BENCH_PY)  ## benchmarks side by side with resource-tracker==0.5.0 (see bench/README.md)
+	$(PY) bench/run.py --baseline-python $(BENCH_PY)
+
+clean:  ## remove build products and stamps
+	rm -rf build $(STAMPS) resource_tracker/*.so *.egg-info

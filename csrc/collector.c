@@ -1,0 +1,187 @@
+#include "collector.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "columns.h"
+
+/* 0 on success */
+int
+collector_init(Collector *collector, const CollectorConfig *cfg)
+{
+    memset(collector, 0, sizeof(*collector));
+    collector->cfg = *cfg;
+    /* the tree also counts the system's processes; without process tracking it has no root */
+    if (proc_tree_init(&collector->tree, cfg->proc_root, cfg->track_processes ? cfg->pid : -1,
+                       cfg->track_processes && cfg->follow_children) != 0)
+        return -1;
+    if (system_stats_init(&collector->system, cfg->proc_root,
+                          cfg->sys_root[0] ? cfg->sys_root : NULL) != 0) {
+        proc_tree_free(&collector->tree);
+        return -1;
+    }
+    return 0;
+}
+
+/* GPU readings for the tree's members (the library is loaded on first use, in this thread). */
+static void
+read_gpus(Collector *collector, GpuReading *system, GpuReading *process)
+{
+    size_t n;
+
+    memset(system, 0, sizeof(*system));
+    memset(process, 0, sizeof(*process));
+    if (!collector->gpu_tried) {
+        collector->gpu_tried = 1;
+        collector->gpu = gpu_monitor_open(
+            collector->cfg.nvml_library[0] ? collector->cfg.nvml_library : NULL);
+    }
+    if (collector->gpu == NULL)
+        return;
+    n = proc_tree_member_pids(&collector->tree, collector->member_pids,
+                              collector->member_pids_cap);
+    if (n > collector->member_pids_cap) {
+        pid_t *grown = realloc(collector->member_pids, n * 2 * sizeof(pid_t));
+        if (grown == NULL)
+            return;
+        collector->member_pids = grown;
+        collector->member_pids_cap = n * 2;
+        n = proc_tree_member_pids(&collector->tree, grown, n * 2);
+    }
+    gpu_monitor_sample(collector->gpu, collector->member_pids, n, system, process);
+}
+
+static void
+fill_process_row(Collector *collector, const ProcTreeReading *tree, const GpuReading *gpu,
+                 const OwnUsage *own, double dt, double wall, double *row)
+{
+    double memory = tree->memory_kib;
+
+    if (own && proc_tree_contains(&collector->tree, getpid()))
+        memory = memory > own->memory_kib ? memory - own->memory_kib : 0.0;
+    row[PC_TIMESTAMP] = wall;
+    row[PC_PID] = (double)collector->cfg.pid;
+    row[PC_CHILDREN] = (double)(tree->members - (tree->root_alive ? 1 : 0));
+    row[PC_UTIME] = tree->interval.user_s;
+    row[PC_STIME] = tree->interval.sys_s;
+    row[PC_CPU_USAGE] = dt > 0 ? (tree->interval.user_s + tree->interval.sys_s) / dt : 0.0;
+    row[PC_MEMORY] = memory;
+    row[PC_READ_BYTES] = tree->interval.read_b;
+    row[PC_WRITE_BYTES] = tree->interval.write_b;
+    row[PC_GPU_USAGE] = gpu->usage;
+    row[PC_GPU_VRAM] = gpu->vram_mib;
+    row[PC_GPU_UTILIZED] = gpu->utilized;
+}
+
+static void
+fill_system_row(const SystemReading *sys, const GpuReading *gpu, int processes, double dt,
+                double wall, double *row)
+{
+    row[SC_TIMESTAMP] = wall;
+    row[SC_PROCESSES] = (double)processes;
+    row[SC_UTIME] = sys->user_s;
+    row[SC_STIME] = sys->sys_s;
+    row[SC_CPU_USAGE] = dt > 0 ? (sys->user_s + sys->sys_s) / dt : 0.0;
+    row[SC_MEMORY_FREE] = sys->memory_free;
+    row[SC_MEMORY_USED] = sys->memory_used;
+    row[SC_MEMORY_BUFFERS] = sys->memory_buffers;
+    row[SC_MEMORY_CACHED] = sys->memory_cached;
+    row[SC_MEMORY_ACTIVE] = sys->memory_active;
+    row[SC_MEMORY_INACTIVE] = sys->memory_inactive;
+    row[SC_DISK_READ_BYTES] = sys->disk_read_b;
+    row[SC_DISK_WRITE_BYTES] = sys->disk_write_b;
+    row[SC_DISK_SPACE_TOTAL_GB] = sys->space_total_gb;
+    row[SC_DISK_SPACE_USED_GB] = sys->space_used_gb;
+    row[SC_DISK_SPACE_FREE_GB] = sys->space_free_gb;
+    row[SC_NET_RECV_BYTES] = sys->net_recv_b;
+    row[SC_NET_SENT_BYTES] = sys->net_sent_b;
+    row[SC_GPU_USAGE] = gpu->usage;
+    row[SC_GPU_VRAM] = gpu->vram_mib;
+    row[SC_GPU_UTILIZED] = gpu->utilized;
+}
+
+/* 0 for the baseline, 1 when rows were filled */
+int
+collector_sample(Collector *collector, double mono, double wall, const OwnUsage *own,
+                 double *prow, double *srow)
+{
+    ProcTreeReading tree;
+    SystemReading sys;
+    GpuReading gpu_system, gpu_process;
+    double dt = mono - collector->last_mono;
+
+    if (own)
+        collector->tree.self_offset = own->cpu;
+    proc_tree_sample(&collector->tree, mono, &tree);
+    memset(&sys, 0, sizeof(sys));
+    if (collector->cfg.track_system)
+        system_stats_sample(&collector->system, mono, &sys);
+    read_gpus(collector, &gpu_system, &gpu_process);
+    collector->last_mono = mono;
+    if (!collector->has_baseline) {
+        collector->has_baseline = 1;
+        return 0;
+    }
+    fill_process_row(collector, &tree, &gpu_process, own, dt, wall, prow);
+    fill_system_row(&sys, &gpu_system, tree.processes, dt, wall, srow);
+    return 1;
+}
+
+static double
+max2(double a, double b)
+{
+    return a > b ? a : b;
+}
+
+void
+collector_fold_rows(double *pp, double *ps, const double *p, const double *s, double prev_dt,
+                    double part_dt)
+{
+    static const int process_sums[] = {PC_UTIME, PC_STIME, PC_READ_BYTES, PC_WRITE_BYTES};
+    static const int process_peaks[] = {PC_CHILDREN, PC_MEMORY, PC_GPU_USAGE, PC_GPU_VRAM,
+                                        PC_GPU_UTILIZED};
+    static const int system_sums[] = {SC_UTIME, SC_STIME, SC_DISK_READ_BYTES,
+                                      SC_DISK_WRITE_BYTES, SC_NET_RECV_BYTES, SC_NET_SENT_BYTES};
+    static const int system_peaks[] = {SC_GPU_USAGE, SC_GPU_VRAM, SC_GPU_UTILIZED};
+    double dt = prev_dt + part_dt;
+    size_t i;
+
+    if (pp) {
+        for (i = 0; i < sizeof(process_sums) / sizeof(int); i++)
+            pp[process_sums[i]] += p[process_sums[i]];
+        for (i = 0; i < sizeof(process_peaks) / sizeof(int); i++)
+            pp[process_peaks[i]] = max2(pp[process_peaks[i]], p[process_peaks[i]]);
+        pp[PC_CPU_USAGE] = dt > 0 ? (pp[PC_UTIME] + pp[PC_STIME]) / dt : 0.0;
+        pp[PC_TIMESTAMP] = p[PC_TIMESTAMP];
+    }
+    if (ps) {
+        double keep[SC_COUNT];
+        memcpy(keep, ps, sizeof(keep));
+        memcpy(ps, s, sizeof(keep)); /* gauges: the latest reading */
+        for (i = 0; i < sizeof(system_sums) / sizeof(int); i++)
+            ps[system_sums[i]] = keep[system_sums[i]] + s[system_sums[i]];
+        for (i = 0; i < sizeof(system_peaks) / sizeof(int); i++)
+            ps[system_peaks[i]] = max2(keep[system_peaks[i]], s[system_peaks[i]]);
+        ps[SC_CPU_USAGE] = dt > 0 ? (ps[SC_UTIME] + ps[SC_STIME]) / dt : 0.0;
+    }
+}
+
+/* heap bytes held */
+size_t
+collector_bytes(const Collector *collector)
+{
+    return proc_tree_bytes(&collector->tree) + collector->system.buf.cap +
+           collector->member_pids_cap * sizeof(pid_t);
+}
+
+void
+collector_free(Collector *collector)
+{
+    proc_tree_free(&collector->tree);
+    system_stats_free(&collector->system);
+    if (collector->gpu)
+        gpu_monitor_close(collector->gpu);
+    free(collector->member_pids);
+    memset(collector, 0, sizeof(*collector));
+}

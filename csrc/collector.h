@@ -1,0 +1,56 @@
+/* One sampling pass: the workload tree, the system and the GPUs, turned into one row of each
+ * table. No threads and no Python here (the sampler and PidTracker both drive it). */
+#ifndef RT_COLLECTOR_H
+#define RT_COLLECTOR_H
+
+#include <sys/types.h>
+
+#include "gpu.h"
+#include "proc_tree.h"
+#include "system_stats.h"
+
+typedef struct CollectorConfig {
+    pid_t pid;
+    int follow_children;
+    int track_processes;
+    int track_system;
+    char proc_root[512];
+    char sys_root[512];
+    char nvml_library[512]; /* empty: the default library name */
+} CollectorConfig;
+
+typedef struct Collector {
+    CollectorConfig cfg;
+    ProcTree tree;
+    SystemStats system;
+    GpuMonitor *gpu;
+    int gpu_tried;
+    pid_t *member_pids;
+    size_t member_pids_cap;
+    double last_mono;
+    int has_baseline;
+} Collector;
+
+/* The tracker's own cost, taken off the workload when its process is in the tree. */
+typedef struct OwnUsage {
+    TreeTotals cpu;    /* cumulative CPU of the sampling thread */
+    double memory_kib; /* memory held for the samples */
+} OwnUsage;
+
+/* 0 on success; -1 with errno when procfs cannot be opened. */
+int collector_init(Collector *collector, const CollectorConfig *cfg);
+
+/* Reads everything at (mono, wall). Returns 0 for the first (baseline) call, 1 when prow and
+ * srow were filled with one row of the process and system tables. */
+int collector_sample(Collector *collector, double mono, double wall, const OwnUsage *own,
+                     double *prow, double *srow);
+
+/* Adds a short row (partial interval of part_dt seconds) into the previous rows (prev_dt). */
+void collector_fold_rows(double *prev_prow, double *prev_srow, const double *prow,
+                         const double *srow, double prev_dt, double part_dt);
+
+size_t collector_bytes(const Collector *collector);
+
+void collector_free(Collector *collector);
+
+#endif

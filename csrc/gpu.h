@@ -1,0 +1,28 @@
+/* GPU readings for one sample (NVIDIA, NVML loaded with dlopen at run time). No Python here.
+ * With no library or no GPU the monitor is NULL and every GPU column stays 0. */
+#ifndef RT_GPU_H
+#define RT_GPU_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct GpuReading {
+    double usage;    /* sum of utilisation over GPUs, in GPUs (0..N) */
+    double vram_mib; /* memory used, MiB */
+    double utilized; /* GPUs with utilisation above 0 */
+} GpuReading;
+
+typedef struct GpuMonitor GpuMonitor;
+
+/* Loads NVML from library_path (NULL: libnvidia-ml.so.1) and initialises it: a monitor, or NULL
+ * when there is no usable library or no GPU (silently: that is the normal case). */
+GpuMonitor *gpu_monitor_open(const char *library_path);
+
+/* Fills system (all GPUs) and process (only the processes in pids, sorted ascending). A failing
+ * call leaves the affected values at 0; sampling goes on. */
+void gpu_monitor_sample(GpuMonitor *monitor, const pid_t *pids, size_t npids, GpuReading *system,
+                        GpuReading *process);
+
+void gpu_monitor_close(GpuMonitor *monitor);
+
+#endif

@@ -1,0 +1,89 @@
+/* The _core module: registers the binding files' types and functions, nothing else. */
+#include "py_core.h"
+
+#include "columns.h"
+
+#ifndef RT_VERSION
+#define RT_VERSION "0.0.0"
+#endif
+
+/* a tuple of the column names */
+static PyObject *
+names_tuple(const char *const *names, Py_ssize_t n)
+{
+    PyObject *tuple = PyTuple_New(n);
+    Py_ssize_t i;
+
+    if (tuple == NULL)
+        return NULL;
+    for (i = 0; i < n; i++) {
+        PyObject *name = PyUnicode_FromString(names[i]);
+        if (name == NULL) {
+            Py_DECREF(tuple);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(tuple, i, name);
+    }
+    return tuple;
+}
+
+/* 0, or -1 with an exception */
+static int
+add_object(PyObject *module, const char *name, PyObject *value)
+{
+    if (value == NULL)
+        return -1;
+    if (PyModule_AddObject(module, name, value) < 0) {
+        Py_DECREF(value);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+core_exec(PyObject *module)
+{
+    if (add_object(module, "__version__", PyUnicode_FromString(RT_VERSION)) ||
+        add_object(module, "PROCESS_COLUMNS", names_tuple(process_column_names, PC_COUNT)) ||
+        add_object(module, "SYSTEM_COLUMNS", names_tuple(system_column_names, SC_COUNT)) ||
+        rt_add_sampler(module) || rt_add_stats(module))
+        return -1;
+    return 0;
+}
+
+static int
+core_traverse(PyObject *module, visitproc visit, void *arg)
+{
+    CoreState *state = PyModule_GetState(module);
+    Py_VISIT(state->sampler_type);
+    return 0;
+}
+
+static int
+core_clear(PyObject *module)
+{
+    CoreState *state = PyModule_GetState(module);
+    Py_CLEAR(state->sampler_type);
+    return 0;
+}
+
+static PyModuleDef_Slot core_slots[] = {
+    {Py_mod_exec, core_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef core_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "resource_tracker._core",
+    .m_doc = "C core of resource_tracker: the sampler thread, procfs readers, statistics.",
+    .m_size = sizeof(CoreState),
+    .m_slots = core_slots,
+    .m_traverse = core_traverse,
+    .m_clear = core_clear,
+};
+
+PyMODINIT_FUNC
+PyInit__core(void)
+{
+    return PyModuleDef_Init(&core_module);
+}

@@ -1,0 +1,535 @@
+#include "proc_tree.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CLASSIFY_MAX_DEPTH 256
+
+/* monotonic seconds */
+static double
+mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The one growth path of an EntryVec: 0, or -1 on ENOMEM. */
+static int
+entries_reserve(EntryVec *vec, size_t need)
+{
+    size_t cap;
+    ProcEntry *grown;
+
+    if (need <= vec->cap)
+        return 0;
+    cap = vec->cap ? vec->cap * 2 : 256;
+    while (cap < need)
+        cap *= 2;
+    grown = realloc(vec->items, cap * sizeof(ProcEntry));
+    if (grown == NULL)
+        return -1;
+    vec->items = grown;
+    vec->cap = cap;
+    return 0;
+}
+
+/* 0, or -1 on ENOMEM */
+static int
+entries_push(EntryVec *vec, const ProcEntry *entry)
+{
+    if (entries_reserve(vec, vec->len + 1) != 0)
+        return -1;
+    vec->items[vec->len++] = *entry;
+    return 0;
+}
+
+/* index of pid in a pid-sorted vector, or -1 */
+static long
+entries_find(const EntryVec *vec, pid_t pid)
+{
+    size_t lo = 0, hi = vec->len;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (vec->items[mid].pid < pid)
+            lo = mid + 1;
+        else if (vec->items[mid].pid > pid)
+            hi = mid;
+        else
+            return (long)mid;
+    }
+    return -1;
+}
+
+/* 0 on success */
+int
+proc_tree_init(ProcTree *tree, const char *proc_root, pid_t root, int follow_children)
+{
+    int dirfd;
+
+    memset(tree, 0, sizeof(*tree));
+    tree->proc_fd = open(proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (tree->proc_fd < 0)
+        return -1;
+    dirfd = fcntl(tree->proc_fd, F_DUPFD_CLOEXEC, 0);
+    if (dirfd < 0 || (tree->dir = fdopendir(dirfd)) == NULL) {
+        int saved = errno;
+        if (dirfd >= 0)
+            close(dirfd);
+        close(tree->proc_fd);
+        errno = saved;
+        return -1;
+    }
+    tree->root = root;
+    tree->follow_children = follow_children;
+    tree->self_pid = getpid();
+    tree->ticks_per_s = (double)sysconf(_SC_CLK_TCK);
+    if (tree->ticks_per_s <= 0)
+        tree->ticks_per_s = 100.0;
+    tree->page_kib = sysconf(_SC_PAGESIZE) / 1024;
+    if (tree->page_kib <= 0)
+        tree->page_kib = 4;
+    tree->pss_allowance = PSS_BUDGET_START;
+    return 0;
+}
+
+static int
+pid_ino_cmp(const void *a, const void *b)
+{
+    const struct PidIno *x = a, *y = b;
+    return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* Lists the numeric entries of the procfs root into tree->listing, ascending: count, or -1. */
+static long
+list_processes(ProcTree *tree)
+{
+    DIR *dir = tree->dir;
+    struct dirent *de;
+    int sorted = 1;
+
+    tree->listing_len = 0;
+    rewinddir(dir);
+    while ((de = readdir(dir)) != NULL) {
+        const char *s = de->d_name;
+        long pid = 0;
+        if (*s < '1' || *s > '9')
+            continue;
+        while (*s >= '0' && *s <= '9' && pid < 0x7fffffff)
+            pid = pid * 10 + (*s++ - '0');
+        if (*s != '\0')
+            continue;
+        if (tree->listing_len == tree->listing_cap) {
+            size_t cap = tree->listing_cap ? tree->listing_cap * 2 : 1024;
+            struct PidIno *grown = realloc(tree->listing, cap * sizeof(*grown));
+            if (grown == NULL)
+                return -1;
+            tree->listing = grown;
+            tree->listing_cap = cap;
+        }
+        if (tree->listing_len && tree->listing[tree->listing_len - 1].pid > (pid_t)pid)
+            sorted = 0;
+        tree->listing[tree->listing_len].pid = (pid_t)pid;
+        tree->listing[tree->listing_len].ino = de->d_ino;
+        tree->listing_len++;
+    }
+    if (!sorted)
+        qsort(tree->listing, tree->listing_len, sizeof(*tree->listing), pid_ino_cmp);
+    return (long)tree->listing_len;
+}
+
+/* Reads /proc/<pid>/stat into the entry: 0, or -1 when the process is gone or unreadable. */
+static int
+read_stat(ProcTree *tree, ProcEntry *entry)
+{
+    char path[32];
+
+    if (entry->has_stat)
+        return 0;
+    snprintf(path, sizeof(path), "%d/stat", (int)entry->pid);
+    if (textbuf_read_at(&tree->buf, tree->proc_fd, path) < 0 ||
+        parse_pid_stat(tree->buf.data, &entry->stat) != 0) {
+        if (errno != ENOENT && errno != ESRCH)
+            tree->read_errors++;
+        return -1;
+    }
+    entry->has_stat = 1;
+    entry->ppid = entry->stat.ppid;
+    return 0;
+}
+
+/* Decides whether the entry at idx of vec belongs to the tree, walking up the parents. */
+static int
+classify(ProcTree *tree, EntryVec *vec, long idx, int depth)
+{
+    ProcEntry *entry = &vec->items[idx];
+    long parent;
+
+    if (entry->classified)
+        return entry->member;
+    entry->classified = 1;
+    entry->member = 0;
+    if (!tree->follow_children && entry->pid != tree->root)
+        return 0; /* no stat needed: only the root can be a member */
+    if (read_stat(tree, entry) != 0) {
+        entry->gone = 1;
+        return 0;
+    }
+    entry->starttime = entry->stat.starttime;
+    if (entry->pid == tree->root)
+        entry->member = 1;
+    else if (tree->follow_children && entry->ppid > 0 && depth < CLASSIFY_MAX_DEPTH) {
+        parent = entries_find(vec, entry->ppid);
+        if (parent >= 0 && parent != idx)
+            entry->member = (unsigned char)classify(tree, vec, parent, depth + 1);
+        entry = &vec->items[idx];
+    }
+    if (entry->member)
+        tree->generation++;
+    return entry->member;
+}
+
+/* Merges the new listing with the known entries into tree->scratch; vanished ones are noted. */
+static int
+merge_listing(ProcTree *tree)
+{
+    EntryVec *prev = &tree->entries, *next = &tree->scratch;
+    size_t i = 0, j = 0;
+    ProcEntry fresh;
+
+    next->len = 0;
+    tree->vanished.len = 0;
+    while (i < prev->len || j < tree->listing_len) {
+        if (j >= tree->listing_len ||
+            (i < prev->len && prev->items[i].pid < tree->listing[j].pid)) {
+            if (prev->items[i].member && entries_push(&tree->vanished, &prev->items[i]) != 0)
+                return -1;
+            i++;
+        } else if (i >= prev->len || tree->listing[j].pid < prev->items[i].pid) {
+            memset(&fresh, 0, sizeof(fresh));
+            fresh.pid = tree->listing[j].pid;
+            fresh.ino = tree->listing[j].ino;
+            if (entries_push(next, &fresh) != 0)
+                return -1;
+            j++;
+        } else {
+            ProcEntry carried = prev->items[i];
+            carried.has_stat = 0;
+            if (carried.ino != tree->listing[j].ino) {
+                carried.ino = tree->listing[j].ino;
+                carried.verify = 1;
+            }
+            if (entries_push(next, &carried) != 0)
+                return -1;
+            i++;
+            j++;
+        }
+    }
+    return 0;
+}
+
+/* A pid whose inode changed is the same process only if its start time is the same. */
+static int
+verify_reused(ProcTree *tree, ProcEntry *entry)
+{
+    ProcEntry old = *entry;
+
+    entry->verify = 0;
+    if (read_stat(tree, entry) != 0) {
+        entry->gone = 1;
+        return 0;
+    }
+    if (entry->stat.starttime == old.starttime)
+        return 0;
+    if (old.member && entries_push(&tree->vanished, &old) != 0)
+        return -1;
+    {
+        ProcEntry fresh;
+        memset(&fresh, 0, sizeof(fresh));
+        fresh.pid = entry->pid;
+        fresh.ino = entry->ino;
+        fresh.stat = entry->stat;
+        fresh.has_stat = 1;
+        fresh.ppid = entry->stat.ppid;
+        *entry = fresh;
+    }
+    return 0;
+}
+
+/* Reads /proc/<pid>/io of a member; keeps the last values when it is unreadable. */
+static void
+read_io(ProcTree *tree, ProcEntry *entry)
+{
+    char path[32];
+    PidIo io;
+
+    snprintf(path, sizeof(path), "%d/io", (int)entry->pid);
+    if (textbuf_read_at(&tree->buf, tree->proc_fd, path) < 0 ||
+        parse_pid_io(tree->buf.data, &io) != 0) {
+        if (errno != ENOENT && errno != ESRCH)
+            tree->read_errors++;
+        return;
+    }
+    entry->cum.read_b = (double)io.read_bytes;
+    entry->cum.write_b = (double)io.write_bytes;
+}
+
+/* Updates a member's cumulative counters and RSS from this tick's stat and io. */
+static void
+account_member(ProcTree *tree, ProcEntry *entry)
+{
+    const PidStat *st = &entry->stat;
+    double hz = tree->ticks_per_s;
+
+    entry->cum.user_s = (double)(st->utime + st->cutime) / hz;
+    entry->cum.sys_s = (double)(st->stime + st->cstime) / hz;
+    if (entry->pid == tree->self_pid) {
+        entry->cum.user_s -= tree->self_offset.user_s;
+        entry->cum.sys_s -= tree->self_offset.sys_s;
+    }
+    entry->rss_kib = st->state == 'Z' ? 0 : st->rss_pages * tree->page_kib;
+    read_io(tree, entry);
+}
+
+/* Non-zero when a vanished member's counters went to a live member (its reaper). */
+static int
+reaped_by_member(const ProcTree *tree, const ProcEntry *gone)
+{
+    pid_t ppid = gone->ppid;
+    int depth;
+
+    for (depth = 0; depth < CLASSIFY_MAX_DEPTH && ppid > 0; depth++) {
+        long idx = entries_find(&tree->scratch, ppid);
+        size_t k;
+        if (idx >= 0)
+            return tree->scratch.items[idx].member && !tree->scratch.items[idx].gone;
+        for (k = 0; k < tree->vanished.len; k++)
+            if (tree->vanished.items[k].pid == ppid)
+                break;
+        if (k == tree->vanished.len)
+            return 0;
+        ppid = tree->vanished.items[k].ppid;
+    }
+    return 0;
+}
+
+static void
+totals_add(TreeTotals *sum, const TreeTotals *add)
+{
+    sum->user_s += add->user_s;
+    sum->sys_s += add->sys_s;
+    sum->read_b += add->read_b;
+    sum->write_b += add->write_b;
+}
+
+/* The rise of one total over its high-water mark (never negative). */
+static double
+rise(double total, double *high_water)
+{
+    double delta = total - *high_water;
+    if (delta <= 0)
+        return 0;
+    *high_water = total;
+    return delta;
+}
+
+/* Reads smaps_rollup of one member and notes how much of its RSS is shared. */
+static void
+check_pss(ProcTree *tree, ProcEntry *entry, double now)
+{
+    char path[40];
+    long long rss, pss;
+    double started = mono_now(), cost;
+
+    snprintf(path, sizeof(path), "%d/smaps_rollup", (int)entry->pid);
+    if (textbuf_read_at(&tree->buf, tree->proc_fd, path) >= 0 &&
+        parse_smaps_rollup(tree->buf.data, &rss, &pss) == 0)
+        entry->excess_kib = rss > pss ? rss - pss : 0;
+    cost = mono_now() - started;
+    tree->pss_allowance -= cost;
+    tree->pss_seconds += cost;
+    tree->pss_reads++;
+    entry->checked_at = now;
+    entry->generation_at_check = tree->generation;
+}
+
+/* Non-zero when a member's sharing estimate is stale. */
+static int
+pss_due(const ProcTree *tree, const ProcEntry *entry, double now)
+{
+    if (entry->checked_at == 0)
+        return 1;
+    if (entry->generation_at_check != tree->generation && now - entry->checked_at >= 1.0)
+        return 1;
+    return now - entry->checked_at >= 30.0;
+}
+
+/* Memory of the tree in KiB: RSS, less pages shared inside the tree (estimated with PSS). */
+static double
+tree_memory(ProcTree *tree, double now, int members)
+{
+    EntryVec *vec = &tree->entries;
+    double total = 0;
+    size_t i;
+    int pass;
+
+    if (members > 1) {
+        if (tree->pss_refilled_at > 0)
+            tree->pss_allowance += (now - tree->pss_refilled_at) * PSS_BUDGET_SHARE;
+        if (tree->pss_allowance > PSS_BUDGET_BURST)
+            tree->pss_allowance = PSS_BUDGET_BURST;
+        tree->pss_refilled_at = now;
+        /* never-checked processes first, then stale ones */
+        for (pass = 0; pass < 2; pass++)
+            for (i = 0; i < vec->len && tree->pss_allowance > 0; i++) {
+                ProcEntry *e = &vec->items[i];
+                if (!e->member || e->rss_kib == 0)
+                    continue;
+                if (pass == 0 ? e->checked_at == 0 : pss_due(tree, e, now))
+                    check_pss(tree, e, now);
+            }
+    }
+    for (i = 0; i < vec->len; i++) {
+        const ProcEntry *e = &vec->items[i];
+        if (!e->member)
+            continue;
+        if (members > 1 && e->rss_kib > e->excess_kib)
+            total += (double)(e->rss_kib - e->excess_kib);
+        else if (members <= 1)
+            total += (double)e->rss_kib;
+    }
+    return total;
+}
+
+/* Classifies new entries, re-checks changed ones, reads members; drops the gone ones. */
+static int
+refresh_entries(ProcTree *tree)
+{
+    EntryVec *vec = &tree->scratch;
+    size_t i, kept = 0;
+
+    for (i = 0; i < vec->len; i++)
+        if (vec->items[i].verify && vec->items[i].classified && verify_reused(tree, &vec->items[i]))
+            return -1;
+    for (i = 0; i < vec->len; i++)
+        if (!vec->items[i].classified && !vec->items[i].gone)
+            classify(tree, vec, (long)i, 0);
+    for (i = 0; i < vec->len; i++) {
+        ProcEntry *e = &vec->items[i];
+        if (e->member && !e->gone && read_stat(tree, e) != 0)
+            e->gone = 1;
+        if (e->gone) {
+            if (e->member && entries_push(&tree->vanished, e) != 0)
+                return -1;
+            continue;
+        }
+        if (e->member)
+            account_member(tree, e);
+        vec->items[kept++] = *e;
+    }
+    vec->len = kept;
+    if (tree->vanished.len)
+        tree->generation++;
+    return 0;
+}
+
+void
+proc_tree_sample(ProcTree *tree, double now, ProcTreeReading *out)
+{
+    TreeTotals total = {0, 0, 0, 0};
+    EntryVec swap;
+    size_t i;
+    long listed;
+
+    memset(out, 0, sizeof(*out));
+    listed = list_processes(tree);
+    if (listed < 0 || merge_listing(tree) != 0 || refresh_entries(tree) != 0) {
+        tree->read_errors++;
+        return;
+    }
+    out->processes = (int)listed;
+    for (i = 0; i < tree->vanished.len; i++)
+        if (!reaped_by_member(tree, &tree->vanished.items[i]))
+            totals_add(&tree->dead, &tree->vanished.items[i].cum);
+    swap = tree->entries;
+    tree->entries = tree->scratch;
+    tree->scratch = swap;
+
+    total = tree->dead;
+    for (i = 0; i < tree->entries.len; i++) {
+        const ProcEntry *e = &tree->entries.items[i];
+        if (!e->member)
+            continue;
+        totals_add(&total, &e->cum);
+        if (e->stat.state != 'Z') {
+            out->members++;
+            if (e->pid == tree->root)
+                out->root_alive = 1;
+        }
+    }
+    if (!tree->has_baseline) {
+        tree->high_water = total;
+        tree->has_baseline = 1;
+    } else {
+        out->interval.user_s = rise(total.user_s, &tree->high_water.user_s);
+        out->interval.sys_s = rise(total.sys_s, &tree->high_water.sys_s);
+        out->interval.read_b = rise(total.read_b, &tree->high_water.read_b);
+        out->interval.write_b = rise(total.write_b, &tree->high_water.write_b);
+    }
+    out->memory_kib = tree_memory(tree, now, out->members);
+}
+
+/* non-zero when pid is a live member */
+int
+proc_tree_contains(const ProcTree *tree, pid_t pid)
+{
+    long idx = entries_find(&tree->entries, pid);
+    return idx >= 0 && tree->entries.items[idx].member;
+}
+
+/* number of member pids (copies at most cap) */
+size_t
+proc_tree_member_pids(const ProcTree *tree, pid_t *out, size_t cap)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < tree->entries.len; i++) {
+        if (!tree->entries.items[i].member)
+            continue;
+        if (n < cap)
+            out[n] = tree->entries.items[i].pid;
+        n++;
+    }
+    return n;
+}
+
+/* heap bytes of the bookkeeping */
+size_t
+proc_tree_bytes(const ProcTree *tree)
+{
+    return (tree->entries.cap + tree->scratch.cap + tree->vanished.cap) * sizeof(ProcEntry) +
+           tree->listing_cap * sizeof(*tree->listing) + tree->buf.cap;
+}
+
+void
+proc_tree_free(ProcTree *tree)
+{
+    if (tree->dir)
+        closedir((DIR *)tree->dir);
+    if (tree->proc_fd >= 0)
+        close(tree->proc_fd);
+    free(tree->entries.items);
+    free(tree->scratch.items);
+    free(tree->vanished.items);
+    free(tree->listing);
+    textbuf_free(&tree->buf);
+    memset(tree, 0, sizeof(*tree));
+    tree->proc_fd = -1;
+}

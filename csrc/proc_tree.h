@@ -1,0 +1,108 @@
+/* The tracked workload: a root process and its live descendants, found by a parent-id scan of
+ * procfs (no /proc/<pid>/task/<tid>/children needed). No Python here.
+ *
+ * Each tick lists the procfs root once (names and inode numbers only) and merges the list with
+ * the previous one; only new processes (or a reused pid, seen as a new inode) get their stat
+ * read to learn the parent. Members have stat and io read every tick.
+ *
+ * CPU time and I/O bytes are conserved: the workload total is the sum over live members of
+ * their own plus reaped children's counters (cutime/cstime, io of reaped children), plus what
+ * was seen of members that vanished without a tracked parent to inherit their counters. The
+ * interval value is the rise of that total over its high-water mark.
+ *
+ * Memory is RSS from stat every tick, corrected for pages shared inside the tree with PSS from
+ * smaps_rollup. Reading smaps_rollup costs time that grows with the process's memory, so those
+ * reads run only when the tree has several processes, and within a time budget (a share of the
+ * wall time), so the cost of a sample does not grow with the workload's memory size. */
+#ifndef RT_PROC_TREE_H
+#define RT_PROC_TREE_H
+
+#include <sys/types.h>
+
+#include "procfs_parse.h"
+#include "textbuf.h"
+
+/* Share of wall time that smaps_rollup reads may take, and the budget's burst and start. */
+#define PSS_BUDGET_SHARE 0.005
+#define PSS_BUDGET_BURST 0.100
+#define PSS_BUDGET_START 0.050
+
+typedef struct TreeTotals {
+    double user_s, sys_s;   /* CPU seconds */
+    double read_b, write_b; /* storage bytes */
+} TreeTotals;
+
+typedef struct ProcEntry {
+    pid_t pid;
+    pid_t ppid;
+    ino_t ino;
+    unsigned long long starttime;
+    PidStat stat;
+    unsigned char classified; /* membership is known */
+    unsigned char member;     /* in the tracked tree */
+    unsigned char has_stat;   /* stat was read this tick */
+    unsigned char verify;     /* inode changed: check the start time */
+    unsigned char gone;       /* vanished while being read */
+    unsigned generation_at_check;
+    TreeTotals cum;      /* cumulative counters (own + reaped children) */
+    long long rss_kib;
+    long long excess_kib; /* RSS - PSS at the last smaps_rollup read */
+    double checked_at;    /* monotonic time of that read; 0 = never */
+} ProcEntry;
+
+typedef struct EntryVec {
+    ProcEntry *items;
+    size_t len, cap;
+} EntryVec;
+
+typedef struct ProcTreeReading {
+    TreeTotals interval; /* workload CPU and I/O during the interval */
+    double memory_kib;
+    int members;    /* live (non-zombie) processes in the tree */
+    int processes;  /* processes on the system */
+    int root_alive;
+} ProcTreeReading;
+
+typedef struct ProcTree {
+    int proc_fd;
+    void *dir; /* DIR* over proc_fd, rewound each tick */
+    pid_t root;
+    int follow_children;
+    pid_t self_pid;
+    TreeTotals self_offset; /* the sampler's own CPU, taken off its own process */
+    double ticks_per_s;
+    long long page_kib;
+    EntryVec entries, scratch, vanished;
+    struct PidIno {
+        pid_t pid;
+        ino_t ino;
+    } * listing;
+    size_t listing_len, listing_cap;
+    TreeTotals dead, high_water;
+    int has_baseline;
+    unsigned generation;
+    double pss_allowance, pss_refilled_at;
+    unsigned long pss_reads;
+    double pss_seconds;
+    unsigned long read_errors;
+    TextBuf buf;
+} ProcTree;
+
+/* 0 on success; -1 with errno when the procfs root cannot be opened. */
+int proc_tree_init(ProcTree *tree, const char *proc_root, pid_t root, int follow_children);
+
+/* Reads the tree at monotonic time now. The first call sets the baseline (interval zeros). */
+void proc_tree_sample(ProcTree *tree, double now, ProcTreeReading *out);
+
+/* Non-zero when pid is a live member of the tree (as of the last sample). */
+int proc_tree_contains(const ProcTree *tree, pid_t pid);
+
+/* Copies up to cap member pids (ascending) into out: how many there are. */
+size_t proc_tree_member_pids(const ProcTree *tree, pid_t *out, size_t cap);
+
+/* Heap bytes the tree's own bookkeeping holds. */
+size_t proc_tree_bytes(const ProcTree *tree);
+
+void proc_tree_free(ProcTree *tree);
+
+#endif

@@ -1,0 +1,21 @@
+/* Shared by the binding files of the _core module (the only C files that include Python.h). */
+#ifndef RT_PY_CORE_H
+#define RT_PY_CORE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* Per-module state (PEP 489): the types the module owns. */
+typedef struct CoreState {
+    PyTypeObject *sampler_type;
+} CoreState;
+
+/* Each binding file adds its types and functions to the module: 0, or -1 with an exception. */
+int rt_add_sampler(PyObject *module);
+int rt_add_stats(PyObject *module);
+
+/* Reads a buffer of float64 (array('d'), memoryview) or a sequence of numbers into a new C array
+ * (free it with PyMem_Free): 0, or -1 with TypeError naming what. */
+int rt_as_doubles(PyObject *obj, const char *what, double **out, Py_ssize_t *n);
+
+#endif

@@ -1,0 +1,355 @@
+/* _core.Sampler: the Python face of the C sampler (sampler.h). */
+#include "py_core.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "columns.h"
+#include "sampler.h"
+
+typedef struct {
+    PyObject_HEAD Sampler *sampler;
+    long pid;
+} SamplerObject;
+
+static const char *const state_names[] = {"new", "running", "stopped"};
+
+/* Copies an optional str argument into a fixed buffer: 0, or -1 with ValueError. */
+static int
+copy_path(const char *arg, const char *fallback, char *dst, size_t size, const char *what)
+{
+    const char *src = arg ? arg : fallback;
+    if (strlen(src) >= size) {
+        PyErr_Format(PyExc_ValueError, "%s is too long (at most %zu characters)", what, size - 1);
+        return -1;
+    }
+    snprintf(dst, size, "%s", src);
+    return 0;
+}
+
+static int
+sampler_init_py(SamplerObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"pid",        "interval", "children",     "track_processes",
+                             "track_system", "proc_root", "sys_root", "nvml_library", NULL};
+    long pid;
+    double interval;
+    int children = 1, track_processes = 1, track_system = 1;
+    const char *proc_root = NULL, *sys_root = NULL, *nvml = NULL;
+    CollectorConfig cfg;
+
+    if (self->sampler) {
+        PyErr_SetString(PyExc_RuntimeError, "Sampler is already initialised");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "ld|pppzzz", kwlist, &pid, &interval, &children,
+                                     &track_processes, &track_system, &proc_root, &sys_root,
+                                     &nvml))
+        return -1;
+    if (!(interval > 0) || !isfinite(interval)) {
+        PyErr_Format(PyExc_ValueError,
+                     "interval must be a positive number of seconds, got %R; use e.g. 1.0",
+                     PyTuple_GET_SIZE(args) > 1 ? PyTuple_GET_ITEM(args, 1) : Py_None);
+        return -1;
+    }
+    if (pid <= 0 || pid > 0x7fffffffL) {
+        PyErr_Format(PyExc_ValueError, "pid must be a positive process id, got %ld", pid);
+        return -1;
+    }
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.pid = (pid_t)pid;
+    cfg.follow_children = children;
+    cfg.track_processes = track_processes;
+    cfg.track_system = track_system;
+    if (copy_path(proc_root, "/proc", cfg.proc_root, sizeof(cfg.proc_root), "proc_root") ||
+        copy_path(sys_root, "", cfg.sys_root, sizeof(cfg.sys_root), "sys_root") ||
+        copy_path(nvml, "", cfg.nvml_library, sizeof(cfg.nvml_library), "nvml_library"))
+        return -1;
+    self->sampler = sampler_new(&cfg, interval);
+    if (self->sampler == NULL) {
+        PyErr_SetFromErrnoWithFilename(PyExc_OSError, cfg.proc_root);
+        return -1;
+    }
+    self->pid = pid;
+    return 0;
+}
+
+static void
+sampler_dealloc(SamplerObject *self)
+{
+    PyTypeObject *type = Py_TYPE(self);
+    if (self->sampler) {
+        Py_BEGIN_ALLOW_THREADS sampler_free(self->sampler);
+        Py_END_ALLOW_THREADS self->sampler = NULL;
+    }
+    type->tp_free((PyObject *)self);
+    Py_DECREF(type);
+}
+
+/* the sampler, or NULL with an exception when __init__ did not run */
+static Sampler *
+get_sampler(SamplerObject *self)
+{
+    if (self->sampler == NULL)
+        PyErr_SetString(PyExc_RuntimeError, "Sampler is not initialised");
+    return self->sampler;
+}
+
+static PyObject *
+sampler_start_py(SamplerObject *self, PyObject *unused)
+{
+    Sampler *s = get_sampler(self);
+    int rc;
+
+    (void)unused;
+    if (s == NULL)
+        return NULL;
+    rc = sampler_start(s);
+    if (rc == EBUSY) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        sampler_state(s) == SAMPLER_RUNNING
+                            ? "the tracker is already running; call stop() first"
+                            : "a stopped tracker cannot be restarted; create a new one");
+        return NULL;
+    }
+    if (rc != 0) {
+        errno = rc;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+sampler_stop_py(SamplerObject *self, PyObject *unused)
+{
+    Sampler *s = get_sampler(self);
+
+    (void)unused;
+    if (s == NULL)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS sampler_stop(s);
+    Py_END_ALLOW_THREADS Py_RETURN_NONE;
+}
+
+/* a list of floats from one row */
+static PyObject *
+row_list(const double *row, size_t n)
+{
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    size_t i;
+
+    if (list == NULL)
+        return NULL;
+    for (i = 0; i < n; i++) {
+        PyObject *v = PyFloat_FromDouble(row[i]);
+        if (v == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+    }
+    return list;
+}
+
+static PyObject *
+sampler_sample_now_py(SamplerObject *self, PyObject *unused)
+{
+    Sampler *s = get_sampler(self);
+    double prow[PC_COUNT], srow[SC_COUNT];
+    PyObject *p, *r;
+    int filled;
+
+    (void)unused;
+    if (s == NULL)
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS filled = sampler_sample_now(s, prow, srow);
+    Py_END_ALLOW_THREADS if (filled < 0)
+    {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "sample_now() needs a sampler without a background thread");
+        return NULL;
+    }
+    if (filled == 0)
+        Py_RETURN_NONE;
+    p = row_list(prow, PC_COUNT);
+    r = p ? row_list(srow, SC_COUNT) : NULL;
+    if (r == NULL) {
+        Py_XDECREF(p);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", p, r);
+}
+
+static PyObject *
+sampler_wait_py(SamplerObject *self, PyObject *args)
+{
+    Sampler *s = get_sampler(self);
+    Py_ssize_t n;
+    double timeout, waited = 0;
+    int reached = 0;
+
+    if (s == NULL || !PyArg_ParseTuple(args, "nd", &n, &timeout))
+        return NULL;
+    if (n < 0 || !(timeout >= 0)) {
+        PyErr_SetString(PyExc_ValueError, "wait_for_samples needs n >= 0 and timeout >= 0");
+        return NULL;
+    }
+    /* wait in slices so that Ctrl-C is seen */
+    for (;;) {
+        double slice = timeout - waited < 0.1 ? timeout - waited : 0.1;
+        Py_BEGIN_ALLOW_THREADS reached = sampler_wait_rows(s, (size_t)n, slice);
+        Py_END_ALLOW_THREADS waited += slice;
+        if (reached || waited >= timeout || sampler_state(s) != SAMPLER_RUNNING)
+            break;
+        if (PyErr_CheckSignals() < 0)
+            return NULL;
+    }
+    if (!reached)
+        reached = sampler_rows(s) >= (size_t)n;
+    return PyBool_FromLong(reached);
+}
+
+static PyObject *
+sampler_columns_py(SamplerObject *self, PyObject *arg)
+{
+    Sampler *s = get_sampler(self);
+    const char *name;
+    const Table *table;
+    PyObject *list = NULL;
+    size_t i;
+    int which;
+
+    if (s == NULL)
+        return NULL;
+    name = PyUnicode_AsUTF8(arg);
+    if (name == NULL)
+        return NULL;
+    if (strcmp(name, "process") == 0)
+        which = SAMPLER_PROCESS;
+    else if (strcmp(name, "system") == 0)
+        which = SAMPLER_SYSTEM;
+    else {
+        PyErr_Format(PyExc_ValueError, "table must be 'process' or 'system', got %R", arg);
+        return NULL;
+    }
+    table = sampler_lock_table(s, which);
+    list = PyList_New((Py_ssize_t)table->ncols);
+    for (i = 0; list && i < table->ncols; i++) {
+        PyObject *col = PyBytes_FromStringAndSize(
+            table->nrows ? (const char *)table->cols[i] : "",
+            (Py_ssize_t)(table->nrows * sizeof(double)));
+        if (col == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, (Py_ssize_t)i, col);
+    }
+    sampler_unlock(s);
+    return list;
+}
+
+static PyObject *
+sampler_get_state(SamplerObject *self, void *closure)
+{
+    Sampler *s = get_sampler(self);
+    (void)closure;
+    return s ? PyUnicode_FromString(state_names[sampler_state(s)]) : NULL;
+}
+
+static PyObject *
+sampler_get_rows(SamplerObject *self, void *closure)
+{
+    Sampler *s = get_sampler(self);
+    (void)closure;
+    return s ? PyLong_FromSize_t(sampler_rows(s)) : NULL;
+}
+
+/* A read-only float field of the Sampler, read under its lock. */
+#define SAMPLER_FLOAT_GETTER(name, expr)                                                           \
+    static PyObject *sampler_get_##name(SamplerObject *self, void *closure)                        \
+    {                                                                                              \
+        Sampler *s = get_sampler(self);                                                            \
+        double v;                                                                                  \
+        (void)closure;                                                                             \
+        if (s == NULL)                                                                             \
+            return NULL;                                                                           \
+        pthread_mutex_lock(&s->lock);                                                              \
+        v = (expr);                                                                                \
+        pthread_mutex_unlock(&s->lock);                                                            \
+        return PyFloat_FromDouble(v);                                                              \
+    }
+
+SAMPLER_FLOAT_GETTER(start_time, s->start_wall)
+SAMPLER_FLOAT_GETTER(stop_time, s->stop_wall)
+SAMPLER_FLOAT_GETTER(interval, s->interval)
+SAMPLER_FLOAT_GETTER(cpu_seconds, s->cpu_seconds)
+SAMPLER_FLOAT_GETTER(pss_seconds, s->collector.tree.pss_seconds)
+SAMPLER_FLOAT_GETTER(pss_reads, (double)s->collector.tree.pss_reads)
+SAMPLER_FLOAT_GETTER(samples_taken, (double)s->samples_taken)
+SAMPLER_FLOAT_GETTER(read_errors,
+                     (double)(s->collector.tree.read_errors + s->collector.system.read_errors))
+
+static PyGetSetDef sampler_getset[] = {
+    {"state", (getter)sampler_get_state, NULL, "'new', 'running' or 'stopped'", NULL},
+    {"n_samples", (getter)sampler_get_rows, NULL, "rows stored so far", NULL},
+    {"start_time", (getter)sampler_get_start_time, NULL, "start, seconds since the epoch", NULL},
+    {"stop_time", (getter)sampler_get_stop_time, NULL, "stop (0 while running)", NULL},
+    {"interval", (getter)sampler_get_interval, NULL, "seconds between samples", NULL},
+    {"cpu_seconds", (getter)sampler_get_cpu_seconds, NULL, "CPU time of the sampler thread",
+     NULL},
+    {"pss_seconds", (getter)sampler_get_pss_seconds, NULL, "time spent in smaps_rollup reads",
+     NULL},
+    {"pss_reads", (getter)sampler_get_pss_reads, NULL, "smaps_rollup reads", NULL},
+    {"samples_taken", (getter)sampler_get_samples_taken, NULL, "readings incl. baseline", NULL},
+    {"read_errors", (getter)sampler_get_read_errors, NULL, "procfs reads that failed", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef sampler_methods[] = {
+    {"start", (PyCFunction)sampler_start_py, METH_NOARGS, "Start the sampler thread."},
+    {"stop", (PyCFunction)sampler_stop_py, METH_NOARGS, "Stop and join the thread (idempotent)."},
+    {"sample_now", (PyCFunction)sampler_sample_now_py, METH_NOARGS,
+     "Take one reading in this thread: (process_row, system_row), or None for the baseline."},
+    {"wait", (PyCFunction)sampler_wait_py, METH_VARARGS,
+     "wait(n, timeout) -> bool: wait until n rows are stored."},
+    {"columns", (PyCFunction)sampler_columns_py, METH_O,
+     "columns('process'|'system') -> list of bytes, one float64 array per column."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot sampler_slots[] = {
+    {Py_tp_doc, "Sampler(pid, interval, children=True, track_processes=True, track_system=True,"
+                " proc_root=None, sys_root=None, nvml_library=None)"},
+    {Py_tp_init, sampler_init_py},
+    {Py_tp_dealloc, sampler_dealloc},
+    {Py_tp_methods, sampler_methods},
+    {Py_tp_getset, sampler_getset},
+    {Py_tp_new, PyType_GenericNew},
+    {0, NULL},
+};
+
+static PyType_Spec sampler_spec = {
+    .name = "resource_tracker._core.Sampler",
+    .basicsize = sizeof(SamplerObject),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = sampler_slots,
+};
+
+/* 0, or -1 with an exception */
+int
+rt_add_sampler(PyObject *module)
+{
+    CoreState *state = PyModule_GetState(module);
+    PyObject *type = PyType_FromModuleAndSpec(module, &sampler_spec, NULL);
+
+    if (type == NULL)
+        return -1;
+    state->sampler_type = (PyTypeObject *)type;
+    Py_INCREF(type);
+    if (PyModule_AddObject(module, "Sampler", type) < 0) {
+        Py_DECREF(type);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,52 @@
+/* System-wide readings: CPU, memory, disk I/O, disk space and network. No Python here.
+ * The procfs files that are read every tick stay open and are re-read from offset 0. */
+#ifndef RT_SYSTEM_STATS_H
+#define RT_SYSTEM_STATS_H
+
+#include "procfs_parse.h"
+#include "textbuf.h"
+
+#define SYSTEM_MAX_DISKS 64
+#define SYSTEM_MAX_MOUNTS 64
+#define SYSTEM_REFRESH_SECONDS 60.0
+
+typedef struct SystemReading {
+    double user_s, sys_s; /* CPU seconds in the interval, all cores */
+    double memory_free, memory_used, memory_buffers, memory_cached, memory_active,
+        memory_inactive; /* KiB */
+    double disk_read_b, disk_write_b; /* in the interval */
+    double space_total_gb, space_used_gb, space_free_gb;
+    double net_recv_b, net_sent_b; /* in the interval */
+} SystemReading;
+
+typedef struct SystemCounters {
+    unsigned long long cpu_user, cpu_sys;
+    unsigned long long read_sectors, written_sectors;
+    unsigned long long net_recv, net_sent;
+} SystemCounters;
+
+typedef struct SystemStats {
+    int proc_fd, stat_fd, meminfo_fd, diskstats_fd, netdev_fd;
+    char sys_root[512];
+    char disks[SYSTEM_MAX_DISKS][32];
+    int ndisks;
+    char mounts[SYSTEM_MAX_MOUNTS][512];
+    char mount_keys[SYSTEM_MAX_MOUNTS][96];
+    int nmounts;
+    double refreshed_at;
+    double ticks_per_s;
+    SystemCounters prev;
+    int has_baseline;
+    unsigned long read_errors;
+    TextBuf buf;
+} SystemStats;
+
+/* 0 on success; -1 with errno when the procfs root cannot be opened. */
+int system_stats_init(SystemStats *stats, const char *proc_root, const char *sys_root);
+
+/* Reads everything at monotonic time now; the first call sets the baseline (interval zeros). */
+void system_stats_sample(SystemStats *stats, double now, SystemReading *out);
+
+void system_stats_free(SystemStats *stats);
+
+#endif

@@ -1,0 +1,83 @@
+#include "textbuf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+/* 0 when buf can hold at least need bytes, -1 (errno set) otherwise */
+static int
+textbuf_reserve(TextBuf *buf, size_t need)
+{
+    size_t cap;
+    char *grown;
+
+    if (need <= buf->cap)
+        return 0;
+    if (need > TEXTBUF_MAX_BYTES + 1) {
+        errno = EFBIG;
+        return -1;
+    }
+    cap = buf->cap ? buf->cap : 4096;
+    while (cap < need)
+        cap *= 2;
+    grown = realloc(buf->data, cap);
+    if (grown == NULL) {
+        errno = ENOMEM;
+        return -1;
+    }
+    buf->data = grown;
+    buf->cap = cap;
+    return 0;
+}
+
+/* length read, or -1 with errno */
+ssize_t
+textbuf_read_fd(TextBuf *buf, int fd)
+{
+    ssize_t n;
+
+    buf->len = 0;
+    if (textbuf_reserve(buf, 4096) != 0)
+        return -1;
+    for (;;) {
+        if (buf->len + 1 >= buf->cap && textbuf_reserve(buf, buf->cap * 2) != 0)
+            return -1;
+        n = pread(fd, buf->data + buf->len, buf->cap - buf->len - 1, (off_t)buf->len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (n == 0)
+            break;
+        buf->len += (size_t)n;
+    }
+    buf->data[buf->len] = '\0';
+    return (ssize_t)buf->len;
+}
+
+/* length read, or -1 with errno */
+ssize_t
+textbuf_read_at(TextBuf *buf, int dirfd, const char *path)
+{
+    int fd, saved;
+    ssize_t n;
+
+    fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    n = textbuf_read_fd(buf, fd);
+    saved = errno;
+    close(fd);
+    errno = saved;
+    return n;
+}
+
+void
+textbuf_free(TextBuf *buf)
+{
+    free(buf->data);
+    buf->data = NULL;
+    buf->len = buf->cap = 0;
+}

@@ -1,0 +1,25 @@
+/* Reading whole procfs/sysfs files into one growable buffer. No Python here. */
+#ifndef RT_TEXTBUF_H
+#define RT_TEXTBUF_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Files larger than this are refused (a sane procfs file is far smaller). */
+#define TEXTBUF_MAX_BYTES (16u * 1024u * 1024u)
+
+typedef struct TextBuf {
+    char *data;
+    size_t len;
+    size_t cap;
+} TextBuf;
+
+/* Reads all of an open file from offset 0 into buf (NUL-terminated): length, or -1 with errno. */
+ssize_t textbuf_read_fd(TextBuf *buf, int fd);
+
+/* Opens path relative to dirfd, reads it whole and closes it: length, or -1 with errno. */
+ssize_t textbuf_read_at(TextBuf *buf, int dirfd, const char *path);
+
+void textbuf_free(TextBuf *buf);
+
+#endif

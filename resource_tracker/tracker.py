@@ -1,0 +1,513 @@
+"""ResourceTracker: track a process tree and the machine in the background.
+
+The sampling runs in a C thread (``_core.Sampler``) that never takes the GIL; this module
+only starts it, reads its columns and turns them into tables, statistics and
+recommendations. Where procfs is missing (macOS, Windows) a psutil sampler with the same
+interface takes its place.
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+
+from . import _core
+from ._version import __version__
+from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABELS
+from .tiny_data_frame import TinyDataFrame
+
+SNAPSHOT_FORMAT = "resource-tracker-snapshot"
+SNAPSHOT_VERSION = 1
+
+
+def _check_interval(interval):
+    """The interval as a float, or ValueError saying what is wrong."""
+    if isinstance(interval, bool) or not isinstance(interval, (int, float)):
+        raise ValueError(f"interval must be a number of seconds, got {interval!r}; use e.g. 1.0")
+    value = float(interval)
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
+    return value
+
+
+def _check_pid(pid):
+    """The pid to track (None: this process), or ValueError when there is no such process."""
+    if pid is None:
+        return os.getpid()
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+        raise ValueError(f"pid must be a positive process id, got {pid!r}")
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        raise ValueError(f"no process with pid {pid}: start the workload first") from None
+    except PermissionError:
+        pass  # it exists, owned by someone else
+    return pid
+
+
+def _default_method():
+    """'procfs' on Linux, else 'psutil'; RESOURCE_TRACKER_METHOD overrides."""
+    forced = os.environ.get("RESOURCE_TRACKER_METHOD", "").strip().lower()
+    if forced:
+        return forced
+    return "procfs" if os.path.exists("/proc/self/stat") else "psutil"
+
+
+def _command_line(pid):
+    """The command line of pid as one string ('' when unreadable)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            raw = f.read()
+    except OSError:
+        try:
+            import psutil
+
+            return " ".join(psutil.Process(pid).cmdline())
+        except Exception:
+            return ""
+    return raw.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace")
+
+
+class _StoredRun:
+    """A finished run held in memory (from a snapshot): the sampler interface, read-only."""
+
+    state = "stopped"
+
+    def __init__(self, process, system, start_time, stop_time, interval):
+        self._tables = {"process": process, "system": system}
+        self.start_time = start_time
+        self.stop_time = stop_time
+        self.interval = interval
+        self.cpu_seconds = 0.0
+
+    @property
+    def n_samples(self):
+        return max(len(self._tables["process"]), len(self._tables["system"]))
+
+    def columns(self, table):
+        df = self._tables[table]
+        names = PROCESS_COLUMNS if table == "process" else SYSTEM_COLUMNS
+        if len(df) == 0:
+            return [b""] * len(names)
+        return [array("d", df.column_array(n)).tobytes() for n in names]
+
+    def start(self):
+        raise RuntimeError("a tracker loaded from a snapshot cannot be started; create a new one")
+
+    def stop(self):
+        pass
+
+    def wait(self, n, timeout):
+        return self.n_samples >= n
+
+
+class ResourceTracker:
+    """Tracks a process with its descendants, and the whole machine, in the background.
+
+    Args:
+        pid: process to track; None tracks the calling process.
+        children: also track all descendants (at any depth).
+        interval: seconds between samples.
+        autostart: start at once (as in the quick start); else call start().
+        track_processes: collect process_metrics.
+        track_system: collect system_metrics.
+        discover_server: collect server_info (CPU, memory, GPUs, container limits).
+        discover_cloud: find the cloud vendor, region and instance type (in the background;
+            no network request unless local evidence points at a known cloud).
+        method: 'procfs' (Linux, the C sampler) or 'psutil'; default: procfs where it exists.
+
+    Example:
+        >>> tracker = ResourceTracker()
+        >>> # ... compute-heavy code ...
+        >>> tracker.stop()
+        >>> tracker.recommend_resources()
+        {'cpu': 1, 'memory': 256, 'gpu': 0, 'vram': 0}
+    """
+
+    def __init__(
+        self,
+        pid=None,
+        children=True,
+        interval=1.0,
+        autostart=True,
+        track_processes=True,
+        track_system=True,
+        discover_server=True,
+        discover_cloud=True,
+        method=None,
+    ):
+        self.interval = _check_interval(interval)
+        self.pid = _check_pid(pid)
+        self.children = bool(children)
+        self.track_processes = bool(track_processes)
+        self.track_system = bool(track_system)
+        self.discover_server = bool(discover_server)
+        self.discover_cloud = bool(discover_cloud) and os.environ.get(
+            "RESOURCE_TRACKER_DISCOVER_CLOUD", "1"
+        ).strip() not in ("0", "false", "no")
+        self.method = method or _default_method()
+        self.command = _command_line(self.pid)
+        self.label = None
+        self.extra = {}
+        self._server_info = None
+        self._cloud_info = None
+        self._cloud_job = None
+        self._sampler = self._make_sampler()
+        if autostart:
+            self.start()
+
+    def _make_sampler(self):
+        kwargs = dict(
+            children=self.children,
+            track_processes=self.track_processes,
+            track_system=self.track_system,
+        )
+        if self.method == "procfs":
+            return _core.Sampler(
+                self.pid,
+                self.interval,
+                proc_root=os.environ.get("RESOURCE_TRACKER_PROCFS_ROOT") or None,
+                sys_root=os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None,
+                nvml_library=os.environ.get("RESOURCE_TRACKER_NVML_LIBRARY") or None,
+                **kwargs,
+            )
+        if self.method == "psutil":
+            from .psutil_sampler import PsutilSampler
+
+            return PsutilSampler(self.pid, self.interval, **kwargs)
+        raise ValueError(f"method must be 'procfs' or 'psutil', got {self.method!r}")
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(self):
+        """Start sampling (and cloud discovery in the background)."""
+        self._sampler.start()
+        if self.discover_cloud and self._cloud_job is None:
+            self._cloud_job = _start_cloud_discovery()
+
+    def stop(self):
+        """Stop sampling; the data stays. Safe to call more than once."""
+        self._sampler.stop()
+
+    @property
+    def running(self):
+        """True while the sampler runs."""
+        return self._sampler.state == "running"
+
+    @property
+    def status(self):
+        """'running', 'finished' or 'new' (created with autostart=False)."""
+        state = self._sampler.state
+        return {"stopped": "finished"}.get(state, state)
+
+    @property
+    def n_samples(self):
+        """Samples stored so far."""
+        return self._sampler.n_samples
+
+    def wait_for_samples(self, n=1, timeout=None):
+        """Block until n samples are stored or timeout seconds pass; True when there are n."""
+        if timeout is None:
+            timeout = (n + 2) * self.interval + 5.0
+        return self._sampler.wait(int(n), float(timeout))
+
+    @property
+    def start_time(self):
+        """When sampling started (seconds since the epoch), None before start."""
+        return self._sampler.start_time or None
+
+    @property
+    def stop_time(self):
+        """When sampling stopped (seconds since the epoch), None while running."""
+        return self._sampler.stop_time or None
+
+    def __enter__(self):
+        if self._sampler.state == "new":
+            self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    # -- data ------------------------------------------------------------------------
+
+    def _table(self, table):
+        names = PROCESS_COLUMNS if table == "process" else SYSTEM_COLUMNS
+        arrays = {}
+        for name, raw in zip(names, self._sampler.columns(table)):
+            col = array("d")
+            col.frombytes(raw)
+            arrays[name] = col
+        return TinyDataFrame._from_arrays(arrays)
+
+    @property
+    def process_metrics(self):
+        """Samples of the tracked process tree (TinyDataFrame; columns in DESIGN.md)."""
+        return self._table("process")
+
+    @property
+    def system_metrics(self):
+        """Samples of the whole machine (TinyDataFrame)."""
+        return self._table("system")
+
+    def get_combined_metrics(self, human_names=False):
+        """System and process samples side by side, one row per timestamp."""
+        system, process = self.system_metrics, self.process_metrics
+        n = (
+            min(len(system), len(process))
+            if len(system) and len(process)
+            else len(system or process)
+        )
+        combined = {}
+        for name in SYSTEM_COLUMNS:
+            if len(system):
+                key = (
+                    SYSTEM_LABELS[name]
+                    if human_names
+                    else ("timestamp" if name == "timestamp" else "system_" + name)
+                )
+                combined[key] = system.column_array(name)[:n]
+        for name in PROCESS_COLUMNS:
+            if not len(process) or (name == "timestamp" and len(system)):
+                continue
+            key = (
+                ("Timestamp" if name == "timestamp" else PROCESS_LABELS[name])
+                if human_names
+                else ("timestamp" if name == "timestamp" else "process_" + name)
+            )
+            combined[key] = process.column_array(name)[:n]
+        return TinyDataFrame._from_arrays(combined)
+
+    def stats(self):
+        """Summaries of the samples: mean/max/percentiles, sums, peak disk use, duration."""
+        process = self.process_metrics if self.track_processes else None
+        system = self.system_metrics if self.track_system else None
+        return _core.stats(
+            _arrays(process), _arrays(system), self.start_time or 0.0, self.stop_time or 0.0
+        )
+
+    def recommend_resources(self, historical_stats=None):
+        """Recommend optimal resource allocation based on the measured resource tracker data.
+
+        The rules:
+
+        - cpu: the average CPU usage of the process tree (cores), rounded, at least 1
+        - memory: the peak memory of the process tree + 20%, rounded up to 128, 256, 512
+          or 1024 MiB, or whole GiB beyond that (MiB)
+        - gpu: the peak number of GPUs in use by the process tree
+        - vram: the peak VRAM use of the process tree + 20%, rounded as memory (MiB)
+
+        Args:
+            historical_stats: earlier ``stats()`` results to combine with this run (mean
+                of the CPU means, max of the peaks).
+
+        Returns:
+            {'cpu': int, 'memory': int MiB, 'gpu': int, 'vram': int MiB}
+        """
+        runs = [self.stats()] + list(historical_stats or [])
+        return _core.recommend(runs)
+
+    def recommend_server(self, n=None, historical_stats=None, **filters):
+        """The cheapest cloud server that fits recommend_resources() (Spare Cores catalog).
+
+        Filters: vendor, region/regions, country, architecture, allocation,
+        compliance_framework, green_energy, min_score, max_price; order_by 'price' or
+        'score_per_price'; n for a list of the top n.
+        """
+        from .catalog import recommend_server
+
+        return recommend_server(self.recommend_resources(historical_stats), n=n, **filters)
+
+    def report(self, historical_stats=None):
+        """The self-contained HTML report (a Report: str with save(), browse())."""
+        from .report import render_report
+
+        return render_report(self, historical_stats=historical_stats)
+
+    # -- machine ---------------------------------------------------------------------
+
+    @property
+    def server_info(self):
+        """CPU, memory, GPUs, OS and container limits of the machine (None if switched off)."""
+        if self._server_info is None and self.discover_server:
+            try:
+                from .server_info import get_server_info
+
+                self._server_info = get_server_info(
+                    pid=self.pid, nvml_library=os.environ.get("RESOURCE_TRACKER_NVML_LIBRARY")
+                )
+            except Exception as exc:  # never let a probe break the caller
+                self._server_info = {"error": f"{type(exc).__name__}: {exc}"}
+        return self._server_info
+
+    @property
+    def cloud_info(self):
+        """Cloud vendor, region and instance type (None if switched off)."""
+        if self._cloud_info is None and self._cloud_job is not None:
+            self._cloud_info = self._cloud_job.result()
+        return self._cloud_info
+
+    # -- persistence -----------------------------------------------------------------
+
+    def snapshot(self):
+        """Everything about this run as a dict of plain Python values (lossless)."""
+        return {
+            "format": SNAPSHOT_FORMAT,
+            "format_version": SNAPSHOT_VERSION,
+            "version": __version__,
+            "pid": self.pid,
+            "children": self.children,
+            "interval": self.interval,
+            "method": self.method,
+            "command": self.command,
+            "label": self.label,
+            "status": self.status,
+            "start_time": self.start_time,
+            "stop_time": self.stop_time,
+            "track_processes": self.track_processes,
+            "track_system": self.track_system,
+            "server_info": self.server_info,
+            "cloud_info": self.cloud_info,
+            "extra": dict(self.extra),
+            "process_metrics": self.process_metrics.to_dict(),
+            "system_metrics": self.system_metrics.to_dict(),
+        }
+
+    @classmethod
+    def from_snapshot(cls, snapshot):
+        """A stopped tracker holding the data of snapshot() (report, stats, ... all work)."""
+        if not isinstance(snapshot, dict) or snapshot.get("format") != SNAPSHOT_FORMAT:
+            raise ValueError(
+                "not a resource-tracker snapshot: expected a dict made by "
+                "ResourceTracker.snapshot() (or text made by dumps())"
+            )
+        if snapshot.get("format_version", 0) > SNAPSHOT_VERSION:
+            raise ValueError(
+                f"snapshot format {snapshot['format_version']} is newer than this "
+                f"resource-tracker ({__version__}) reads: upgrade resource-tracker"
+            )
+        self = cls.__new__(cls)
+        for key in (
+            "pid",
+            "children",
+            "interval",
+            "method",
+            "command",
+            "label",
+            "track_processes",
+            "track_system",
+        ):
+            setattr(self, key, snapshot.get(key))
+        self.discover_server = self.discover_cloud = False
+        self.extra = dict(snapshot.get("extra") or {})
+        self._server_info = snapshot.get("server_info")
+        self._cloud_info = snapshot.get("cloud_info")
+        self._cloud_job = None
+        process = TinyDataFrame(_decode_columns(snapshot.get("process_metrics")), PROCESS_COLUMNS)
+        system = TinyDataFrame(_decode_columns(snapshot.get("system_metrics")), SYSTEM_COLUMNS)
+        self._sampler = _StoredRun(
+            process,
+            system,
+            snapshot.get("start_time") or 0.0,
+            snapshot.get("stop_time") or 0.0,
+            self.interval,
+        )
+        return self
+
+    def dumps(self):
+        """The snapshot as compact JSON text (columns as base64 float64: lossless)."""
+        import json
+
+        snap = self.snapshot()
+        for key in ("process_metrics", "system_metrics"):
+            snap[key] = _encode_columns(getattr(self, key))
+        return json.dumps(snap, separators=(",", ":"), allow_nan=False, default=_json_default)
+
+    @classmethod
+    def loads(cls, text):
+        """A stopped tracker from dumps() text (str or bytes)."""
+        import json
+
+        try:
+            snapshot = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"not a resource-tracker snapshot: invalid JSON ({exc})") from None
+        return cls.from_snapshot(snapshot)
+
+    def __repr__(self):
+        return (
+            f"<ResourceTracker pid={self.pid} interval={self.interval} status={self.status} "
+            f"samples={self.n_samples}>"
+        )
+
+
+def _arrays(df):
+    """A TinyDataFrame's columns as arrays (None for a missing table)."""
+    if df is None:
+        return None
+    return {name: df.column_array(name) for name in df.columns}
+
+
+def _encode_columns(df):
+    import base64
+
+    return {
+        "encoding": "float64-le-base64",
+        "rows": len(df),
+        "columns": {
+            name: base64.b64encode(_little_endian(df.column_array(name))).decode("ascii")
+            for name in df.columns
+        },
+    }
+
+
+def _little_endian(col):
+    import sys
+
+    data = array("d", col)
+    if sys.byteorder != "little":
+        data.byteswap()
+    return data.tobytes()
+
+
+def _decode_columns(data):
+    """{column: values} from a snapshot's table (plain lists or base64 float64)."""
+    if not data:
+        return {}
+    if isinstance(data, dict) and data.get("encoding") == "float64-le-base64":
+        import base64
+        import sys
+
+        out = {}
+        for name, text in data["columns"].items():
+            col = array("d")
+            col.frombytes(base64.b64decode(text))
+            if sys.byteorder != "little":
+                col.byteswap()
+            out[name] = col
+        return out
+    return data
+
+
+def _json_default(value):
+    if isinstance(value, array):
+        return list(value)
+    raise TypeError(f"cannot store {type(value).__name__} in a snapshot")
+
+
+def _start_cloud_discovery():
+    """A background cloud discovery job, or a job answering None when it is unavailable."""
+    try:
+        from .cloud import start_discovery
+    except ImportError:
+        return _NoCloud()
+    try:
+        return start_discovery()
+    except Exception:
+        return _NoCloud()
+
+
+class _NoCloud:
+    def result(self, timeout=None):
+        return None
