@@ -182,17 +182,23 @@ read_counters(SystemStats *stats, SystemCounters *c)
     CpuTimes cpu;
 
     *c = stats->prev;
-    if (read_kept(stats, &stats->stat_fd, "stat") == 0 &&
-        parse_proc_stat_cpu(stats->buf.data, &cpu) == 0) {
-        c->cpu_user = cpu.user + cpu.nice;
-        c->cpu_sys = cpu.system + cpu.irq + cpu.softirq;
+    if (read_kept(stats, &stats->stat_fd, "stat") == 0) {
+        if (parse_proc_stat_cpu(stats->buf.data, &cpu) == 0) {
+            c->cpu_user = cpu.user + cpu.nice;
+            c->cpu_sys = cpu.system + cpu.irq + cpu.softirq;
+        } else {
+            stats->read_errors++;
+        }
     }
     if (read_kept(stats, &stats->diskstats_fd, "diskstats") == 0)
         parse_diskstats(stats->buf.data, is_counted_disk, stats, &c->read_sectors,
                         &c->written_sectors);
     if (read_kept(stats, &stats->netdev_fd, "net/dev") == 0 &&
-        parse_net_dev(stats->buf.data, &c->net_recv, &c->net_sent) != 0)
-        c->net_recv = stats->prev.net_recv, c->net_sent = stats->prev.net_sent;
+        parse_net_dev(stats->buf.data, &c->net_recv, &c->net_sent) != 0) {
+        c->net_recv = stats->prev.net_recv;
+        c->net_sent = stats->prev.net_sent;
+        stats->read_errors++;
+    }
 }
 
 static void
@@ -201,9 +207,12 @@ read_memory(SystemStats *stats, SystemReading *out)
     MemInfo mem;
     long long used;
 
-    if (read_kept(stats, &stats->meminfo_fd, "meminfo") != 0 ||
-        parse_meminfo(stats->buf.data, &mem) != 0)
+    if (read_kept(stats, &stats->meminfo_fd, "meminfo") != 0)
         return;
+    if (parse_meminfo(stats->buf.data, &mem) != 0) {
+        stats->read_errors++;
+        return;
+    }
     used = mem.total - mem.free - mem.buffers - mem.cached - mem.sreclaimable;
     out->memory_free = (double)mem.free;
     out->memory_used = used > 0 ? (double)used : 0.0;

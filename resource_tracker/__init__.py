@@ -10,8 +10,8 @@ Quick start::
     tracker.report().browse()
 """
 
-from ._version import __version__
 from . import _core
+from ._version import __version__
 
 if _core.__version__ != __version__:  # a stale build would give wrong columns or crash
     raise ImportError(
@@ -19,8 +19,8 @@ if _core.__version__ != __version__:  # a stale build would give wrong columns o
         "rebuild it (pip install -e . or make build)"
     )
 
+from .csv_trackers import PidTracker, SystemTracker  # noqa: E402
 from .tiny_data_frame import TinyDataFrame  # noqa: E402
 from .tracker import ResourceTracker  # noqa: E402
-from .csv_trackers import PidTracker, SystemTracker  # noqa: E402
 
 __all__ = ["ResourceTracker", "TinyDataFrame", "PidTracker", "SystemTracker", "__version__"]

@@ -1,0 +1,76 @@
+"""Real workloads for the core tests: child Python processes that wait for a "go" line on
+stdin, do their work, and report ground truth about themselves (their own CPU time from
+os.times(), their RSS from /proc/self/statm) as one JSON line on stdout."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+
+PRELUDE = """
+import json, os, sys, time
+def rss_kib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+def report(**kw):
+    sys.stdout.write(json.dumps(kw) + "\\n"); sys.stdout.flush()
+def spin(seconds):
+    end = time.monotonic() + seconds
+    x = 0
+    while time.monotonic() < end:
+        x += 1
+sys.stdin.readline()  # wait for "go"
+"""
+
+
+class Workload:
+    """A child process running `body` after the prelude; `go()` starts it."""
+
+    def __init__(self, body, **popen):
+        code = PRELUDE + textwrap.dedent(body)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            **popen,
+        )
+        self.pid = self.proc.pid
+
+    def go(self):
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+
+    def read_report(self, timeout=60):
+        """The next JSON line the workload reports."""
+        deadline = time.monotonic() + timeout
+        line = self.proc.stdout.readline()
+        if not line and time.monotonic() > deadline:
+            raise TimeoutError("workload reported nothing")
+        return json.loads(line)
+
+    def finish(self, timeout=60):
+        """Waits for the workload to exit WITHOUT reaping it (it stays a zombie, whose stat
+        still holds its final CPU totals), so the tracker can take its last reading; the
+        caller then stops the tracker and calls reap()."""
+        import os
+
+        self.proc.stdin.close()
+        os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOWAIT)
+
+    def reap(self):
+        """Collects the exit status of a finished workload."""
+        return self.proc.wait(60)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+def total_cpu(df):
+    """Seconds of CPU over all rows of a process_metrics table."""
+    return sum(df["utime"]) + sum(df["stime"])

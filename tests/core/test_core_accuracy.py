@@ -1,0 +1,282 @@
+"""Accuracy of the process metrics against ground truth from real workloads.
+
+Each workload measures itself (os.times(), /proc/self/statm) and the tracker's readings
+are compared with that, so the checks hold on a busy machine too; where a figure is a
+share of a core, the expected value is the workload's own CPU time over wall time."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from core_workloads import Workload, total_cpu
+
+from resource_tracker import ResourceTracker
+
+MIB_KIB = 1024
+
+
+def _track(workload, interval=0.25, **kwargs):
+    tracker = ResourceTracker(
+        pid=workload.pid, interval=interval, discover_cloud=False, discover_server=False, **kwargs
+    )
+    time.sleep(0.1)  # the baseline is taken at once in the sampler thread
+    return tracker
+
+
+def test_one_busy_core_reads_one_core():
+    w = Workload(
+        """
+        t0 = time.monotonic(); c0 = sum(os.times()[:2])
+        spin(3.0)
+        report(cpu=sum(os.times()[:2]) - c0, wall=time.monotonic() - t0)
+        """
+    )
+    tracker = _track(w, interval=0.5)
+    try:
+        w.go()
+        truth = w.read_report()
+        w.finish()
+    finally:
+        tracker.stop()
+        w.kill()
+    df = tracker.process_metrics
+    measured = total_cpu(df)
+    # the CPU time of the workload is read to within 3 %
+    assert measured == pytest.approx(truth["cpu"], rel=0.03, abs=0.03)
+    # full rows while it spun read (its own CPU share of) one core, within 0.03
+    busy_rows = df["cpu_usage"][1:5]
+    expected_share = truth["cpu"] / truth["wall"]
+    assert sum(busy_rows) / len(busy_rows) == pytest.approx(expected_share, abs=0.03)
+    assert expected_share > 0.9, "the machine was too busy to give the workload a core"
+
+
+def test_two_busy_children_read_two_cores_and_two_children():
+    w = Workload(
+        """
+        import subprocess
+        kids = [subprocess.Popen([sys.executable, "-c",
+                 "import time\\nend=time.monotonic()+2.5\\nwhile time.monotonic()<end: pass"])
+                for _ in range(2)]
+        for k in kids: k.wait()
+        t = os.times()
+        report(children_cpu=t.children_user + t.children_system)
+        """
+    )
+    tracker = _track(w, interval=0.5)
+    try:
+        w.go()
+        truth = w.read_report()
+        w.finish()
+    finally:
+        tracker.stop()
+        w.kill()
+    df = tracker.process_metrics
+    assert max(df["children"]) == 2
+    assert total_cpu(df) == pytest.approx(truth["children_cpu"], rel=0.05, abs=0.05)
+    middle = df["cpu_usage"][1:4]
+    assert sum(middle) / len(middle) == pytest.approx(2.0, abs=0.25)
+
+
+def test_descendants_at_any_depth_are_counted():
+    w = Workload(
+        """
+        import subprocess
+        leaf = "import time; time.sleep(3)"
+        mid = ("import subprocess, sys; "
+               f"subprocess.Popen([sys.executable, '-c', {leaf!r}]).wait()")
+        top = subprocess.Popen([sys.executable, "-c", mid])
+        report(started=True)
+        top.wait()
+        """
+    )
+    tracker = _track(w, interval=0.2)
+    try:
+        w.go()
+        w.read_report()
+        assert tracker.wait_for_samples(8, timeout=10)
+        children = max(tracker.process_metrics["children"])
+        w.finish()
+    finally:
+        tracker.stop()
+        w.kill()
+    assert children == 2  # the child and the grandchild, found by parent-id scan
+
+
+def test_touched_500_mib_buffer_reads_within_3_percent():
+    w = Workload(
+        """
+        report(rss=rss_kib())
+        buf = bytearray(500 * 1024 * 1024)
+        for i in range(0, len(buf), 4096):
+            buf[i] = 1
+        report(rss=rss_kib())
+        sys.stdin.readline()
+        """
+    )
+    tracker = _track(w, interval=0.2)
+    try:
+        assert tracker.wait_for_samples(2)
+        w.go()
+        before = w.read_report()["rss"]
+        w.read_report()
+        n = tracker.n_samples
+        assert tracker.wait_for_samples(n + 3)
+        w.finish()
+    finally:
+        tracker.stop()
+        w.kill()
+    memory = tracker.process_metrics["memory"]
+    grown_kib = max(memory) - memory[0]
+    assert memory[0] == pytest.approx(before, rel=0.2)
+    assert grown_kib == pytest.approx(500 * MIB_KIB, rel=0.03)
+
+
+def test_forked_workers_sharing_a_buffer_are_not_double_counted():
+    w = Workload(
+        """
+        buf = bytearray(400 * 1024 * 1024)
+        for i in range(0, len(buf), 4096):
+            buf[i] = 1
+        pids = []
+        for _ in range(4):
+            pid = os.fork()
+            if pid == 0:
+                time.sleep(4)
+                os._exit(0)
+            pids.append(pid)
+        report(forked=pids)
+        for p in pids: os.waitpid(p, 0)
+        """
+    )
+    tracker = _track(w, interval=0.25)
+    try:
+        w.go()
+        w.read_report()
+        n = tracker.n_samples
+        assert tracker.wait_for_samples(n + 6, timeout=10)
+        rows = tracker.process_metrics
+        w.finish()
+    finally:
+        tracker.stop()
+        w.kill()
+    with_workers = [m for m, c in zip(rows["memory"], rows["children"]) if c == 4]
+    assert with_workers, "the 4 workers were never seen"
+    # about 400 MiB (plus a small interpreter), not 5 x 400 MiB
+    assert max(with_workers) == pytest.approx(400 * MIB_KIB, rel=0.10)
+
+
+def test_written_100_mib_with_fsync_shows_in_write_bytes(tmp_path):
+    target = tmp_path / "data.bin"
+    w = Workload(
+        f"""
+        chunk = os.urandom(1024 * 1024)
+        with open({str(target)!r}, "wb") as f:
+            for _ in range(100):
+                f.write(chunk)
+            f.flush()
+            os.fsync(f.fileno())
+        report(done=True)
+        """
+    )
+    tracker = _track(w, interval=0.25)
+    try:
+        w.go()
+        w.read_report()
+        w.finish()
+        time.sleep(0.3)
+    finally:
+        tracker.stop()
+        w.kill()
+    written = sum(tracker.process_metrics["write_bytes"])
+    assert written == pytest.approx(100 * 1024 * 1024, rel=0.05)
+    # the whole-disk counters saw it too (at least once, not doubled by partitions)
+    system_written = sum(tracker.system_metrics["disk_write_bytes"])
+    assert 0.95 * 100 * 1024 * 1024 <= system_written < 3 * 100 * 1024 * 1024
+
+
+def test_short_lived_children_cpu_is_counted():
+    w = Workload(
+        """
+        import subprocess
+        code = "import time\\nend=time.monotonic()+0.08\\nwhile time.monotonic()<end: pass"
+        for _ in range(15):
+            subprocess.run([sys.executable, "-c", code])
+        t = os.times()
+        report(cpu=t.user + t.system + t.children_user + t.children_system)
+        """
+    )
+    tracker = _track(w, interval=1.0)
+    try:
+        w.go()
+        truth = w.read_report()
+        w.finish()
+    finally:
+        tracker.stop()
+        w.kill()
+    # every child lived far less than one interval; their CPU still counts (via cutime)
+    measured = total_cpu(tracker.process_metrics)
+    assert measured == pytest.approx(truth["cpu"], rel=0.10, abs=0.1)
+    assert measured > 15 * 0.08 * 0.8
+
+
+def test_tracker_does_not_count_its_own_thread():
+    tracker = ResourceTracker(interval=0.005, discover_cloud=False, discover_server=False)
+    time.sleep(2.0)  # this thread sleeps: the workload uses (almost) no CPU
+    tracker.stop()
+    own = tracker._sampler.cpu_seconds
+    recorded = total_cpu(tracker.process_metrics)
+    assert own > 0.02, "the sampler should have used measurable CPU at a 5 ms interval"
+    # ticks are 10 ms: allow 2 ticks of rounding, far below the sampler's own CPU
+    assert recorded < 0.02 + 0.25 * own
+
+
+def test_disk_space_matches_statvfs():
+    tracker = ResourceTracker(interval=0.1, discover_cloud=False, discover_server=False)
+    assert tracker.wait_for_samples(2)
+    tracker.stop()
+    row = tracker.system_metrics[-1]
+    vfs = os.statvfs("/")
+    assert row["disk_space_total_gb"] >= vfs.f_blocks * vfs.f_frsize / 1e9 - 0.01
+    assert row["disk_space_used_gb"] > 0
+    assert row["disk_space_free_gb"] > 0
+
+
+def test_loopback_traffic_is_not_network_traffic():
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    received = []
+
+    def sink():
+        conn, _ = server.accept()
+        n = 0
+        while True:
+            data = conn.recv(1 << 16)
+            if not data:
+                break
+            n += len(data)
+        received.append(n)
+        conn.close()
+
+    thread = threading.Thread(target=sink)
+    thread.start()
+    tracker = ResourceTracker(interval=0.1, discover_cloud=False, discover_server=False)
+    time.sleep(0.15)
+    client = socket.create_connection(server.getsockname())
+    payload = b"x" * (1 << 20)
+    for _ in range(30):
+        client.sendall(payload)
+    client.close()
+    thread.join()
+    time.sleep(0.15)
+    tracker.stop()
+    server.close()
+    assert received == [30 << 20]
+    sys_df = tracker.system_metrics
+    assert sum(sys_df["net_recv_bytes"]) < 2 << 20  # 30 MiB went over lo: not counted
+    assert sum(sys_df["net_sent_bytes"]) < 2 << 20

@@ -1,0 +1,305 @@
+"""The ResourceTracker API: lifecycle, bad input, fork safety, persistence, the seeds' code."""
+
+from __future__ import annotations
+
+import math
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from resource_tracker import PidTracker, ResourceTracker, SystemTracker, TinyDataFrame, _core
+from resource_tracker.names import PROCESS_COLUMNS, SYSTEM_COLUMNS
+
+
+def quiet(**kwargs):
+    return ResourceTracker(discover_cloud=False, discover_server=False, **kwargs)
+
+
+def run_python(code, timeout=60):
+    """Runs code in a fresh interpreter; returns the completed process (checked)."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.mark.parametrize("interval", [0, -1, float("nan"), float("inf"), "1", None, True])
+def test_bad_interval_is_a_clear_value_error(interval):
+    with pytest.raises(ValueError, match="interval"):
+        quiet(interval=interval)
+
+
+def test_pid_that_does_not_exist_is_a_clear_value_error():
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()  # reaped: the pid is free now
+    with pytest.raises(ValueError, match=f"no process with pid {proc.pid}"):
+        quiet(pid=proc.pid)
+    with pytest.raises(ValueError, match="positive"):
+        quiet(pid=-5)
+
+
+def test_start_twice_and_restart_are_runtime_errors_and_stop_is_idempotent():
+    tracker = quiet(interval=0.05)
+    with pytest.raises(RuntimeError, match="already running"):
+        tracker.start()
+    tracker.stop()
+    tracker.stop()
+    assert not tracker.running
+    assert tracker.status == "finished"
+    with pytest.raises(RuntimeError, match="cannot be restarted"):
+        tracker.start()
+
+
+def test_autostart_false_and_context_manager():
+    tracker = quiet(interval=0.05, autostart=False)
+    assert tracker.status == "new" and not tracker.running
+    with tracker as t:
+        assert t.running
+        assert t.wait_for_samples(2, timeout=5)
+    assert not tracker.running and tracker.n_samples >= 2
+
+
+def test_stop_wakes_the_sampler_at_once():
+    tracker = quiet(interval=30.0)
+    time.sleep(0.05)
+    started = time.monotonic()
+    tracker.stop()
+    # it does not wait for the 30 s tick: the condition variable wakes it
+    assert time.monotonic() - started < 1.0
+    assert tracker.n_samples == 1  # the partial interval, recorded at stop
+
+
+def test_samples_stay_on_the_grid_without_drift():
+    tracker = quiet(interval=0.02)
+    assert tracker.wait_for_samples(60, timeout=10)
+    tracker.stop()
+    ts = tracker.process_metrics["timestamp"][:60]
+    start = tracker.start_time
+    offsets = [(t - start) / 0.02 for t in ts]
+    # sample k is taken at start + k * interval (late ticks skip ahead, never shift the grid)
+    late = [o - round(o) for o in offsets]
+    assert max(abs(x) for x in late) < 0.5
+    assert round(offsets[-1]) >= 60
+
+
+def test_the_tracked_process_exiting_mid_run_does_not_stop_sampling():
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.4)"])
+    tracker = quiet(pid=proc.pid, interval=0.1)
+    proc.wait()
+    n = tracker.n_samples
+    assert tracker.wait_for_samples(n + 4, timeout=5)
+    tracker.stop()
+    df = tracker.process_metrics
+    assert df["memory"][-1] == 0 and df["children"][-1] == 0
+    assert len(tracker.system_metrics) == len(df)
+
+
+def test_garbage_collecting_a_running_tracker_stops_its_thread():
+    out = run_python(
+        """
+        import gc, os, time
+        from resource_tracker import ResourceTracker
+        threads = lambda: len(os.listdir("/proc/self/task"))
+        before = threads()
+        t = ResourceTracker(interval=0.01, discover_cloud=False, discover_server=False)
+        time.sleep(0.05)
+        during = threads()
+        del t
+        gc.collect()
+        print(before, during, threads())
+        """
+    )
+    before, during, after = map(int, out.stdout.split())
+    assert during == before + 1 and after == before
+
+
+def test_fork_in_a_tracked_process_is_safe():
+    out = run_python(
+        """
+        import os, time
+        from resource_tracker import ResourceTracker
+        t = ResourceTracker(interval=0.005, discover_cloud=False, discover_server=False)
+        for _ in range(20):                 # fork often, while the sampler is busy
+            pid = os.fork()
+            if pid == 0:
+                ok = not t.running and t.n_samples >= 0
+                t.stop()                    # a no-op in the child: no thread to join
+                child = ResourceTracker(interval=0.01, discover_cloud=False,
+                                        discover_server=False)
+                ok = ok and child.wait_for_samples(2, timeout=5)
+                child.stop()
+                os._exit(0 if ok else 3)
+            _, status = os.waitpid(pid, 0)
+            assert os.waitstatus_to_exitcode(status) == 0, status
+        n = t.n_samples
+        time.sleep(0.1)
+        assert t.running and t.n_samples > n  # the parent keeps sampling
+        t.stop()
+        print("ok")
+        """
+    )
+    assert out.stdout.strip() == "ok"
+
+
+def test_snapshot_round_trip_loses_nothing():
+    tracker = quiet(interval=0.05)
+    assert tracker.wait_for_samples(5)
+    tracker.stop()
+    tracker.label = "step <b>1</b>"
+    tracker.extra["flow"] = "Demo"
+    snap = tracker.snapshot()
+    again = ResourceTracker.from_snapshot(snap)
+    assert again.snapshot() == snap
+    loaded = ResourceTracker.loads(tracker.dumps())
+    assert loaded.snapshot() == snap
+    assert loaded.process_metrics == tracker.process_metrics
+    assert loaded.stats() == tracker.stats()
+    assert loaded.recommend_resources() == tracker.recommend_resources()
+    assert pickle.loads(pickle.dumps(tracker.process_metrics)) == tracker.process_metrics
+    with pytest.raises(RuntimeError, match="cannot be started"):
+        loaded.start()
+
+
+def test_loading_something_else_is_a_clear_error():
+    with pytest.raises(ValueError, match="not a resource-tracker snapshot"):
+        ResourceTracker.loads("{not json")
+    with pytest.raises(ValueError, match="not a resource-tracker snapshot"):
+        ResourceTracker.from_snapshot({"hello": 1})
+
+
+def test_tables_have_the_documented_columns_and_combined_names():
+    tracker = quiet(interval=0.05)
+    assert tracker.wait_for_samples(2)
+    tracker.stop()
+    assert tracker.process_metrics.columns == list(PROCESS_COLUMNS)
+    assert tracker.system_metrics.columns == list(SYSTEM_COLUMNS)
+    assert len(PROCESS_COLUMNS) == 12 and len(SYSTEM_COLUMNS) == 21
+    row = tracker.get_combined_metrics(human_names=True)[0]
+    assert list(row)[:2] == ["Timestamp", "System processes"]
+    assert "Process memory usage" in row and "System GPUs in use" in row
+    assert len(row) == 1 + 20 + 11
+    plain = tracker.get_combined_metrics()[0]
+    assert "system_cpu_usage" in plain and "process_memory" in plain
+    assert row["Process PID"] == os.getpid()
+    assert all(row[k] == 0 for k in row if "GPU" in k or "VRAM" in k)  # no GPU here
+
+
+def test_stats_and_recommendation_follow_the_rules():
+    tracker = quiet(interval=0.05)
+    ballast = bytearray(900 * 1024 * 1024)
+    for i in range(0, len(ballast), 4096):
+        ballast[i] = 1
+    assert tracker.wait_for_samples(4)
+    tracker.stop()
+    stats = tracker.stats()
+    peak_kib = stats["process_memory"]["max"]
+    assert peak_kib >= 900 * 1024
+    for key in ("mean", "max", "p50", "p90", "p99"):
+        assert key in stats["process_cpu_usage"]
+    assert stats["timestamp"]["duration"] == pytest.approx(tracker.stop_time - tracker.start_time)
+    rec = tracker.recommend_resources()
+    assert rec == {
+        "cpu": max(1, math.floor(stats["process_cpu_usage"]["mean"] + 0.5)),
+        "memory": _core.round_memory_mib(peak_kib / 1024 * 1.2),
+        "gpu": 0,
+        "vram": 0,
+    }
+    assert rec["memory"] % 1024 == 0  # > 1 GiB rounds to whole GiB
+    history = [{"process_cpu_usage": {"mean": 3.0}, "process_memory": {"max": 8 * 1024 * 1024}}]
+    combined = tracker.recommend_resources(historical_stats=history)
+    assert combined["memory"] == 10240  # max of peaks: 8 GiB * 1.2 -> 10 GiB
+    assert combined["cpu"] == max(1, math.floor((stats["process_cpu_usage"]["mean"] + 3) / 2 + 0.5))
+    del ballast
+
+
+def test_memory_rounding_steps():
+    assert [_core.round_memory_mib(x) for x in (1, 128, 129, 300, 513, 1024, 1025, 5000)] == [
+        128,
+        128,
+        256,
+        512,
+        1024,
+        1024,
+        2048,
+        5120,
+    ]
+
+
+def test_no_samples_is_a_clear_error_not_a_crash():
+    tracker = quiet(interval=60, autostart=False)
+    tracker.stop()
+    assert tracker.n_samples == 0
+    assert tracker.stats()["timestamp"]["samples"] == 0
+    with pytest.raises(ValueError, match="not enough data"):
+        tracker.recommend_resources()
+
+
+def test_the_seeds_quick_start_runs_as_written():
+    out = run_python(
+        """
+        from resource_tracker import ResourceTracker
+
+        tracker = ResourceTracker()
+        # your compute-heavy code
+        total = 0
+        for i in range(int(3e6)):
+            total += i ** 3
+        tracker.stop()
+        print(tracker.system_metrics)
+        print(tracker.process_metrics)
+        print(tracker.get_combined_metrics(human_names=True)[0])
+        print(tracker.stats())
+        print(tracker.recommend_resources())
+        """
+    )
+    assert "TinyDataFrame with" in out.stdout and "rows and 21 columns" in out.stdout
+    assert "rows and 12 columns" in out.stdout
+    assert "'cpu': 1" in out.stdout and "'gpu': 0" in out.stdout
+
+
+def test_pid_and_system_trackers_write_csv_lines(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time\nend=time.time()+3\nwhile time.time()<end: pass"]
+    )
+    try:
+        path = tmp_path / "pid.csv"
+        PidTracker(pid=proc.pid, interval=0.2, output_file=str(path)).run(n_samples=4)
+        spath = tmp_path / "sys.csv"
+        SystemTracker(interval=0.1, output_file=str(spath)).run(n_samples=2)
+    finally:
+        proc.kill()
+        proc.wait()
+    lines = path.read_text().splitlines()
+    assert lines[0].split(",") == list(PROCESS_COLUMNS)
+    rows = [dict(zip(PROCESS_COLUMNS, map(float, line.split(",")))) for line in lines[1:]]
+    assert len(rows) == 4 and all(r["pid"] == proc.pid for r in rows)
+    assert sum(r["cpu_usage"] for r in rows) / 4 > 0.8  # a busy core
+    slines = spath.read_text().splitlines()
+    assert slines[0].split(",") == list(SYSTEM_COLUMNS) and len(slines) == 3
+    assert float(slines[1].split(",")[1]) > 10  # processes on the machine
+
+
+def test_system_tracker_writes_to_stdout():
+    out = run_python(
+        "from resource_tracker import SystemTracker\n"
+        "SystemTracker(interval=0.05).run(n_samples=2)\n"
+    )
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("timestamp,processes,") and len(lines) == 3
+
+
+def test_tiny_data_frame_is_returned_everywhere():
+    tracker = quiet(interval=0.05)
+    tracker.wait_for_samples(1)
+    tracker.stop()
+    assert isinstance(tracker.process_metrics, TinyDataFrame)
+    assert isinstance(tracker.get_combined_metrics(), TinyDataFrame)
