@@ -145,16 +145,54 @@ list_processes(ProcTree *tree)
     return (long)tree->listing_len;
 }
 
+/* Closes the descriptors a member kept open. */
+static void
+close_kept(ProcTree *tree, ProcEntry *entry)
+{
+    if (entry->stat_fd >= 0 || entry->io_fd >= 0)
+        tree->kept_open--;
+    if (entry->stat_fd >= 0)
+        close(entry->stat_fd);
+    if (entry->io_fd >= 0)
+        close(entry->io_fd);
+    entry->stat_fd = entry->io_fd = -1;
+}
+
+/* Keeps a member's stat and io open for the next ticks, while under the cap. */
+static void
+keep_open(ProcTree *tree, ProcEntry *entry)
+{
+    char path[32];
+
+    if (entry->stat_fd >= 0 || tree->kept_open >= KEPT_OPEN_MEMBERS)
+        return;
+    snprintf(path, sizeof(path), "%d/stat", (int)entry->pid);
+    entry->stat_fd = openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC);
+    snprintf(path, sizeof(path), "%d/io", (int)entry->pid);
+    entry->io_fd = openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC);
+    if (entry->stat_fd >= 0 || entry->io_fd >= 0)
+        tree->kept_open++;
+}
+
+/* Reads a per-process file through its kept descriptor, else by path: length, or -1. */
+static ssize_t
+read_pid_file(ProcTree *tree, int fd, pid_t pid, const char *name)
+{
+    char path[40];
+
+    if (fd >= 0)
+        return textbuf_read_fd(&tree->buf, fd);
+    snprintf(path, sizeof(path), "%d/%s", (int)pid, name);
+    return textbuf_read_at(&tree->buf, tree->proc_fd, path);
+}
+
 /* Reads /proc/<pid>/stat into the entry: 0, or -1 when the process is gone or unreadable. */
 static int
 read_stat(ProcTree *tree, ProcEntry *entry)
 {
-    char path[32];
-
     if (entry->has_stat)
         return 0;
-    snprintf(path, sizeof(path), "%d/stat", (int)entry->pid);
-    if (textbuf_read_at(&tree->buf, tree->proc_fd, path) < 0 ||
+    if (read_pid_file(tree, entry->stat_fd, entry->pid, "stat") < 0 ||
         parse_pid_stat(tree->buf.data, &entry->stat) != 0) {
         if (errno != ENOENT && errno != ESRCH)
             tree->read_errors++;
@@ -209,6 +247,7 @@ merge_listing(ProcTree *tree)
     while (i < prev->len || j < tree->listing_len) {
         if (j >= tree->listing_len ||
             (i < prev->len && prev->items[i].pid < tree->listing[j].pid)) {
+            close_kept(tree, &prev->items[i]);
             if (prev->items[i].member && entries_push(&tree->vanished, &prev->items[i]) != 0)
                 return -1;
             i++;
@@ -216,6 +255,7 @@ merge_listing(ProcTree *tree)
             memset(&fresh, 0, sizeof(fresh));
             fresh.pid = tree->listing[j].pid;
             fresh.ino = tree->listing[j].ino;
+            fresh.stat_fd = fresh.io_fd = -1;
             if (entries_push(next, &fresh) != 0)
                 return -1;
             j++;
@@ -248,6 +288,7 @@ verify_reused(ProcTree *tree, ProcEntry *entry)
     }
     if (entry->stat.starttime == old.starttime)
         return 0;
+    close_kept(tree, &old);
     if (old.member && entries_push(&tree->vanished, &old) != 0)
         return -1;
     {
@@ -255,6 +296,7 @@ verify_reused(ProcTree *tree, ProcEntry *entry)
         memset(&fresh, 0, sizeof(fresh));
         fresh.pid = entry->pid;
         fresh.ino = entry->ino;
+        fresh.stat_fd = fresh.io_fd = -1;
         fresh.stat = entry->stat;
         fresh.has_stat = 1;
         fresh.ppid = entry->stat.ppid;
@@ -267,11 +309,9 @@ verify_reused(ProcTree *tree, ProcEntry *entry)
 static void
 read_io(ProcTree *tree, ProcEntry *entry)
 {
-    char path[32];
     PidIo io;
 
-    snprintf(path, sizeof(path), "%d/io", (int)entry->pid);
-    if (textbuf_read_at(&tree->buf, tree->proc_fd, path) < 0 ||
+    if (read_pid_file(tree, entry->io_fd, entry->pid, "io") < 0 ||
         parse_pid_io(tree->buf.data, &io) != 0) {
         if (errno != ENOENT && errno != ESRCH)
             tree->read_errors++;
@@ -296,6 +336,10 @@ account_member(ProcTree *tree, ProcEntry *entry)
     }
     entry->rss_kib = st->state == 'Z' ? 0 : st->rss_pages * tree->page_kib;
     read_io(tree, entry);
+    if (st->state == 'Z')
+        close_kept(tree, entry);
+    else
+        keep_open(tree, entry);
 }
 
 /* Non-zero when a vanished member's counters went to a live member (its reaper). */
@@ -426,6 +470,7 @@ refresh_entries(ProcTree *tree)
         if (e->member && !e->gone && read_stat(tree, e) != 0)
             e->gone = 1;
         if (e->gone) {
+            close_kept(tree, e);
             if (e->member && entries_push(&tree->vanished, e) != 0)
                 return -1;
             continue;
@@ -521,6 +566,10 @@ proc_tree_bytes(const ProcTree *tree)
 void
 proc_tree_free(ProcTree *tree)
 {
+    size_t i;
+
+    for (i = 0; i < tree->entries.len; i++)
+        close_kept(tree, &tree->entries.items[i]);
     if (tree->dir)
         closedir((DIR *)tree->dir);
     if (tree->proc_fd >= 0)

@@ -27,6 +27,9 @@
 #define PSS_BUDGET_BURST 0.100
 #define PSS_BUDGET_START 0.050
 
+/* Members whose stat and io files stay open between ticks (two descriptors each). */
+#define KEPT_OPEN_MEMBERS 32
+
 typedef struct TreeTotals {
     double user_s, sys_s;   /* CPU seconds */
     double read_b, write_b; /* storage bytes */
@@ -44,6 +47,7 @@ typedef struct ProcEntry {
     unsigned char verify;     /* inode changed: check the start time */
     unsigned char gone;       /* vanished while being read */
     unsigned generation_at_check;
+    int stat_fd, io_fd;   /* kept open for members (pread from 0 each tick), -1 if not */
     TreeTotals cum;      /* cumulative counters (own + reaped children) */
     long long rss_kib;
     long long excess_kib; /* RSS - PSS at the last smaps_rollup read */
@@ -85,6 +89,7 @@ typedef struct ProcTree {
     unsigned long pss_reads;
     double pss_seconds;
     unsigned long read_errors;
+    int kept_open; /* members with open descriptors */
     TextBuf buf;
 } ProcTree;
 

@@ -71,6 +71,6 @@ def test_pickles_compactly(df):
 
 
 def test_to_pandas(df):
-    pd = pytest.importorskip("pandas", reason="pandas is optional")
+    # pandas is a test extra (make test installs it); to_pandas() itself imports it lazily
     frame = df.to_pandas()
     assert list(frame.columns) == df.columns and frame["cpu_usage"].tolist() == df["cpu_usage"]
