@@ -42,7 +42,7 @@ def _link_args():
 
 libraries = ["pthread"]
 if sys.platform.startswith("linux"):
-    libraries += ["dl", "curl", "cjson"]
+    libraries += ["dl", "cjson"]  # libcurl: dlopen on first use (csrc/http.c)
 
 def _version():
     about = {}

@@ -1,17 +1,51 @@
 #include "http.h"
 
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* libcurl is loaded on the first request, not at import: it pulls in dozens of libraries
+ * that a tracker which never talks to the network should not pay for. */
+static struct Curl {
+    CURLcode (*global_init)(long);
+    CURL *(*easy_init)(void);
+    CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+    CURLcode (*easy_perform)(CURL *);
+    CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+    void (*easy_cleanup)(CURL *);
+    const char *(*easy_strerror)(CURLcode);
+    struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+    void (*slist_free_all)(struct curl_slist *);
+    int loaded;
+} curl_api;
+
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 
+#define CURL_SYMBOL(field, name) (*(void **)&curl_api.field = dlsym(lib, name)) != NULL
+
 static void
-init_curl(void)
+load_curl(void)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
+    void *lib = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+
+    if (lib == NULL)
+        lib = dlopen("libcurl.so", RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL)
+        return;
+    if (CURL_SYMBOL(global_init, "curl_global_init") &&
+        CURL_SYMBOL(easy_init, "curl_easy_init") &&
+        CURL_SYMBOL(easy_setopt, "curl_easy_setopt") &&
+        CURL_SYMBOL(easy_perform, "curl_easy_perform") &&
+        CURL_SYMBOL(easy_getinfo, "curl_easy_getinfo") &&
+        CURL_SYMBOL(easy_cleanup, "curl_easy_cleanup") &&
+        CURL_SYMBOL(easy_strerror, "curl_easy_strerror") &&
+        CURL_SYMBOL(slist_append, "curl_slist_append") &&
+        CURL_SYMBOL(slist_free_all, "curl_slist_free_all") &&
+        curl_api.global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK)
+        curl_api.loaded = 1;
 }
 
 /* libcurl write callback: appends to the response body, refusing more than HTTP_MAX_BODY */
@@ -45,39 +79,44 @@ http_request(const char *method, const char *url, const char *const *headers,
     size_t i;
 
     memset(out, 0, sizeof(*out));
-    pthread_once(&curl_once, init_curl);
-    curl = curl_easy_init();
+    pthread_once(&curl_once, load_curl);
+    if (!curl_api.loaded) {
+        snprintf(out->error, sizeof(out->error),
+                 "libcurl is not available (install libcurl4 / libcurl4-openssl-dev)");
+        return -1;
+    }
+    curl = curl_api.easy_init();
     if (curl == NULL) {
         snprintf(out->error, sizeof(out->error), "libcurl could not start a request");
         return -1;
     }
     for (i = 0; headers && headers[i]; i++)
-        list = curl_slist_append(list, headers[i]);
-    curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(curl, CURLOPT_PROXY, ""); /* never through a proxy: metadata is link-local */
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect_body);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, out);
+        list = curl_api.slist_append(list, headers[i]);
+    curl_api.easy_setopt(curl, CURLOPT_URL, url);
+    curl_api.easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+    curl_api.easy_setopt(curl, CURLOPT_HTTPHEADER, list);
+    curl_api.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_api.easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_api.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+    curl_api.easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_api.easy_setopt(curl, CURLOPT_PROXY, ""); /* never through a proxy: metadata is link-local */
+    curl_api.easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect_body);
+    curl_api.easy_setopt(curl, CURLOPT_WRITEDATA, out);
     if (body) {
-        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+        curl_api.easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+        curl_api.easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
     } else if (strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0) {
-        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, "");
-        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, 0L);
+        curl_api.easy_setopt(curl, CURLOPT_POSTFIELDS, "");
+        curl_api.easy_setopt(curl, CURLOPT_POSTFIELDSIZE, 0L);
     }
-    rc = curl_easy_perform(curl);
+    rc = curl_api.easy_perform(curl);
     if (rc == CURLE_OK)
-        curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out->status);
+        curl_api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out->status);
     else
         snprintf(out->error, sizeof(out->error), "%s %s: %s", method, url,
-                 curl_easy_strerror(rc));
-    curl_slist_free_all(list);
-    curl_easy_cleanup(curl);
+                 curl_api.easy_strerror(rc));
+    curl_api.slist_free_all(list);
+    curl_api.easy_cleanup(curl);
     return rc == CURLE_OK ? 0 : -1;
 }
 
