@@ -34,13 +34,12 @@ read_gpus(Collector *collector, GpuReading *system, GpuReading *process)
     memset(process, 0, sizeof(*process));
     if (!collector->gpu_tried) {
         collector->gpu_tried = 1;
-        collector->gpu = gpu_monitor_open(
-            collector->cfg.nvml_library[0] ? collector->cfg.nvml_library : NULL);
+        collector->gpu =
+            gpu_monitor_open(collector->cfg.nvml_library[0] ? collector->cfg.nvml_library : NULL);
     }
     if (collector->gpu == NULL)
         return;
-    n = proc_tree_member_pids(&collector->tree, collector->member_pids,
-                              collector->member_pids_cap);
+    n = proc_tree_member_pids(&collector->tree, collector->member_pids, collector->member_pids_cap);
     if (n > collector->member_pids_cap) {
         pid_t *grown = realloc(collector->member_pids, n * 2 * sizeof(pid_t));
         if (grown == NULL)
@@ -103,8 +102,8 @@ fill_system_row(const SystemReading *sys, const GpuReading *gpu, int processes, 
 
 /* 0 for the baseline, 1 when rows were filled */
 int
-collector_sample(Collector *collector, double mono, double wall, const OwnUsage *own,
-                 double *prow, double *srow)
+collector_sample(Collector *collector, double mono, double wall, const OwnUsage *own, double *prow,
+                 double *srow)
 {
     ProcTreeReading tree;
     SystemReading sys;
@@ -141,8 +140,9 @@ collector_fold_rows(double *pp, double *ps, const double *p, const double *s, do
     static const int process_sums[] = {PC_UTIME, PC_STIME, PC_READ_BYTES, PC_WRITE_BYTES};
     static const int process_peaks[] = {PC_CHILDREN, PC_MEMORY, PC_GPU_USAGE, PC_GPU_VRAM,
                                         PC_GPU_UTILIZED};
-    static const int system_sums[] = {SC_UTIME, SC_STIME, SC_DISK_READ_BYTES,
-                                      SC_DISK_WRITE_BYTES, SC_NET_RECV_BYTES, SC_NET_SENT_BYTES};
+    static const int system_sums[] = {SC_UTIME,           SC_STIME,
+                                      SC_DISK_READ_BYTES, SC_DISK_WRITE_BYTES,
+                                      SC_NET_RECV_BYTES,  SC_NET_SENT_BYTES};
     static const int system_peaks[] = {SC_GPU_USAGE, SC_GPU_VRAM, SC_GPU_UTILIZED};
     double dt = prev_dt + part_dt;
     size_t i;

@@ -35,8 +35,7 @@ load_curl(void)
         lib = dlopen("libcurl.so", RTLD_NOW | RTLD_LOCAL);
     if (lib == NULL)
         return;
-    if (CURL_SYMBOL(global_init, "curl_global_init") &&
-        CURL_SYMBOL(easy_init, "curl_easy_init") &&
+    if (CURL_SYMBOL(global_init, "curl_global_init") && CURL_SYMBOL(easy_init, "curl_easy_init") &&
         CURL_SYMBOL(easy_setopt, "curl_easy_setopt") &&
         CURL_SYMBOL(easy_perform, "curl_easy_perform") &&
         CURL_SYMBOL(easy_getinfo, "curl_easy_getinfo") &&
@@ -70,8 +69,8 @@ collect_body(char *data, size_t size, size_t nmemb, void *userdata)
 
 /* 0 when an HTTP answer came */
 int
-http_request(const char *method, const char *url, const char *const *headers,
-             const char *body, long timeout_ms, HttpResponse *out)
+http_request(const char *method, const char *url, const char *const *headers, const char *body,
+             long timeout_ms, HttpResponse *out)
 {
     CURL *curl;
     struct curl_slist *list = NULL;
@@ -99,7 +98,8 @@ http_request(const char *method, const char *url, const char *const *headers,
     curl_api.easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_api.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
     curl_api.easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_api.easy_setopt(curl, CURLOPT_PROXY, ""); /* never through a proxy: metadata is link-local */
+    curl_api.easy_setopt(curl, CURLOPT_PROXY,
+                         ""); /* never through a proxy: metadata is link-local */
     curl_api.easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect_body);
     curl_api.easy_setopt(curl, CURLOPT_WRITEDATA, out);
     if (body) {

@@ -8,17 +8,17 @@
 #define HTTP_MAX_BODY (8u * 1024u * 1024u)
 
 typedef struct HttpResponse {
-    long status;      /* HTTP status, 0 when no answer came */
-    char *body;       /* NUL-terminated, malloc'd (NULL when empty) */
+    long status; /* HTTP status, 0 when no answer came */
+    char *body;  /* NUL-terminated, malloc'd (NULL when empty) */
     size_t body_len;
-    char error[256];  /* what failed, when the request did not complete */
+    char error[256]; /* what failed, when the request did not complete */
 } HttpResponse;
 
 /* Performs one request. method: "GET", "PUT", ...; headers: NULL-terminated list of
  * "Name: value" strings (may be NULL); body may be NULL. Returns 0 when an HTTP answer came
  * (any status), -1 otherwise (error filled). Free the response with http_response_free(). */
-int http_request(const char *method, const char *url, const char *const *headers,
-                 const char *body, long timeout_ms, HttpResponse *out);
+int http_request(const char *method, const char *url, const char *const *headers, const char *body,
+                 long timeout_ms, HttpResponse *out);
 
 void http_response_free(HttpResponse *response);
 

@@ -47,8 +47,8 @@ typedef struct ProcEntry {
     unsigned char verify;     /* inode changed: check the start time */
     unsigned char gone;       /* vanished while being read */
     unsigned generation_at_check;
-    int stat_fd, io_fd;   /* kept open for members (pread from 0 each tick), -1 if not */
-    TreeTotals cum;      /* cumulative counters (own + reaped children) */
+    int stat_fd, io_fd; /* kept open for members (pread from 0 each tick), -1 if not */
+    TreeTotals cum;     /* cumulative counters (own + reaped children) */
     long long rss_kib;
     long long excess_kib; /* RSS - PSS at the last smaps_rollup read */
     double checked_at;    /* monotonic time of that read; 0 = never */
@@ -62,8 +62,8 @@ typedef struct EntryVec {
 typedef struct ProcTreeReading {
     TreeTotals interval; /* workload CPU and I/O during the interval */
     double memory_kib;
-    int members;    /* live (non-zombie) processes in the tree */
-    int processes;  /* processes on the system */
+    int members;   /* live (non-zombie) processes in the tree */
+    int processes; /* processes on the system */
     int root_alive;
 } ProcTreeReading;
 

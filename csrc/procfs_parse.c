@@ -179,7 +179,7 @@ parse_meminfo(const char *text, MemInfo *out)
         long long *dst;
         int required;
     } keys[] = {
-        {"MemTotal:", &out->total, 1},        {"MemFree:", &out->free, 1},
+        {"MemTotal:", &out->total, 1},         {"MemFree:", &out->free, 1},
         {"MemAvailable:", &out->available, 0}, {"Buffers:", &out->buffers, 0},
         {"Cached:", &out->cached, 0},          {"SReclaimable:", &out->sreclaimable, 0},
         {"Active:", &out->active, 0},          {"Inactive:", &out->inactive, 0},
@@ -268,8 +268,8 @@ copy_field(const char *s, size_t len, char *dst, size_t cap)
 
     while (i < len) {
         char c = s[i];
-        if (c == '\\' && i + 3 < len && s[i + 1] >= '0' && s[i + 1] <= '3' &&
-            s[i + 2] >= '0' && s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
+        if (c == '\\' && i + 3 < len && s[i + 1] >= '0' && s[i + 1] <= '3' && s[i + 2] >= '0' &&
+            s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
             c = (char)(((s[i + 1] - '0') << 6) | ((s[i + 2] - '0') << 3) | (s[i + 3] - '0'));
             i += 4;
         } else {

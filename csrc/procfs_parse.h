@@ -47,8 +47,8 @@ int parse_net_dev(const char *text, unsigned long long *recv, unsigned long long
  * which keep(name, ctx) returns non-zero. */
 typedef int (*DeviceFilter)(const char *name, void *ctx);
 
-int parse_diskstats(const char *text, DeviceFilter keep, void *ctx, unsigned long long *read_sectors,
-                    unsigned long long *written_sectors);
+int parse_diskstats(const char *text, DeviceFilter keep, void *ctx,
+                    unsigned long long *read_sectors, unsigned long long *written_sectors);
 
 /* One line of /proc/<pid>/mountinfo (without its newline): device numbers, mount point (octal
  * escapes undone), filesystem type and source. */

@@ -32,8 +32,9 @@ copy_path(const char *arg, const char *fallback, char *dst, size_t size, const c
 static int
 sampler_init_py(SamplerObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"pid",        "interval", "children",     "track_processes",
-                             "track_system", "proc_root", "sys_root", "nvml_library", NULL};
+    static char *kwlist[] = {
+        "pid",      "interval",     "children", "track_processes", "track_system", "proc_root",
+        "sys_root", "nvml_library", NULL};
     long pid;
     double interval;
     int children = 1, track_processes = 1, track_system = 1;
@@ -45,8 +46,7 @@ sampler_init_py(SamplerObject *self, PyObject *args, PyObject *kwargs)
         return -1;
     }
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "ld|pppzzz", kwlist, &pid, &interval, &children,
-                                     &track_processes, &track_system, &proc_root, &sys_root,
-                                     &nvml))
+                                     &track_processes, &track_system, &proc_root, &sys_root, &nvml))
         return -1;
     if (!(interval > 0) || !isfinite(interval)) {
         PyErr_Format(PyExc_ValueError,
@@ -237,9 +237,8 @@ sampler_columns_py(SamplerObject *self, PyObject *arg)
     table = sampler_lock_table(s, which);
     list = PyList_New((Py_ssize_t)table->ncols);
     for (i = 0; list && i < table->ncols; i++) {
-        PyObject *col = PyBytes_FromStringAndSize(
-            table->nrows ? (const char *)table->cols[i] : "",
-            (Py_ssize_t)(table->nrows * sizeof(double)));
+        PyObject *col = PyBytes_FromStringAndSize(table->nrows ? (const char *)table->cols[i] : "",
+                                                  (Py_ssize_t)(table->nrows * sizeof(double)));
         if (col == NULL)
             Py_CLEAR(list);
         else
@@ -296,8 +295,7 @@ static PyGetSetDef sampler_getset[] = {
     {"start_time", (getter)sampler_get_start_time, NULL, "start, seconds since the epoch", NULL},
     {"stop_time", (getter)sampler_get_stop_time, NULL, "stop (0 while running)", NULL},
     {"interval", (getter)sampler_get_interval, NULL, "seconds between samples", NULL},
-    {"cpu_seconds", (getter)sampler_get_cpu_seconds, NULL, "CPU time of the sampler thread",
-     NULL},
+    {"cpu_seconds", (getter)sampler_get_cpu_seconds, NULL, "CPU time of the sampler thread", NULL},
     {"pss_seconds", (getter)sampler_get_pss_seconds, NULL, "time spent in smaps_rollup reads",
      NULL},
     {"pss_reads", (getter)sampler_get_pss_reads, NULL, "smaps_rollup reads", NULL},

@@ -14,24 +14,15 @@ static const struct StatSpec {
     const char *column;
     enum Aggregate agg;
 } stat_specs[] = {
-    {"process", "cpu_usage", AGG_DIST},
-    {"process", "memory", AGG_DIST},
-    {"process", "gpu_usage", AGG_DIST},
-    {"process", "gpu_vram", AGG_DIST},
-    {"process", "gpu_utilized", AGG_DIST},
-    {"process", "children", AGG_MAX},
-    {"process", "read_bytes", AGG_SUM},
-    {"process", "write_bytes", AGG_SUM},
-    {"system", "cpu_usage", AGG_DIST},
-    {"system", "memory_used", AGG_DIST},
-    {"system", "gpu_usage", AGG_DIST},
-    {"system", "gpu_vram", AGG_DIST},
-    {"system", "gpu_utilized", AGG_DIST},
-    {"system", "disk_read_bytes", AGG_SUM},
-    {"system", "disk_write_bytes", AGG_SUM},
-    {"system", "disk_space_used_gb", AGG_MAX},
-    {"system", "net_recv_bytes", AGG_SUM},
-    {"system", "net_sent_bytes", AGG_SUM},
+    {"process", "cpu_usage", AGG_DIST},      {"process", "memory", AGG_DIST},
+    {"process", "gpu_usage", AGG_DIST},      {"process", "gpu_vram", AGG_DIST},
+    {"process", "gpu_utilized", AGG_DIST},   {"process", "children", AGG_MAX},
+    {"process", "read_bytes", AGG_SUM},      {"process", "write_bytes", AGG_SUM},
+    {"system", "cpu_usage", AGG_DIST},       {"system", "memory_used", AGG_DIST},
+    {"system", "gpu_usage", AGG_DIST},       {"system", "gpu_vram", AGG_DIST},
+    {"system", "gpu_utilized", AGG_DIST},    {"system", "disk_read_bytes", AGG_SUM},
+    {"system", "disk_write_bytes", AGG_SUM}, {"system", "disk_space_used_gb", AGG_MAX},
+    {"system", "net_recv_bytes", AGG_SUM},   {"system", "net_sent_bytes", AGG_SUM},
 };
 
 /* 0, or -1 with TypeError */
@@ -224,8 +215,8 @@ core_stats(PyObject *module, PyObject *args, PyObject *kwargs)
     if (end <= 0)
         end = last;
     duration = start > 0 && end >= start ? end - start : last - first;
-    timestamp = Py_BuildValue("{s:d,s:n}", "duration", duration, "samples",
-                              prows > srows ? prows : srows);
+    timestamp =
+        Py_BuildValue("{s:d,s:n}", "duration", duration, "samples", prows > srows ? prows : srows);
     if (timestamp == NULL || PyDict_SetItemString(result, "timestamp", timestamp) < 0) {
         Py_XDECREF(timestamp);
         Py_DECREF(result);
@@ -260,9 +251,9 @@ core_summarize(PyObject *module, PyObject *args, PyObject *kwargs)
     summarize(values, weights, (size_t)n, &s);
     PyMem_Free(values);
     PyMem_Free(weights);
-    return Py_BuildValue("{s:n,s:d,s:d,s:d,s:d,s:d,s:d,s:d}", "n", (Py_ssize_t)s.n, "mean",
-                         s.mean, "min", s.min, "max", s.max, "sum", s.sum, "p50", s.p50, "p90",
-                         s.p90, "p99", s.p99);
+    return Py_BuildValue("{s:n,s:d,s:d,s:d,s:d,s:d,s:d,s:d}", "n", (Py_ssize_t)s.n, "mean", s.mean,
+                         "min", s.min, "max", s.max, "sum", s.sum, "p50", s.p50, "p90", s.p90,
+                         "p99", s.p99);
 }
 
 /* stats[key][field] as a double: 1 found, 0 absent, -1 error */

@@ -141,10 +141,10 @@ update_own_usage(Sampler *sampler, int in_sampler_thread)
         sampler->own.cpu.sys_s = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
         sampler->cpu_seconds = sampler->own.cpu.user_s + sampler->own.cpu.sys_s;
     }
-    sampler->own.memory_kib = (double)(table_bytes_used(&sampler->process) +
-                                       table_bytes_used(&sampler->system) +
-                                       collector_bytes(&sampler->collector)) /
-                              1024.0;
+    sampler->own.memory_kib =
+        (double)(table_bytes_used(&sampler->process) + table_bytes_used(&sampler->system) +
+                 collector_bytes(&sampler->collector)) /
+        1024.0;
 }
 
 /* Appends one pair of rows under the lock (or folds them into the last rows). */

@@ -136,7 +136,7 @@ is_storage_mount(const MountInfo *mount)
 static void
 refresh_mounts(SystemStats *stats)
 {
-    char (*keys)[96] = stats->mount_keys;
+    char(*keys)[96] = stats->mount_keys;
     char *line, *eol;
     MountInfo mount;
     int i;

@@ -13,7 +13,7 @@
 typedef struct SystemReading {
     double user_s, sys_s; /* CPU seconds in the interval, all cores */
     double memory_free, memory_used, memory_buffers, memory_cached, memory_active,
-        memory_inactive; /* KiB */
+        memory_inactive;              /* KiB */
     double disk_read_b, disk_write_b; /* in the interval */
     double space_total_gb, space_used_gb, space_free_gb;
     double net_recv_b, net_sent_b; /* in the interval */
