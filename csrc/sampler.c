@@ -323,6 +323,14 @@ sampler_sample_now(Sampler *sampler, double *prow, double *srow)
     return filled;
 }
 
+/* rows stored (the longer table); the caller holds the lock */
+static size_t
+rows_locked(const Sampler *sampler)
+{
+    return sampler->process.nrows > sampler->system.nrows ? sampler->process.nrows
+                                                          : sampler->system.nrows;
+}
+
 /* 1 when n rows are there */
 int
 sampler_wait_rows(Sampler *sampler, size_t n, double timeout)
@@ -335,9 +343,7 @@ sampler_wait_rows(Sampler *sampler, size_t n, double timeout)
     ts.tv_nsec = (long)((deadline - (double)ts.tv_sec) * 1e9);
     pthread_mutex_lock(&sampler->lock);
     for (;;) {
-        size_t rows = sampler->process.nrows > sampler->system.nrows ? sampler->process.nrows
-                                                                     : sampler->system.nrows;
-        reached = rows >= n;
+        reached = rows_locked(sampler) >= n;
         if (reached || sampler->state != SAMPLER_RUNNING ||
             pthread_cond_timedwait(&sampler->rows_changed, &sampler->lock, &ts) == ETIMEDOUT)
             break;
@@ -376,8 +382,7 @@ sampler_rows(Sampler *sampler)
     size_t rows;
 
     pthread_mutex_lock(&sampler->lock);
-    rows = sampler->process.nrows > sampler->system.nrows ? sampler->process.nrows
-                                                          : sampler->system.nrows;
+    rows = rows_locked(sampler);
     pthread_mutex_unlock(&sampler->lock);
     return rows;
 }
