@@ -12,6 +12,12 @@ typedef struct GpuReading {
     double utilized; /* GPUs with utilisation above 0 */
 } GpuReading;
 
+/* One GPU as server_info shows it. */
+typedef struct GpuInfo {
+    char name[96];
+    double memory_mib; /* total memory, MiB (0 when NVML cannot tell) */
+} GpuInfo;
+
 typedef struct GpuMonitor GpuMonitor;
 
 /* Loads NVML from library_path (NULL: libnvidia-ml.so.1) and initialises it: a monitor, or NULL
@@ -19,9 +25,14 @@ typedef struct GpuMonitor GpuMonitor;
 GpuMonitor *gpu_monitor_open(const char *library_path);
 
 /* Fills system (all GPUs) and process (only the processes in pids, sorted ascending). A failing
- * call leaves the affected values at 0; sampling goes on. */
+ * call leaves the affected values at 0; sampling goes on. Process-level: usage is the tree's
+ * per-process utilisation, vram the tree's used GPU memory, utilized the GPUs where the tree
+ * has utilisation or memory. */
 void gpu_monitor_sample(GpuMonitor *monitor, const pid_t *pids, size_t npids, GpuReading *system,
                         GpuReading *process);
+
+/* Number of GPUs (up to max written into out; a GPU whose calls fail gets an empty name). */
+size_t gpu_monitor_inventory(GpuMonitor *monitor, GpuInfo *out, size_t max);
 
 void gpu_monitor_close(GpuMonitor *monitor);
 

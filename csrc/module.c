@@ -46,7 +46,8 @@ core_exec(PyObject *module)
     if (add_object(module, "__version__", PyUnicode_FromString(RT_VERSION)) ||
         add_object(module, "PROCESS_COLUMNS", names_tuple(process_column_names, PC_COUNT)) ||
         add_object(module, "SYSTEM_COLUMNS", names_tuple(system_column_names, SC_COUNT)) ||
-        rt_add_sampler(module) || rt_add_stats(module))
+        rt_add_sampler(module) || rt_add_stats(module) || rt_add_gpu(module) ||
+        rt_add_cloud(module))
         return -1;
     return 0;
 }

@@ -13,6 +13,8 @@ typedef struct CoreState {
 /* Each binding file adds its types and functions to the module: 0, or -1 with an exception. */
 int rt_add_sampler(PyObject *module);
 int rt_add_stats(PyObject *module);
+int rt_add_gpu(PyObject *module);
+int rt_add_cloud(PyObject *module);
 
 /* Reads a buffer of float64 (array('d'), memoryview) or a sequence of numbers into a new C array
  * (free it with PyMem_Free): 0, or -1 with TypeError naming what. */

@@ -1,0 +1,108 @@
+"""Which cloud server the workload runs on: vendor, instance type and region.
+
+Local evidence comes first (DMI/sysfs strings under ``RESOURCE_TRACKER_SYSFS_ROOT``,
+default ``/sys``): when nothing points at a known cloud no request is made at all and the
+answer (vendor ``unknown``) takes well under a millisecond. When it does, only that
+vendor's metadata service is asked, with a short total timeout, at its own address or at
+``RESOURCE_TRACKER_METADATA_URL`` (scheme, host and port; paths and headers stay the
+vendor's). ``RESOURCE_TRACKER_DISCOVER_CLOUD=0`` switches discovery off.
+
+Vendor ids are the Spare Cores ones (``aws``, ``gcp``, ``azure``, ``hcloud``, ``upcloud``,
+``alicloud``, ``ovh``). ``instance_type`` is the catalog's ``server_id`` for aws, azure
+and alicloud, and its ``api_reference`` for gcp and ovh; hcloud and upcloud metadata do
+not say the server type (None). ``region`` is the catalog's ``region_id`` for aws, azure,
+alicloud and upcloud, and its ``api_reference`` (or alias) for gcp and hcloud.
+"""
+
+from __future__ import annotations
+
+import os
+
+DEFAULT_TIMEOUT = 2.0
+_KEYS = ("vendor", "instance_type", "region", "discovery_time")
+
+
+def discovery_enabled():
+    """False when ``RESOURCE_TRACKER_DISCOVER_CLOUD`` is 0/false/no/off."""
+    value = os.environ.get("RESOURCE_TRACKER_DISCOVER_CLOUD", "1").strip().lower()
+    return value not in ("0", "false", "no", "off")
+
+
+def discover_cloud(timeout=DEFAULT_TIMEOUT):
+    """Discover the cloud now (blocking at most about ``timeout`` seconds).
+
+    Returns ``{'vendor', 'instance_type', 'region', 'discovery_time'}`` (vendor
+    ``'unknown'`` when not in a known cloud or when the metadata service does not answer
+    properly), or None when discovery is switched off by ``RESOURCE_TRACKER_DISCOVER_CLOUD=0``.
+    """
+    if not discovery_enabled():
+        return None
+    from . import _core
+
+    raw = _core.discover_cloud(
+        sysfs_root=os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None,
+        metadata_url=(os.environ.get("RESOURCE_TRACKER_METADATA_URL") or "").rstrip("/") or None,
+        timeout=float(timeout),
+    )
+    return {key: raw[key] for key in _KEYS}
+
+
+class CloudDiscovery:
+    """A discovery running in a background thread (the C code runs without the GIL)."""
+
+    def __init__(self, timeout=DEFAULT_TIMEOUT):
+        self.timeout = float(timeout)
+        self._result = None
+        self._error = None
+        self._thread = None
+        if not discovery_enabled():
+            self._done = True
+            return
+        from . import _core
+
+        if _core.cloud_evidence(os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None) is None:
+            # nothing points at a cloud: answer at once, no thread, no request
+            self._result = discover_cloud(self.timeout)
+            self._done = True
+            return
+        import threading
+
+        self._done = False
+        self._thread = threading.Thread(
+            target=self._run, name="resource-tracker-cloud", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self):
+        try:
+            self._result = discover_cloud(self.timeout)
+        except Exception as exc:  # reported by result(), never raised in the thread
+            self._error = exc
+
+    def done(self):
+        """True once the answer is there."""
+        return self._done or not self._thread.is_alive()
+
+    def result(self, timeout=None):
+        """The discovery's dict (None when switched off or still running after ``timeout``).
+
+        ``timeout=None`` waits for the discovery, which itself gives up after its own
+        timeout (plus a little), so this never blocks for long.
+        """
+        if self._thread is not None:
+            self._thread.join(self.timeout + 1.0 if timeout is None else timeout)
+            if self._thread.is_alive():
+                return None
+        if self._error is not None:
+            return {
+                "vendor": "unknown",
+                "instance_type": None,
+                "region": None,
+                "discovery_time": None,
+            }
+        return self._result
+
+
+def start_discovery(timeout=DEFAULT_TIMEOUT):
+    """Start discovering in the background; ``.result(timeout=None)`` gives the dict."""
+    return CloudDiscovery(timeout)

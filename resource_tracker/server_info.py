@@ -1,0 +1,201 @@
+"""What machine the workload runs on: CPUs, memory, GPUs, OS and the container's limits.
+
+Everything is read from /proc, /sys and NVML in a few milliseconds; no subprocess.
+"""
+
+from __future__ import annotations
+
+import os
+
+_UNLIMITED = 1 << 62  # cgroup v1 writes "no limit" as a page-aligned 2**63 - 1
+
+
+def get_server_info(pid=None, nvml_library=None, proc_root="/proc"):
+    """Describe the server and the cgroup limits that apply to ``pid`` (default: this process).
+
+    Returns a dict: ``vcpus``, ``memory_mb``, ``gpu_count``, ``gpu_names`` (list),
+    ``gpu_memory_mb`` (total over all GPUs), ``cpu_model``, ``architecture``, ``os`` and
+    ``cgroup`` = {``version`` (1, 2 or None), ``cpu_limit_cores``, ``memory_limit_mb``}
+    (None where there is no limit). ``nvml_library`` is the NVML library to load
+    (default: ``RESOURCE_TRACKER_NVML_LIBRARY`` or ``libnvidia-ml.so.1``).
+    """
+    from . import _core
+
+    pid = os.getpid() if pid is None else int(pid)
+    if nvml_library is None:
+        nvml_library = os.environ.get("RESOURCE_TRACKER_NVML_LIBRARY") or None
+    try:
+        gpus = _core.gpu_inventory(nvml_library)
+    except Exception:
+        gpus = []
+    uname = os.uname()
+    return {
+        "vcpus": os.cpu_count(),
+        "memory_mb": _memory_mb(proc_root),
+        "gpu_count": len(gpus),
+        "gpu_names": [gpu["name"] for gpu in gpus],
+        "gpu_memory_mb": int(round(sum(gpu["memory_mb"] for gpu in gpus))),
+        "cpu_model": _cpu_model(proc_root),
+        "architecture": uname.machine,
+        "os": _os_name(uname),
+        "cgroup": cgroup_limits(pid, proc_root=proc_root),
+    }
+
+
+def _read(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _memory_mb(proc_root):
+    text = _read(os.path.join(proc_root, "meminfo")) or ""
+    for line in text.splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) // 1024
+    return None
+
+
+def _cpu_model(proc_root):
+    text = _read(os.path.join(proc_root, "cpuinfo")) or ""
+    found = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        key = key.strip()
+        if sep and key in ("model name", "Model", "cpu model", "Hardware") and key not in found:
+            found[key] = value.strip()
+    for key in ("model name", "Model", "cpu model", "Hardware"):
+        if found.get(key):
+            return found[key]
+    return None
+
+
+def _os_name(uname):
+    text = _read("/etc/os-release") or _read("/usr/lib/os-release") or ""
+    for line in text.splitlines():
+        if line.startswith("PRETTY_NAME="):
+            name = line.split("=", 1)[1].strip().strip("\"'")
+            return f"{name} (Linux {uname.release})" if uname.sysname == "Linux" else name
+    return f"{uname.sysname} {uname.release}"
+
+
+# -- cgroups -----------------------------------------------------------------------------
+
+
+def cgroup_limits(pid, proc_root="/proc", fs_root=""):
+    """The tightest CPU and memory limits of ``pid``'s cgroup and its ancestors.
+
+    Reads ``<proc_root>/<pid>/cgroup`` and ``<proc_root>/<pid>/mountinfo`` to find where
+    the cgroup file systems are mounted (``fs_root`` is prefixed to mount points, for
+    tests). cgroup v2: ``cpu.max``, ``memory.max``; v1: ``cpu.cfs_quota_us`` /
+    ``cpu.cfs_period_us``, ``memory.limit_in_bytes``.
+    """
+    result = {"version": None, "cpu_limit_cores": None, "memory_limit_mb": None}
+    membership = _read(os.path.join(proc_root, str(pid), "cgroup"))
+    mountinfo = _read(os.path.join(proc_root, str(pid), "mountinfo"))
+    if not membership or not mountinfo:
+        return result
+    v1_paths, v2_path = {}, None
+    for line in membership.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        if parts[0] == "0" and parts[1] == "":
+            v2_path = parts[2]
+        else:
+            for controller in parts[1].split(","):
+                v1_paths[controller] = parts[2]
+    v1_mounts, v2_mount = {}, None
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if " - " not in line or len(fields) < 5:
+            continue
+        fs_type, _source, options = line.split(" - ", 1)[1].split()[:3]
+        mount = (fields[3], fs_root + _unescape(fields[4]))
+        if fs_type == "cgroup2":
+            v2_mount = mount
+        elif fs_type == "cgroup":
+            for controller in options.split(","):
+                if controller in ("cpu", "memory"):
+                    v1_mounts[controller] = mount
+    if any(c in v1_mounts and c in v1_paths for c in ("cpu", "memory")):
+        result["version"] = 1
+        result["cpu_limit_cores"] = _walk(v1_mounts.get("cpu"), v1_paths.get("cpu"), _v1_cpu)
+        result["memory_limit_mb"] = _walk(
+            v1_mounts.get("memory"), v1_paths.get("memory"), _v1_memory
+        )
+    elif v2_mount is not None and v2_path is not None:
+        result["version"] = 2
+        result["cpu_limit_cores"] = _walk(v2_mount, v2_path, _v2_cpu)
+        result["memory_limit_mb"] = _walk(v2_mount, v2_path, _v2_memory)
+    return result
+
+
+def _unescape(path):
+    return path.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n")
+
+
+def _walk(mount, path, reader):
+    """The smallest limit ``reader`` finds from the cgroup directory up to the mount point."""
+    if mount is None or path is None:
+        return None
+    root, mount_point = mount
+    if root != "/" and (path == root or path.startswith(root.rstrip("/") + "/")):
+        path = path[len(root.rstrip("/")) :]
+    # in a cgroup namespace /proc/<pid>/cgroup is relative to the namespace root: the mount
+    rel = path.strip("/")
+    parts = rel.split("/") if rel else []
+    best = None
+    for depth in range(len(parts), -1, -1):
+        directory = os.path.join(mount_point, *parts[:depth])
+        value = reader(directory)
+        if value is not None and (best is None or value < best):
+            best = value
+    return best
+
+
+def _number(text):
+    try:
+        return int(text.strip())
+    except (AttributeError, ValueError):
+        return None
+
+
+def _v2_cpu(directory):
+    text = _read(os.path.join(directory, "cpu.max"))
+    if not text:
+        return None
+    fields = text.split()
+    if not fields or fields[0] == "max":
+        return None
+    quota = _number(fields[0])
+    period = _number(fields[1]) if len(fields) > 1 else 100000
+    if not quota or not period or quota <= 0 or period <= 0:
+        return None
+    return round(quota / period, 3)
+
+
+def _v2_memory(directory):
+    text = _read(os.path.join(directory, "memory.max"))
+    value = _number(text) if text and text.strip() != "max" else None
+    return _mib(value)
+
+
+def _v1_cpu(directory):
+    quota = _number(_read(os.path.join(directory, "cpu.cfs_quota_us")))
+    period = _number(_read(os.path.join(directory, "cpu.cfs_period_us")))
+    if not quota or not period or quota <= 0 or period <= 0:
+        return None
+    return round(quota / period, 3)
+
+
+def _v1_memory(directory):
+    return _mib(_number(_read(os.path.join(directory, "memory.limit_in_bytes"))))
+
+
+def _mib(value):
+    if value is None or value <= 0 or value >= _UNLIMITED:
+        return None
+    return value // (1024 * 1024)

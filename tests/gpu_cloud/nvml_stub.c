@@ -1,0 +1,361 @@
+/* A stand-in for libnvidia-ml.so.1 used by the tests (there is no GPU here). It speaks the NVML
+ * C interface (the functions, structs and return codes of nvml.h that resource_tracker calls)
+ * and answers with scripted values:
+ *   GPU 0: 16 GiB, 1024 MiB used, 25 % busy, a process outside the tracked tree (other_pid)
+ *          holding 512 MiB at 25 %;
+ *   GPU 1: 24 GiB, 2048 MiB used, 40 % busy, a process of the tracked tree (tree_pid) holding
+ *          1536 MiB (listed as compute and graphics, like nvidia-smi's "C+G"), samples 35 and 40 %.
+ * A control file (path in env NVML_STUB_CONTROL, re-read at most every 5 ms) holds key=value
+ * lines: tree_pid=N, other_pid=N, mode=flag,flag where the flags are
+ *   not_supported           every per-device query returns NVML_ERROR_NOT_SUPPORTED
+ *   no_process_utilization  nvmlDeviceGetProcessUtilization returns NVML_ERROR_NOT_SUPPORTED
+ *   gpu1_lost               every call on GPU 1 returns NVML_ERROR_GPU_IS_LOST
+ *   init_fails              nvmlInit returns NVML_ERROR_DRIVER_NOT_LOADED
+ *   no_gpu                  nvmlDeviceGetCount reports 0 devices
+ * Built with -DSTUB_OLD_API it exports only the old unversioned entry points (nvmlInit,
+ * nvmlDeviceGetCount, ...) and the 16-byte nvmlProcessInfo_v1_t process lists. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+typedef int nvmlReturn_t;
+enum {
+    NVML_SUCCESS = 0,
+    NVML_ERROR_UNINITIALIZED = 1,
+    NVML_ERROR_INVALID_ARGUMENT = 2,
+    NVML_ERROR_NOT_SUPPORTED = 3,
+    NVML_ERROR_NOT_FOUND = 6,
+    NVML_ERROR_INSUFFICIENT_SIZE = 7,
+    NVML_ERROR_DRIVER_NOT_LOADED = 9,
+    NVML_ERROR_GPU_IS_LOST = 15,
+};
+
+typedef struct StubDevice {
+    int index;
+} StubDevice;
+typedef StubDevice *nvmlDevice_t;
+
+typedef struct {
+    unsigned int gpu;
+    unsigned int memory;
+} nvmlUtilization_t;
+
+typedef struct {
+    unsigned long long total;
+    unsigned long long free;
+    unsigned long long used;
+} nvmlMemory_t;
+
+typedef struct {
+    unsigned int pid;
+    unsigned long long usedGpuMemory;
+} nvmlProcessInfo_v1_t;
+
+typedef struct {
+    unsigned int pid;
+    unsigned long long usedGpuMemory;
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+} nvmlProcessInfo_v2_t;
+
+typedef struct {
+    unsigned int pid;
+    unsigned long long timeStamp;
+    unsigned int smUtil;
+    unsigned int memUtil;
+    unsigned int encUtil;
+    unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
+
+#define MIB (1024ULL * 1024ULL)
+
+static StubDevice devices[2] = {{0}, {1}};
+static int init_count;
+static struct {
+    unsigned int tree_pid, other_pid;
+    int not_supported, no_process_utilization, gpu1_lost, init_fails, no_gpu;
+} ctl;
+static double ctl_read_at = -1.0;
+
+static double
+now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void
+load_control(void)
+{
+    const char *path = getenv("NVML_STUB_CONTROL");
+    char line[256];
+    FILE *f;
+    double t = now();
+
+    if (ctl_read_at >= 0 && t - ctl_read_at < 0.005)
+        return;
+    ctl_read_at = t;
+    memset(&ctl, 0, sizeof(ctl));
+    if (path == NULL || (f = fopen(path, "r")) == NULL)
+        return;
+    while (fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "tree_pid=", 9) == 0)
+            ctl.tree_pid = (unsigned int)strtoul(line + 9, NULL, 10);
+        else if (strncmp(line, "other_pid=", 10) == 0)
+            ctl.other_pid = (unsigned int)strtoul(line + 10, NULL, 10);
+        else if (strncmp(line, "mode=", 5) == 0) {
+            ctl.not_supported = strstr(line, "not_supported") != NULL;
+            ctl.no_process_utilization = strstr(line, "no_process_utilization") != NULL;
+            ctl.gpu1_lost = strstr(line, "gpu1_lost") != NULL;
+            ctl.init_fails = strstr(line, "init_fails") != NULL;
+            ctl.no_gpu = strstr(line, "no_gpu") != NULL;
+        }
+    }
+    fclose(f);
+}
+
+/* NVML_SUCCESS when the device may be queried */
+static nvmlReturn_t
+check(nvmlDevice_t dev)
+{
+    load_control();
+    if (init_count <= 0)
+        return NVML_ERROR_UNINITIALIZED;
+    if (dev == NULL || (dev != &devices[0] && dev != &devices[1]))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (dev->index == 1 && ctl.gpu1_lost)
+        return NVML_ERROR_GPU_IS_LOST;
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t
+stub_init(void)
+{
+    load_control();
+    if (ctl.init_fails)
+        return NVML_ERROR_DRIVER_NOT_LOADED;
+    init_count++;
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t
+stub_count(unsigned int *count)
+{
+    load_control();
+    if (init_count <= 0)
+        return NVML_ERROR_UNINITIALIZED;
+    *count = ctl.no_gpu ? 0 : 2;
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t
+stub_handle(unsigned int index, nvmlDevice_t *dev)
+{
+    load_control();
+    if (init_count <= 0)
+        return NVML_ERROR_UNINITIALIZED;
+    if (index >= 2 || ctl.no_gpu)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (index == 1 && ctl.gpu1_lost)
+        return NVML_ERROR_GPU_IS_LOST;
+    *dev = &devices[index];
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t
+nvmlShutdown(void)
+{
+    if (init_count <= 0)
+        return NVML_ERROR_UNINITIALIZED;
+    init_count--;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t
+nvmlDeviceGetName(nvmlDevice_t dev, char *name, unsigned int length)
+{
+    nvmlReturn_t rc = check(dev);
+    char text[64];
+
+    if (rc != NVML_SUCCESS)
+        return rc;
+    snprintf(text, sizeof(text), "Stub NVML GPU %d", dev->index);
+    if (strlen(text) + 1 > length)
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    strcpy(name, text);
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t
+nvmlDeviceGetUtilizationRates(nvmlDevice_t dev, nvmlUtilization_t *util)
+{
+    nvmlReturn_t rc = check(dev);
+
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (ctl.not_supported)
+        return NVML_ERROR_NOT_SUPPORTED;
+    util->gpu = dev->index == 0 ? 25 : 40;
+    util->memory = 10;
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t
+nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *mem)
+{
+    nvmlReturn_t rc = check(dev);
+
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (ctl.not_supported)
+        return NVML_ERROR_NOT_SUPPORTED;
+    mem->total = (dev->index == 0 ? 16384 : 24576) * MIB;
+    mem->used = (dev->index == 0 ? 1024 : 2048) * MIB;
+    mem->free = mem->total - mem->used;
+    return NVML_SUCCESS;
+}
+
+/* the scripted process (pid, bytes) on a device: 1, or 0 when there is none */
+static int
+scripted_process(nvmlDevice_t dev, unsigned int *pid, unsigned long long *bytes)
+{
+    *pid = dev->index == 0 ? ctl.other_pid : ctl.tree_pid;
+    *bytes = (dev->index == 0 ? 512 : 1536) * MIB;
+    return *pid != 0;
+}
+
+static nvmlReturn_t
+list_processes(nvmlDevice_t dev, unsigned int *count, void *infos, int v1)
+{
+    nvmlReturn_t rc = check(dev);
+    unsigned int pid;
+    unsigned long long bytes;
+    int n;
+
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (ctl.not_supported)
+        return NVML_ERROR_NOT_SUPPORTED;
+    n = scripted_process(dev, &pid, &bytes);
+    if (*count < (unsigned int)n) {
+        *count = (unsigned int)n;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    *count = (unsigned int)n;
+    if (n == 0)
+        return NVML_SUCCESS;
+    if (v1) {
+        nvmlProcessInfo_v1_t *p = infos;
+        p->pid = pid;
+        p->usedGpuMemory = bytes;
+    } else {
+        nvmlProcessInfo_v2_t *p = infos;
+        p->pid = pid;
+        p->usedGpuMemory = bytes;
+        p->gpuInstanceId = 0xFFFFFFFFu;
+        p->computeInstanceId = 0xFFFFFFFFu;
+    }
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t
+nvmlDeviceGetProcessUtilization(nvmlDevice_t dev, nvmlProcessUtilizationSample_t *samples,
+                                unsigned int *count, unsigned long long last_seen)
+{
+    nvmlReturn_t rc = check(dev);
+    struct timespec ts;
+    unsigned long long stamp;
+    unsigned int pid;
+    unsigned long long bytes;
+
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (ctl.not_supported || ctl.no_process_utilization)
+        return NVML_ERROR_NOT_SUPPORTED;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    stamp = (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000;
+    if (!scripted_process(dev, &pid, &bytes) || stamp <= last_seen)
+        return NVML_ERROR_NOT_FOUND;
+    if (samples == NULL || *count < 2) {
+        *count = 2;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    memset(samples, 0, 2 * sizeof(*samples));
+    samples[0].pid = samples[1].pid = pid;
+    samples[0].timeStamp = stamp - 1000;
+    samples[1].timeStamp = stamp;
+    samples[0].smUtil = dev->index == 0 ? 25 : 35;
+    samples[1].smUtil = dev->index == 0 ? 20 : 40;
+    *count = 2;
+    return NVML_SUCCESS;
+}
+
+#ifdef STUB_OLD_API
+EXPORT nvmlReturn_t
+nvmlInit(void)
+{
+    return stub_init();
+}
+
+EXPORT nvmlReturn_t
+nvmlDeviceGetCount(unsigned int *count)
+{
+    return stub_count(count);
+}
+
+EXPORT nvmlReturn_t
+nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *dev)
+{
+    return stub_handle(index, dev);
+}
+
+EXPORT nvmlReturn_t
+nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t dev, unsigned int *count,
+                                     nvmlProcessInfo_v1_t *infos)
+{
+    return list_processes(dev, count, infos, 1);
+}
+
+EXPORT nvmlReturn_t
+nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t dev, unsigned int *count,
+                                      nvmlProcessInfo_v1_t *infos)
+{
+    return list_processes(dev, count, infos, 1);
+}
+#else
+EXPORT nvmlReturn_t
+nvmlInit_v2(void)
+{
+    return stub_init();
+}
+
+EXPORT nvmlReturn_t
+nvmlDeviceGetCount_v2(unsigned int *count)
+{
+    return stub_count(count);
+}
+
+EXPORT nvmlReturn_t
+nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *dev)
+{
+    return stub_handle(index, dev);
+}
+
+EXPORT nvmlReturn_t
+nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t dev, unsigned int *count,
+                                        nvmlProcessInfo_v2_t *infos)
+{
+    return list_processes(dev, count, infos, 0);
+}
+
+EXPORT nvmlReturn_t
+nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t dev, unsigned int *count,
+                                         nvmlProcessInfo_v2_t *infos)
+{
+    return list_processes(dev, count, infos, 0);
+}
+#endif

@@ -1,0 +1,251 @@
+"""GPU columns through NVML, with a stand-in NVML library.
+
+There is no GPU on the development machines, so these tests compile
+``nvml_stub.c`` (next to this file) into a shared library: a stand-in speaking
+the NVML C interface (the same functions, structs and return codes as
+``libnvidia-ml.so.1``) with scripted values. The tracker loads it through its
+real dlopen path (``nvml_library`` / ``RESOURCE_TRACKER_NVML_LIBRARY``) and
+calls it from its real sampler thread, while tracking a real subprocess.
+
+Scripted machine: GPU 0 (16 GiB, 1024 MiB used, 25 % busy) runs a process
+outside the tracked tree; GPU 1 (24 GiB, 2048 MiB used, 40 % busy) runs the
+tracked process with 1.5 GiB at 40 %.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from array import array
+
+import pytest
+
+from resource_tracker import ResourceTracker, _core
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+INTERVAL = 0.05
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc for the stub")
+
+
+def _compile(out_dir, name, *defines):
+    path = os.path.join(str(out_dir), name)
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-O1", "-fvisibility=hidden", *defines, "-o", path]
+        + [os.path.join(HERE, "nvml_stub.c")],
+        check=True,
+    )
+    return path
+
+
+@pytest.fixture(scope="session")
+def stub_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("nvml")
+
+
+@pytest.fixture(scope="session")
+def nvml_stub(stub_dir):
+    """Path of the stand-in NVML library (current API: nvmlInit_v2, *_v3 process lists)."""
+    return _compile(stub_dir, "libnvidia-ml-stub.so.1")
+
+
+@pytest.fixture(scope="session")
+def nvml_stub_old(stub_dir):
+    """The stand-in built with only the old unversioned entry points (v1 process structs)."""
+    return _compile(stub_dir, "libnvidia-ml-stub-old.so.1", "-DSTUB_OLD_API")
+
+
+@pytest.fixture
+def workload():
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+class Control:
+    """The stub's control file: which pids it reports and which failures it plays."""
+
+    def __init__(self, path):
+        self.path = path
+        self.values = {"tree_pid": 0, "other_pid": 1, "mode": ""}
+        self.write()
+
+    def set(self, **values):
+        self.values.update(values)
+        self.write()
+
+    def write(self):
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            for key, value in self.values.items():
+                f.write(f"{key}={value}\n")
+        os.replace(tmp, self.path)
+
+
+@pytest.fixture
+def control(tmp_path, monkeypatch):
+    ctl = Control(str(tmp_path / "nvml-control"))
+    monkeypatch.setenv("NVML_STUB_CONTROL", ctl.path)
+    return ctl
+
+
+def _table(sampler, which):
+    names = _core.PROCESS_COLUMNS if which == "process" else _core.SYSTEM_COLUMNS
+    out = {}
+    for name, raw in zip(names, sampler.columns(which)):
+        col = array("d")
+        col.frombytes(raw)
+        out[name] = list(col)
+    return out
+
+
+def _gpu_rows(sampler, which):
+    t = _table(sampler, which)
+    return list(zip(t["gpu_usage"], t["gpu_vram"], t["gpu_utilized"]))
+
+
+def _sample(library, pid, n=3):
+    sampler = _core.Sampler(pid, INTERVAL, nvml_library=library)
+    sampler.start()
+    try:
+        assert sampler.wait(n, 10.0), "the sampler did not store samples"
+    finally:
+        sampler.stop()
+    return _gpu_rows(sampler, "system"), _gpu_rows(sampler, "process")
+
+
+def _approx_rows(rows, expected):
+    return all(r == pytest.approx(expected) for r in rows)
+
+
+def test_gpu_nvml_columns_at_system_and_process_level(nvml_stub, control, workload):
+    """Every GPU column: all GPUs at system level, the tracked tree only at process level."""
+    control.set(tree_pid=workload.pid)
+    system, process = _sample(nvml_stub, workload.pid)
+    assert len(system) >= 3
+    # system: 0.25 + 0.40 GPUs busy, 1024 + 2048 MiB used, both GPUs busy
+    assert _approx_rows(system, (0.65, 3072.0, 2.0)), system
+    # process: the tree's process on GPU 1 only (its compute and graphics entries count once)
+    assert _approx_rows(process, (0.40, 1536.0, 1.0)), process
+
+
+def test_gpu_nvml_other_process_not_attributed(nvml_stub, control, workload):
+    """A GPU process that is not in the tracked tree counts for the system, not the process."""
+    control.set(tree_pid=1, other_pid=1)  # both GPUs busy with pid 1, which is not in the tree
+    system, process = _sample(nvml_stub, workload.pid)
+    assert _approx_rows(system, (0.65, 3072.0, 2.0)), system
+    assert _approx_rows(process, (0.0, 0.0, 0.0)), process
+
+
+def test_gpu_nvml_old_unversioned_api(nvml_stub_old, control, workload):
+    """A driver with only the old entry points (nvmlInit, v1 process structs) reads the same."""
+    control.set(tree_pid=workload.pid)
+    system, process = _sample(nvml_stub_old, workload.pid)
+    assert _approx_rows(system, (0.65, 3072.0, 2.0)), system
+    assert _approx_rows(process, (0.40, 1536.0, 1.0)), process
+
+
+def test_gpu_nvml_process_utilization_not_supported(nvml_stub, control, workload):
+    """Without per-process samples, a GPU the tree has to itself gives its utilisation."""
+    control.set(tree_pid=workload.pid, mode="no_process_utilization")
+    system, process = _sample(nvml_stub, workload.pid)
+    assert _approx_rows(system, (0.65, 3072.0, 2.0)), system
+    # GPU 1 holds only the tree's process: its 40 %; GPU 0 holds only another process: 0
+    assert _approx_rows(process, (0.40, 1536.0, 1.0)), process
+
+
+def test_gpu_nvml_everything_not_supported(nvml_stub, control, workload):
+    """Every query answering NOT_SUPPORTED: zeros, and sampling goes on."""
+    control.set(tree_pid=workload.pid, mode="not_supported")
+    system, process = _sample(nvml_stub, workload.pid, n=4)
+    assert len(system) >= 4
+    assert _approx_rows(system, (0.0, 0.0, 0.0)), system
+    assert _approx_rows(process, (0.0, 0.0, 0.0)), process
+
+
+def _wait_row(sampler, which, expected, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rows = _gpu_rows(sampler, which)
+        if rows and rows[-1] == pytest.approx(expected):
+            return len(rows)
+        time.sleep(INTERVAL / 2)
+    raise AssertionError(f"{which} never read {expected}: last {rows[-3:]}")
+
+
+def test_gpu_nvml_gpu_disappears_and_returns(nvml_stub, control, workload):
+    """A GPU lost mid-run reads 0 while it is gone; the other GPU and sampling carry on."""
+    control.set(tree_pid=workload.pid)
+    sampler = _core.Sampler(workload.pid, INTERVAL, nvml_library=nvml_stub)
+    sampler.start()
+    try:
+        _wait_row(sampler, "process", (0.40, 1536.0, 1.0))
+        control.set(mode="gpu1_lost")
+        n_lost = _wait_row(sampler, "system", (0.25, 1024.0, 1.0))
+        assert _gpu_rows(sampler, "process")[n_lost - 1] == pytest.approx((0.0, 0.0, 0.0))
+        control.set(mode="")
+        _wait_row(sampler, "system", (0.65, 3072.0, 2.0))
+        _wait_row(sampler, "process", (0.40, 1536.0, 1.0))
+        assert sampler.state == "running"
+    finally:
+        sampler.stop()
+
+
+@pytest.mark.parametrize("mode", ["init_fails", "no_gpu"])
+def test_gpu_nvml_no_usable_driver(nvml_stub, control, workload, mode):
+    """nvmlInit failing (driver not loaded) or no device: GPU columns 0, no error."""
+    control.set(tree_pid=workload.pid, mode=mode)
+    system, process = _sample(nvml_stub, workload.pid)
+    assert len(system) >= 3
+    assert _approx_rows(system, (0.0, 0.0, 0.0))
+    assert _approx_rows(process, (0.0, 0.0, 0.0))
+    assert _core.gpu_inventory(nvml_stub) == []
+
+
+def test_gpu_nvml_missing_library(tmp_path, workload):
+    """No NVML library at all (the normal case without a GPU): zeros, silently."""
+    missing = str(tmp_path / "libnvidia-ml.so.1")
+    system, process = _sample(missing, workload.pid)
+    assert _approx_rows(system, (0.0, 0.0, 0.0))
+    assert _approx_rows(process, (0.0, 0.0, 0.0))
+    assert _core.gpu_inventory(missing) == []
+
+
+def test_gpu_nvml_inventory(nvml_stub, control):
+    """gpu_inventory lists each GPU's name and total memory (for server_info)."""
+    assert _core.gpu_inventory(nvml_stub) == [
+        {"name": "Stub NVML GPU 0", "memory_mb": 16384.0},
+        {"name": "Stub NVML GPU 1", "memory_mb": 24576.0},
+    ]
+
+
+def test_gpu_nvml_tracker_recommendation(nvml_stub, control, workload, monkeypatch):
+    """ResourceTracker with the library from the environment: stats and recommend_resources.
+
+    1.5 GiB of VRAM + 20 % = 1843.2 MiB, rounded up to 2048 MiB; one GPU in use.
+    """
+    control.set(tree_pid=workload.pid)
+    monkeypatch.setenv("RESOURCE_TRACKER_NVML_LIBRARY", nvml_stub)
+    tracker = ResourceTracker(pid=workload.pid, interval=INTERVAL, discover_cloud=False)
+    try:
+        assert tracker.wait_for_samples(4, 10.0)
+    finally:
+        tracker.stop()
+    stats = tracker.stats()
+    assert stats["process_gpu_vram"]["max"] == pytest.approx(1536.0)
+    assert stats["process_gpu_utilized"]["max"] == pytest.approx(1.0)
+    assert stats["process_gpu_usage"]["mean"] == pytest.approx(0.40)
+    assert stats["system_gpu_vram"]["max"] == pytest.approx(3072.0)
+    assert stats["system_gpu_utilized"]["max"] == pytest.approx(2.0)
+    assert stats["system_gpu_usage"]["max"] == pytest.approx(0.65)
+    rec = tracker.recommend_resources()
+    assert rec["gpu"] == 1
+    assert rec["vram"] == 2048
+    info = tracker.server_info
+    assert info["gpu_count"] == 2
+    assert info["gpu_names"] == ["Stub NVML GPU 0", "Stub NVML GPU 1"]
+    assert info["gpu_memory_mb"] == 16384 + 24576
