@@ -384,6 +384,22 @@ rise(double total, double *high_water)
     return delta;
 }
 
+/* The CPU rise of the workload over one high-water mark on user + system (separate marks
+ * would let the kernel's user/system split noise ratchet up), split by how user and system
+ * time each moved since the previous tick. */
+static void
+split_cpu_rise(ProcTree *tree, const TreeTotals *total, ProcTreeReading *out)
+{
+    double cpu = rise(total->user_s + total->sys_s, &tree->high_water.user_s);
+    double du = total->user_s - tree->last_total.user_s;
+    double ds = total->sys_s - tree->last_total.sys_s;
+
+    du = du > 0 ? du : 0;
+    ds = ds > 0 ? ds : 0;
+    out->interval.user_s = du + ds > 0 ? cpu * du / (du + ds) : cpu;
+    out->interval.sys_s = cpu - out->interval.user_s;
+}
+
 /* Reads smaps_rollup of one member and notes how much of its RSS is shared. */
 static void
 check_pss(ProcTree *tree, ProcEntry *entry, double now)
@@ -521,13 +537,14 @@ proc_tree_sample(ProcTree *tree, double now, ProcTreeReading *out)
     }
     if (!tree->has_baseline) {
         tree->high_water = total;
+        tree->high_water.user_s = total.user_s + total.sys_s;
         tree->has_baseline = 1;
     } else {
-        out->interval.user_s = rise(total.user_s, &tree->high_water.user_s);
-        out->interval.sys_s = rise(total.sys_s, &tree->high_water.sys_s);
+        split_cpu_rise(tree, &total, out);
         out->interval.read_b = rise(total.read_b, &tree->high_water.read_b);
         out->interval.write_b = rise(total.write_b, &tree->high_water.write_b);
     }
+    tree->last_total = total;
     out->memory_kib = tree_memory(tree, now, out->members);
 }
 

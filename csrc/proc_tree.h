@@ -82,7 +82,8 @@ typedef struct ProcTree {
         ino_t ino;
     } * listing;
     size_t listing_len, listing_cap;
-    TreeTotals dead, high_water;
+    TreeTotals dead, high_water; /* high_water.user_s holds user + system (one mark) */
+    TreeTotals last_total;       /* the totals at the previous tick, to split CPU rises */
     int has_baseline;
     unsigned generation;
     double pss_allowance, pss_refilled_at;

@@ -1,6 +1,7 @@
-"""Real workloads for the core tests: child Python processes that wait for a "go" line on
-stdin, do their work, and report ground truth about themselves (their own CPU time from
-os.times(), their RSS from /proc/self/statm) as one JSON line on stdout."""
+"""Real workloads for the tests: child Python processes that wait for a "go" line on stdin,
+do their work, and report ground truth about themselves (their own CPU time from os.times(),
+their RSS/PSS from /proc) as JSON lines on stdout. Shared by every test directory (tests/
+is on sys.path through tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,18 @@ import json
 import subprocess
 import sys
 import textwrap
-import time
 
 PRELUDE = """
 import json, os, sys, time
 def rss_kib():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+def pss_kib(pid):
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    return 0
 def report(**kw):
     sys.stdout.write(json.dumps(kw) + "\\n"); sys.stdout.flush()
 def spin(seconds):
@@ -44,13 +50,16 @@ class Workload:
         self.proc.stdin.write("go\n")
         self.proc.stdin.flush()
 
-    def read_report(self, timeout=60):
+    def read_report(self):
         """The next JSON line the workload reports."""
-        deadline = time.monotonic() + timeout
         line = self.proc.stdout.readline()
-        if not line and time.monotonic() > deadline:
-            raise TimeoutError("workload reported nothing")
+        if not line:
+            raise RuntimeError("the workload exited without a report")
         return json.loads(line)
+
+    def send(self, text):
+        self.proc.stdin.write(text + "\n")
+        self.proc.stdin.flush()
 
     def finish(self, timeout=60):
         """Waits for the workload to exit WITHOUT reaping it (it stays a zombie, whose stat
@@ -69,6 +78,7 @@ class Workload:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()
+        self.proc.stdout.close()
 
 
 def total_cpu(df):

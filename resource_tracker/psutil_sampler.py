@@ -1,0 +1,780 @@
+"""PsutilSampler: the sampler for machines without procfs (macOS, Windows), built on psutil.
+
+It has the interface of ``_core.Sampler`` that ResourceTracker uses (start, stop, wait,
+columns, sample_now, state, n_samples, start_time, stop_time, interval, cpu_seconds) and
+fills the same columns with the same units, following the rules of the C sampler:
+
+- Ticks on a fixed grid aligned to the start (tick k at start + k * interval; a late tick
+  skips ahead). The thread sleeps on an Event with the remaining time, so stop() wakes it at
+  once; it then takes a last reading for the partial interval, folded into the previous row
+  when shorter than a quarter interval.
+- The workload is the root process and its descendants (``Process.children(recursive=True)``);
+  a member stays a member while it lives, also after its parent exits (orphans are followed).
+- CPU time and I/O bytes are conserved: the workload total is the sum over live members of
+  their own plus reaped children's counters (``children_user``/``children_system``), plus
+  the last seen counters of members that vanished without a tracked parent to inherit them.
+  The interval value is the rise of that total over its high-water mark (never negative).
+- The sampler thread's own CPU time is taken off its own process when that is tracked (off
+  the sum of user and system time, which is then split like the workload's rise), and the
+  memory of its stored rows off that process's memory.
+- Memory (KiB): RSS for a single process. With several processes, pages shared inside the
+  tree are counted once: each member counts RSS minus (RSS - PSS) as last measured with
+  ``memory_full_info()``. Those reads cost time that grows with a process's memory, so they
+  run within a time budget (a share of the wall time) and their results are reused until
+  stale. Where psutil has no PSS (macOS, Windows), the RSS of the members is summed: shared
+  pages are then counted once per process that maps them.
+
+psutil is imported when a PsutilSampler is created, never at package import.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+import weakref
+from array import array
+
+from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
+
+FOLD_SHARE = 0.25
+FINAL_MIN_SECONDS = 0.001
+SYSTEM_REFRESH_SECONDS = 60.0
+PSS_BUDGET_SHARE = 0.005
+PSS_BUDGET_BURST = 0.100
+PSS_BUDGET_START = 0.050
+SKIPPED_DISK_PREFIXES = ("loop", "ram", "zram", "fd")
+
+_P = {name: i for i, name in enumerate(PROCESS_COLUMNS)}
+_S = {name: i for i, name in enumerate(SYSTEM_COLUMNS)}
+_PROCESS_SUMS = [_P[n] for n in ("utime", "stime", "read_bytes", "write_bytes")]
+_PROCESS_PEAKS = [_P[n] for n in ("children", "memory", "gpu_usage", "gpu_vram", "gpu_utilized")]
+_SYSTEM_SUMS = [
+    _S[n]
+    for n in (
+        "utime",
+        "stime",
+        "disk_read_bytes",
+        "disk_write_bytes",
+        "net_recv_bytes",
+        "net_sent_bytes",
+    )
+]
+_SYSTEM_PEAKS = [_S[n] for n in ("gpu_usage", "gpu_vram", "gpu_utilized")]
+
+_ENGINES = weakref.WeakSet()
+
+
+def _own_thread_cpu():
+    """(user, system) CPU seconds of the calling thread."""
+    try:
+        import resource
+
+        ru = resource.getrusage(resource.RUSAGE_THREAD)
+        return ru.ru_utime, ru.ru_stime
+    except (ImportError, AttributeError, OSError, ValueError):
+        return time.thread_time(), 0.0  # no split available: count it all as user time
+
+
+def _is_loopback(nic):
+    """True for a loopback interface name (lo on Linux, lo0 on macOS, Loopback on Windows)."""
+    return nic == "lo" or (nic.startswith("lo") and nic[2:].isdigit()) or nic.startswith("Loopback")
+
+
+class _Member:
+    """What is known about one process of the tree."""
+
+    __slots__ = (
+        "proc",
+        "pid",
+        "ppid",
+        "user",
+        "sys",
+        "read",
+        "write",
+        "rss",
+        "zombie",
+        "excess",
+        "checked_at",
+        "generation_at_check",
+    )
+
+    def __init__(self, proc):
+        self.proc = proc
+        self.pid = proc.pid
+        self.ppid = 0
+        self.user = self.sys = self.read = self.write = 0.0
+        self.rss = 0.0
+        self.zombie = False
+        self.excess = 0.0
+        self.checked_at = 0.0
+        self.generation_at_check = -1
+
+
+class _Collector:
+    """One pass over the process tree and the machine per call; keeps the state between."""
+
+    def __init__(self, psutil, pid, children, track_processes, track_system):
+        self.ps = psutil
+        self.pid = pid
+        self.children = children
+        self.track_processes = track_processes
+        self.track_system = track_system
+        self.self_pid = os.getpid()
+        self.members = {}  # pid -> _Member
+        self.known = {}  # pid -> is a member, for every process of the last listing
+        self.listed = False
+        self.dead = [0.0, 0.0, 0.0, 0.0]
+        self.high_water = None  # [cpu seconds, read bytes, write bytes]
+        self.last_split = (0.0, 0.0)  # user and system totals at the last reading
+        self.generation = 0
+        self.pss_allowance = PSS_BUDGET_START
+        self.pss_refilled_at = 0.0
+        self.system_prev = None
+        self.disks = None
+        self.mounts = []
+        self.refreshed_at = 0.0
+        self.has_baseline = False
+        self.last_mono = 0.0
+
+    # -- the process tree ------------------------------------------------------------
+
+    def _classify(self, pid, new, depth=0):
+        """True when the new process pid belongs to the tree (its parent does)."""
+        if pid in self.known:
+            return self.known[pid]
+        proc = new.get(pid)
+        if proc is None:
+            return False
+        if pid == self.pid:
+            member = True
+        elif not self.children or depth > 256:
+            member = False
+        else:
+            try:
+                ppid = proc.ppid()
+            except self.ps.Error:
+                ppid = 0
+            member = ppid > 0 and ppid != pid and self._classify(ppid, new, depth + 1)
+        self.known[pid] = member
+        if member:
+            self.members[pid] = _Member(proc)
+            self.generation += 1
+        return member
+
+    def _discover(self, pids):
+        """Updates self.known/self.members from the process list: the vanished members."""
+        ps = self.ps
+        current = set(pids)
+        vanished = [m for pid, m in self.members.items() if pid not in current]
+        for m in vanished:
+            del self.members[m.pid]
+        self.known = {pid: member for pid, member in self.known.items() if pid in current}
+        if not self.track_processes:
+            return vanished
+        if not self.listed:
+            # first listing: one parent-id scan of all processes (psutil's children())
+            self.listed = True
+            tree = []
+            try:
+                root = ps.Process(self.pid)
+                tree.append(root)
+                if self.children:
+                    tree += root.children(recursive=True)
+            except ps.Error:
+                pass
+            for proc in tree:
+                self.members[proc.pid] = _Member(proc)
+            self.known = {pid: pid in self.members for pid in current}
+            return vanished
+        # later listings: only processes not seen before have their parent read
+        new = {}
+        for pid in current:
+            if pid not in self.known:
+                try:
+                    new[pid] = ps.Process(pid)
+                except ps.Error:
+                    pass  # gone already
+        for pid in new:
+            self._classify(pid, new)
+        return vanished
+
+    def _read_member(self, member):
+        """Reads one member's counters: False when the process is gone (or its pid reused)."""
+        ps = self.ps
+        proc = member.proc
+        try:
+            with proc.oneshot():
+                cpu = proc.cpu_times()
+                if member.ppid == 0:
+                    member.ppid = proc.ppid()  # once: psutil checks pid reuse here
+                try:
+                    member.zombie = proc.status() == ps.STATUS_ZOMBIE
+                except ps.Error:
+                    member.zombie = False
+                user = cpu.user + getattr(cpu, "children_user", 0.0)
+                system = cpu.system + getattr(cpu, "children_system", 0.0)
+                if user + system < member.user + member.sys - 0.05 and not proc.is_running():
+                    return False  # a process's CPU total never falls: the pid was reused
+                member.user, member.sys = user, system
+                if member.zombie:
+                    member.rss = 0.0
+                else:
+                    try:
+                        member.rss = proc.memory_info().rss / 1024.0
+                    except ps.AccessDenied:
+                        pass
+                try:
+                    io = proc.io_counters()
+                    member.read = float(getattr(io, "read_bytes", 0))
+                    member.write = float(getattr(io, "write_bytes", 0))
+                except (ps.AccessDenied, ps.ZombieProcess, AttributeError, NotImplementedError):
+                    pass  # keep the last values (0 where never readable)
+        except ps.ZombieProcess:
+            member.zombie = True
+            member.rss = 0.0
+        except ps.NoSuchProcess:
+            return False
+        except ps.AccessDenied:
+            pass  # it exists: keep what was read
+        return True
+
+    def _reaped_by_member(self, gone, live_by_pid, vanished_by_pid):
+        """True when a vanished member's counters went to a live member (its reaper)."""
+        ppid = gone.ppid
+        for _ in range(256):
+            if ppid <= 0:
+                return False
+            if ppid in live_by_pid:
+                return True
+            parent = vanished_by_pid.get(ppid)
+            if parent is None:
+                return False
+            ppid = parent.ppid
+        return False
+
+    def _tree(self, now, own, pids):
+        """(interval [user, sys, read, write], memory KiB, live members, root alive)."""
+        vanished = self._discover(pids)
+        for pid, member in list(self.members.items()):
+            if not self._read_member(member):
+                vanished.append(member)
+                del self.members[pid]
+                self.known.pop(pid, None)  # a reused pid is classified again next time
+        members = self.members
+        if vanished:
+            self.generation += 1
+            vanished_by_pid = {m.pid: m for m in vanished}
+            for gone in vanished:
+                if not self._reaped_by_member(gone, members, vanished_by_pid):
+                    self.dead[0] += gone.user
+                    self.dead[1] += gone.sys
+                    self.dead[2] += gone.read
+                    self.dead[3] += gone.write
+        total = list(self.dead)
+        live = 0
+        root_alive = False
+        for m in members.values():
+            total[0] += m.user
+            total[1] += m.sys
+            total[2] += m.read
+            total[3] += m.write
+            if not m.zombie:
+                live += 1
+                root_alive = root_alive or m.pid == self.pid
+        # The sampler thread's CPU comes off the sum of user and system time: the kernel
+        # splits a thread's and a process's time between the two independently, so taking
+        # it off each part would leave one part too high (and its high-water mark ratchets).
+        offset = own[0] + own[1] if own is not None and self.self_pid in members else 0.0
+        current = [total[0] + total[1] - offset, total[2], total[3]]
+        interval = [0.0, 0.0, 0.0, 0.0]
+        if self.high_water is None:
+            self.high_water = current
+        else:
+            rises = [0.0, 0.0, 0.0]
+            for i in range(3):
+                if current[i] > self.high_water[i]:
+                    rises[i] = current[i] - self.high_water[i]
+                    self.high_water[i] = current[i]
+            du = max(0.0, total[0] - self.last_split[0])
+            ds = max(0.0, total[1] - self.last_split[1])
+            user_share = du / (du + ds) if du + ds > 0 else 1.0
+            interval = [rises[0] * user_share, rises[0] * (1.0 - user_share), rises[1], rises[2]]
+        self.last_split = (total[0], total[1])
+        return interval, self._memory(now, live), live, root_alive
+
+    def _check_pss(self, member, now):
+        """Measures how much of a member's RSS is shared (RSS - PSS), within the budget."""
+        started = time.monotonic()
+        try:
+            full = member.proc.memory_full_info()
+            pss = getattr(full, "pss", None)
+            if pss is not None:
+                member.excess = max(0.0, (full.rss - pss) / 1024.0)
+        except (self.ps.Error, AttributeError, NotImplementedError, OSError):
+            pass
+        self.pss_allowance -= time.monotonic() - started
+        member.checked_at = now
+        member.generation_at_check = self.generation
+
+    def _pss_due(self, member, now):
+        if member.checked_at == 0:
+            return True
+        if member.generation_at_check != self.generation and now - member.checked_at >= 1.0:
+            return True
+        return now - member.checked_at >= 30.0
+
+    def _memory(self, now, live):
+        """Memory of the tree in KiB: RSS, less pages shared inside the tree (PSS)."""
+        members = list(self.members.values())
+        if live > 1:
+            if self.pss_refilled_at > 0:
+                self.pss_allowance += (now - self.pss_refilled_at) * PSS_BUDGET_SHARE
+            self.pss_allowance = min(self.pss_allowance, PSS_BUDGET_BURST)
+            self.pss_refilled_at = now
+            for first_pass in (True, False):
+                for m in members:
+                    if self.pss_allowance <= 0:
+                        break
+                    if m.rss == 0:
+                        continue
+                    due = m.checked_at == 0 if first_pass else self._pss_due(m, now)
+                    if due:
+                        self._check_pss(m, now)
+            return sum(m.rss - m.excess for m in members if m.rss > m.excess)
+        return sum(m.rss for m in members)
+
+    # -- the machine -----------------------------------------------------------------
+
+    def _refresh_devices(self):
+        """Whole disks (names) and one mount point per real filesystem."""
+        ps = self.ps
+        disks = None
+        if os.path.isdir("/sys/block"):
+            disks = set()
+            for name in os.listdir("/sys/block"):
+                if name.startswith(SKIPPED_DISK_PREFIXES):
+                    continue
+                try:
+                    if os.listdir(f"/sys/block/{name}/slaves"):
+                        continue  # dm/md on top of other disks: counted there
+                except OSError:
+                    pass
+                disks.add(name)
+        self.disks = disks
+        mounts = {}
+        try:
+            partitions = ps.disk_partitions(all=False)
+        except Exception:
+            partitions = []
+        for part in partitions:
+            device = part.device or ""
+            if device.startswith("/dev/loop"):
+                continue
+            if part.fstype == "zfs":
+                key = "zfs:" + device.split("/")[0]
+            elif part.fstype == "btrfs" or device.startswith("/dev/") or os.name == "nt":
+                key = device
+            else:
+                continue
+            known = mounts.get(key)
+            if known is None or len(part.mountpoint) < len(known):
+                mounts[key] = part.mountpoint
+        self.mounts = list(mounts.values()) or [os.path.abspath(os.sep)]
+
+    def _counters(self):
+        """Cumulative system counters: cpu user/sys seconds, per-disk and per-nic bytes."""
+        ps = self.ps
+        prev = self.system_prev or {"cpu": (0.0, 0.0), "disks": {}, "nics": {}}
+        out = dict(prev)
+        try:
+            cpu = ps.cpu_times()
+            out["cpu"] = (
+                cpu.user + getattr(cpu, "nice", 0.0),
+                cpu.system + getattr(cpu, "irq", 0.0) + getattr(cpu, "softirq", 0.0),
+            )
+        except Exception:
+            pass
+        try:
+            disks = ps.disk_io_counters(perdisk=True) or {}
+            out["disks"] = {
+                name: (float(d.read_bytes), float(d.write_bytes))
+                for name, d in disks.items()
+                if (name in self.disks if self.disks is not None else True)
+                and not name.startswith(SKIPPED_DISK_PREFIXES)
+            }
+        except Exception:
+            pass
+        try:
+            nics = ps.net_io_counters(pernic=True) or {}
+            out["nics"] = {
+                name: (float(n.bytes_recv), float(n.bytes_sent))
+                for name, n in nics.items()
+                if not _is_loopback(name)
+            }
+        except Exception:
+            pass
+        return out
+
+    def _system(self, now):
+        """The system row's values (without timestamp and processes) as a dict."""
+        ps = self.ps
+        row = dict.fromkeys(SYSTEM_COLUMNS, 0.0)
+        if self.refreshed_at == 0 or now - self.refreshed_at >= SYSTEM_REFRESH_SECONDS:
+            self._refresh_devices()
+            self.refreshed_at = now
+        counters = self._counters()
+        prev = self.system_prev
+        if prev is not None:
+            row["utime"] = max(0.0, counters["cpu"][0] - prev["cpu"][0])
+            row["stime"] = max(0.0, counters["cpu"][1] - prev["cpu"][1])
+            for table, cols in (
+                ("disks", ("disk_read_bytes", "disk_write_bytes")),
+                ("nics", ("net_recv_bytes", "net_sent_bytes")),
+            ):
+                for name, values in counters[table].items():
+                    before = prev[table].get(name)
+                    if before is None:
+                        continue  # a new device: its counters start now
+                    for col, v, b in zip(cols, values, before):
+                        row[col] += max(0.0, v - b)
+        self.system_prev = counters
+        try:
+            vm = ps.virtual_memory()
+            buffers = getattr(vm, "buffers", 0)
+            cached = getattr(vm, "cached", 0)  # psutil adds SReclaimable on Linux
+            row["memory_free"] = vm.free / 1024.0
+            row["memory_used"] = max(0.0, (vm.total - vm.free - buffers - cached) / 1024.0)
+            row["memory_buffers"] = buffers / 1024.0
+            row["memory_cached"] = cached / 1024.0
+            row["memory_active"] = getattr(vm, "active", 0) / 1024.0
+            row["memory_inactive"] = getattr(vm, "inactive", 0) / 1024.0
+        except Exception:
+            pass
+        for mount in self.mounts:
+            try:
+                du = ps.disk_usage(mount)
+            except Exception:
+                continue
+            row["disk_space_total_gb"] += du.total / 1e9
+            row["disk_space_used_gb"] += du.used / 1e9
+            row["disk_space_free_gb"] += du.free / 1e9
+        return row
+
+    # -- one reading -----------------------------------------------------------------
+
+    def sample(self, mono, wall, own, own_memory_kib):
+        """(process row, system row) as lists, or None for the baseline."""
+        dt = mono - self.last_mono
+        try:
+            pids = self.ps.pids()
+        except Exception:
+            pids = list(self.known)
+        interval, memory, live, root_alive = self._tree(mono, own, pids)
+        srow = None
+        if self.track_system:
+            srow = self._system(mono)
+        processes = len(pids)
+        self.last_mono = mono
+        if not self.has_baseline:
+            self.has_baseline = True
+            return None
+        if self.track_processes and self.self_pid in self.members:
+            memory = max(0.0, memory - own_memory_kib)
+        prow = [0.0] * len(PROCESS_COLUMNS)
+        prow[_P["timestamp"]] = wall
+        prow[_P["pid"]] = float(self.pid)
+        prow[_P["children"]] = float(live - (1 if root_alive else 0))
+        prow[_P["utime"]] = interval[0]
+        prow[_P["stime"]] = interval[1]
+        prow[_P["cpu_usage"]] = (interval[0] + interval[1]) / dt if dt > 0 else 0.0
+        prow[_P["memory"]] = memory
+        prow[_P["read_bytes"]] = interval[2]
+        prow[_P["write_bytes"]] = interval[3]
+        if srow is None:
+            srow = dict.fromkeys(SYSTEM_COLUMNS, 0.0)
+        srow["timestamp"] = wall
+        srow["processes"] = float(processes)
+        srow["cpu_usage"] = (srow["utime"] + srow["stime"]) / dt if dt > 0 else 0.0
+        return prow, [float(srow[name]) for name in SYSTEM_COLUMNS]
+
+
+def _fold(pp, ps, p, s, prev_dt, part_dt):
+    """Folds a short last reading into the previous rows (in place), like the C sampler."""
+    dt = prev_dt + part_dt
+    if pp is not None:
+        for i in _PROCESS_SUMS:
+            pp[i] += p[i]
+        for i in _PROCESS_PEAKS:
+            pp[i] = max(pp[i], p[i])
+        pp[_P["cpu_usage"]] = (pp[_P["utime"]] + pp[_P["stime"]]) / dt if dt > 0 else 0.0
+        pp[_P["timestamp"]] = p[_P["timestamp"]]
+    if ps is not None:
+        keep = list(ps)
+        ps[:] = s  # gauges: the latest reading
+        for i in _SYSTEM_SUMS:
+            ps[i] = keep[i] + s[i]
+        for i in _SYSTEM_PEAKS:
+            ps[i] = max(keep[i], s[i])
+        ps[_S["cpu_usage"]] = (ps[_S["utime"]] + ps[_S["stime"]]) / dt if dt > 0 else 0.0
+
+
+class _Engine:
+    """The sampler's state and thread body (the PsutilSampler wrapper may be collected)."""
+
+    def __init__(self, collector, interval, track_processes, track_system):
+        self.collector = collector
+        self.interval = interval
+        self.track_processes = track_processes
+        self.track_system = track_system
+        self._reinit_sync()
+        self.state = "new"
+        self.thread = None
+        self.start_wall = self.start_mono = self.stop_wall = 0.0
+        self.last_sample_mono = 0.0
+        self.last_row_dt = 0.0
+        self.cpu_seconds = 0.0
+        self.read_errors = 0
+        self.own = (0.0, 0.0)
+        self.process = [array("d") for _ in PROCESS_COLUMNS]
+        self.system = [array("d") for _ in SYSTEM_COLUMNS]
+        self.nrows_p = self.nrows_s = 0
+
+    def _reinit_sync(self):
+        self.lock = threading.Lock()
+        self.rows_changed = threading.Condition(self.lock)
+        self.wake = threading.Event()
+        self.sample_lock = threading.Lock()
+
+    def rows(self):
+        return max(self.nrows_p, self.nrows_s)
+
+    def _own_memory_kib(self):
+        return (self.nrows_p * len(PROCESS_COLUMNS) + self.nrows_s * len(SYSTEM_COLUMNS)) * 8 / 1024
+
+    def _store(self, prow, srow, dt, may_fold):
+        with self.lock:
+            fold = may_fold and self.rows() > 0 and dt < FOLD_SHARE * self.interval
+            if fold:
+                pp = [c[-1] for c in self.process] if self.nrows_p else None
+                ps = [c[-1] for c in self.system] if self.nrows_s else None
+                _fold(pp, ps, prow, srow, self.last_row_dt, dt)
+                if pp is not None:
+                    for c, v in zip(self.process, pp):
+                        c[-1] = v
+                if ps is not None:
+                    for c, v in zip(self.system, ps):
+                        c[-1] = v
+                self.last_row_dt += dt
+            else:
+                if self.track_processes:
+                    for c, v in zip(self.process, prow):
+                        c.append(v)
+                    self.nrows_p += 1
+                if self.track_system:
+                    for c, v in zip(self.system, srow):
+                        c.append(v)
+                    self.nrows_s += 1
+                self.last_row_dt = dt
+            self.rows_changed.notify_all()
+
+    def take_sample(self, in_thread, may_fold):
+        """One reading now; stores rows unless it is the baseline. The rows, or None."""
+        with self.sample_lock:
+            mono, wall = time.monotonic(), time.time()
+            dt = mono - self.last_sample_mono
+            own = None
+            if in_thread:
+                self.own = _own_thread_cpu()
+                self.cpu_seconds = time.thread_time()
+                own = self.own
+            try:
+                rows = self.collector.sample(mono, wall, own, self._own_memory_kib())
+            except Exception:  # never let a reading kill the sampler; count it
+                self.read_errors += 1
+                rows = None
+            self.last_sample_mono = mono
+            if rows is not None:
+                self._store(rows[0], rows[1], dt, may_fold)
+            if in_thread:
+                self.cpu_seconds = time.thread_time()
+            return rows
+
+    def run(self):
+        self.take_sample(True, False)  # baseline
+        deadline = self.start_mono
+        while True:
+            now = time.monotonic()
+            deadline += self.interval
+            if deadline <= now:  # fell behind: the next tick of the grid
+                deadline = (
+                    self.start_mono
+                    + (math.floor((now - self.start_mono) / self.interval) + 1) * self.interval
+                )
+            if self.wake.wait(max(0.0, deadline - time.monotonic())):
+                break
+            self.take_sample(True, False)
+        if time.monotonic() - self.last_sample_mono >= FINAL_MIN_SECONDS:
+            self.take_sample(True, True)
+        with self.lock:
+            self.stop_wall = time.time()
+            self.state = "stopped"
+            self.rows_changed.notify_all()
+
+    def request_stop(self):
+        """Wakes the thread; True when there is a thread to join."""
+        with self.lock:
+            self.wake.set()
+            if self.state == "new":
+                self.state = "stopped"
+                self.stop_wall = time.time()
+            return self.thread is not None
+
+    def after_fork_in_child(self):
+        """In a forked child: no sampler thread; a running sampler reads as stopped."""
+        self._reinit_sync()
+        self.thread = None
+        if self.state == "running":
+            self.state = "stopped"
+            self.stop_wall = time.time()
+
+
+def _after_fork_in_child():
+    for engine in list(_ENGINES):
+        engine.after_fork_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class PsutilSampler:
+    """A sampler thread built on psutil, with the interface of ``_core.Sampler``.
+
+    Args:
+        pid: root process of the workload.
+        interval: seconds between samples.
+        children: also track all descendants.
+        track_processes: fill the process table.
+        track_system: fill the system table.
+    """
+
+    def __init__(self, pid, interval, children=True, track_processes=True, track_system=True):
+        if isinstance(interval, bool) or not isinstance(interval, (int, float)):
+            raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
+        if not float(interval) > 0 or math.isinf(float(interval)):
+            raise ValueError(
+                f"interval must be a positive number of seconds, got {interval!r}; use e.g. 1.0"
+            )
+        if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+            raise ValueError(f"pid must be a positive process id, got {pid!r}")
+        try:
+            import psutil
+        except ImportError as exc:
+            raise ImportError(
+                "the psutil sampler needs psutil: pip install psutil (or resource-tracker[psutil])"
+            ) from exc
+        collector = _Collector(
+            psutil, pid, bool(children), bool(track_processes), bool(track_system)
+        )
+        self._engine = _Engine(
+            collector, float(interval), bool(track_processes), bool(track_system)
+        )
+        _ENGINES.add(self._engine)
+
+    def start(self):
+        """Starts the sampler thread (RuntimeError when it was started before)."""
+        e = self._engine
+        with e.lock:
+            if e.state != "new":
+                raise RuntimeError(
+                    "the tracker is already running; call stop() first"
+                    if e.state == "running"
+                    else "a stopped tracker cannot be restarted; create a new one"
+                )
+            e.start_wall, e.start_mono = time.time(), time.monotonic()
+            e.state = "running"
+            e.thread = threading.Thread(target=e.run, name="resource-tracker-psutil", daemon=True)
+        e.thread.start()
+
+    def stop(self):
+        """Stops the thread after a last reading and joins it (idempotent)."""
+        e = self._engine
+        if e.request_stop() and e.thread is not threading.current_thread():
+            e.thread.join()
+
+    def sample_now(self):
+        """One reading in this thread: (process_row, system_row), or None for the baseline."""
+        e = self._engine
+        with e.lock:
+            if e.thread is not None or e.state == "stopped":
+                raise RuntimeError("sample_now() needs a sampler without a background thread")
+            if e.start_mono == 0:
+                e.start_wall, e.start_mono = time.time(), time.monotonic()
+        rows = e.take_sample(False, False)
+        return None if rows is None else (list(rows[0]), list(rows[1]))
+
+    def wait(self, n, timeout):
+        """Waits up to timeout seconds until n rows are stored: True when there are."""
+        if n < 0 or not timeout >= 0:
+            raise ValueError("wait_for_samples needs n >= 0 and timeout >= 0")
+        e = self._engine
+        deadline = time.monotonic() + timeout
+        with e.lock:
+            while e.rows() < n and e.state == "running":
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                e.rows_changed.wait(min(left, 0.1))
+            return e.rows() >= n
+
+    def columns(self, table):
+        """One bytes object of float64 values per column of 'process' or 'system'."""
+        e = self._engine
+        if table not in ("process", "system"):
+            raise ValueError(f"table must be 'process' or 'system', got {table!r}")
+        with e.lock:
+            cols = e.process if table == "process" else e.system
+            return [c.tobytes() for c in cols]
+
+    @property
+    def state(self):
+        """'new', 'running' or 'stopped'."""
+        return self._engine.state
+
+    @property
+    def n_samples(self):
+        """Rows stored so far."""
+        return self._engine.rows()
+
+    @property
+    def start_time(self):
+        """Start, seconds since the epoch (0.0 before start)."""
+        return self._engine.start_wall
+
+    @property
+    def stop_time(self):
+        """Stop, seconds since the epoch (0.0 while running)."""
+        return self._engine.stop_wall
+
+    @property
+    def interval(self):
+        """Seconds between samples."""
+        return self._engine.interval
+
+    @property
+    def cpu_seconds(self):
+        """CPU time of the sampler thread."""
+        return self._engine.cpu_seconds
+
+    @property
+    def read_errors(self):
+        """Readings that failed as a whole (and gave no row)."""
+        return self._engine.read_errors
+
+    def __del__(self):
+        engine = getattr(self, "_engine", None)
+        if engine is not None and engine.state == "running":
+            # no lock here: the collector may run in any thread, even one holding it
+            engine.wake.set()  # the thread takes its last reading and ends (it holds no wrapper)
