@@ -75,6 +75,7 @@ proc_tree_init(ProcTree *tree, const char *proc_root, pid_t root, int follow_chi
     int dirfd;
 
     memset(tree, 0, sizeof(*tree));
+    tree->stat_fd = -1;
     tree->proc_fd = open(proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (tree->proc_fd < 0)
         return -1;
@@ -97,6 +98,7 @@ proc_tree_init(ProcTree *tree, const char *proc_root, pid_t root, int follow_chi
     if (tree->page_kib <= 0)
         tree->page_kib = 4;
     tree->pss_allowance = PSS_BUDGET_START;
+    tree->stat_fd = openat(tree->proc_fd, "stat", O_RDONLY | O_CLOEXEC);
     return 0;
 }
 
@@ -272,6 +274,56 @@ merge_listing(ProcTree *tree)
             j++;
         }
     }
+    return 0;
+}
+
+/* Reads the fork counter: 0, or -1 when it cannot be read (then every tick lists). */
+static int
+read_forks(ProcTree *tree, unsigned long long *forks)
+{
+    if (tree->stat_fd < 0 || textbuf_read_fd(&tree->buf, tree->stat_fd) < 0)
+        return -1;
+    return parse_proc_stat_forks(tree->buf.data, forks);
+}
+
+/* Carries the known entries over unchanged (no listing this tick). */
+static int
+carry_entries(ProcTree *tree)
+{
+    size_t i;
+
+    tree->scratch.len = 0;
+    tree->vanished.len = 0;
+    for (i = 0; i < tree->entries.len; i++) {
+        ProcEntry carried = tree->entries.items[i];
+        carried.has_stat = 0;
+        if (entries_push(&tree->scratch, &carried) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Lists procfs and merges, or carries the entries when no process was created since the last
+ * listing: 0, or -1. Sets *count to the processes on the system. */
+static int
+update_entries(ProcTree *tree, double now, int *count)
+{
+    unsigned long long forks = 0;
+    int have_forks = read_forks(tree, &forks) == 0;
+    long listed;
+
+    if (have_forks && tree->has_baseline && forks == tree->forks_at_listing &&
+        now - tree->listed_at < LISTING_MAX_AGE) {
+        *count = tree->listed_count;
+        return carry_entries(tree);
+    }
+    listed = list_processes(tree);
+    if (listed < 0 || merge_listing(tree) != 0)
+        return -1;
+    tree->forks_at_listing = forks;
+    tree->listed_at = now;
+    tree->listed_count = *count = (int)listed;
+    tree->listings++;
     return 0;
 }
 
@@ -506,16 +558,21 @@ proc_tree_sample(ProcTree *tree, double now, ProcTreeReading *out)
 {
     TreeTotals total = {0, 0, 0, 0};
     EntryVec swap;
-    size_t i;
-    long listed;
+    size_t i, listed_vanished;
 
     memset(out, 0, sizeof(*out));
-    listed = list_processes(tree);
-    if (listed < 0 || merge_listing(tree) != 0 || refresh_entries(tree) != 0) {
+    if (update_entries(tree, now, &out->processes) != 0) {
         tree->read_errors++;
         return;
     }
-    out->processes = (int)listed;
+    listed_vanished = tree->vanished.len;
+    if (refresh_entries(tree) != 0) {
+        tree->read_errors++;
+        return;
+    }
+    /* members found gone while reading them are gone from the count too */
+    out->processes -= (int)(tree->vanished.len - listed_vanished);
+    tree->listed_count = out->processes;
     for (i = 0; i < tree->vanished.len; i++)
         if (!reaped_by_member(tree, &tree->vanished.items[i]))
             totals_add(&tree->dead, &tree->vanished.items[i].cum);
@@ -587,6 +644,8 @@ proc_tree_free(ProcTree *tree)
 
     for (i = 0; i < tree->entries.len; i++)
         close_kept(tree, &tree->entries.items[i]);
+    if (tree->stat_fd >= 0)
+        close(tree->stat_fd);
     if (tree->dir)
         closedir((DIR *)tree->dir);
     if (tree->proc_fd >= 0)

@@ -27,6 +27,10 @@
 #define PSS_BUDGET_BURST 0.100
 #define PSS_BUDGET_START 0.050
 
+/* The /proc listing is skipped while no process was created (the fork counter of
+ * /proc/stat did not move), but made at least this often (it refreshes the process count). */
+#define LISTING_MAX_AGE 5.0
+
 /* Members whose stat and io files stay open between ticks (two descriptors each). */
 #define KEPT_OPEN_MEMBERS 32
 
@@ -91,6 +95,11 @@ typedef struct ProcTree {
     double pss_seconds;
     unsigned long read_errors;
     int kept_open; /* members with open descriptors */
+    int stat_fd;   /* <proc_root>/stat, for the fork counter */
+    unsigned long long forks_at_listing;
+    double listed_at;
+    int listed_count;
+    unsigned long listings;
     TextBuf buf;
 } ProcTree;
 

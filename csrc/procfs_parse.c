@@ -172,6 +172,18 @@ parse_proc_stat_cpu(const char *text, CpuTimes *out)
 
 /* 0 on success */
 int
+parse_proc_stat_forks(const char *text, unsigned long long *forks)
+{
+    long long n;
+
+    if (keyed_value(text, "processes ", &n) != 0 || n < 0)
+        return -1;
+    *forks = (unsigned long long)n;
+    return 0;
+}
+
+/* 0 on success */
+int
 parse_meminfo(const char *text, MemInfo *out)
 {
     struct {

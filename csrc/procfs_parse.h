@@ -33,6 +33,9 @@ typedef struct CpuTimes {
 
 int parse_proc_stat_cpu(const char *text, CpuTimes *out);
 
+/* The "processes" line of /proc/stat: processes created since boot. */
+int parse_proc_stat_forks(const char *text, unsigned long long *forks);
+
 /* /proc/meminfo, in KiB (missing lines read 0; MemTotal and MemFree are required). */
 typedef struct MemInfo {
     long long total, free, available, buffers, cached, sreclaimable, active, inactive;

@@ -1,8 +1,15 @@
 #include "table.h"
 
 #include <stdlib.h>
+#include <string.h>
 
-#define TABLE_FIRST_CAPACITY 64
+#if defined(__linux__)
+#include <sys/mman.h>
+#define TABLE_USES_MREMAP 1
+#endif
+
+/* First capacity: one 4 KiB page of float64 per column. */
+#define TABLE_FIRST_CAPACITY 512
 
 #if defined(__GNUC__)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -14,16 +21,43 @@
 int
 table_init(Table *table, size_t ncols)
 {
-    size_t i;
-
     if (ncols == 0 || ncols > TABLE_MAX_COLS)
         return -1;
+    memset(table, 0, sizeof(*table));
     table->ncols = ncols;
-    table->nrows = 0;
-    table->capacity = 0;
-    for (i = 0; i < TABLE_MAX_COLS; i++)
-        table->cols[i] = NULL;
     return 0;
+}
+
+/* Grows one column's storage from old_cap to cap values: the new address, or NULL.
+ * On Linux the columns are their own mappings, grown with mremap: no copy, and no freed
+ * copies left resident in a malloc arena, so memory tracks the rows actually written. */
+static double *
+grow_column(double *col, size_t old_cap, size_t cap)
+{
+#ifdef TABLE_USES_MREMAP
+    void *p;
+    if (col == NULL)
+        p = mmap(NULL, cap * sizeof(double), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+    else
+        p = mremap(col, old_cap * sizeof(double), cap * sizeof(double), MREMAP_MAYMOVE);
+    return p == MAP_FAILED ? NULL : p;
+#else
+    (void)old_cap;
+    return realloc(col, cap * sizeof(double));
+#endif
+}
+
+static void
+free_column(double *col, size_t cap)
+{
+#ifdef TABLE_USES_MREMAP
+    if (col)
+        munmap(col, cap * sizeof(double));
+#else
+    (void)cap;
+    free(col);
+#endif
 }
 
 /* The one growth path: doubles every column together; 0 on success, -1 on ENOMEM. */
@@ -31,7 +65,6 @@ static int
 table_ensure_space(Table *table, size_t rows)
 {
     size_t capacity, i;
-    double *grown[TABLE_MAX_COLS] = {NULL};
 
     if (rows <= table->capacity)
         return 0;
@@ -39,12 +72,21 @@ table_ensure_space(Table *table, size_t rows)
     while (capacity < rows)
         capacity *= 2;
     for (i = 0; i < table->ncols; i++) {
-        grown[i] = realloc(table->cols[i], capacity * sizeof(double));
-        if (UNLIKELY(grown[i] == NULL)) {
-            /* columns already grown stay valid: keep them, the capacity stays as it was */
+        double *grown = grow_column(table->cols[i], table->capacity, capacity);
+        if (UNLIKELY(grown == NULL)) {
+            /* columns 0..i-1 were grown already: take them back to the old capacity */
+            while (i-- > 0) {
+                double *back = NULL;
+                if (table->capacity == 0) {
+                    free_column(table->cols[i], capacity);
+                    table->cols[i] = NULL;
+                } else if ((back = grow_column(table->cols[i], capacity, table->capacity))) {
+                    table->cols[i] = back;
+                }
+            }
             return -1;
         }
-        table->cols[i] = grown[i];
+        table->cols[i] = grown;
     }
     table->capacity = capacity;
     return 0;
@@ -84,7 +126,7 @@ table_free(Table *table)
     size_t i;
 
     for (i = 0; i < TABLE_MAX_COLS; i++) {
-        free(table->cols[i]);
+        free_column(table->cols[i], table->capacity);
         table->cols[i] = NULL;
     }
     table->nrows = table->capacity = 0;

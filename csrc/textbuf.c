@@ -41,17 +41,20 @@ textbuf_read_fd(TextBuf *buf, int fd)
     if (textbuf_reserve(buf, 4096) != 0)
         return -1;
     for (;;) {
+        size_t room;
         if (buf->len + 1 >= buf->cap && textbuf_reserve(buf, buf->cap * 2) != 0)
             return -1;
-        n = pread(fd, buf->data + buf->len, buf->cap - buf->len - 1, (off_t)buf->len);
+        room = buf->cap - buf->len - 1;
+        n = pread(fd, buf->data + buf->len, room, (off_t)buf->len);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
             return -1;
         }
-        if (n == 0)
-            break;
         buf->len += (size_t)n;
+        /* a short read of a procfs (seq_file) or sysfs file is its end: no second call */
+        if (n == 0 || (size_t)n < room)
+            break;
     }
     buf->data[buf->len] = '\0';
     return (ssize_t)buf->len;

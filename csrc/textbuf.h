@@ -14,7 +14,8 @@ typedef struct TextBuf {
     size_t cap;
 } TextBuf;
 
-/* Reads all of an open file from offset 0 into buf (NUL-terminated): length, or -1 with errno. */
+/* Reads all of an open file from offset 0 into buf (NUL-terminated): length, or -1 with errno.
+ * A short read is taken as the end of the file (true of procfs, sysfs and regular files). */
 ssize_t textbuf_read_fd(TextBuf *buf, int fd);
 
 /* Opens path relative to dirfd, reads it whole and closes it: length, or -1 with errno. */
