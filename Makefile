@@ -9,6 +9,12 @@ APT_TEST  := $(APT_BUILD) chromium clang-format
 BENCH_PY  := .bench-venv/bin/python
 CSRC      := $(wildcard csrc/*.c csrc/*.h)
 
+# An editable install of another checkout (or none) makes the install stamps stale.
+INSTALLED := $(shell $(PY) -c "import importlib.util as u; s = u.find_spec('resource_tracker'); print(s.origin if s else '')" 2>/dev/null)
+ifneq ($(INSTALLED),$(CURDIR)/resource_tracker/__init__.py)
+$(shell rm -f $(STAMPS)/deps.stamp $(STAMPS)/deps-test.stamp)
+endif
+
 # Install the Debian packages in $(1) that are missing (one dpkg query each; apt only when needed).
 define apt_ensure
 	@missing=""; for p in $(1); do \

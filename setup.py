@@ -18,8 +18,14 @@ def _flag(name):
 
 
 def _compile_args():
-    args = ["-std=c11", "-Wall", "-Wextra", "-Wno-missing-field-initializers",
-            "-fvisibility=hidden", "-D_GNU_SOURCE"]
+    args = [
+        "-std=c11",
+        "-Wall",
+        "-Wextra",
+        "-Wno-missing-field-initializers",
+        "-fvisibility=hidden",
+        "-D_GNU_SOURCE",
+    ]
     if _flag("RESOURCE_TRACKER_DEBUG") or _flag("RESOURCE_TRACKER_SANITIZE"):
         args += ["-O0", "-g3", "-UNDEBUG"]
     else:
@@ -44,6 +50,7 @@ libraries = ["pthread"]
 if sys.platform.startswith("linux"):
     libraries += ["dl", "cjson"]  # libcurl: dlopen on first use (csrc/http.c)
 
+
 def _version():
     about = {}
     with open(os.path.join("resource_tracker", "_version.py")) as f:
@@ -56,7 +63,7 @@ core = Extension(
     sources=sorted(glob("csrc/*.c")),
     depends=sorted(glob("csrc/*.h")),
     include_dirs=["csrc"],
-    define_macros=[("RT_VERSION", '"%s"' % _version())],
+    define_macros=[("RT_VERSION", f'"{_version()}"')],
     libraries=libraries,
     extra_compile_args=_compile_args(),
     extra_link_args=_link_args(),

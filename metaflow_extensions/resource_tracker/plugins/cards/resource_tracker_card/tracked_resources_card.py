@@ -1,0 +1,199 @@
+"""The ``tracked_resources`` card: the resource-tracker report of a step.
+
+``render`` (end of the task, also for a failed step) reads the step's artifact and shows
+``ResourceTracker.report()``; ``render_runtime`` (while the step runs) shows the same report
+from the data so far, passed in by the live thread of @track_resources. When the report
+package cannot be used, a small escaped HTML summary takes its place.
+"""
+
+from __future__ import annotations
+
+from metaflow.plugins.cards.card_modules.card import MetaflowCard
+
+DEFAULT_ARTIFACT = "resource_tracker_data"
+
+# Lets `python flow.py card server` follow live renders: it reloads the card when the
+# token of the latest data update differs from the page's token.
+_LIVE_SCRIPT = (
+    '<script>var METAFLOW_RELOAD_TOKEN = "[METAFLOW_RELOAD_TOKEN]";'
+    "window.metaflow_card_update = function (data) { return true; };</script>"
+)
+
+
+class TrackedResourcesCard(MetaflowCard):
+    """Resource use of the step, recommendations and history (from @track_resources)."""
+
+    type = "tracked_resources"
+    RUNTIME_UPDATABLE = True
+    RELOAD_POLICY = MetaflowCard.RELOAD_POLICY_ALWAYS
+
+    def __init__(self, options=None, components=None, graph=None, flow=None, **kwargs):
+        self._artifact_name = (options or {}).get("artifact_name") or DEFAULT_ARTIFACT
+
+    def render(self, task):
+        try:
+            data = task[self._artifact_name].data
+        except Exception as exc:
+            return _page(
+                "Resource tracking",
+                f"<p>No {_esc(self._artifact_name)} artifact in this task "
+                f"({_esc(type(exc).__name__)}).</p>",
+            )
+        return render_artifact(data, label=getattr(task, "pathspec", None))
+
+    def render_runtime(self, task, data):
+        user = (data or {}).get("user") or {}
+        snapshot = user.get("snapshot")
+        if not snapshot:
+            return _page("Resource tracking", "<p>The step is starting.</p>") + _LIVE_SCRIPT
+        from resource_tracker import ResourceTracker
+
+        tracker = ResourceTracker.loads(snapshot)
+        banner = (
+            f"Live view: the step is running ({tracker.n_samples} samples so far, "
+            f"update {user.get('seq')}). The final report replaces this page when it ends."
+        )
+        html = _report_html(tracker, None, banner=banner, live=True)
+        return _with_script(html, _LIVE_SCRIPT)
+
+    def refresh(self, task, data):
+        data = data or {}
+        if data.get("render_seq") == "final":
+            return {"status": "finished"}
+        user = data.get("user") or {}
+        return {"status": user.get("status", "running"), "seq": user.get("seq")}
+
+
+def _esc(value):
+    import html
+
+    return html.escape(str(value), quote=True)
+
+
+def _page(title, body):
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
+        f"<title>{_esc(title)}</title></head><body>{body}</body></html>"
+    )
+
+
+def _with_script(html, script):
+    index = html.rfind("</body>")
+    if index < 0:
+        return html + script
+    return html[:index] + script + html[index:]
+
+
+def _with_banner(html, banner, failed):
+    color = "#b00020" if failed else "#0b5394"
+    div = (
+        f'<div role="status" style="padding:8px 12px;margin:0 0 8px 0;color:#fff;'
+        f'background:{color};font-family:sans-serif">{_esc(banner)}</div>'
+    )
+    lower = html.lower()
+    start = lower.find("<body")
+    if start < 0:
+        return div + html
+    end = html.find(">", start) + 1
+    return html[:end] + div + html[end:]
+
+
+def tracker_from_artifact(data):
+    """A stopped ResourceTracker holding the data of a @track_resources artifact."""
+    from resource_tracker import ResourceTracker
+    from resource_tracker.tracker import SNAPSHOT_FORMAT, SNAPSHOT_VERSION
+
+    meta = data.get("tracker") or {}
+    return ResourceTracker.from_snapshot(
+        {
+            "format": SNAPSHOT_FORMAT,
+            "format_version": SNAPSHOT_VERSION,
+            "pid": meta.get("pid"),
+            "children": True,
+            "interval": meta.get("interval"),
+            "method": meta.get("method"),
+            "command": meta.get("command"),
+            "label": None,
+            "start_time": meta.get("start_time"),
+            "stop_time": meta.get("stop_time"),
+            "track_processes": True,
+            "track_system": True,
+            "server_info": data.get("server_info"),
+            "cloud_info": data.get("cloud_info"),
+            "extra": {"step_failed": bool(data.get("step_failed"))},
+            "process_metrics": data["process_metrics"].to_dict(),
+            "system_metrics": data["system_metrics"].to_dict(),
+        }
+    )
+
+
+def render_artifact(data, label=None):
+    """The card HTML for a @track_resources artifact dict."""
+    failed = bool(data.get("step_failed"))
+    banner = "The step failed: resource use up to the failure." if failed else None
+    if data.get("process_metrics") is None:
+        body = "<h2>Resource tracking</h2>"
+        if failed:
+            body += "<p><b>Status: failed</b></p>"
+        body += f"<p>No data: {_esc(data.get('error') or 'tracking did not run')}</p>"
+        return _page("Resource tracking", body)
+    tracker = tracker_from_artifact(data)
+    tracker.label = label
+    return _report_html(tracker, data, banner=banner, failed=failed)
+
+
+def _report_html(tracker, data, banner=None, failed=False, live=False):
+    """tracker.report() HTML (with a banner), or the minimal summary when it fails."""
+    history = (data or {}).get("historical_runs_stats") or None
+    try:
+        html = str(tracker.report(historical_stats=history))
+        note = None
+    except Exception as exc:  # the report package is missing or broke: still show the data
+        status = "running" if live else ("failed" if failed else "finished")
+        html = _summary_html(tracker, data, status)
+        note = f"(full report unavailable: {type(exc).__name__}: {exc})"
+    if banner or note:
+        text = " ".join(t for t in (banner, note) if t)
+        html = _with_banner(html, text, failed)
+    return html
+
+
+def _fmt(value, digits=2):
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _summary_html(tracker, data, status):
+    """A small self-contained HTML summary (used when the full report cannot be rendered)."""
+    stats = tracker.stats()
+    rows = [
+        ("Status", status),
+        ("Command", tracker.command),
+        ("Duration (s)", _fmt(stats.get("timestamp", {}).get("duration"))),
+        ("Samples", _fmt(stats.get("timestamp", {}).get("samples"), 0)),
+        ("Mean CPU (cores)", _fmt(stats.get("process_cpu_usage", {}).get("mean"))),
+        ("Peak CPU (cores)", _fmt(stats.get("process_cpu_usage", {}).get("max"))),
+        ("Peak memory (MiB)", _fmt((stats.get("process_memory", {}).get("max") or 0) / 1024, 1)),
+        ("Peak GPU VRAM (MiB)", _fmt(stats.get("process_gpu_vram", {}).get("max"), 1)),
+    ]
+    recs = ((data or {}).get("recommendations") or {}).get("resources")
+    if recs is None:
+        try:
+            recs = tracker.recommend_resources()
+        except Exception:
+            recs = None
+    if recs:
+        rows.append(("Recommended resources", ", ".join(f"{k}={v}" for k, v in recs.items())))
+    history = (data or {}).get("historical_stats") or {}
+    if history:
+        rows.append(("Earlier runs analyzed", _fmt(history.get("runs_analyzed"), 0)))
+    if (data or {}).get("error"):
+        rows.append(("Error", data["error"]))
+    table = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in rows)
+    return _page(
+        "Resource tracking",
+        f"<h2>Resource tracking</h2><table>{table}</table>",
+    )

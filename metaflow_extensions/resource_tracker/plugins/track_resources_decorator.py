@@ -1,0 +1,447 @@
+"""@track_resources: track a Metaflow step's resource use, store it, and show it in a card.
+
+In the task process the decorator starts a ResourceTracker on the task process and its
+descendants just before the user code (``task_decorate`` wraps the step function) and stops it
+just after. ``task_post_step`` / ``task_exception`` store the artifact (a dict, see
+``build_artifact``), so a failed step has its data too. The card of type
+``tracked_resources`` is attached in ``step_init`` (unless ``create_card=False``); it renders
+at the end of the task, also when the task failed, and while the step runs it is re-rendered
+every ``live_interval`` seconds from the data so far.
+
+Nothing here may break the user's step: an error in our code is recorded in the artifact's
+``error`` field and the step goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from metaflow.decorators import StepDecorator
+
+CARD_TYPE = "tracked_resources"
+CARD_ID = "resource_tracker"
+LIVE_RENDER_TIMEOUT_S = 60.0
+
+
+def _as_bool(value):
+    """Decorator attributes arrive as str from --with: 'False', '0', 'no' mean False."""
+    if isinstance(value, str):
+        return value.strip().lower() not in ("false", "0", "no", "off", "")
+    return bool(value)
+
+
+def _as_float(value, name):
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"@track_resources({name}=...) must be a number, got {value!r}") from None
+    if not number > 0:
+        raise ValueError(f"@track_resources({name}=...) must be positive, got {value!r}")
+    return number
+
+
+def _check_artifact_name(name, flow):
+    """The artifact name, or ValueError when it cannot be a data artifact of this flow."""
+    name = str(name)
+    if not name.isidentifier() or name.startswith("_") or hasattr(type(flow), name):
+        raise ValueError(
+            f"@track_resources(artifact_name={name!r}): use a Python identifier that does not "
+            "start with '_' and is not an attribute or step of the flow"
+        )
+    return name
+
+
+def _describe(exc):
+    return f"{type(exc).__name__}: {exc}"
+
+
+class TrackResourcesDecorator(StepDecorator):
+    """Track the resource use of a step; store it as an artifact and show it in a card.
+
+    Parameters
+    ----------
+    interval : float, default 1.0
+        Seconds between samples.
+    artifact_name : str, default "resource_tracker_data"
+        Name of the artifact holding the data.
+    create_card : bool, default True
+        Attach a card of type "tracked_resources" showing the report.
+    history : bool, default True
+        Use the same step of earlier successful runs (same namespace) in the statistics and
+        recommendations.
+    history_runs : int, default 5
+        How many earlier runs to use at most.
+    history_timeout : float, default 10.0
+        Seconds the history lookup may take; a slower metadata service gives less history.
+    live : bool, default True
+        Re-render the card while the step runs.
+    live_interval : float, default 5.0
+        Seconds between live renders.
+    """
+
+    name = "track_resources"
+    defaults = {
+        "interval": 1.0,
+        "artifact_name": "resource_tracker_data",
+        "create_card": True,
+        "history": True,
+        "history_runs": 5,
+        "history_timeout": 10.0,
+        "live": True,
+        "live_interval": 5.0,
+    }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._card = None
+        self._reset_task_state()
+
+    def _reset_task_state(self):
+        self._tracker = None
+        self._error = None
+        self._history = None
+        self._live = None
+        self._flow = None
+        self._run_id = None
+        self._finished = False
+        self._overhead = {}
+
+    # -- every process that loads the flow: cheap, no side effects -------------------
+
+    def step_init(self, flow, graph, step_name, decorators, environment, flow_datastore, logger):
+        self._step_name = step_name
+        self._logger = logger
+        self._interval = _as_float(self.attributes["interval"], "interval")
+        self._live_interval = _as_float(self.attributes["live_interval"], "live_interval")
+        self._history_timeout = _as_float(self.attributes["history_timeout"], "history_timeout")
+        self._history_runs = int(self.attributes["history_runs"])
+        self._artifact_name = _check_artifact_name(self.attributes["artifact_name"], flow)
+        if _as_bool(self.attributes["create_card"]):
+            self._card = _attach_card(self, step_name, decorators)
+
+    # -- the task process --------------------------------------------------------------
+
+    def task_pre_step(
+        self,
+        step_name,
+        task_datastore,
+        metadata,
+        run_id,
+        task_id,
+        flow,
+        graph,
+        retry_count,
+        max_user_code_retries,
+        ubf_context,
+        inputs,
+    ):
+        began = time.perf_counter()
+        self._reset_task_state()
+        self._flow = flow
+        self._run_id = run_id
+        self._start_history(flow, step_name, run_id)
+        self._overhead["pre_step"] = time.perf_counter() - began
+
+    def _start_history(self, flow, step_name, run_id):
+        if _as_bool(self.attributes["history"]) and self._history_runs > 0:
+            try:
+                from .track_resources_history import HistoryLookup
+
+                self._history = HistoryLookup(
+                    flow.name,
+                    step_name,
+                    self._artifact_name,
+                    run_id,
+                    max_runs=self._history_runs,
+                    timeout=self._history_timeout,
+                ).start()
+            except Exception as exc:
+                self._history = None
+                self._error = f"history lookup could not start: {_describe(exc)}"
+
+    def task_decorate(
+        self, step_func, flow, graph, retry_count, max_user_code_retries, ubf_context
+    ):
+        deco = self
+
+        def step_with_resource_tracking(*args, **kwargs):
+            began = time.perf_counter()
+            deco._start_tracking()
+            deco._overhead["start"] = time.perf_counter() - began
+            try:
+                return step_func(*args, **kwargs)
+            finally:
+                began = time.perf_counter()
+                deco._stop_tracking()
+                deco._overhead["stop"] = time.perf_counter() - began
+
+        return step_with_resource_tracking
+
+    def task_post_step(self, step_name, flow, graph, retry_count, max_user_code_retries):
+        self._store(flow, failed=False)
+
+    def task_exception(self, exception, step_name, flow, graph, retry_count, max_user_code_retries):
+        self._store(flow, failed=True)
+        return None  # we never handle the user's exception
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def _start_tracking(self):
+        try:
+            from resource_tracker import ResourceTracker
+
+            self._tracker = ResourceTracker(pid=os.getpid(), children=True, interval=self._interval)
+        except Exception as exc:
+            self._tracker = None
+            self._error = f"resource tracking could not start: {_describe(exc)}"
+            return
+        if self._card is not None and _as_bool(self.attributes["live"]):
+            try:
+                from .track_resources_live import LiveCard
+
+                self._live = LiveCard(self._tracker, self._card, self._live_interval).start()
+            except Exception as exc:
+                self._live = None
+                self._error = f"live card could not start: {_describe(exc)}"
+
+    def _stop_tracking(self):
+        try:
+            if self._tracker is not None:
+                self._tracker.stop()
+        except Exception as exc:
+            self._error = f"resource tracking could not stop: {_describe(exc)}"
+        if self._live is not None:
+            try:
+                self._live.stop()
+            except Exception as exc:
+                self._error = f"live card could not stop: {_describe(exc)}"
+
+    def _store(self, flow, failed):
+        if self._finished:
+            return
+        self._finished = True
+        began = time.perf_counter()
+        self._stop_tracking()
+        try:
+            artifact = build_artifact(self._tracker, self._history, failed, self._error)
+        except Exception as exc:
+            artifact = error_artifact(f"building the artifact failed: {_describe(exc)}", failed)
+        self._overhead["store"] = time.perf_counter() - began
+        # seconds our hooks took in the task (before/after the user code; not the card render)
+        artifact["overhead_s"] = dict(self._overhead)
+        if self._history is not None and isinstance(artifact.get("historical_stats"), dict):
+            artifact["historical_stats"]["lookup_cpu_s"] = self._history.cpu_seconds
+        if self._live is not None:
+            artifact["live_card"] = {"renders": self._live.renders, "errors": self._live.errors}
+        if self._card is not None:
+            self._card.tracked_data = artifact
+        try:
+            setattr(flow, self._artifact_name, artifact)
+        except Exception as exc:  # e.g. a name clash with a flow property
+            if self._logger:
+                self._logger(
+                    f"[@track_resources] could not store {self._artifact_name}: {_describe(exc)}",
+                    bad=True,
+                )
+
+
+def error_artifact(message, failed):
+    """The artifact when there is nothing to show but an error."""
+    from .track_resources_history import summarize_history
+
+    return {
+        "process_metrics": None,
+        "system_metrics": None,
+        "cloud_info": None,
+        "server_info": None,
+        "stats": None,
+        "historical_stats": summarize_history([]),
+        "recommendations": None,
+        "step_failed": bool(failed),
+        "error": message,
+        "tracker": None,
+    }
+
+
+def build_artifact(tracker, history, failed, error=None):
+    """The artifact dict of a stopped tracker (see the module docstring of the extension)."""
+    from .track_resources_history import summarize_history
+
+    if history is not None:
+        stats_list, notes, runs = history.result()
+    else:
+        stats_list, notes, runs = [], [], []
+    if tracker is None:
+        artifact = error_artifact(error or "resource tracking did not run", failed)
+        artifact["historical_stats"] = summarize_history(stats_list, notes, runs)
+        return artifact
+    errors = [error] if error else []
+    stats = tracker.stats()
+    recommendations = {"resources": None, "server": None, "server_note": None}
+    try:
+        recommendations["resources"] = tracker.recommend_resources(historical_stats=stats_list)
+    except Exception as exc:
+        errors.append(f"no resource recommendation: {_describe(exc)}")
+    if recommendations["resources"] is not None:
+        server, note = _recommend_server(tracker, stats_list)
+        recommendations["server"], recommendations["server_note"] = server, note
+    return {
+        "process_metrics": tracker.process_metrics,
+        "system_metrics": tracker.system_metrics,
+        "cloud_info": tracker.cloud_info,
+        "server_info": tracker.server_info,
+        "stats": stats,
+        "historical_stats": summarize_history(stats_list, notes, runs),
+        "historical_runs_stats": stats_list,
+        "recommendations": recommendations,
+        "step_failed": bool(failed),
+        "error": "; ".join(errors) or None,
+        "tracker": {
+            "pid": tracker.pid,
+            "interval": tracker.interval,
+            "method": tracker.method,
+            "command": tracker.command,
+            "start_time": tracker.start_time,
+            "stop_time": tracker.stop_time,
+            "samples": tracker.n_samples,
+        },
+    }
+
+
+SERVER_TIMEOUT_S = 10.0
+
+
+def _recommend_server(tracker, stats_list, timeout=SERVER_TIMEOUT_S):
+    """(server or None, note): the catalog lookup, bounded in time (it may need a download)."""
+    import threading
+
+    result = {"server": None, "note": None}
+
+    def lookup():
+        try:
+            result["server"] = tracker.recommend_server(historical_stats=stats_list)
+        except Exception as exc:  # no catalog here, or nothing fits: the step is fine
+            result["note"] = _describe(exc)
+
+    thread = threading.Thread(target=lookup, name="resource-tracker-server", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        return None, f"the server recommendation took longer than {timeout:g} s: skipped"
+    return result["server"], result["note"]
+
+
+_CARD_CLASS = None
+
+
+def _card_decorator_class():
+    """A CardDecorator that renders its card also when the task failed."""
+    global _CARD_CLASS
+    if _CARD_CLASS is not None:
+        return _CARD_CLASS
+    from metaflow.plugins.cards.card_decorator import CardDecorator
+
+    class TrackedResourcesCardDecorator(CardDecorator):
+        """@card(type='tracked_resources') added by @track_resources.
+
+        Metaflow's card decorator renders only for successful tasks; this one renders also
+        when the step failed, as long as our artifact was stored (it then shows the failure).
+        """
+
+        owner = None
+        tracked_data = None
+        task_flow = None
+
+        def task_pre_step(self, step_name, task_datastore, metadata, run_id, task_id, flow, *args):
+            self.task_flow = flow
+            super().task_pre_step(step_name, task_datastore, metadata, run_id, task_id, flow, *args)
+
+        def task_finished(
+            self, step_name, flow, graph, is_task_ok, retry_count, max_user_code_retries
+        ):
+            render = is_task_ok or self.tracked_data is not None
+            super().task_finished(
+                step_name, flow, graph, render, retry_count, max_user_code_retries
+            )
+
+        def card_command(self, mode, data_file, timeout=LIVE_RENDER_TIMEOUT_S):
+            """The `card create` command line rendering this card in `mode` from data_file."""
+            import json
+
+            from metaflow import current
+
+            runspec = "/".join([str(current.run_id), current.step_name, str(current.task_id)])
+            cmd = [sys.executable, sys.argv[0]]
+            cmd += self._create_top_level_args(self.task_flow)
+            cmd += [
+                "card",
+                "create",
+                runspec,
+                "--delete-input-files",
+                "--card-uuid",
+                self._card_uuid,
+                "--mode",
+                mode,
+                "--type",
+                self.attributes["type"],
+                "--timeout",
+                str(int(timeout)),
+                "--data-file",
+                data_file,
+            ]
+            if self.card_options:
+                cmd += ["--options", json.dumps(self.card_options)]
+            if self._user_set_card_id is not None:
+                cmd += ["--id", str(self._user_set_card_id)]
+            return cmd
+
+    # @card keeps per-task state in class attributes (counters, the card creator) and sets
+    # them through classmethods; called on this subclass they would set separate copies
+    # here, which breaks the count of cards on the step when ours is not the last card.
+    # Bind every classmethod of CardDecorator to CardDecorator itself.
+    for name, value in vars(CardDecorator).items():
+        if isinstance(value, classmethod):
+            setattr(TrackedResourcesCardDecorator, name, staticmethod(getattr(CardDecorator, name)))
+    _CARD_CLASS = TrackedResourcesCardDecorator
+    return _CARD_CLASS
+
+
+def _attach_card(owner, step_name, decorators):
+    """Append our card decorator to the step (once); the card object, or None."""
+    from metaflow.plugins.cards.card_decorator import CardDecorator
+
+    card_class = _card_decorator_class()
+    for deco in decorators:
+        if isinstance(deco, CardDecorator) and deco.attributes.get("type") == CARD_TYPE:
+            if isinstance(deco, card_class):
+                deco.owner = owner
+                return deco
+            return None  # the user added a plain @card of our type: it renders as usual
+    attributes = {
+        "type": CARD_TYPE,
+        "id": CARD_ID,
+        "options": {"artifact_name": owner._artifact_name},
+        "timeout": 120,
+        "refresh_interval": owner._live_interval,
+    }
+    # only what this Metaflow version's @card knows (older ones have no refresh_interval)
+    attributes = {k: v for k, v in attributes.items() if k in card_class.defaults}
+    try:
+        card = card_class(
+            attributes=attributes, statically_defined=False, inserted_by=["track_resources"]
+        )
+    except TypeError:  # Metaflow before 2.13 has no inserted_by
+        card = card_class(attributes=attributes, statically_defined=False)
+    if hasattr(card, "external_init"):
+        card.external_init()
+    card.owner = owner
+    decorators.append(card)
+    # Metaflow counts the @card decorators of a step when the first one runs step_init; when
+    # that happened before we appended ours, correct the count so that current.card is
+    # finalised after the last card's task_pre_step (the user's card keeps working).
+    if step_name in CardDecorator.total_decos_on_step:
+        count = sum(isinstance(deco, CardDecorator) for deco in decorators)
+        CardDecorator._set_card_counts_per_step(step_name, count)
+    return card

@@ -1,0 +1,191 @@
+"""History for @track_resources: the same step in earlier successful runs of the flow.
+
+The lookup uses the Metaflow client in the task's namespace. It runs in a background thread
+that the decorator waits for only up to a deadline: a slow or broken metadata service, a
+missing artifact or an artifact in an older format reduce the history (with a note in
+``historical_stats['notes']``), they never fail the step.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+STAT_KEYS = ("process_cpu_usage", "process_memory", "timestamp")
+
+
+def stats_from_artifact(data):
+    """The stats() dict stored in an artifact (current or legacy format), or None."""
+    if not isinstance(data, dict):
+        return None
+    stats = data.get("stats")
+    if not isinstance(stats, dict):
+        return None
+    if all(isinstance(stats.get(key), dict) for key in STAT_KEYS):
+        return stats
+    if isinstance(stats.get("cpu_usage"), dict) and isinstance(stats.get("memory_usage"), dict):
+        return _from_legacy(stats)
+    return None
+
+
+def _from_legacy(stats):
+    """Legacy artifacts (stats with cpu_usage, memory_usage, gpu_*, duration) as stats()."""
+
+    def pair(key):
+        value = stats.get(key) or {}
+        return {"mean": float(value.get("mean", 0.0)), "max": float(value.get("max", 0.0))}
+
+    return {
+        "process_cpu_usage": pair("cpu_usage"),
+        "process_memory": pair("memory_usage"),
+        "process_gpu_usage": pair("gpu_usage"),
+        "process_gpu_vram": pair("gpu_vram"),
+        "process_gpu_utilized": pair("gpu_utilized"),
+        "timestamp": {"duration": float(stats.get("duration") or 0.0), "samples": 0},
+    }
+
+
+class HistoryLookup:
+    """Collects earlier runs' stats in a daemon thread; result() waits at most until a deadline.
+
+    Args:
+        flow_name, step_name, artifact_name: what to look for.
+        current_run_id: the running run (skipped).
+        max_runs: how many earlier successful runs to use (newest first).
+        timeout: seconds the whole lookup may take, counted from start().
+        max_scanned: runs to look at at most (failed or unrelated runs included).
+    """
+
+    def __init__(
+        self,
+        flow_name,
+        step_name,
+        artifact_name,
+        current_run_id,
+        max_runs=5,
+        timeout=10.0,
+        max_scanned=50,
+    ):
+        self.flow_name = flow_name
+        self.step_name = step_name
+        self.artifact_name = artifact_name
+        self.current_run_id = str(current_run_id)
+        self.max_runs = int(max_runs)
+        self.timeout = float(timeout)
+        self.max_scanned = int(max_scanned)
+        self.stats = []
+        self.notes = []
+        self.runs = []
+        self.cpu_seconds = None
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._deadline = None
+        self._thread = None
+
+    def start(self):
+        """Start the lookup in the background (returns at once)."""
+        self._deadline = time.monotonic() + self.timeout
+        self._thread = threading.Thread(
+            target=self._run, name="resource-tracker-history", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def _note(self, text):
+        with self._lock:
+            self.notes.append(text)
+
+    def _run(self):
+        began = time.thread_time()
+        try:
+            self._collect()
+        except Exception as exc:  # anything from the client: less history, never a failure
+            self._note(f"history lookup failed: {type(exc).__name__}: {exc}")
+        finally:
+            # this thread runs in the task process: its CPU time is part of what the tracker
+            # sees, so it is reported (typically a few tens of ms)
+            self.cpu_seconds = time.thread_time() - began
+            self._done.set()
+
+    def _collect(self):
+        from metaflow import Flow
+
+        scanned = 0
+        for run in Flow(self.flow_name).runs():
+            if len(self.stats) >= self.max_runs:
+                return
+            if time.monotonic() > self._deadline:
+                self._note(f"history lookup stopped at its {self.timeout:g} s limit")
+                return
+            scanned += 1
+            if scanned > self.max_scanned:
+                self._note(f"history lookup stopped after {self.max_scanned} runs")
+                return
+            try:
+                self._use_run(run)
+            except Exception as exc:
+                self._note(f"run {run.id} skipped: {type(exc).__name__}: {exc}")
+
+    def _use_run(self, run):
+        if str(run.id) == self.current_run_id or not run.successful:
+            return
+        if self.step_name not in run:
+            return
+        task = run[self.step_name].task
+        if task is None or self.artifact_name not in task:
+            self._note(f"run {run.id} skipped: no {self.artifact_name} artifact")
+            return
+        data = task[self.artifact_name].data
+        stats = stats_from_artifact(data)
+        if stats is None:
+            if isinstance(data, dict) and data.get("stats") is None and data.get("error"):
+                self._note(f"run {run.id} skipped: no data ({data['error']})")
+            else:
+                self._note(f"run {run.id} skipped: {self.artifact_name} in an unknown format")
+            return
+        with self._lock:
+            self.stats.append(stats)
+            self.runs.append(str(run.id))
+
+    def result(self):
+        """(list of stats dicts, notes): what was found by the deadline."""
+        remaining = self._deadline - time.monotonic() if self._deadline else 0.0
+        if not self._done.wait(max(0.0, remaining)):
+            self._note(
+                f"history lookup did not finish within {self.timeout:g} s: "
+                f"using the {len(self.stats)} run(s) found so far"
+            )
+        with self._lock:
+            return list(self.stats), list(self.notes), list(self.runs)
+
+
+def summarize_history(stats_list, notes=(), runs=()):
+    """historical_stats for the artifact: averages and peaks over earlier runs."""
+    summary = {
+        "available": bool(stats_list),
+        "runs_analyzed": len(stats_list),
+        "avg_cpu_mean": None,
+        "max_memory_max": None,
+        "avg_gpu_mean": None,
+        "max_vram_max": None,
+        "max_gpu_count": None,
+        "avg_duration": None,
+        "runs": list(runs),
+        "notes": list(notes),
+    }
+    if not stats_list:
+        return summary
+
+    def values(key, field):
+        return [float((s.get(key) or {}).get(field) or 0.0) for s in stats_list]
+
+    n = len(stats_list)
+    summary.update(
+        avg_cpu_mean=sum(values("process_cpu_usage", "mean")) / n,
+        max_memory_max=max(values("process_memory", "max")),
+        avg_gpu_mean=sum(values("process_gpu_usage", "mean")) / n,
+        max_vram_max=max(values("process_gpu_vram", "max")),
+        max_gpu_count=max(values("process_gpu_utilized", "max")),
+        avg_duration=sum(values("timestamp", "duration")) / n,
+    )
+    return summary

@@ -1,0 +1,130 @@
+"""`resource-tracker watch`: under a pseudo-terminal (Python pty) and with a pipe."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import signal
+import subprocess
+import sys
+import time
+
+from cli_helpers import CLI, script
+
+SPIN = "import time\nend = time.monotonic() + 20\nwhile time.monotonic() < end: pass"
+
+
+def _read_all(fd, timeout):
+    """Everything the pty master gives until EOF or timeout."""
+    out = b""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # EIO: the child side is closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
+def _pty_run(argv):
+    """(pid, master fd) of argv started under a new pseudo-terminal."""
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.execv(argv[0], argv)
+    return pid, fd
+
+
+def test_watch_on_a_terminal_refreshes_one_line_until_the_process_exits():
+    victim = subprocess.Popen(["sleep", "30"])
+    pid, fd = _pty_run([*CLI, "watch", "--pid", str(victim.pid), "--interval", "0.2"])
+    try:
+        time.sleep(1.5)
+        victim.kill()
+        victim.wait()
+        output = _read_all(fd, 20).decode()
+        _, wstatus = os.waitpid(pid, 0)
+    finally:
+        os.close(fd)
+        victim.kill()
+    assert os.waitstatus_to_exitcode(wstatus) == 0, output
+    refreshes = output.count("\r\x1b[K")
+    assert refreshes >= 4, output
+    # one line rewritten in place: no newline between refreshes, one at the end
+    body = output.split("resource-tracker:")[0]
+    assert body.rstrip("\r\n").count("\n") == 0, repr(body)
+    assert f"pid {victim.pid}: cpu" in output
+    assert f"process {victim.pid} exited" in output
+    assert "Traceback" not in output
+
+
+def test_watch_on_a_terminal_stops_at_ctrl_c():
+    pid, fd = _pty_run([*CLI, "watch", "--system", "--interval", "0.2"])
+    try:
+        time.sleep(1.2)
+        os.write(fd, b"\x03")
+        output = _read_all(fd, 20).decode()
+        _, wstatus = os.waitpid(pid, 0)
+    finally:
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(wstatus) == 0, output
+    assert "system: cpu" in output and "\r\x1b[K" in output
+    assert "Traceback" not in output and "KeyboardInterrupt" not in output
+
+
+def test_watch_through_a_pipe_prints_plain_lines_with_real_figures():
+    """A process spinning one core reads about one core, one plain line per sample."""
+    spinner = subprocess.Popen(script(SPIN))
+    try:
+        time.sleep(0.3)
+        result = subprocess.run(
+            [*CLI, "watch", "--pid", str(spinner.pid), "--interval", "0.25", "--count", "5"],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 5, result.stdout
+    assert "\x1b" not in result.stdout and "\r" not in result.stdout
+    cpus = []
+    for line in lines:
+        m = re.match(
+            rf"\d\d:\d\d:\d\d \| pid {spinner.pid}: cpu +([\d.]+) mem +([\d.]+) MiB .*"
+            r"\| system: cpu +([\d.]+)",
+            line,
+        )
+        assert m, line
+        cpus.append(float(m.group(1)))
+        assert 5 <= float(m.group(2)) <= 40  # an interpreter's memory
+    assert all(0.85 <= c <= 1.15 for c in cpus[1:]), cpus
+
+
+def test_watch_ends_at_sigterm_quietly():
+    proc = subprocess.Popen(
+        [*CLI, "watch", "--interval", "0.2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        first = proc.stdout.readline()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    assert "system: cpu" in first
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+
+
+def test_watch_into_a_closed_pipe_exits_quietly():
+    """`watch | head -1`: the reader goes away; no BrokenPipeError traceback."""
+    result = subprocess.run(
+        f"{sys.executable} -m resource_tracker watch --interval 0.1 | head -n 1",
+        shell=True, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert result.stdout.count("\n") == 1 and "system: cpu" in result.stdout
+    assert "Traceback" not in result.stderr and "Error" not in result.stderr, result.stderr

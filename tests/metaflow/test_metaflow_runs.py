@@ -1,0 +1,209 @@
+"""@track_resources in real Metaflow runs (pip-installed metaflow, local datastore/metadata).
+
+Each flow runs once per module (module-scoped fixtures) and several tests read the same run:
+artifacts through the Metaflow client, cards through get_cards(). See mf_harness.py for the
+hermetic environment.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from mf_harness import FLOWS, blank_card_texts, chromium_check, query, run_flow, task_of
+
+from resource_tracker import TinyDataFrame
+
+ARTIFACT_KEYS = {
+    "process_metrics",
+    "system_metrics",
+    "cloud_info",
+    "server_info",
+    "stats",
+    "historical_stats",
+    "recommendations",
+    "step_failed",
+}
+HISTORY_KEYS = {
+    "available",
+    "runs_analyzed",
+    "avg_cpu_mean",
+    "max_memory_max",
+    "avg_gpu_mean",
+    "max_vram_max",
+    "max_gpu_count",
+    "avg_duration",
+}
+
+
+def _cards(task, card_type=None):
+    return [c for c in task["cards"] if card_type is None or c["type"] == card_type]
+
+
+@pytest.fixture(scope="module")
+def tracked_run(tmp_path_factory):
+    """One run of TrackedFlow: @card both sides of ours, @resources, foreach, @retry, @catch."""
+    root = tmp_path_factory.mktemp("mf-tracked")
+    done = run_flow(root, os.path.join(FLOWS, "mf_tracked_flow.py"))
+    assert done.returncode == 0, done.stdout[-4000:]
+    (run,) = query(root, "TrackedFlow")
+    return run
+
+
+@pytest.fixture(scope="module")
+def failing_run(tmp_path_factory):
+    """One run of FailingFlow: the tracked step holds 100 MB for 1 s and raises."""
+    root = tmp_path_factory.mktemp("mf-failing")
+    done = run_flow(root, os.path.join(FLOWS, "mf_failing_flow.py"))
+    assert done.returncode != 0, "the flow must fail"
+    assert "boom after holding" in done.stdout
+    (run,) = query(root, "FailingFlow")
+    return run
+
+
+@pytest.fixture(scope="module")
+def history_runs(tmp_path_factory):
+    """HistoryFlow run 3 times, then once with tracking broken (an invalid sampling method)."""
+    root = tmp_path_factory.mktemp("mf-history")
+    flow = os.path.join(FLOWS, "mf_history_flow.py")
+    for _ in range(3):
+        done = run_flow(root, flow)
+        assert done.returncode == 0, done.stdout[-4000:]
+    done = run_flow(root, flow, env={"RESOURCE_TRACKER_METHOD": "bogus"})
+    assert done.returncode == 0, done.stdout[-4000:]
+    runs = query(root, "HistoryFlow", all_runs=True)
+    assert len(runs) == 4
+    return runs  # newest first
+
+
+def test_metaflow_artifact_has_the_documented_shape(tracked_run):
+    data = task_of(tracked_run, "start")["artifacts"]["resource_tracker_data"]
+    assert ARTIFACT_KEYS <= set(data)
+    assert isinstance(data["process_metrics"], TinyDataFrame)
+    assert isinstance(data["system_metrics"], TinyDataFrame)
+    assert len(data["process_metrics"].columns) == 12
+    assert len(data["system_metrics"].columns) == 21
+    assert len(data["process_metrics"]) >= 1
+    assert HISTORY_KEYS <= set(data["historical_stats"])
+    assert data["historical_stats"]["runs_analyzed"] == 0  # first run of this flow
+    assert set(data["recommendations"]["resources"]) == {"cpu", "memory", "gpu", "vram"}
+    assert data["step_failed"] is False
+    assert data["error"] is None
+    assert data["server_info"]["vcpus"] == os.cpu_count()
+    # the tracked process is the task process (its pid is in every row)
+    pid = data["tracker"]["pid"]
+    assert set(data["process_metrics"]["pid"]) == {float(pid)}
+
+
+def test_metaflow_user_card_below_ours_keeps_working(tracked_run):
+    """@track_resources above @card: both cards render and the user's card has its content."""
+    task = task_of(tracked_run, "start")
+    assert len(_cards(task, "tracked_resources")) == 1
+    (user_card,) = _cards(task, "blank")
+    assert user_card["id"] == "mine"
+    texts = blank_card_texts(user_card["html"])
+    assert "# user card above" in texts
+    assert any("hello from config" in t for t in texts)  # the flow's Config reached the card
+    # current.card.append still reaches the user's card (the default editable one)
+    assert any("appended to the default editable card" in t for t in texts)
+
+
+def test_metaflow_user_card_above_ours_keeps_working(tracked_run):
+    """@card above @track_resources (the user's card is counted first by Metaflow)."""
+    task = task_of(tracked_run, "fan_out")
+    assert len(_cards(task, "tracked_resources")) == 1
+    (user_card,) = _cards(task, "blank")
+    assert "# user card below" in blank_card_texts(user_card["html"])
+
+
+def test_metaflow_foreach_gives_one_card_and_artifact_per_task(tracked_run):
+    tasks = [t for t in tracked_run["tasks"] if t["step"] == "each"]
+    assert len(tasks) == 3
+    pids = set()
+    for task in tasks:
+        assert len(_cards(task, "tracked_resources")) == 1
+        data = task["artifacts"]["resource_tracker_data"]
+        assert data["step_failed"] is False
+        assert data["stats"]["timestamp"]["duration"] >= 0.3
+        pids.add(data["tracker"]["pid"])
+    assert len(pids) == 3  # each task tracked its own process
+
+
+def test_metaflow_create_card_false_gives_artifact_without_card(tracked_run):
+    task = task_of(tracked_run, "join")
+    assert task["cards"] == []
+    data = task["artifacts"]["resource_tracker_data"]
+    assert data["step_failed"] is False and len(data["process_metrics"]) >= 1
+
+
+def test_metaflow_retry_and_catch(tracked_run):
+    flaky = task_of(tracked_run, "flaky")
+    assert flaky["successful"]
+    # the artifact is the successful attempt's; the failed attempt left its own card
+    assert flaky["artifacts"]["resource_tracker_data"]["step_failed"] is False
+    cards = _cards(flaky, "tracked_resources")
+    assert len(cards) == 2
+    assert sum("The step failed" in c["html"] for c in cards) == 1
+    caught = task_of(tracked_run, "caught")
+    assert tracked_run["successful"]  # @catch handled the error: the run went on to `end`
+    assert caught["artifacts"]["resource_tracker_data"]["step_failed"] is True
+    (card,) = _cards(caught, "tracked_resources")
+    assert "The step failed" in card["html"]
+
+
+def test_metaflow_resources_and_artifact_name(tracked_run):
+    big = task_of(tracked_run, "big_memory")["artifacts"]["resource_tracker_data"]
+    assert big["stats"]["process_memory"]["max"] >= 64 * 1024  # KiB: the 64 MB bytearray
+    end = task_of(tracked_run, "end")
+    assert "rt_end" in end["artifacts"]
+    assert end["artifacts"]["rt_end"]["tracker"]["pid"] != big["tracker"]["pid"]
+
+
+def test_metaflow_failed_step_has_artifact_and_card(failing_run):
+    assert failing_run["successful"] is False
+    task = task_of(failing_run, "boom")
+    assert task["successful"] is False
+    data = task["artifacts"]["resource_tracker_data"]
+    assert data["step_failed"] is True
+    assert data["stats"]["process_memory"]["max"] >= 100 * 1024  # KiB: held before raising
+    assert data["stats"]["timestamp"]["duration"] >= 0.9
+    (card,) = _cards(task, "tracked_resources")
+    assert "The step failed" in card["html"]
+
+
+def test_metaflow_failed_step_card_in_headless_chromium(failing_run, tmp_path):
+    (card,) = _cards(task_of(failing_run, "boom"), "tracked_resources")
+    dom, errors, shot = chromium_check(card["html"], tmp_path)
+    assert errors == []
+    assert "The step failed" in dom
+    assert os.path.getsize(shot) > 1000
+
+
+def test_metaflow_history_counts_earlier_runs(history_runs):
+    fourth, third, second, first = history_runs
+    counts = [
+        r and task_of(r, "start")["artifacts"]["resource_tracker_data"]["historical_stats"]
+        for r in (first, second, third)
+    ]
+    assert [c["runs_analyzed"] for c in counts] == [0, 1, 2]
+    assert counts[0]["available"] is False and counts[2]["available"] is True
+    assert counts[2]["runs"] == [second["id"], first["id"]]
+    third_data = task_of(third, "start")["artifacts"]["resource_tracker_data"]
+    assert 0 <= third_data["historical_stats"]["lookup_cpu_s"] < 1.0
+    assert counts[2]["avg_duration"] == pytest.approx(0.5, abs=0.3)
+    assert counts[2]["max_memory_max"] > 0
+    # history=False on the other step
+    off = task_of(third, "no_history")["artifacts"]["resource_tracker_data"]
+    assert off["historical_stats"]["runs_analyzed"] == 0
+    assert third_data["recommendations"]["resources"]["memory"] >= 128
+
+
+def test_metaflow_step_succeeds_when_tracking_cannot_start(history_runs):
+    fourth = history_runs[0]
+    assert fourth["successful"]
+    data = task_of(fourth, "start")["artifacts"]["resource_tracker_data"]
+    assert "resource tracking could not start" in data["error"]
+    assert "bogus" in data["error"]
+    assert data["process_metrics"] is None
+    # history still works without tracking
+    assert data["historical_stats"]["runs_analyzed"] == 3
