@@ -143,27 +143,35 @@ def measure_memory(r, results):
         )
 
 
-def _median_wall(cmd, cwd, env, repeat):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        subprocess.run(cmd, cwd=cwd, env=env, check=True, capture_output=True)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+def _import_seconds(python, cwd, env):
+    """Cumulative time of `import resource_tracker` in a fresh interpreter (-X importtime).
+
+    CPython's own clock around the import: wall-clock differences of whole interpreters are
+    lost in the noise on a loaded 2-vCPU machine.
+    """
+    done = subprocess.run(
+        [python, "-X", "importtime", "-c", "import resource_tracker"],
+        cwd=cwd,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    for line in done.stderr.splitlines():  # "import time: self | cumulative | name"
+        parts = [p.strip() for p in line.split("|")]
+        if len(parts) == 3 and parts[2] == "resource_tracker":
+            return int(parts[1]) / 1e6
+    raise RuntimeError(f"no import time of resource_tracker in: {done.stderr[-500:]}")
 
 
 def import_time(python, cwd, env, repeat):
-    """Median wall time of `import resource_tracker` in a fresh interpreter, less `pass`."""
-    base, imp = [], []
-    for _ in range(repeat):  # alternate, so that drifts hit both alike
-        base.append(_median_wall([python, "-c", "pass"], cwd, env, 1))
-        imp.append(_median_wall([python, "-c", "import resource_tracker"], cwd, env, 1))
-    return max(0.0, statistics.median(imp) - statistics.median(base))
+    """Median over `repeat` fresh interpreters of the import of resource_tracker (seconds)."""
+    return statistics.median(_import_seconds(python, cwd, env) for _ in range(repeat))
 
 
 def measure_import_start_stop(r, results):
     repeat = 5 if r.quick else 9
-    progress(f"import time (median of {repeat} fresh interpreters, less `python -c pass`)")
+    progress(f"import time (median of {repeat} fresh interpreters, python -X importtime)")
     results["import"] = {
         "ours": import_time(sys.executable, ROOT, r.env, repeat),
         "procfs": import_time(r.baseline_python, "/tmp", r.env, repeat),
