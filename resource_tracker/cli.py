@@ -230,14 +230,27 @@ def _build_parser():
         formatter_class=fmt,
     )
     rec.add_argument("snapshots", nargs="+", metavar="SNAPSHOT")
-    rec.add_argument("--vendor", help="e.g. aws, gcp, azure, hcloud, upcloud, ovh, alicloud")
-    rec.add_argument("--region", help="a region id of the vendor, e.g. us-east-1")
-    rec.add_argument("--allocation", choices=("spot", "ondemand"), help="price type")
-    rec.add_argument("--architecture", help="e.g. x86_64, arm64")
+    rec.add_argument(
+        "--vendor", action="append",
+        help="e.g. aws, gcp, azure, hcloud, upcloud, ovh, alicloud (repeat for several)",
+    )  # fmt: skip
+    rec.add_argument(
+        "--region", action="append", help="a region id of the vendor, e.g. us-east-1 (repeat)"
+    )
+    rec.add_argument("--country", action="append", help="a country code, e.g. DE (repeat)")
+    rec.add_argument("--allocation", choices=("ondemand", "spot", "any"), help="price type")
+    rec.add_argument("--architecture", help="x86_64 or arm64")
+    rec.add_argument("--compliance-framework", help="e.g. hipaa, iso27001, soc2t2")
+    rec.add_argument(
+        "--green-energy", action="store_true", help="only regions powered by green energy"
+    )
+    rec.add_argument("--min-score", type=float, metavar="SCORE", help="lowest benchmark score")
+    rec.add_argument("--max-price", type=float, metavar="USD", help="highest hourly price")
     rec.add_argument(
         "--order-by", choices=("price", "score_per_price"), default="price",
         help="cheapest first (default) or best performance per price",
     )  # fmt: skip
+    rec.add_argument("--catalog", metavar="PATH", help="a Spare Cores SQLite catalog file")
     rec.add_argument("-n", type=_positive_int, metavar="N", help="list the best N servers")
     rec.add_argument("--json", action="store_true", help="print the result as JSON")
 
@@ -802,10 +815,16 @@ def _cmd_recommend(args):
     except ValueError as exc:
         raise CliError(f"recommend: {exc}") from None
     filters = dict(
-        vendor=args.vendor,
-        region=args.region,
+        vendor=_one_or_list(args.vendor),
+        regions=args.region,
+        country=_one_or_list(args.country),
         allocation=args.allocation,
         architecture=args.architecture,
+        compliance_framework=args.compliance_framework,
+        green_energy=True if args.green_energy else None,
+        min_score=args.min_score,
+        max_price=args.max_price,
+        catalog=args.catalog,
     )
     if args.order_by != "price":
         filters["order_by"] = args.order_by
@@ -831,6 +850,13 @@ def _cmd_recommend(args):
     else:
         print(f"server      {_describe_server(found)}")
     return 0
+
+
+def _one_or_list(values):
+    """None, the single value, or the list of a repeatable option."""
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else values
 
 
 # -- watch --------------------------------------------------------------------------------
