@@ -32,8 +32,9 @@ endef
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-demo: deps build  ## track a short real workload, print the summary and write report.html
-	$(PY) examples/demo.py
+demo: deps build  ## track a short real workload (resource-tracker run), print the summary, write demo/
+	$(PY) -m resource_tracker run --interval 0.5 --output demo --format html,json,csv -- \
+	  $(PY) examples/workload.py
 
 test: deps-test build  ## build the extension and run the whole test suite
 	$(PY) -m pytest tests
