@@ -1,15 +1,19 @@
 """Test-wide set-up: the network safety rule and common helpers.
 
-Every test runs with every outbound endpoint of the product pointed at loopback
-(an autouse fixture), so that nothing a test does can reach a cloud metadata
-service or any other non-loopback address. Port 9 (discard) on 127.0.0.1 has no
-listener here: a request that slips through fails at once with "connection refused".
+Every outbound endpoint of the product points at loopback for the whole session (set in
+pytest_configure, before any fixture of any scope runs, and inherited by every subprocess)
+and again for each test (an autouse fixture, undoing what a test changed), so that nothing
+a test does can reach a cloud metadata service or any other non-loopback address. Port 9
+(discard) on 127.0.0.1 has no listener here: a request that slips through fails at once
+with "connection refused".
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 
 import pytest
 
@@ -24,12 +28,34 @@ NETWORK_OVERRIDES = {
 SHARED = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
 
 
+PROXIES = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
+
+_SESSION_CACHE = None
+
+
+def pytest_configure(config):
+    """Loopback endpoints and a private catalog cache for the whole session (all scopes)."""
+    global _SESSION_CACHE
+    _SESSION_CACHE = tempfile.mkdtemp(prefix="rt-test-cache-")
+    os.environ.update(NETWORK_OVERRIDES)
+    os.environ["RESOURCE_TRACKER_CACHE_DIR"] = _SESSION_CACHE
+    for proxy in PROXIES:
+        os.environ.pop(proxy, None)
+
+
+def pytest_unconfigure(config):
+    if _SESSION_CACHE:
+        shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
+
+
 @pytest.fixture(autouse=True)
 def _network_to_loopback(monkeypatch):
     """Point every endpoint of the product at loopback (tests may re-point at their mocks)."""
     for name, value in NETWORK_OVERRIDES.items():
         monkeypatch.setenv(name, value)
-    for proxy in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy"):
+    # the catalog cache (downloaded dump, side indexes): per session, never the user's
+    monkeypatch.setenv("RESOURCE_TRACKER_CACHE_DIR", _SESSION_CACHE)
+    for proxy in PROXIES:
         monkeypatch.delenv(proxy, raising=False)
     yield
 
