@@ -96,7 +96,9 @@ http_request(const char *method, const char *url, const char *const *headers, co
     curl_api.easy_setopt(curl, CURLOPT_HTTPHEADER, list);
     curl_api.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     curl_api.easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_api.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+    curl_api.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                         timeout_ms < HTTP_CONNECT_TIMEOUT_MS ? timeout_ms
+                                                              : HTTP_CONNECT_TIMEOUT_MS);
     curl_api.easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
     curl_api.easy_setopt(curl, CURLOPT_PROXY,
                          ""); /* never through a proxy: metadata is link-local */

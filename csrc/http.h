@@ -6,6 +6,8 @@
 #include <stddef.h>
 
 #define HTTP_MAX_BODY (8u * 1024u * 1024u)
+/* a server that does not accept the connection within this is not there (offline machine) */
+#define HTTP_CONNECT_TIMEOUT_MS 3000L
 
 typedef struct HttpResponse {
     long status; /* HTTP status, 0 when no answer came */

@@ -47,7 +47,7 @@ core_exec(PyObject *module)
         add_object(module, "PROCESS_COLUMNS", names_tuple(process_column_names, PC_COUNT)) ||
         add_object(module, "SYSTEM_COLUMNS", names_tuple(system_column_names, SC_COUNT)) ||
         rt_add_sampler(module) || rt_add_stats(module) || rt_add_gpu(module) ||
-        rt_add_cloud(module))
+        rt_add_cloud(module) || rt_add_catalog(module))
         return -1;
     return 0;
 }

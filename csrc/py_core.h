@@ -15,6 +15,7 @@ int rt_add_sampler(PyObject *module);
 int rt_add_stats(PyObject *module);
 int rt_add_gpu(PyObject *module);
 int rt_add_cloud(PyObject *module);
+int rt_add_catalog(PyObject *module);
 
 /* Reads a buffer of float64 (array('d'), memoryview) or a sequence of numbers into a new C array
  * (free it with PyMem_Free): 0, or -1 with TypeError naming what. */

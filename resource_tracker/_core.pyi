@@ -62,3 +62,26 @@ def discover_cloud(
     sysfs_root: Optional[str] = ..., metadata_url: Optional[str] = ..., timeout: float = ...
 ) -> Dict[str, Any]: ...
 def cloud_evidence(sysfs_root: Optional[str] = ...) -> Optional[str]: ...
+def keeper_servers(
+    base_url: str,
+    timeout: float = ...,
+    vcpus_min: int = ...,
+    memory_min_mib: float = ...,
+    gpu_min: int = ...,
+    gpu_memory_min_mib: float = ...,
+    gpu_memory_total_mib: float = ...,
+    vendors: Optional[Sequence[str]] = ...,
+    regions: Optional[Sequence[str]] = ...,
+    countries: Optional[Sequence[str]] = ...,
+    architectures: Optional[Sequence[str]] = ...,
+    compliance_frameworks: Optional[Sequence[str]] = ...,
+    allocation: Optional[str] = ...,
+    green_energy: bool = ...,
+    price_max: float = ...,
+    order_by: Optional[str] = ...,
+    order_dir: Optional[str] = ...,
+    limit: int = ...,
+) -> Tuple[str, Any]: ...
+def keeper_prices(
+    base_url: str, vendor: str, server: str, timeout: float = ...
+) -> Tuple[str, Any]: ...

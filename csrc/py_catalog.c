@@ -1,0 +1,256 @@
+/* _core.keeper_servers and _core.keeper_prices: the Python face of keeper.h. */
+#include "py_core.h"
+
+#include "keeper.h"
+
+#define JSON_MAX_DEPTH 64
+#define LIST_MAX 64
+
+/* a new Python object for a cJSON value (dict, list, str, int/float, bool, None), or NULL */
+static PyObject *
+from_json(const cJSON *item, int depth)
+{
+    PyObject *out = NULL, *value = NULL;
+    const cJSON *child = NULL;
+    double number;
+
+    if (depth > JSON_MAX_DEPTH) {
+        PyErr_SetString(PyExc_ValueError, "Keeper answer nested too deeply");
+        return NULL;
+    }
+    if (cJSON_IsObject(item)) {
+        out = PyDict_New();
+        if (out == NULL)
+            goto error;
+        cJSON_ArrayForEach(child, item)
+        {
+            value = from_json(child, depth + 1);
+            if (value == NULL ||
+                PyDict_SetItemString(out, child->string ? child->string : "", value) < 0)
+                goto error;
+            Py_CLEAR(value);
+        }
+        return out;
+    }
+    if (cJSON_IsArray(item)) {
+        out = PyList_New(0);
+        if (out == NULL)
+            goto error;
+        cJSON_ArrayForEach(child, item)
+        {
+            value = from_json(child, depth + 1);
+            if (value == NULL || PyList_Append(out, value) < 0)
+                goto error;
+            Py_CLEAR(value);
+        }
+        return out;
+    }
+    if (cJSON_IsString(item))
+        return PyUnicode_DecodeUTF8(item->valuestring, (Py_ssize_t)strlen(item->valuestring),
+                                    "replace");
+    if (cJSON_IsNumber(item)) {
+        number = item->valuedouble;
+        if (number == (double)(long long)number && number > -9007199254740992.0 &&
+            number < 9007199254740992.0)
+            return PyLong_FromLongLong((long long)number);
+        return PyFloat_FromDouble(number);
+    }
+    if (cJSON_IsBool(item))
+        return PyBool_FromLong(cJSON_IsTrue(item));
+    Py_RETURN_NONE;
+error:
+    Py_XDECREF(value);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+/* 0 with a NULL-terminated array of UTF-8 pointers into the items of seq (a list/tuple of str
+ * or None) in out, or -1 with an exception; *keep holds the references until the call ends */
+static int
+str_list(PyObject *seq, const char *name, const char **out, PyObject **keep)
+{
+    Py_ssize_t i, n;
+    PyObject *fast = NULL;
+
+    out[0] = NULL;
+    *keep = NULL;
+    if (seq == NULL || seq == Py_None)
+        return 0;
+    fast = PySequence_Fast(seq, name);
+    if (fast == NULL)
+        return -1;
+    n = PySequence_Fast_GET_SIZE(fast);
+    if (n >= LIST_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s: at most %d values", name, LIST_MAX - 1);
+        goto error;
+    }
+    for (i = 0; i < n; i++) {
+        out[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(fast, i));
+        if (out[i] == NULL)
+            goto error;
+    }
+    out[n] = NULL;
+    *keep = fast;
+    return 0;
+error:
+    out[0] = NULL;
+    Py_XDECREF(fast);
+    return -1;
+}
+
+/* (parsed answer) of GET url, or NULL with ConnectionError (no answer) or RuntimeError (a bad
+ * answer) naming the url */
+static PyObject *
+fetch(const char *url, double timeout)
+{
+    cJSON *json = NULL;
+    PyObject *result = NULL;
+    PyThreadState *released = NULL;
+    char err[512];
+    long status = 0;
+    long timeout_ms = (long)(timeout * 1000.0 + 0.5);
+
+    if (timeout_ms < 1)
+        timeout_ms = 1;
+    released = PyEval_SaveThread();
+    json = keeper_get(url, timeout_ms, &status, err, sizeof(err));
+    PyEval_RestoreThread(released);
+    if (json == NULL) {
+        PyErr_Format(status == 0 ? PyExc_ConnectionError : PyExc_RuntimeError,
+                     "Keeper API request %s failed: %s", url, err);
+        return NULL;
+    }
+    result = from_json(json, 0);
+    cJSON_Delete(json);
+    return result;
+}
+
+/* (url, parsed answer) of GET /servers with the query */
+static PyObject *
+core_keeper_servers(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"base_url",
+                             "timeout",
+                             "vcpus_min",
+                             "memory_min_mib",
+                             "gpu_min",
+                             "gpu_memory_min_mib",
+                             "gpu_memory_total_mib",
+                             "vendors",
+                             "regions",
+                             "countries",
+                             "architectures",
+                             "compliance_frameworks",
+                             "allocation",
+                             "green_energy",
+                             "price_max",
+                             "order_by",
+                             "order_dir",
+                             "limit",
+                             NULL};
+    const char *base_url = NULL;
+    double timeout = 10.0;
+    KeeperQuery q;
+    PyObject *lists[5] = {NULL, NULL, NULL, NULL, NULL};
+    PyObject *keep[5] = {NULL, NULL, NULL, NULL, NULL};
+    const char *items[5][LIST_MAX];
+    static const char *const list_names[5] = {"vendors", "regions", "countries", "architectures",
+                                              "compliance_frameworks"};
+    char *url = NULL;
+    PyObject *answer = NULL, *result = NULL;
+    int i;
+
+    (void)module;
+    memset(&q, 0, sizeof(q));
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwargs, "s|dldlddOOOOOzpdzzl", kwlist, &base_url, &timeout, &q.vcpus_min,
+            &q.memory_min_mib, &q.gpu_min, &q.gpu_memory_min_mib, &q.gpu_memory_total_mib,
+            &lists[0], &lists[1], &lists[2], &lists[3], &lists[4], &q.allocation, &q.green_energy,
+            &q.price_max, &q.order_by, &q.order_dir, &q.limit))
+        return NULL;
+    if (!(timeout > 0) || timeout > 600) {
+        PyErr_Format(PyExc_ValueError, "timeout must be in (0, 600] seconds, got %g", timeout);
+        return NULL;
+    }
+    for (i = 0; i < 5; i++)
+        if (str_list(lists[i], list_names[i], items[i], &keep[i]) < 0)
+            goto error;
+    q.vendors = items[0];
+    q.regions = items[1];
+    q.countries = items[2];
+    q.architectures = items[3];
+    q.compliance_frameworks = items[4];
+    url = keeper_servers_url(base_url, &q);
+    if (url == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    answer = fetch(url, timeout);
+    if (answer == NULL)
+        goto error;
+    result = Py_BuildValue("(sN)", url, answer);
+    answer = NULL;
+error:
+    free(url);
+    Py_XDECREF(answer);
+    for (i = 0; i < 5; i++)
+        Py_XDECREF(keep[i]);
+    return result;
+}
+
+/* (url, parsed answer) of GET /server/{vendor}/{server}/prices */
+static PyObject *
+core_keeper_prices(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"base_url", "vendor", "server", "timeout", NULL};
+    const char *base_url = NULL, *vendor = NULL, *server = NULL;
+    double timeout = 10.0;
+    char *url = NULL;
+    PyObject *answer = NULL, *result = NULL;
+
+    (void)module;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sss|d", kwlist, &base_url, &vendor, &server,
+                                     &timeout))
+        return NULL;
+    if (!(timeout > 0) || timeout > 600) {
+        PyErr_Format(PyExc_ValueError, "timeout must be in (0, 600] seconds, got %g", timeout);
+        return NULL;
+    }
+    url = keeper_prices_url(base_url, vendor, server);
+    if (url == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    answer = fetch(url, timeout);
+    if (answer == NULL)
+        goto error;
+    result = Py_BuildValue("(sN)", url, answer);
+    answer = NULL;
+error:
+    free(url);
+    Py_XDECREF(answer);
+    return result;
+}
+
+static PyMethodDef catalog_functions[] = {
+    {"keeper_servers", (PyCFunction)(void (*)(void))core_keeper_servers,
+     METH_VARARGS | METH_KEYWORDS,
+     "keeper_servers(base_url, timeout=10.0, vcpus_min=0, memory_min_mib=0, gpu_min=0, "
+     "gpu_memory_min_mib=0, gpu_memory_total_mib=0, vendors=None, regions=None, countries=None, "
+     "architectures=None, compliance_frameworks=None, allocation=None, green_energy=False, "
+     "price_max=0, order_by=None, order_dir=None, limit=0) -> (url, answer). GET /servers of "
+     "the Spare Cores Keeper; memory sent in GiB. ConnectionError when no answer came, "
+     "RuntimeError for a bad answer."},
+    {"keeper_prices", (PyCFunction)(void (*)(void))core_keeper_prices, METH_VARARGS | METH_KEYWORDS,
+     "keeper_prices(base_url, vendor, server, timeout=10.0) -> (url, answer). GET "
+     "/server/{vendor}/{server}/prices of the Keeper. ConnectionError when no answer came, "
+     "RuntimeError for a bad answer."},
+    {NULL, NULL, 0, NULL},
+};
+
+/* 0, or -1 */
+int
+rt_add_catalog(PyObject *module)
+{
+    return PyModule_AddFunctions(module, catalog_functions);
+}

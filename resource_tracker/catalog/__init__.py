@@ -1,0 +1,303 @@
+"""Cloud server recommendations from the Spare Cores catalog, offline first.
+
+Public API (see docs/catalog.md):
+
+- ``recommend_server(resources, *, n=None, order_by="price", catalog=None, **filters)``: the
+  cheapest server (a dict in the Spare Cores record shape) that meets ``resources`` (the dict of
+  ``ResourceTracker.recommend_resources()``), or a list of the best ``n``.
+- ``run_costs(duration_s, cloud_info, server, catalog=None)``: what the run cost on the server it
+  ran on and what it would cost on ``server``, in USD.
+- ``update_catalog(url=None)``: download the published dump into the user cache, atomically.
+- ``catalog_info(catalog=None)``: where the catalog is and what it holds (never raises).
+- ``CatalogUnavailableError`` (RuntimeError), ``NoMatchingServerError`` (ValueError).
+
+Where the catalog comes from, first match wins: the ``catalog=`` argument, the
+``RESOURCE_TRACKER_CATALOG`` environment variable, the database cached by the
+``sparecores-data`` package (when installed; it is not imported), the file that
+``update_catalog()`` writes in the cache directory. ``catalog="keeper"`` (or the environment
+variable set to ``keeper``) asks the Spare Cores Keeper API instead; the Keeper is also asked
+when no local catalog exists, unless ``RESOURCE_TRACKER_KEEPER_URL`` is ``off``.
+
+Catalog data: (c) Spare Cores, CC BY-SA 4.0.
+
+This module is imported lazily (by ``recommend_server`` and the CLI): it keeps its heavy
+imports (sqlite3, urllib, ...) inside functions anyway.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = [
+    "CatalogUnavailableError",
+    "NoMatchingServerError",
+    "DEFAULT_CATALOG_URL",
+    "DEFAULT_KEEPER_URL",
+    "DEFAULT_EUR_USD_RATE",
+    "recommend_server",
+    "run_costs",
+    "update_catalog",
+    "catalog_info",
+    "find_catalog",
+    "cache_dir",
+    "eur_usd_rate",
+]
+
+DEFAULT_CATALOG_URL = "https://sc-data-public-40e9d310.s3.amazonaws.com/sc-data-all.db.bz2"
+DEFAULT_KEEPER_URL = "https://keeper.sparecores.net"
+# USD per EUR used to compare EUR prices (hcloud, upcloud, ovh) with USD ones. An approximate
+# rate of early 2026; override with eur_usd_rate= or RESOURCE_TRACKER_EUR_USD.
+DEFAULT_EUR_USD_RATE = 1.17
+CACHE_FILE = "sc-data-all.db"
+
+ENV_CATALOG = "RESOURCE_TRACKER_CATALOG"
+ENV_CATALOG_URL = "RESOURCE_TRACKER_CATALOG_URL"
+ENV_KEEPER_URL = "RESOURCE_TRACKER_KEEPER_URL"
+ENV_CACHE_DIR = "RESOURCE_TRACKER_CACHE_DIR"
+ENV_EUR_USD = "RESOURCE_TRACKER_EUR_USD"
+KEEPER = "keeper"
+HOW_TO_GET = (
+    "Get one with `resource-tracker catalog update` (or resource_tracker.catalog."
+    "update_catalog()), point RESOURCE_TRACKER_CATALOG or catalog= at a Spare Cores SQLite "
+    "file (e.g. sc-data-all.db), install `sparecores-data`, or allow the online Keeper API "
+    "(RESOURCE_TRACKER_KEEPER_URL)."
+)
+
+
+class CatalogUnavailableError(RuntimeError):
+    """No server catalog could be read (the message says how to get one)."""
+
+
+class NoMatchingServerError(ValueError):
+    """The catalog has no server (with a price) that meets the resources and filters."""
+
+
+# -- configuration ---------------------------------------------------------------------------
+
+
+def cache_dir():
+    """The user cache directory of resource-tracker (RESOURCE_TRACKER_CACHE_DIR overrides)."""
+    explicit = os.environ.get(ENV_CACHE_DIR)
+    if explicit:
+        return os.path.abspath(os.path.expanduser(explicit))
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "resource-tracker")
+
+
+def eur_usd_rate(rate=None):
+    """USD per EUR: the argument, else RESOURCE_TRACKER_EUR_USD, else DEFAULT_EUR_USD_RATE."""
+    if rate is None:
+        text = os.environ.get(ENV_EUR_USD)
+        if not text:
+            return DEFAULT_EUR_USD_RATE
+        try:
+            rate = float(text)
+        except ValueError:
+            raise ValueError(
+                f"{ENV_EUR_USD} must be a number (USD per EUR), got {text!r}"
+            ) from None
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0:
+        raise ValueError(f"eur_usd_rate must be a positive number (USD per EUR), got {rate!r}")
+    return float(rate)
+
+
+def keeper_url():
+    """The Keeper base URL, or None when switched off (RESOURCE_TRACKER_KEEPER_URL=off)."""
+    url = os.environ.get(ENV_KEEPER_URL)
+    if url is None or url == "":
+        return DEFAULT_KEEPER_URL
+    if url.strip().lower() in ("off", "0", "none", "no"):
+        return None
+    return url.rstrip("/")
+
+
+def catalog_url():
+    """The URL of the dump that update_catalog() downloads (RESOURCE_TRACKER_CATALOG_URL)."""
+    return os.environ.get(ENV_CATALOG_URL) or DEFAULT_CATALOG_URL
+
+
+def _sparecores_data_paths():
+    """Where an installed sparecores-data package keeps its database (without importing it)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("sc_data")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        return []
+    paths = []
+    custom = os.environ.get("SC_DATA_DB_PATH")
+    if custom:
+        paths.append(custom)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    for name in ("sc-data-all.db", "sc-data-priceless.db"):
+        paths.append(os.path.join(base, "sparecores-data", name))
+    for folder in spec.submodule_search_locations or []:
+        for name in ("sc-data-all.db", "spare_cores.db"):
+            paths.append(os.path.join(folder, "data", name))
+    return paths
+
+
+def find_catalog(catalog=None):
+    """(path or "keeper" or None, source): the catalog to use, by the resolution order."""
+    if catalog is not None:
+        catalog = os.fspath(catalog)
+        if catalog == KEEPER:
+            return KEEPER, "argument"
+        if not os.path.isfile(catalog):
+            raise CatalogUnavailableError(
+                f"no catalog file at {catalog!r} (catalog= argument). {HOW_TO_GET}"
+            )
+        return catalog, "argument"
+    env = os.environ.get(ENV_CATALOG)
+    if env:
+        if env == KEEPER:
+            return KEEPER, ENV_CATALOG
+        if not os.path.isfile(env):
+            raise CatalogUnavailableError(
+                f"no catalog file at {env!r} ({ENV_CATALOG}). {HOW_TO_GET}"
+            )
+        return env, ENV_CATALOG
+    for path in _sparecores_data_paths():
+        if os.path.isfile(path) and os.path.getsize(path) > 0:
+            return path, "sparecores-data"
+    path = os.path.join(cache_dir(), CACHE_FILE)
+    if os.path.isfile(path):
+        return path, "cache"
+    return None, None
+
+
+# -- the API -----------------------------------------------------------------------------------
+
+
+def recommend_server(
+    resources, *, n=None, order_by="price", catalog=None, eur_usd_rate=None, **filters
+):
+    """The cheapest server that meets resources (a dict), or the best n as a list.
+
+    resources: {'cpu': vCPUs, 'memory': MiB, 'gpu': count, 'vram': MiB (total)}.
+    Filters: vendor, region/regions, country, architecture, allocation, compliance_framework,
+    green_energy, min_score, max_price (USD/hour). order_by: 'price' or 'score_per_price'.
+    Raises NoMatchingServerError, CatalogUnavailableError, ValueError (bad filter).
+    """
+    from . import _query
+
+    request = _query.Request.build(resources, n=n, order_by=order_by, filters=filters)
+    rate = globals()["eur_usd_rate"](eur_usd_rate)
+    path, source = find_catalog(catalog)
+    if path is None:
+        url = keeper_url()
+        if url is None:
+            raise CatalogUnavailableError(f"no server catalog found. {HOW_TO_GET}")
+        return _keeper_answer(request, url, rate, local_missing=True)
+    if path == KEEPER:
+        url = keeper_url() or DEFAULT_KEEPER_URL
+        return _keeper_answer(request, url, rate, local_missing=False)
+    return _query.recommend_local(path, request, rate)
+
+
+def _keeper_answer(request, url, rate, local_missing):
+    from . import _keeper
+
+    try:
+        return _keeper.recommend(url, request, rate)
+    except CatalogUnavailableError as exc:
+        if local_missing:
+            raise CatalogUnavailableError(
+                f"no local server catalog, and the online Keeper API failed ({exc}). {HOW_TO_GET}"
+            ) from None
+        raise
+
+
+def run_costs(duration_s, cloud_info, server, catalog=None, eur_usd_rate=None):
+    """The cost of this run (duration_s seconds) where it ran and on server, in USD.
+
+    Keys: current_hourly_usd, current_price_note, run_cost_usd, recommended_hourly_usd,
+    recommended_run_cost_usd, saving_usd, eur_usd_rate (None when unknown). Never raises for a
+    missing catalog or an unknown server: the values are None and the note says why.
+    """
+    from . import _query
+
+    rate = globals()["eur_usd_rate"](eur_usd_rate)
+    if isinstance(server, list):
+        server = server[0] if server else None
+    hours = None
+    try:
+        if duration_s is not None and float(duration_s) >= 0:
+            hours = float(duration_s) / 3600.0
+    except (TypeError, ValueError):
+        hours = None
+    current, note = None, None
+    info = cloud_info if isinstance(cloud_info, dict) else {}
+    vendor, itype = info.get("vendor"), info.get("instance_type")
+    if not vendor or not itype:
+        note = "not on a known cloud server (no cloud_info)"
+    else:
+        try:
+            path, _ = find_catalog(catalog)
+            if path is None or path == KEEPER:
+                url = keeper_url()
+                if url is None:
+                    raise CatalogUnavailableError("no catalog")
+                from . import _keeper
+
+                current, note = _keeper.current_price(url, vendor, itype, info.get("region"), rate)
+            else:
+                current, note = _query.current_price(path, vendor, itype, info.get("region"), rate)
+        except CatalogUnavailableError:
+            note = "no server catalog to look up the price of this server"
+    recommended = None
+    if isinstance(server, dict) and server.get("price") is not None:
+        recommended = float(server["price"])
+    run_cost = current * hours if current is not None and hours is not None else None
+    rec_cost = recommended * hours if recommended is not None and hours is not None else None
+    saving = run_cost - rec_cost if run_cost is not None and rec_cost is not None else None
+    return {
+        "current_hourly_usd": current,
+        "current_price_note": note,
+        "run_cost_usd": run_cost,
+        "recommended_hourly_usd": recommended,
+        "recommended_run_cost_usd": rec_cost,
+        "saving_usd": saving,
+        "eur_usd_rate": rate,
+    }
+
+
+def update_catalog(url=None, timeout=600.0):
+    """Downloads the Spare Cores dump (.db.bz2, .sql.xz, .db) into the cache, atomically.
+
+    Returns a dict (path, url, bytes, servers, prices, seconds). An interrupted or corrupt
+    download raises CatalogUnavailableError and leaves the previous copy untouched.
+    """
+    from . import _download
+
+    return _download.update(url or catalog_url(), os.path.join(cache_dir(), CACHE_FILE), timeout)
+
+
+def catalog_info(catalog=None):
+    """Where the catalog is and what it holds, as a dict (never raises)."""
+    from . import _query
+
+    info = {}
+    try:
+        path, source = find_catalog(catalog)
+    except CatalogUnavailableError as exc:
+        path, source = None, None
+        info["error"] = str(exc)
+    if path == KEEPER:
+        info.update(path=None, source=f"online Keeper API ({source})", keeper_url=keeper_url())
+    elif path is None:
+        info.setdefault(
+            "error", f"no local catalog; recommendations use the online Keeper API. {HOW_TO_GET}"
+        )
+        info.update(path=None, source=None)
+    else:
+        info.update(path=path, source=source)
+        info.update(_query.describe(path))
+    info["cache_dir"] = cache_dir()
+    info["download_url"] = catalog_url()
+    info["keeper_url"] = keeper_url() or "off"
+    info["eur_usd_rate"] = eur_usd_rate()
+    info["license"] = "Spare Cores data, CC BY-SA 4.0"
+    return info

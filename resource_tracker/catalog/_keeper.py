@@ -1,0 +1,173 @@
+"""The online path: the Spare Cores Keeper REST API through the C client (csrc/keeper.c).
+
+The request goes out through libcurl with the header ``X-Application-ID: resource-tracker``;
+memory and GPU memory are sent in GiB (the resources are in MiB). The answer is parsed by
+cJSON in C. Failures raise CatalogUnavailableError.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import CatalogUnavailableError, NoMatchingServerError
+
+VENDORS = ("alicloud", "aws", "azure", "gcp", "hcloud", "ovh", "upcloud")
+ORDER = {
+    ("price", "any"): ("min_price", "asc"),
+    ("price", "ondemand"): ("min_price_ondemand", "asc"),
+    ("price", "spot"): ("min_price_spot", "asc"),
+}
+PRICE_KEY = {"any": "min_price", "ondemand": "min_price_ondemand", "spot": "min_price_spot"}
+TIMEOUT_ENV = "RESOURCE_TRACKER_KEEPER_TIMEOUT"
+# After a failed request the Keeper is not asked again for a while: an offline machine pays
+# the connection timeout once, not in every report, summary and card of the process.
+RETRY_AFTER_S = 300.0
+_failure = {}  # base_url -> (monotonic time until which it is not asked, message)
+
+
+def _timeout():
+    try:
+        value = float(os.environ.get(TIMEOUT_ENV) or 10.0)
+    except ValueError:
+        value = 10.0
+    return min(max(value, 0.1), 600.0)
+
+
+def _call(base_url, func, *args, **kwargs):
+    """func(base_url, ...) of _core; ConnectionError (also a remembered one) when no answer came,
+    RuntimeError for a bad answer."""
+    import time
+
+    until, message = _failure.get(base_url, (0.0, ""))
+    if time.monotonic() < until:
+        raise ConnectionError(f"{message} (not asked again for {RETRY_AFTER_S:.0f} s)")
+    try:
+        return func(base_url, *args, timeout=_timeout(), **kwargs)
+    except ConnectionError as exc:
+        _failure[base_url] = (time.monotonic() + RETRY_AFTER_S, str(exc))
+        raise
+
+
+def query_args(req):
+    """The keyword arguments of _core.keeper_servers for the request (memory still in MiB)."""
+    if req.vendors is not None:
+        bad = [v for v in req.vendors if v not in VENDORS]
+        if bad:
+            raise ValueError(
+                f"unknown vendor {', '.join(repr(b) for b in bad)}; valid: {', '.join(VENDORS)}"
+            )
+    if req.architectures is not None:
+        bad = [a for a in req.architectures if a not in ("x86_64", "arm64")]
+        if bad:
+            raise ValueError(
+                f"unknown architecture {', '.join(repr(b) for b in bad)}; valid: x86_64, arm64"
+            )
+    order_by, order_dir = ORDER.get((req.order_by, req.allocation), ("score_per_price", "desc"))
+    limit = req.n or 1
+    if req.min_score is not None:
+        limit = max(limit, 50)  # min_score is applied here, on the answer
+    return dict(
+        vcpus_min=int(max(req.cpu, 1)),
+        memory_min_mib=float(req.memory),
+        gpu_min=int(req.gpu),
+        gpu_memory_min_mib=float(req.per_gpu_vram),
+        gpu_memory_total_mib=float(req.vram),
+        vendors=req.vendors,
+        regions=req.regions,
+        countries=req.countries,
+        architectures=req.architectures,
+        compliance_frameworks=req.compliance,
+        allocation=None if req.allocation == "any" else req.allocation,
+        green_energy=bool(req.green_energy),
+        price_max=float(req.max_price or 0.0),
+        order_by=order_by,
+        order_dir=order_dir,
+        limit=int(limit),
+    )
+
+
+def _normalise(item, req):
+    rec = dict(item)
+    price = rec.get("price")
+    if price is None:
+        price = rec.get(PRICE_KEY[req.allocation])
+    rec["price"] = price
+    for key in ("score", "min_price", "min_price_spot", "min_price_ondemand", "score_per_price"):
+        rec.setdefault(key, None)
+    if rec["score_per_price"] is None and rec["score"] is not None and price:
+        rec["score_per_price"] = rec["score"] / price
+    rec.setdefault("selected_benchmark_score", None)
+    rec.setdefault("selected_benchmark_score_per_price", None)
+    for key in ("cpu_architecture", "status"):
+        if isinstance(rec.get(key), str):
+            rec[key] = rec[key].lower()
+    rec["catalog_source"] = "keeper"
+    return rec
+
+
+def recommend(base_url, req, rate):
+    """recommend_server() answered by the Keeper at base_url."""
+    from .. import _core
+
+    args = query_args(req)
+    try:
+        _url, answer = _call(base_url, _core.keeper_servers, **args)
+    except (ConnectionError, RuntimeError) as exc:
+        raise CatalogUnavailableError(str(exc)) from None
+    if isinstance(answer, dict):  # some API versions wrap the list
+        answer = answer.get("servers") or answer.get("items") or answer.get("data") or []
+    if not isinstance(answer, list):
+        raise CatalogUnavailableError(f"unexpected Keeper answer from {base_url}: not a list")
+    records = [_normalise(x, req) for x in answer if isinstance(x, dict)]
+    records = [r for r in records if r["price"] is not None]
+    if req.min_score is not None:
+        records = [r for r in records if r["score"] is not None and r["score"] >= req.min_score]
+    if req.max_price is not None:
+        records = [r for r in records if r["price"] <= req.max_price]
+    if not records:
+        from ._query import _no_match_text
+
+        raise NoMatchingServerError(_no_match_text(req) + " (Keeper API)")
+    if req.n is None:
+        return records[0]
+    return records[: req.n]
+
+
+def current_price(base_url, vendor, instance_type, region, rate):
+    """(USD per hour or None, note): the on-demand price of the server from the Keeper."""
+    from .. import _core
+
+    try:
+        _url, rows = _call(base_url, _core.keeper_prices, vendor, instance_type)
+    except (ConnectionError, RuntimeError) as exc:
+        return None, f"no price: {exc}"
+    if not isinstance(rows, list):
+        return None, "no price: unexpected Keeper answer"
+
+    def usd(row):
+        cur = row.get("currency", "USD")
+        price = row.get("price")
+        if not isinstance(price, (int, float)) or cur not in ("USD", "EUR"):
+            return None
+        return float(price) * (rate if cur == "EUR" else 1.0)
+
+    ondemand = [
+        r
+        for r in rows
+        if isinstance(r, dict) and str(r.get("allocation", "")).upper() == "ONDEMAND" and usd(r)
+    ]
+    if region:
+        here = [r for r in ondemand if region in (r.get("region_id"), _api_ref(r))]
+        if here:
+            note = f"on-demand price of {vendor} {instance_type} in {region} (Keeper API)"
+            return min(usd(r) for r in here), note
+    if ondemand:
+        where = f"no price in {region}" if region else "region unknown"
+        note = f"cheapest on-demand price of {vendor} {instance_type} in any region ({where}"
+        return min(usd(r) for r in ondemand), note + "; Keeper API)"
+    return None, f"the Keeper has no on-demand price for {vendor} {instance_type}"
+
+
+def _api_ref(row):
+    region = row.get("region")
+    return region.get("api_reference") if isinstance(region, dict) else None

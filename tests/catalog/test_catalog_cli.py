@@ -1,0 +1,69 @@
+"""`resource-tracker recommend SNAPSHOT --catalog DB ...` end to end: a real tracker's saved run,
+the real CLI in a subprocess, the test catalog; the CLI's answer equals the Python API's."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from resource_tracker import ResourceTracker, catalog
+
+
+@pytest.fixture(scope="module")
+def snapshot(tmp_path_factory):
+    tracker = ResourceTracker(interval=0.05, discover_cloud=False)
+    try:
+        assert tracker.wait_for_samples(3, timeout=10)
+    finally:
+        tracker.stop()
+    path = tmp_path_factory.mktemp("snap") / "resource-tracker.json"
+    path.write_text(tracker.dumps())
+    return str(path), tracker.recommend_resources()
+
+
+def _cli(*args):
+    cmd = [sys.executable, "-m", "resource_tracker", "recommend", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+
+def test_cli_recommend_with_filters_equals_the_api(snapshot, catalog_db):
+    path, resources = snapshot
+    out = _cli(path, "--catalog", catalog_db, "--vendor", "aws", "--region", "us-east-1",
+               "--allocation", "ondemand", "--json")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    want = catalog.recommend_server(
+        resources, vendor="aws", regions=["us-east-1"], allocation="ondemand", catalog=catalog_db
+    )
+    assert data["resources"] == resources and data["note"] is None
+    assert data["server"]["server_id"] == want["server_id"]
+    assert data["server"]["price"] == pytest.approx(want["price"])
+    assert data["server"]["vendor"]["vendor_id"] == "aws"
+
+
+def test_cli_recommend_top_n_and_score_order(snapshot, catalog_db):
+    path, resources = snapshot
+    out = _cli(path, "--catalog", catalog_db, "-n", "3", "--order-by", "score_per_price",
+               "--vendor", "aws", "--vendor", "gcp")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    want = catalog.recommend_server(
+        resources, n=3, order_by="score_per_price", vendor=["aws", "gcp"], catalog=catalog_db
+    )
+    lines = [line for line in out.stdout.splitlines() if line.startswith("server ")]
+    assert len(lines) == 3
+    for line, server in zip(lines, want):
+        assert f"{server['vendor_id']} {server['server_id']} " in line
+
+
+def test_cli_recommend_bad_value_and_no_catalog_give_a_reason(snapshot, catalog_db):
+    path, _ = snapshot
+    out = _cli(path, "--catalog", catalog_db, "--vendor", "amazon", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["server"] is None and "unknown vendor 'amazon'" in data["note"]
+    out = _cli(path, "--json")  # no local catalog, the Keeper at 127.0.0.1:9: unreachable
+    data = json.loads(out.stdout)
+    assert data["server"] is None and "no local server catalog" in data["note"]
