@@ -67,3 +67,26 @@ def test_cli_recommend_bad_value_and_no_catalog_give_a_reason(snapshot, catalog_
     out = _cli(path, "--json")  # no local catalog, the Keeper at 127.0.0.1:9: unreachable
     data = json.loads(out.stdout)
     assert data["server"] is None and "no local server catalog" in data["note"]
+
+
+def test_cli_run_summary_names_the_cheapest_server_and_the_cost(catalog_db, tmp_path):
+    """`resource-tracker run` with a catalog: the summary's server line is the API's cheapest
+    server for the run's recommendation, with the run's cost on it."""
+    import os
+
+    env = dict(os.environ, RESOURCE_TRACKER_CATALOG=catalog_db)
+    burn = "import time\nend = time.time() + 1.2\nwhile time.time() < end: pass"
+    out = subprocess.run(
+        [sys.executable, "-m", "resource_tracker", "run", "--interval", "0.2", "--output",
+         str(tmp_path), "--format", "json", "--", sys.executable, "-c", burn],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    saved = ResourceTracker.loads((tmp_path / "resource-tracker.json").read_text())
+    want = catalog.recommend_server(saved.recommend_resources(), catalog=catalog_db)
+    lines = {line.split()[0]: line for line in out.stderr.splitlines() if line.startswith("  ")}
+    assert f"{want['vendor_id']} {want['server_id']} " in lines["server"]
+    assert f"${want['price']:.4f}/h" in lines["server"]
+    duration = saved.stats()["timestamp"]["duration"]
+    cost = want["price"] * duration / 3600
+    assert f"${cost:.6f} on the recommended server" in lines["cost"]
