@@ -11,12 +11,13 @@
 
 #define CLASSIFY_MAX_DEPTH 256
 
-/* monotonic seconds */
+/* CPU seconds of the calling thread: what a read costs, however busy the machine is (its wall
+ * time stretches when other processes take the cores, and would drain the PSS budget) */
 static double
-mono_now(void)
+thread_cpu_now(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -449,7 +450,8 @@ split_cpu_rise(ProcTree *tree, const TreeTotals *total, ProcTreeReading *out)
     du = du > 0 ? du : 0;
     ds = ds > 0 ? ds : 0;
     out->interval.user_s = du + ds > 0 ? cpu * du / (du + ds) : cpu;
-    out->interval.sys_s = cpu - out->interval.user_s;
+    /* cpu * du / (du + ds) can round above cpu: never a negative system time */
+    out->interval.sys_s = cpu > out->interval.user_s ? cpu - out->interval.user_s : 0;
 }
 
 /* Reads smaps_rollup of one member and notes how much of its RSS is shared. */
@@ -458,13 +460,13 @@ check_pss(ProcTree *tree, ProcEntry *entry, double now)
 {
     char path[40];
     long long rss, pss;
-    double started = mono_now(), cost;
+    double started = thread_cpu_now(), cost;
 
     snprintf(path, sizeof(path), "%d/smaps_rollup", (int)entry->pid);
     if (textbuf_read_at(&tree->buf, tree->proc_fd, path) >= 0 &&
         parse_smaps_rollup(tree->buf.data, &rss, &pss) == 0)
         entry->excess_kib = rss > pss ? rss - pss : 0;
-    cost = mono_now() - started;
+    cost = thread_cpu_now() - started;
     tree->pss_allowance -= cost;
     tree->pss_seconds += cost;
     tree->pss_reads++;

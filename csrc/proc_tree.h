@@ -12,8 +12,9 @@
  *
  * Memory is RSS from stat every tick, corrected for pages shared inside the tree with PSS from
  * smaps_rollup. Reading smaps_rollup costs time that grows with the process's memory, so those
- * reads run only when the tree has several processes, and within a time budget (a share of the
- * wall time), so the cost of a sample does not grow with the workload's memory size. */
+ * reads run only when the tree has several processes, and within a CPU budget (the reads' own
+ * CPU time may be a share of the elapsed time), so the cost of a sample does not grow with the
+ * workload's memory size, and a busy machine (reads waiting for a core) does not starve them. */
 #ifndef RT_PROC_TREE_H
 #define RT_PROC_TREE_H
 
@@ -22,7 +23,8 @@
 #include "procfs_parse.h"
 #include "textbuf.h"
 
-/* Share of wall time that smaps_rollup reads may take, and the budget's burst and start. */
+/* CPU seconds of smaps_rollup reads allowed per elapsed second, and the budget's burst and
+ * start (seconds of CPU). */
 #define PSS_BUDGET_SHARE 0.005
 #define PSS_BUDGET_BURST 0.100
 #define PSS_BUDGET_START 0.050

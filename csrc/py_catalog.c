@@ -3,6 +3,8 @@
 
 #include "keeper.h"
 
+#define NO_ANSWER_ERROR "KeeperNoAnswerError"
+
 #define JSON_MAX_DEPTH 64
 #define LIST_MAX 64
 
@@ -98,10 +100,10 @@ error:
     return -1;
 }
 
-/* (parsed answer) of GET url, or NULL with ConnectionError (no answer) or RuntimeError (a bad
- * answer) naming the url */
+/* (parsed answer) of GET url, or NULL with KeeperNoAnswerError (no answer came) or
+ * RuntimeError (a bad answer) naming the url */
 static PyObject *
-fetch(const char *url, double timeout)
+fetch(PyObject *module, const char *url, double timeout)
 {
     cJSON *json = NULL;
     PyObject *result = NULL;
@@ -116,8 +118,10 @@ fetch(const char *url, double timeout)
     json = keeper_get(url, timeout_ms, &status, err, sizeof(err));
     PyEval_RestoreThread(released);
     if (json == NULL) {
-        PyErr_Format(status == 0 ? PyExc_ConnectionError : PyExc_RuntimeError,
-                     "Keeper API request %s failed: %s", url, err);
+        PyObject *kind = status == 0 ? PyObject_GetAttrString(module, NO_ANSWER_ERROR) : NULL;
+        PyErr_Format(kind ? kind : PyExc_RuntimeError, "Keeper API request %s failed: %s", url,
+                     err);
+        Py_XDECREF(kind);
         return NULL;
     }
     result = from_json(json, 0);
@@ -185,7 +189,7 @@ core_keeper_servers(PyObject *module, PyObject *args, PyObject *kwargs)
         PyErr_NoMemory();
         goto error;
     }
-    answer = fetch(url, timeout);
+    answer = fetch(module, url, timeout);
     if (answer == NULL)
         goto error;
     result = Py_BuildValue("(sN)", url, answer);
@@ -208,7 +212,6 @@ core_keeper_prices(PyObject *module, PyObject *args, PyObject *kwargs)
     char *url = NULL;
     PyObject *answer = NULL, *result = NULL;
 
-    (void)module;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sss|d", kwlist, &base_url, &vendor, &server,
                                      &timeout))
         return NULL;
@@ -221,7 +224,7 @@ core_keeper_prices(PyObject *module, PyObject *args, PyObject *kwargs)
         PyErr_NoMemory();
         goto error;
     }
-    answer = fetch(url, timeout);
+    answer = fetch(module, url, timeout);
     if (answer == NULL)
         goto error;
     result = Py_BuildValue("(sN)", url, answer);
@@ -239,12 +242,12 @@ static PyMethodDef catalog_functions[] = {
      "gpu_memory_min_mib=0, gpu_memory_total_mib=0, vendors=None, regions=None, countries=None, "
      "architectures=None, compliance_frameworks=None, allocation=None, green_energy=False, "
      "price_max=0, order_by=None, order_dir=None, limit=0) -> (url, answer). GET /servers of "
-     "the Spare Cores Keeper; memory sent in GiB. ConnectionError when no answer came, "
-     "RuntimeError for a bad answer."},
+     "the Spare Cores Keeper; memory sent in GiB. KeeperNoAnswerError (a RuntimeError) when "
+     "no answer came, RuntimeError for a bad answer."},
     {"keeper_prices", (PyCFunction)(void (*)(void))core_keeper_prices, METH_VARARGS | METH_KEYWORDS,
      "keeper_prices(base_url, vendor, server, timeout=10.0) -> (url, answer). GET "
-     "/server/{vendor}/{server}/prices of the Keeper. ConnectionError when no answer came, "
-     "RuntimeError for a bad answer."},
+     "/server/{vendor}/{server}/prices of the Keeper. KeeperNoAnswerError (a RuntimeError) when "
+     "no answer came, RuntimeError for a bad answer."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -252,5 +255,14 @@ static PyMethodDef catalog_functions[] = {
 int
 rt_add_catalog(PyObject *module)
 {
+    PyObject *no_answer = PyErr_NewExceptionWithDoc(
+        "resource_tracker._core.KeeperNoAnswerError",
+        "The Keeper API gave no answer (unreachable, refused, timed out).", PyExc_RuntimeError,
+        NULL);
+
+    if (no_answer == NULL || PyModule_AddObject(module, NO_ANSWER_ERROR, no_answer) < 0) {
+        Py_XDECREF(no_answer);
+        return -1;
+    }
     return PyModule_AddFunctions(module, catalog_functions);
 }

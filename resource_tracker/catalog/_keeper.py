@@ -34,16 +34,18 @@ def _timeout():
 
 
 def _call(base_url, func, *args, **kwargs):
-    """func(base_url, ...) of _core; ConnectionError (also a remembered one) when no answer came,
-    RuntimeError for a bad answer."""
+    """func(base_url, ...) of _core; RuntimeError when it failed (a remembered failure to get
+    an answer is raised again without asking)."""
     import time
+
+    from .. import _core
 
     until, message = _failure.get(base_url, (0.0, ""))
     if time.monotonic() < until:
-        raise ConnectionError(f"{message} (not asked again for {RETRY_AFTER_S:.0f} s)")
+        raise _core.KeeperNoAnswerError(f"{message} (not asked again for {RETRY_AFTER_S:.0f} s)")
     try:
         return func(base_url, *args, timeout=_timeout(), **kwargs)
-    except ConnectionError as exc:
+    except _core.KeeperNoAnswerError as exc:
         _failure[base_url] = (time.monotonic() + RETRY_AFTER_S, str(exc))
         raise
 
@@ -112,7 +114,7 @@ def recommend(base_url, req, rate):
     args = query_args(req)
     try:
         _url, answer = _call(base_url, _core.keeper_servers, **args)
-    except (ConnectionError, RuntimeError) as exc:
+    except RuntimeError as exc:
         raise CatalogUnavailableError(str(exc)) from None
     if isinstance(answer, dict):  # some API versions wrap the list
         answer = answer.get("servers") or answer.get("items") or answer.get("data") or []
@@ -139,7 +141,7 @@ def current_price(base_url, vendor, instance_type, region, rate):
 
     try:
         _url, rows = _call(base_url, _core.keeper_prices, vendor, instance_type)
-    except (ConnectionError, RuntimeError) as exc:
+    except RuntimeError as exc:
         return None, f"no price: {exc}"
     if not isinstance(rows, list):
         return None, "no price: unexpected Keeper answer"
