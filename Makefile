@@ -5,7 +5,8 @@ PY        ?= python3
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMPS    := .make
 APT_BUILD := python3-dev libcurl4-openssl-dev libcjson-dev
-APT_TEST  := $(APT_BUILD) chromium clang-format
+APT_TEST  := $(APT_BUILD) chromium clang-format clang libclang-rt-14-dev valgrind
+FUZZ_SECONDS ?= 60
 BENCH_PY  := .bench-venv/bin/python
 CSRC      := $(wildcard csrc/*.c csrc/*.h)
 
@@ -27,7 +28,7 @@ define apt_ensure
 	fi
 endef
 
-.PHONY: help demo test build deps deps-test lint format bench sanitize clean
+.PHONY: help demo test build deps deps-test lint format bench sanitize valgrind fuzz soak clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -80,6 +81,19 @@ $(BENCH_PY):
 
 bench: deps-test build $(BENCH_PY)  ## benchmarks side by side with resource-tracker==0.5.0 (see bench/README.md)
 	$(PY) bench/run.py --baseline-python $(BENCH_PY)
+
+sanitize: deps-test  ## the whole test suite against an ASan+UBSan build (PYTHONMALLOC=malloc)
+	PY=$(PY) tests/reliability/run_sanitize.sh
+
+valgrind: deps-test build  ## tests marked `valgrind` under memcheck and helgrind (valgrind/python.supp)
+	PY=$(PY) valgrind/run.sh
+
+fuzz: deps-test  ## every fuzz target of fuzz/ for FUZZ_SECONDS each (default 60; CI: 20)
+	$(PY) -m pip install -q atheris
+	$(PY) fuzz/run.py --seconds $(FUZZ_SECONDS)
+
+soak: deps-test build  ## the full soak: 100,000 samples at 10 ms under a fork storm (~17 min)
+	RESOURCE_TRACKER_SOAK_SAMPLES=100000 $(PY) -m pytest -s tests/reliability/test_reliability_soak.py
 
 clean:  ## remove build products and stamps
 	rm -rf build $(STAMPS) resource_tracker/*.so *.egg-info

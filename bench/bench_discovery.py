@@ -259,7 +259,9 @@ def main():
     results = {"ours": ours_discovery(args.runs)}
     if shutil.which("unshare"):
         results["ours_unshare_n"] = ours_discovery_unshared()
-    results["original"] = baseline_discovery(os.path.abspath(args.baseline_python), args.baseline_runs)
+    results["original"] = baseline_discovery(
+        os.path.abspath(args.baseline_python), args.baseline_runs
+    )
     with tempfile.TemporaryDirectory() as tmp:
         stub = os.path.join(tmp, "libnvidia-ml-stub.so.1")
         subprocess.run(

@@ -283,11 +283,10 @@ SAMPLER_FLOAT_GETTER(start_time, s->start_wall)
 SAMPLER_FLOAT_GETTER(stop_time, s->stop_wall)
 SAMPLER_FLOAT_GETTER(interval, s->interval)
 SAMPLER_FLOAT_GETTER(cpu_seconds, s->cpu_seconds)
-SAMPLER_FLOAT_GETTER(pss_seconds, s->collector.tree.pss_seconds)
-SAMPLER_FLOAT_GETTER(pss_reads, (double)s->collector.tree.pss_reads)
+SAMPLER_FLOAT_GETTER(pss_seconds, s->pss_seconds)
+SAMPLER_FLOAT_GETTER(pss_reads, (double)s->pss_reads)
 SAMPLER_FLOAT_GETTER(samples_taken, (double)s->samples_taken)
-SAMPLER_FLOAT_GETTER(read_errors,
-                     (double)(s->collector.tree.read_errors + s->collector.system.read_errors))
+SAMPLER_FLOAT_GETTER(read_errors, (double)s->read_errors)
 
 static PyGetSetDef sampler_getset[] = {
     {"state", (getter)sampler_get_state, NULL, "'new', 'running' or 'stopped'", NULL},

@@ -139,7 +139,6 @@ update_own_usage(Sampler *sampler, int in_sampler_thread)
     if (in_sampler_thread && getrusage(RUSAGE_THREAD, &ru) == 0) {
         sampler->own.cpu.user_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6;
         sampler->own.cpu.sys_s = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
-        sampler->cpu_seconds = sampler->own.cpu.user_s + sampler->own.cpu.sys_s;
     }
     sampler->own.memory_kib =
         (double)(table_bytes_used(&sampler->process) + table_bytes_used(&sampler->system) +
@@ -197,7 +196,16 @@ take_sample(Sampler *sampler, int in_thread, int may_fold, double *prow, double 
     update_own_usage(sampler, in_thread);
     filled = collector_sample(&sampler->collector, mono, wall, &sampler->own, prow, srow);
     sampler->last_sample_mono = mono;
+    /* the counters the getters read, published under the lock (a data race otherwise: helgrind) */
+    pthread_mutex_lock(&sampler->lock);
+    if (in_thread)
+        sampler->cpu_seconds = sampler->own.cpu.user_s + sampler->own.cpu.sys_s;
     sampler->samples_taken++;
+    sampler->pss_seconds = sampler->collector.tree.pss_seconds;
+    sampler->pss_reads = sampler->collector.tree.pss_reads;
+    sampler->read_errors =
+        sampler->collector.tree.read_errors + sampler->collector.system.read_errors;
+    pthread_mutex_unlock(&sampler->lock);
     if (filled)
         store_rows(sampler, prow, srow, dt, may_fold);
     return filled;
@@ -293,6 +301,9 @@ sampler_stop(Sampler *sampler)
         sampler->state = SAMPLER_STOPPED;
         sampler->stop_wall = clock_seconds(CLOCK_REALTIME);
     }
+    /* another caller joins the thread: return only once it has ended (concurrent stop()) */
+    while (!join && sampler->state == SAMPLER_RUNNING)
+        pthread_cond_wait(&sampler->rows_changed, &sampler->lock);
     pthread_mutex_unlock(&sampler->lock);
     if (join)
         pthread_join(sampler->thread, NULL);

@@ -33,7 +33,9 @@ typedef struct Sampler {
     OwnUsage own;
     double cpu_seconds; /* the sampling thread's own CPU time */
     unsigned long samples_taken;
-    int append_failed; /* ran out of memory once: later rows are dropped */
+    double pss_seconds;                   /* the collector's counters, copied under the lock */
+    unsigned long pss_reads, read_errors; /* after each reading (readers never race the thread) */
+    int append_failed;                    /* ran out of memory once: later rows are dropped */
     struct Sampler *registry_next;
 } Sampler;
 

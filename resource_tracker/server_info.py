@@ -46,7 +46,7 @@ def _read(path):
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             return f.read()
-    except OSError:
+    except (OSError, ValueError):  # ValueError: a NUL in the path (found by fuzz_cgroup.py)
         return None
 
 
@@ -112,7 +112,10 @@ def cgroup_limits(pid, proc_root="/proc", fs_root=""):
         fields = line.split()
         if " - " not in line or len(fields) < 5:
             continue
-        fs_type, _source, options = line.split(" - ", 1)[1].split()[:3]
+        tail = line.split(" - ", 1)[1].split()
+        if len(tail) < 3:  # a damaged line (found by fuzz/fuzz_cgroup.py)
+            continue
+        fs_type, _source, options = tail[:3]
         mount = (fields[3], fs_root + _unescape(fields[4]))
         if fs_type == "cgroup2":
             v2_mount = mount

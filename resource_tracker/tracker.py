@@ -187,7 +187,11 @@ class ResourceTracker:
 
     def stop(self):
         """Stop sampling; the data stays. Safe to call more than once."""
+        was_running = self.running
         self._sampler.stop()
+        if was_running and self.pid != os.getpid():
+            # a child seen before its exec showed its parent's command line (or none)
+            self.command = _command_line(self.pid) or self.command
 
     @property
     def running(self):
@@ -433,7 +437,10 @@ class ResourceTracker:
             snapshot = json.loads(text)
         except ValueError as exc:
             raise ValueError(f"not a resource-tracker snapshot: invalid JSON ({exc})") from None
-        return cls.from_snapshot(snapshot)
+        try:
+            return cls.from_snapshot(snapshot)
+        except (KeyError, TypeError, AttributeError) as exc:  # found by fuzz/fuzz_snapshot.py
+            raise ValueError(f"not a resource-tracker snapshot: damaged ({exc!r})") from None
 
     def __repr__(self):
         return (

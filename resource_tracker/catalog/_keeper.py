@@ -114,7 +114,7 @@ def recommend(base_url, req, rate):
     args = query_args(req)
     try:
         _url, answer = _call(base_url, _core.keeper_servers, **args)
-    except RuntimeError as exc:
+    except (RuntimeError, ValueError) as exc:  # ValueError: undecodable text in the answer
         raise CatalogUnavailableError(str(exc)) from None
     if isinstance(answer, dict):  # some API versions wrap the list
         answer = answer.get("servers") or answer.get("items") or answer.get("data") or []
@@ -141,7 +141,7 @@ def current_price(base_url, vendor, instance_type, region, rate):
 
     try:
         _url, rows = _call(base_url, _core.keeper_prices, vendor, instance_type)
-    except RuntimeError as exc:
+    except (RuntimeError, ValueError) as exc:
         return None, f"no price: {exc}"
     if not isinstance(rows, list):
         return None, "no price: unexpected Keeper answer"

@@ -92,7 +92,7 @@ class _FileHandler(_Quiet):
 class KeeperStandIn(_Server):
     def __init__(self, reference, fail=None):
         self.ref = reference
-        self.fail = fail  # None, "500" or "garbage"
+        self.fail = fail  # None, "500", "garbage" or "bad-utf8"
         super().__init__(_KeeperHandler)
 
     def servers(self, q):
@@ -165,6 +165,9 @@ class _KeeperHandler(_Quiet):
             return
         if owner.fail == "garbage":
             self._send(200, b"<html>not json</html>", "text/html")
+            return
+        if owner.fail == "bad-utf8":  # valid JSON syntax, a key that is not UTF-8
+            self._send(200, b'[{"server_id": "x", "\xff\xfe": 1}]')
             return
         path = entry["path"]
         if path == "/servers":

@@ -86,7 +86,7 @@ def test_url_escaping_in_c(keeper):
 
 
 def test_keeper_failures_are_catalog_unavailable(ref, monkeypatch, own_cache):
-    for fail, needle in (("500", "HTTP 500"), ("garbage", "not JSON")):
+    for fail, needle in (("500", "HTTP 500"), ("garbage", "not JSON"), ("bad-utf8", "utf-8")):
         server = KeeperStandIn(ref, fail=fail)
         monkeypatch.setenv("RESOURCE_TRACKER_KEEPER_URL", server.url)
         try:

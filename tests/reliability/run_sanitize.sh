@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# `make sanitize`: the whole test suite against an AddressSanitizer + UndefinedBehaviorSanitizer
+# build of the C core. The instrumented extension is built into build/sanitize/ (the checkout's
+# in-place build stays as it is, usable by everyone else); the pytest process runs with
+# PYTHONMALLOC=malloc (every Python allocation goes through ASan) and the ASan runtime
+# preloaded, and sanitize_hook/sitecustomize.py makes it import the instrumented _core.
+# Subprocesses the tests start (workloads, CLI, Metaflow, Chromium) run natively.
+# detect_leaks=0: CPython's own allocations at exit are not ours to report; the leak tests
+# (test_reliability_leaks.py, which read ASan's live-allocation count here) and valgrind
+# (make valgrind) cover leaks. Any ASan or UBSan report aborts the run (halt_on_error=1).
+# Usage: tests/reliability/run_sanitize.sh [pytest args...]   (default: tests)
+set -euo pipefail
+PY=${PY:-python3}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+OUT=$ROOT/build/sanitize
+cd "$ROOT"
+mkdir -p "$OUT"
+RESOURCE_TRACKER_SANITIZE=1 "$PY" setup.py -q build_ext --build-lib "$OUT/lib" \
+  --build-temp "$OUT/tmp" --force >"$OUT/build.log" 2>&1 || {
+  cat "$OUT/build.log"
+  echo "sanitize: the ASan+UBSan build failed (log above)" >&2
+  exit 1
+}
+SO=$(ls "$OUT"/lib/resource_tracker/_core*.so)
+ASAN_LIB=$(gcc -print-file-name=libasan.so)
+UBSAN_LIB=$(gcc -print-file-name=libubsan.so)
+export RESOURCE_TRACKER_CORE_SO=$SO
+export PYTHONPATH=$HERE/sanitize_hook${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONMALLOC=malloc
+# quarantine_size_mb=8: freed memory is held back (use-after-free detection) up to 8 MiB, so
+# that the RSS of long loops levels off (the suite's RSS-based leak tests stay meaningful)
+export ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:quarantine_size_mb=8:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+# the extension the tests load must be the instrumented one
+LD_PRELOAD="$ASAN_LIB $UBSAN_LIB" "$PY" -c "
+import resource_tracker._core as c
+assert c.__file__ == '$SO', c.__file__
+print('sanitize: ASan+UBSan build', c.__file__)"
+if [ $# -eq 0 ]; then set -- tests; fi
+LD_PRELOAD="$ASAN_LIB $UBSAN_LIB" exec "$PY" -m pytest -p no:cacheprovider "$@"

@@ -1,0 +1,283 @@
+"""Every C entry point of resource_tracker._core is called many times after a warm-up, and the
+C heap (glibc mallinfo2), the resident set, the open descriptors and the thread count may not
+keep growing: a round of calls whose growth stays within the tolerance passes, and only when
+every one of five rounds grows does the test fail (allocators and caches are noisy). The last
+test checks that every public callable of _core, and every method and property of
+_core.Sampler, has a leak test here.
+
+GPU: the NVML stand-in of tests/gpu_cloud (nvml_stub.c, speaking the NVML C interface; there
+is no GPU here). Cloud: the loopback metadata stand-in of tests/gpu_cloud/gpu_cloud_mock.py.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from reliability_helpers import PYMALLOC, assert_no_leak, nvml_stub, table
+
+from resource_tracker import _core
+
+COVERED = set()
+
+
+def covers(*names):
+    """Records that the decorated test leak-checks the named entry points."""
+
+    def mark(fn):
+        COVERED.update(names)
+        return fn
+
+    return mark
+
+
+@pytest.fixture(scope="module")
+def sampled():
+    """A stopped sampler of this process with a few rows, and its tables."""
+    s = _core.Sampler(os.getpid(), 0.02)
+    s.start()
+    assert s.wait(5, 10.0)
+    s.stop()
+    return s, table(s, "process"), table(s, "system")
+
+
+@covers("Sampler")
+def test_reliability_leak_sampler_create(tmp_path):
+    assert_no_leak("Sampler() + free", lambda: _core.Sampler(os.getpid(), 1.0), 2000)
+    assert_no_leak(
+        "Sampler(no processes, no system)",
+        lambda: _core.Sampler(os.getpid(), 1.0, track_processes=False, track_system=False),
+        2000,
+    )
+
+    def refused():
+        for kwargs in ({"proc_root": str(tmp_path / "missing")}, {"interval": -1.0}):
+            try:
+                _core.Sampler(os.getpid(), **dict({"interval": 1.0}, **kwargs))
+            except (OSError, ValueError):
+                pass
+            else:
+                raise AssertionError(f"Sampler({kwargs}) was accepted")
+
+    assert_no_leak("Sampler() refused", refused, 2000)
+
+
+@covers("Sampler.start", "Sampler.stop")
+@pytest.mark.valgrind
+def test_reliability_leak_sampler_start_stop():
+    def cycle():
+        s = _core.Sampler(os.getpid(), 0.005)
+        s.start()
+        s.stop()
+        s.stop()  # idempotent
+
+    assert_no_leak("Sampler.start/stop", cycle, 100)
+
+    def start_twice():
+        s = _core.Sampler(os.getpid(), 0.005)
+        s.start()
+        try:
+            s.start()
+        except RuntimeError:
+            pass
+        s.stop()
+
+    assert_no_leak("Sampler.start twice", start_twice, 100)
+
+    def never_stopped():  # freed while running: the destructor stops and joins
+        _core.Sampler(os.getpid(), 0.005).start()
+
+    assert_no_leak("Sampler freed while running", never_stopped, 100)
+
+
+@covers("Sampler.sample_now")
+@pytest.mark.valgrind
+def test_reliability_leak_sample_now():
+    s = _core.Sampler(os.getpid(), 1.0)
+    assert_no_leak("Sampler.sample_now", s.sample_now, 300)
+    running = _core.Sampler(os.getpid(), 0.05)
+    running.start()
+
+    def refused():
+        try:
+            running.sample_now()
+        except RuntimeError:
+            return
+        raise AssertionError("sample_now() ran beside the thread")
+
+    try:
+        assert_no_leak("Sampler.sample_now refused", refused, 2000)
+    finally:
+        running.stop()
+
+
+@covers("Sampler.columns", "Sampler.wait")
+@pytest.mark.valgrind
+def test_reliability_leak_columns_wait(sampled):
+    s = sampled[0]
+    assert_no_leak("Sampler.columns('process')", lambda: s.columns("process"), 2000)
+    assert_no_leak("Sampler.columns('system')", lambda: s.columns("system"), 2000)
+
+    def bad_table():
+        with pytest.raises(ValueError):
+            s.columns("nope")
+
+    assert_no_leak("Sampler.columns(bad)", bad_table, 2000)
+    assert_no_leak("Sampler.wait (has rows)", lambda: s.wait(1, 0.0), 2000)
+    assert_no_leak("Sampler.wait (timeout 0)", lambda: s.wait(10**6, 0.0), 2000)
+
+
+PROPERTIES = (
+    "state",
+    "n_samples",
+    "start_time",
+    "stop_time",
+    "interval",
+    "cpu_seconds",
+    "pss_seconds",
+    "pss_reads",
+    "samples_taken",
+    "read_errors",
+)
+
+
+@covers(*(f"Sampler.{p}" for p in PROPERTIES))
+def test_reliability_leak_sampler_properties(sampled):
+    s = sampled[0]
+    assert_no_leak("Sampler properties", lambda: [getattr(s, p) for p in PROPERTIES], 2000)
+
+
+@covers("stats")
+@pytest.mark.valgrind
+def test_reliability_leak_stats(sampled):
+    s, process, system = sampled
+    assert_no_leak(
+        "stats(process, system)",
+        lambda: _core.stats(process, system, s.start_time, s.stop_time),
+        1000,
+    )
+    assert_no_leak("stats(None, system)", lambda: _core.stats(None, system), 1000)
+
+    def bad():
+        try:
+            _core.stats({"cpu_usage": "abc"}, None)
+        except (TypeError, ValueError):
+            pass
+
+    assert_no_leak("stats(bad)", bad, 1000)
+
+
+@covers("summarize", "round_memory_mib")
+def test_reliability_leak_summarize():
+    values = [float(i % 97) for i in range(1000)]
+    weights = [1.0 + (i % 3) for i in range(1000)]
+    assert_no_leak("summarize(values)", lambda: _core.summarize(values), 1000)
+    assert_no_leak("summarize(values, weights)", lambda: _core.summarize(values, weights), 1000)
+
+    def bad():
+        for args in (("x",), ([1.0, 2.0], [1.0])):
+            try:
+                _core.summarize(*args)
+            except (TypeError, ValueError):
+                pass
+
+    assert_no_leak("summarize(bad)", bad, 2000)
+    assert_no_leak("round_memory_mib", lambda: _core.round_memory_mib(1234.5), 5000)
+
+
+@covers("recommend")
+def test_reliability_leak_recommend(sampled):
+    s, process, system = sampled
+    st = _core.stats(process, system, s.start_time, s.stop_time)
+    assert_no_leak("recommend([stats])", lambda: _core.recommend([st, st]), 2000)
+
+    def bad():
+        for arg in ([], [{}], [1], None):
+            try:
+                _core.recommend(arg)
+            except (TypeError, ValueError):
+                pass
+
+    assert_no_leak("recommend(bad)", bad, 2000)
+
+
+@covers("gpu_inventory")
+def test_reliability_leak_gpu(tmp_path):
+    stub = nvml_stub(tmp_path)
+    assert_no_leak("gpu_inventory(stub)", lambda: _core.gpu_inventory(stub), 300)
+    assert_no_leak(
+        "gpu_inventory(missing)", lambda: _core.gpu_inventory(str(tmp_path / "no.so")), 1000
+    )
+
+    def sampler_with_gpu():
+        s = _core.Sampler(os.getpid(), 0.005, nvml_library=stub)
+        s.sample_now()
+        s.sample_now()
+
+    assert_no_leak("Sampler(nvml_library=stub)", sampler_with_gpu, 100)
+
+
+@covers("discover_cloud", "cloud_evidence")
+def test_reliability_leak_cloud(tmp_path):
+    from gpu_cloud_mock import MetadataServer, make_sysfs
+
+    gcp = make_sysfs(str(tmp_path / "gcp"), "gcp")
+    laptop = make_sysfs(str(tmp_path / "laptop"), "laptop")
+    with MetadataServer("gcp") as server:
+
+        def ok():
+            assert _core.discover_cloud(gcp, server.url, 1.0)["vendor"] == "gcp"
+            server.requests.clear()
+
+        assert_no_leak("discover_cloud(gcp mock)", ok, 100, tolerance={"fds": 2})
+    with MetadataServer("gcp", behaviour="garbage") as server:
+
+        def garbage():
+            _core.discover_cloud(gcp, server.url, 1.0)
+            server.requests.clear()
+
+        assert_no_leak("discover_cloud(garbage)", garbage, 100, tolerance={"fds": 2})
+    assert_no_leak(
+        "discover_cloud(refused)",
+        lambda: _core.discover_cloud(gcp, "http://127.0.0.1:9", 1.0),
+        300,
+    )
+    assert_no_leak("cloud_evidence", lambda: _core.cloud_evidence(laptop), 3000)
+
+
+def test_reliability_leak_check_can_fail():
+    """The check itself: a leak of C heap, of Python objects or of descriptors is caught."""
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    kept = []
+    leaks = {
+        "heap": lambda: kept.append(libc.malloc(256)),
+        "blocks": lambda: kept.append(object()),
+        "fds": lambda: kept.append(os.open("/dev/null", os.O_RDONLY)),
+    }
+    if not PYMALLOC:
+        del leaks["blocks"]  # no pymalloc blocks to count: the heap figure holds them
+    for kind, call in leaks.items():
+        with pytest.raises(AssertionError, match="grew in each"):
+            assert_no_leak(f"deliberate {kind} leak", call, 500 if kind != "fds" else 20)
+    for item in kept:
+        if isinstance(item, int) and item < 1 << 20:
+            os.close(item)
+
+
+def test_reliability_every_entry_point_has_a_leak_test():
+    import test_reliability_keeper  # noqa: F401 - its leak test registers keeper_* here
+
+    public = {
+        n
+        for n in dir(_core)
+        if not n.startswith("_")
+        and callable(getattr(_core, n))
+        and not (isinstance(getattr(_core, n), type) and issubclass(getattr(_core, n), Exception))
+    }  # exception classes are not entry points
+    public |= {f"Sampler.{n}" for n in dir(_core.Sampler) if not n.startswith("_")}
+    missing = sorted(public - COVERED)
+    print(f"leak tests cover {len(public & COVERED)} of {len(public)} entry points of _core")
+    assert not missing, f"entry points of _core without a leak test: {missing}"
