@@ -24,8 +24,12 @@ PRICE_TABLE = "rt_price_min"  # cheapest per server, region, allocation, currenc
 SERVER_PRICE_TABLE = "rt_price_server"  # cheapest per server, allocation, currency
 SERVER_TABLE = "rt_server"  # the columns the filters need, and the score
 REGION_INDEX = "rt_price_min_region"  # rt_price_min by (vendor_id, region_id), covering
-INDEX_TABLES = (PRICE_TABLE, SERVER_PRICE_TABLE, SERVER_TABLE, REGION_INDEX)
-INDEX_VERSION = "3"
+ORDER_INDEX = "rt_price_min_order"  # rt_price_min by (currency, price): cheapest rows first
+INDEX_TABLES = (PRICE_TABLE, SERVER_PRICE_TABLE, SERVER_TABLE, REGION_INDEX, ORDER_INDEX)
+INDEX_VERSION = "4"
+# The cheapest-first scan reads at most this many price rows before the full aggregate
+# query takes over (requests that few cheap servers fit, e.g. many GPUs).
+SCAN_ROWS_MAX = 20000
 FILTERS = (
     "vendor",
     "region",
@@ -253,6 +257,9 @@ def _build_price_table(conn, target, source):
         "(vendor_id, region_id, server_id, allocation, currency, price)"
     )
     conn.execute(
+        f"CREATE INDEX IF NOT EXISTS {target}.{ORDER_INDEX} ON {PRICE_TABLE} (currency, price)"
+    )
+    conn.execute(
         f"CREATE TABLE IF NOT EXISTS {target}.{SERVER_PRICE_TABLE} (vendor_id TEXT NOT NULL, "
         "server_id TEXT NOT NULL, allocation TEXT NOT NULL, currency TEXT NOT NULL, "
         "price REAL NOT NULL, PRIMARY KEY (vendor_id, server_id, allocation, currency)) "
@@ -441,8 +448,81 @@ def _architectures(conn, req):
 # -- the query ----------------------------------------------------------------------------------
 
 
-def _candidates_sql(conn, px, req, rate):
-    """(sql, params) of the ranked candidate servers (vendor_id, server_id, prices, score)."""
+def _candidates_sql(conn, px, req, rate, only=None):
+    """(sql, params) of the ranked candidate servers (vendor_id, server_id, prices, score);
+    only: a list of (vendor_id, server_id) to rank (the others are left out)."""
+    parts = _query_parts(conn, px, req, rate, only=only)
+    if parts is None:
+        return None, None
+    source, where, params, alloc, usd = parts
+    having = ["best_price IS NOT NULL"]
+    if req.max_price is not None:
+        having.append("best_price <= ?")
+        params = params + [req.max_price]
+    if req.min_score is not None:
+        having.append("score >= ?")
+        params = params + [req.min_score]
+    if req.order_by == "price":
+        order = "best_price, s.vcpus, s.memory_amount, s.vendor_id, s.server_id"
+    else:
+        order = "score IS NULL, score / best_price DESC, best_price, s.vendor_id, s.server_id"
+    sql = (
+        "SELECT s.vendor_id AS vendor_id, s.server_id AS server_id, "
+        f"MIN(CASE WHEN {alloc} THEN {usd} END) AS best_price, MIN({usd}) AS min_price, "
+        f"MIN(CASE WHEN p.allocation = 'SPOT' THEN {usd} END) AS min_price_spot, "
+        f"MIN(CASE WHEN p.allocation = 'ONDEMAND' THEN {usd} END) AS min_price_ondemand, "
+        f"s.score AS score FROM {source} "
+        f"WHERE {' AND '.join(where)} GROUP BY s.vendor_id, s.server_id "
+        f"HAVING {' AND '.join(having)} ORDER BY {order} LIMIT {int(req.n or 1)}"
+    )
+    return sql, params
+
+
+def _cheapest_servers(conn, px, req, rate):
+    """The (vendor_id, server_id) pairs that can be the n cheapest fitting servers (the n
+    first in the order of their cheapest qualifying price, and every server tied with the
+    last), found by walking the price rows cheapest first, one stream per currency merged in
+    USD; None when that walk would read more than SCAN_ROWS_MAX rows."""
+    import heapq
+
+    parts = _query_parts(conn, px, req, rate, per_row=True)
+    if parts is None:
+        return []
+    source, where, params, alloc, _usd = parts
+    where = where + [alloc, "p.currency = ?"]
+    if req.min_score is not None:
+        where.append("s.score >= ?")
+    sql = (
+        f"SELECT p.price, s.vendor_id, s.server_id FROM {source} WHERE {' AND '.join(where)} "
+        "ORDER BY p.price"
+    )
+
+    def stream(currency, factor):
+        extra = [currency] + ([req.min_score] if req.min_score is not None else [])
+        for price, vendor_id, server_id in conn.execute(sql, params + extra):
+            yield price * factor, vendor_id, server_id
+
+    found, order, last, read = set(), [], None, 0
+    for usd_price, vendor_id, server_id in heapq.merge(stream("USD", 1.0), stream("EUR", rate)):
+        read += 1
+        if read > SCAN_ROWS_MAX:
+            return None
+        if req.max_price is not None and usd_price > req.max_price:
+            break
+        if last is not None and len(order) >= (req.n or 1) and usd_price > last:
+            break
+        if (vendor_id, server_id) not in found:
+            found.add((vendor_id, server_id))
+            order.append((vendor_id, server_id))
+            last = usd_price
+    return order
+
+
+def _query_parts(conn, px, req, rate, per_row=False, only=None):
+    """(source, where, params, alloc condition, USD price expression) of the candidate query,
+    or None when no server can pass the filters. per_row: the price rows themselves, cheapest
+    first through ORDER_INDEX (else the per-server summary where no region is asked for);
+    only: the price rows of these (vendor_id, server_id) pairs alone."""
     params = []
     alloc = {"any": "1", "spot": "p.allocation = 'SPOT'", "ondemand": "p.allocation = 'ONDEMAND'"}[
         req.allocation
@@ -463,7 +543,7 @@ def _candidates_sql(conn, px, req, rate):
     vendors = _vendor_set(conn, req)
     if vendors is not None:
         if not vendors:
-            return None, None
+            return None
         where.append(f"s.vendor_id IN ({','.join('?' * len(vendors))})")
         params += sorted(vendors)
     archs = _architectures(conn, req)
@@ -472,22 +552,38 @@ def _candidates_sql(conn, px, req, rate):
         params += archs
     pairs = _region_pairs(conn, req)
     where.append("p.currency IN ('USD', 'EUR')")
-    if pairs is None:
+    if per_row or only is not None:
+        if pairs is not None and not pairs:
+            return None
+        if only is not None:
+            _fill_pairs(conn, "rt_only", "server_id", only)
+            source = (
+                f"temp.rt_only o CROSS JOIN {px}.{SERVER_TABLE} s ON s.vendor_id = o.vendor_id "
+                f"AND s.server_id = o.server_id CROSS JOIN {px}.{PRICE_TABLE} p "
+                "ON p.vendor_id = s.vendor_id AND p.server_id = s.server_id"
+            )
+        else:
+            source = (
+                f"{px}.{PRICE_TABLE} AS p INDEXED BY {ORDER_INDEX} CROSS JOIN "
+                f"{px}.{SERVER_TABLE} s ON s.vendor_id = p.vendor_id AND s.server_id = p.server_id"
+            )
+        if pairs:
+            _fill_allowed(conn, pairs)
+            where.append(
+                "EXISTS (SELECT 1 FROM temp.rt_allowed a WHERE a.vendor_id = p.vendor_id "
+                "AND a.region_id = p.region_id)"
+            )
+    elif pairs is None:
         # no region filter: the per-server summary is enough (far fewer rows to visit)
         source = (
             f"{px}.{SERVER_TABLE} s JOIN {px}.{SERVER_PRICE_TABLE} p "
             "ON p.vendor_id = s.vendor_id AND p.server_id = s.server_id"
         )
     elif not pairs:
-        return None, None
+        return None
     elif len(pairs) <= max(8, _region_count(conn) // 4):
         # a few regions: walk their prices (region index), then look up each server
-        conn.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS rt_allowed (vendor_id TEXT NOT NULL, "
-            "region_id TEXT NOT NULL, PRIMARY KEY (vendor_id, region_id)) WITHOUT ROWID"
-        )
-        conn.execute("DELETE FROM temp.rt_allowed")
-        conn.executemany("INSERT INTO temp.rt_allowed VALUES (?, ?)", sorted(pairs))
+        _fill_allowed(conn, pairs)
         source = (
             f"temp.rt_allowed a CROSS JOIN {px}.{PRICE_TABLE} AS p INDEXED BY {REGION_INDEX} "
             "ON p.vendor_id = a.vendor_id AND p.region_id = a.region_id "
@@ -503,27 +599,22 @@ def _candidates_sql(conn, px, req, rate):
         where.append(f"(p.vendor_id, p.region_id) IN (VALUES {','.join(['(?, ?)'] * len(pairs))})")
         for pair in sorted(pairs):
             params += list(pair)
-    having = ["best_price IS NOT NULL"]
-    if req.max_price is not None:
-        having.append("best_price <= ?")
-        params.append(req.max_price)
-    if req.min_score is not None:
-        having.append("score >= ?")
-        params.append(req.min_score)
-    if req.order_by == "price":
-        order = "best_price, s.vcpus, s.memory_amount, s.vendor_id, s.server_id"
-    else:
-        order = "score IS NULL, score / best_price DESC, best_price, s.vendor_id, s.server_id"
-    sql = (
-        "SELECT s.vendor_id AS vendor_id, s.server_id AS server_id, "
-        f"MIN(CASE WHEN {alloc} THEN {usd} END) AS best_price, MIN({usd}) AS min_price, "
-        f"MIN(CASE WHEN p.allocation = 'SPOT' THEN {usd} END) AS min_price_spot, "
-        f"MIN(CASE WHEN p.allocation = 'ONDEMAND' THEN {usd} END) AS min_price_ondemand, "
-        f"s.score AS score FROM {source} "
-        f"WHERE {' AND '.join(where)} GROUP BY s.vendor_id, s.server_id "
-        f"HAVING {' AND '.join(having)} ORDER BY {order} LIMIT {int(req.n or 1)}"
+    return source, where, params, alloc, usd
+
+
+def _fill_allowed(conn, pairs):
+    """temp.rt_allowed: the (vendor_id, region_id) pairs the region filters allow."""
+    _fill_pairs(conn, "rt_allowed", "region_id", pairs)
+
+
+def _fill_pairs(conn, table, second, pairs):
+    """temp.<table>(vendor_id, <second>) holding exactly pairs."""
+    conn.execute(
+        f"CREATE TEMP TABLE IF NOT EXISTS {table} (vendor_id TEXT NOT NULL, "
+        f"{second} TEXT NOT NULL, PRIMARY KEY (vendor_id, {second})) WITHOUT ROWID"
     )
-    return sql, params
+    conn.execute(f"DELETE FROM temp.{table}")
+    conn.executemany(f"INSERT INTO temp.{table} VALUES (?, ?)", sorted(pairs))
 
 
 def _region_count(conn):
@@ -601,8 +692,12 @@ def recommend_local(path, req, rate):
     """recommend_server() on the local catalog at path."""
     conn, px = open_catalog(path)
     try:
-        sql, params = _candidates_sql(conn, px, req, rate)
-        rows = conn.execute(sql, params).fetchall() if sql else []
+        only = _cheapest_servers(conn, px, req, rate) if req.order_by == "price" else None
+        if only == []:
+            rows = []
+        else:
+            sql, params = _candidates_sql(conn, px, req, rate, only=only)
+            rows = conn.execute(sql, params).fetchall() if sql else []
         if not rows:
             if not conn.execute(f"SELECT 1 FROM {px}.{PRICE_TABLE} LIMIT 1").fetchone():
                 raise CatalogUnavailableError(
