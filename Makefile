@@ -33,8 +33,10 @@ endef
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
+# The demo stays offline: no online catalog (Keeper API) unless RESOURCE_TRACKER_KEEPER_URL is set.
 demo: deps build  ## track a short real workload (resource-tracker run), print the summary, write demo/
-	$(PY) -m resource_tracker run --interval 0.5 --output demo --format html,json,csv -- \
+	RESOURCE_TRACKER_KEEPER_URL=$${RESOURCE_TRACKER_KEEPER_URL:-off} \
+	  $(PY) -m resource_tracker run --interval 0.5 --output demo --format html,json,csv -- \
 	  $(PY) examples/workload.py
 
 test: deps-test build  ## build the extension and run the whole test suite
