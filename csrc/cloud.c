@@ -202,6 +202,17 @@ json_string(const cJSON *root, const char *a, const char *b)
     return cJSON_IsString(item) ? item->valuestring : NULL;
 }
 
+/* the parsed JSON answer of GET path, or NULL (no answer, or not JSON) */
+static cJSON *
+fetch_json(Fetch *f, const char *path, const char *const *headers)
+{
+    char *doc = fetch(f, "GET", path, headers);
+    cJSON *json = doc ? cJSON_Parse(doc) : NULL;
+
+    free(doc);
+    return json;
+}
+
 /* 0 when the instance type was found: AWS IMDSv2 (token PUT, then the identity document) */
 static int
 ask_aws(Fetch *f)
@@ -209,7 +220,7 @@ ask_aws(Fetch *f)
     static const char *const token_headers[] = {"X-aws-ec2-metadata-token-ttl-seconds: 60", NULL};
     char header[512];
     const char *headers[] = {header, NULL};
-    char *token = NULL, *doc = NULL;
+    char *token = NULL;
     cJSON *json = NULL;
     int rc = -1;
 
@@ -217,8 +228,8 @@ ask_aws(Fetch *f)
     if (token == NULL || strlen(token) > 400 || strpbrk(token, "\r\n"))
         goto error;
     snprintf(header, sizeof(header), "X-aws-ec2-metadata-token: %s", token);
-    doc = fetch(f, "GET", "/latest/dynamic/instance-identity/document", headers);
-    if (doc == NULL || (json = cJSON_Parse(doc)) == NULL)
+    json = fetch_json(f, "/latest/dynamic/instance-identity/document", headers);
+    if (json == NULL)
         goto error;
     if (copy_id(json_string(json, "instanceType", NULL), f->info->instance_type,
                 sizeof(f->info->instance_type))) {
@@ -228,7 +239,6 @@ ask_aws(Fetch *f)
 
 error:
     cJSON_Delete(json);
-    free(doc);
     free(token);
     return rc;
 }
@@ -266,12 +276,11 @@ static int
 ask_azure(Fetch *f)
 {
     static const char *const headers[] = {"Metadata: true", NULL};
-    char *doc = NULL;
     cJSON *json = NULL;
     int rc = -1;
 
-    doc = fetch(f, "GET", "/metadata/instance?api-version=2021-02-01", headers);
-    if (doc == NULL || (json = cJSON_Parse(doc)) == NULL)
+    json = fetch_json(f, "/metadata/instance?api-version=2021-02-01", headers);
+    if (json == NULL)
         goto error;
     if (copy_id(json_string(json, "compute", "vmSize"), f->info->instance_type,
                 sizeof(f->info->instance_type))) {
@@ -281,7 +290,6 @@ ask_azure(Fetch *f)
 
 error:
     cJSON_Delete(json);
-    free(doc);
     return rc;
 }
 
@@ -327,13 +335,12 @@ ask_hcloud(Fetch *f)
 static int
 ask_upcloud(Fetch *f)
 {
-    char *doc = NULL;
     cJSON *json = NULL;
     const char *cloud = NULL;
     int rc = -1;
 
-    doc = fetch(f, "GET", "/metadata/v1.json", NULL);
-    if (doc == NULL || (json = cJSON_Parse(doc)) == NULL)
+    json = fetch_json(f, "/metadata/v1.json", NULL);
+    if (json == NULL)
         goto error;
     cloud = json_string(json, "cloud_name", NULL);
     if (copy_id(json_string(json, "region", NULL), f->info->region, sizeof(f->info->region)) &&
@@ -345,7 +352,6 @@ ask_upcloud(Fetch *f)
 
 error:
     cJSON_Delete(json);
-    free(doc);
     return rc;
 }
 
@@ -384,7 +390,7 @@ error:
 static int
 ask_ovh(Fetch *f)
 {
-    char *type = NULL, *doc = NULL;
+    char *type = NULL;
     cJSON *json = NULL;
     const char *zone = NULL;
     size_t i;
@@ -395,8 +401,8 @@ ask_ovh(Fetch *f)
     if (type == NULL || !copy_id(type, f->info->instance_type, sizeof(f->info->instance_type)))
         goto error;
     rc = 0;
-    doc = fetch(f, "GET", "/openstack/latest/meta_data.json", NULL);
-    if (doc == NULL || (json = cJSON_Parse(doc)) == NULL)
+    json = fetch_json(f, "/openstack/latest/meta_data.json", NULL);
+    if (json == NULL)
         goto error;
     zone = json_string(json, "region", NULL);
     if (zone == NULL)
@@ -410,7 +416,6 @@ ask_ovh(Fetch *f)
 
 error:
     cJSON_Delete(json);
-    free(doc);
     free(type);
     return rc;
 }

@@ -100,18 +100,30 @@ error:
     return -1;
 }
 
-/* (parsed answer) of GET url, or NULL with KeeperNoAnswerError (no answer came) or
- * RuntimeError (a bad answer) naming the url */
+/* 0 when timeout is in (0, 600] seconds, else -1 with ValueError */
+static int
+check_timeout(double timeout)
+{
+    if (timeout > 0 && timeout <= 600)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "timeout must be in (0, 600] seconds, got %g", timeout);
+    return -1;
+}
+
+/* (url, parsed answer) of GET url (malloc'd, freed here; NULL: out of memory), or NULL with
+ * KeeperNoAnswerError (no answer came) or RuntimeError (a bad answer) naming the url */
 static PyObject *
-fetch(PyObject *module, const char *url, double timeout)
+fetch(PyObject *module, char *url, double timeout)
 {
     cJSON *json = NULL;
-    PyObject *result = NULL;
+    PyObject *answer = NULL, *result = NULL;
     PyThreadState *released = NULL;
     char err[512];
     long status = 0;
     long timeout_ms = (long)(timeout * 1000.0 + 0.5);
 
+    if (url == NULL)
+        return PyErr_NoMemory();
     if (timeout_ms < 1)
         timeout_ms = 1;
     released = PyEval_SaveThread();
@@ -122,10 +134,14 @@ fetch(PyObject *module, const char *url, double timeout)
         PyErr_Format(kind ? kind : PyExc_RuntimeError, "Keeper API request %s failed: %s", url,
                      err);
         Py_XDECREF(kind);
-        return NULL;
+        goto error;
     }
-    result = from_json(json, 0);
+    answer = from_json(json, 0);
+    if (answer != NULL)
+        result = Py_BuildValue("(sN)", url, answer);
+error:
     cJSON_Delete(json);
+    free(url);
     return result;
 }
 
@@ -160,11 +176,9 @@ core_keeper_servers(PyObject *module, PyObject *args, PyObject *kwargs)
     const char *items[5][LIST_MAX];
     static const char *const list_names[5] = {"vendors", "regions", "countries", "architectures",
                                               "compliance_frameworks"};
-    char *url = NULL;
-    PyObject *answer = NULL, *result = NULL;
+    PyObject *result = NULL;
     int i;
 
-    (void)module;
     memset(&q, 0, sizeof(q));
     if (!PyArg_ParseTupleAndKeywords(
             args, kwargs, "s|dldlddOOOOOzpdzzl", kwlist, &base_url, &timeout, &q.vcpus_min,
@@ -172,10 +186,8 @@ core_keeper_servers(PyObject *module, PyObject *args, PyObject *kwargs)
             &lists[0], &lists[1], &lists[2], &lists[3], &lists[4], &q.allocation, &q.green_energy,
             &q.price_max, &q.order_by, &q.order_dir, &q.limit))
         return NULL;
-    if (!(timeout > 0) || timeout > 600) {
-        PyErr_Format(PyExc_ValueError, "timeout must be in (0, 600] seconds, got %g", timeout);
+    if (check_timeout(timeout) < 0)
         return NULL;
-    }
     for (i = 0; i < 5; i++)
         if (str_list(lists[i], list_names[i], items[i], &keep[i]) < 0)
             goto error;
@@ -184,19 +196,8 @@ core_keeper_servers(PyObject *module, PyObject *args, PyObject *kwargs)
     q.countries = items[2];
     q.architectures = items[3];
     q.compliance_frameworks = items[4];
-    url = keeper_servers_url(base_url, &q);
-    if (url == NULL) {
-        PyErr_NoMemory();
-        goto error;
-    }
-    answer = fetch(module, url, timeout);
-    if (answer == NULL)
-        goto error;
-    result = Py_BuildValue("(sN)", url, answer);
-    answer = NULL;
+    result = fetch(module, keeper_servers_url(base_url, &q), timeout);
 error:
-    free(url);
-    Py_XDECREF(answer);
     for (i = 0; i < 5; i++)
         Py_XDECREF(keep[i]);
     return result;
@@ -209,30 +210,13 @@ core_keeper_prices(PyObject *module, PyObject *args, PyObject *kwargs)
     static char *kwlist[] = {"base_url", "vendor", "server", "timeout", NULL};
     const char *base_url = NULL, *vendor = NULL, *server = NULL;
     double timeout = 10.0;
-    char *url = NULL;
-    PyObject *answer = NULL, *result = NULL;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "sss|d", kwlist, &base_url, &vendor, &server,
                                      &timeout))
         return NULL;
-    if (!(timeout > 0) || timeout > 600) {
-        PyErr_Format(PyExc_ValueError, "timeout must be in (0, 600] seconds, got %g", timeout);
+    if (check_timeout(timeout) < 0)
         return NULL;
-    }
-    url = keeper_prices_url(base_url, vendor, server);
-    if (url == NULL) {
-        PyErr_NoMemory();
-        goto error;
-    }
-    answer = fetch(module, url, timeout);
-    if (answer == NULL)
-        goto error;
-    result = Py_BuildValue("(sN)", url, answer);
-    answer = NULL;
-error:
-    free(url);
-    Py_XDECREF(answer);
-    return result;
+    return fetch(module, keeper_prices_url(base_url, vendor, server), timeout);
 }
 
 static PyMethodDef catalog_functions[] = {
