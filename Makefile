@@ -1,17 +1,21 @@
 # resource-tracker: every target installs what it needs and is quick when all is there.
 # `make help` lists the targets.
 
-PY        ?= python3
+# The project's virtual environment: the active one ($$VIRTUAL_ENV), else .venv/ made from
+# BASE_PY. The system interpreter is never installed into (Debian's is externally managed).
+BASE_PY   ?= python3
+VENV      ?= $(if $(VIRTUAL_ENV),$(VIRTUAL_ENV),$(CURDIR)/.venv)
+PY        := $(VENV)/bin/python
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMPS    := .make
-APT_BUILD := python3-dev libcurl4-openssl-dev libcjson-dev
+APT_BUILD := python3-dev python3-venv libcurl4-openssl-dev libcjson-dev
 APT_TEST  := $(APT_BUILD) chromium clang-format clang libclang-rt-14-dev valgrind
 FUZZ_SECONDS ?= 60
 BENCH_PY  := .bench-venv/bin/python
 CSRC      := $(wildcard csrc/*.c csrc/*.h)
 
-# An editable install of another checkout (or none) makes the install stamps stale.
-INSTALLED := $(shell $(PY) -c "import importlib.util as u; s = u.find_spec('resource_tracker'); print(s.origin if s else '')" 2>/dev/null)
+# An editable install of another checkout (or none, or another venv) makes the stamps stale.
+INSTALLED := $(shell [ -x $(PY) ] && cd / && $(PY) -c "import importlib.util as u; s = u.find_spec('resource_tracker'); print(s.origin if s else '')" 2>/dev/null)
 ifneq ($(INSTALLED),$(CURDIR)/resource_tracker/__init__.py)
 $(shell rm -f $(STAMPS)/deps.stamp $(STAMPS)/deps-test.stamp)
 endif
@@ -44,7 +48,7 @@ test: deps-test build  ## build the extension and run the whole test suite
 
 build: $(STAMPS)/build.stamp  ## (re)build the C extension in place when csrc/ changed
 
-$(STAMPS)/build.stamp: $(CSRC) setup.py
+$(STAMPS)/build.stamp: $(CSRC) setup.py $(STAMPS)/deps.stamp
 	@mkdir -p $(STAMPS)
 	$(PY) setup.py -q build_ext --inplace
 	@touch $@
@@ -55,13 +59,19 @@ deps: $(STAMPS)/deps.stamp  ## Debian packages + `pip install -e .`
 deps-test: $(STAMPS)/deps-test.stamp  ## deps plus test extras (pytest, metaflow, chromium, ...)
 	$(call apt_ensure,$(APT_TEST))
 
-$(STAMPS)/deps.stamp: pyproject.toml setup.py
+# The venv: Debian's python3 needs python3-venv for it (ensurepip).
+$(PY):
+	$(call apt_ensure,python3-venv)
+	$(BASE_PY) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip setuptools wheel
+
+$(STAMPS)/deps.stamp: pyproject.toml setup.py | $(PY)
 	$(call apt_ensure,$(APT_BUILD))
 	@mkdir -p $(STAMPS)
 	$(PY) -m pip install -q -e .
 	@touch $@
 
-$(STAMPS)/deps-test.stamp: pyproject.toml setup.py
+$(STAMPS)/deps-test.stamp: pyproject.toml setup.py | $(PY)
 	$(call apt_ensure,$(APT_TEST))
 	@mkdir -p $(STAMPS)
 	$(PY) -m pip install -q -e '.[test]'

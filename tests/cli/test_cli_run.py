@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import time
 
 import pytest
@@ -259,9 +260,10 @@ def test_run_command_without_double_dash_keeps_its_options(tmp_path):
 
 
 def test_console_script_is_installed():
-    """`pip install -e .` installs the `resource-tracker` command (pyproject [project.scripts])."""
-    exe = shutil.which("resource-tracker")
-    assert exe, "resource-tracker is not on PATH: run `pip install -e .`"
+    """`pip install -e .` installs the `resource-tracker` command (pyproject [project.scripts])
+    into the scripts folder of the environment that runs the tests (the project venv)."""
+    exe = os.path.join(sysconfig.get_path("scripts"), "resource-tracker")
+    assert os.access(exe, os.X_OK), f"{exe} is missing: run `pip install -e .`"
     result = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
     assert result.returncode == 0
     assert result.stdout.strip() == f"resource-tracker {__version__}"
