@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import os
 import pty
-import shutil
 import signal
 import subprocess
 import sys
