@@ -176,12 +176,23 @@ collector_bytes(const Collector *collector)
 }
 
 void
-collector_free(Collector *collector)
+collector_release(Collector *collector)
 {
+    if (collector->released)
+        return;
     proc_tree_free(&collector->tree);
     system_stats_free(&collector->system);
     if (collector->gpu)
         gpu_monitor_close(collector->gpu);
+    collector->gpu = NULL;
     free(collector->member_pids);
-    memset(collector, 0, sizeof(*collector));
+    collector->member_pids = NULL;
+    collector->member_pids_cap = 0;
+    collector->released = 1;
+}
+
+void
+collector_free(Collector *collector)
+{
+    collector_release(collector);
 }

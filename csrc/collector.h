@@ -29,6 +29,7 @@ typedef struct Collector {
     size_t member_pids_cap;
     double last_mono;
     int has_baseline;
+    int released; /* collector_release() ran: nothing is held any more */
 } Collector;
 
 /* The tracker's own cost, taken off the workload when its process is in the tree. */
@@ -51,6 +52,10 @@ void collector_fold_rows(double *prev_prow, double *prev_srow, const double *pro
 
 size_t collector_bytes(const Collector *collector);
 
+/* Closes every descriptor and frees every buffer (idempotent); no reading may follow. */
+void collector_release(Collector *collector);
+
+/* The same as collector_release(). */
 void collector_free(Collector *collector);
 
 #endif

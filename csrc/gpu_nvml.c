@@ -15,6 +15,7 @@ typedef void *nvmlDevice_t;
 #define NVML_VALUE_NOT_AVAILABLE_ULL (~0ULL)
 #define GPU_MAX_DEVICES 64
 #define GPU_MAX_PROCESSES 4096
+#define GPU_MAX_VRAM_MIB (1024.0 * 1024.0 * 1024.0) /* 1 PiB: more is no real reading */
 
 typedef struct {
     unsigned int gpu;
@@ -272,11 +273,27 @@ in_tree(const pid_t *pids, size_t npids, pid_t pid)
     return 0;
 }
 
-/* MiB of GPU memory the tree uses on the device (a process in both lists counts once);
- * *others is set when a process outside the tree holds the device too */
+static int
+process_cmp(const void *a, const void *b)
+{
+    const GpuProcess *x = a, *y = b;
+    return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+static int
+sample_cmp(const void *a, const void *b)
+{
+    const nvmlProcessUtilizationSample_t *x = a, *y = b;
+    return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* MiB of GPU memory the tree uses on the device (a process in both lists counts once, with its
+ * larger figure; one above the device's memory, limit_mib, is impossible and not counted);
+ * *others is set when a process outside the tree holds the device too. Sorted by pid, the
+ * duplicates are neighbours: O(n log n) for n processes, not a scan per process. */
 static double
-tree_memory(GpuMonitor *m, nvmlDevice_t dev, const pid_t *pids, size_t npids, int *mine,
-            int *others)
+tree_memory(GpuMonitor *m, nvmlDevice_t dev, const pid_t *pids, size_t npids, double limit_mib,
+            int *mine, int *others)
 {
     size_t n, i, j;
     double total = 0.0;
@@ -285,21 +302,12 @@ tree_memory(GpuMonitor *m, nvmlDevice_t dev, const pid_t *pids, size_t npids, in
     n += read_process_list(m, m->graphics, dev, n);
     *mine = 0;
     *others = 0;
-    for (i = 0; i < n; i++) {
-        double mib = m->procs[i].mib;
-        int seen = 0;
-        for (j = 0; j < i; j++) {
-            if (m->procs[j].pid == m->procs[i].pid) {
-                seen = 1;
-                break;
-            }
-        }
-        if (seen)
-            continue;
-        for (j = i + 1; j < n; j++) {
-            if (m->procs[j].pid == m->procs[i].pid && m->procs[j].mib > mib)
+    qsort(m->procs, n, sizeof(*m->procs), process_cmp);
+    for (i = 0; i < n; i = j) {
+        double mib = 0.0;
+        for (j = i; j < n && m->procs[j].pid == m->procs[i].pid; j++)
+            if (m->procs[j].mib <= limit_mib && m->procs[j].mib > mib)
                 mib = m->procs[j].mib;
-        }
         if (in_tree(pids, npids, m->procs[i].pid)) {
             *mine = 1;
             total += mib;
@@ -310,13 +318,36 @@ tree_memory(GpuMonitor *m, nvmlDevice_t dev, const pid_t *pids, size_t npids, in
     return total;
 }
 
+/* the samples (sorted by pid here) of one call: their newest time stamp, and in *total the
+ * summed per-process peaks of the tree's processes (each process once) */
+static unsigned long long
+sum_tree_samples(nvmlProcessUtilizationSample_t *samples, unsigned int n, const pid_t *pids,
+                 size_t npids, unsigned long long newest, double *total)
+{
+    unsigned int i, j;
+
+    *total = 0.0;
+    for (i = 0; i < n; i++)
+        if (samples[i].timeStamp > newest)
+            newest = samples[i].timeStamp;
+    qsort(samples, n, sizeof(*samples), sample_cmp);
+    for (i = 0; i < n; i = j) {
+        unsigned int peak = 0;
+        for (j = i; j < n && samples[j].pid == samples[i].pid; j++)
+            if (samples[j].smUtil > peak)
+                peak = samples[j].smUtil;
+        if (peak <= 100 && in_tree(pids, npids, (pid_t)samples[i].pid))
+            *total += peak;
+    }
+    return newest;
+}
+
 /* utilisation (0..100 per process, summed) of the tree's processes from the samples newer than
  * the last read; -1 when NVML cannot tell (not supported, failing call) */
 static double
 tree_utilization(GpuMonitor *m, GpuDevice *d, const pid_t *pids, size_t npids)
 {
-    unsigned int n, i, j;
-    unsigned long long newest;
+    unsigned int n;
     nvmlReturn_t rc;
     double total = 0.0;
 
@@ -342,30 +373,7 @@ tree_utilization(GpuMonitor *m, GpuDevice *d, const pid_t *pids, size_t npids)
         return 0.0; /* no sample since the last read: nothing ran */
     if (rc != NVML_SUCCESS || n > m->samples_cap)
         return -1.0;
-    newest = d->last_seen;
-    for (i = 0; i < n; i++) {
-        const nvmlProcessUtilizationSample_t *s = &m->samples[i];
-        unsigned int peak = s->smUtil;
-        int first = 1;
-        if (s->timeStamp > newest)
-            newest = s->timeStamp;
-        if (!in_tree(pids, npids, (pid_t)s->pid))
-            continue;
-        /* several samples of one process: its peak, counted once */
-        for (j = 0; j < n; j++) {
-            if (m->samples[j].pid != s->pid)
-                continue;
-            if (j < i) {
-                first = 0;
-                break;
-            }
-            if (m->samples[j].smUtil > peak)
-                peak = m->samples[j].smUtil;
-        }
-        if (first && peak <= 100)
-            total += peak;
-    }
-    d->last_seen = newest;
+    d->last_seen = sum_tree_samples(m->samples, n, pids, npids, d->last_seen, &total);
     return total > 100.0 ? 100.0 : total;
 }
 
@@ -384,7 +392,7 @@ gpu_monitor_sample(GpuMonitor *m, const pid_t *pids, size_t npids, GpuReading *s
         GpuDevice *d = &m->devices[i];
         nvmlUtilization_t util;
         nvmlMemory_t mem;
-        double device_util = 0.0, mine_mib = 0.0, mine_util = 0.0;
+        double device_util = 0.0, mine_mib = 0.0, mine_util = 0.0, limit_mib;
         int mine = 0, others = 0;
 
         if (!d->valid) {
@@ -395,13 +403,16 @@ gpu_monitor_sample(GpuMonitor *m, const pid_t *pids, size_t npids, GpuReading *s
         }
         if (m->utilization && m->utilization(d->handle, &util) == NVML_SUCCESS && util.gpu <= 100)
             device_util = util.gpu;
-        if (m->memory && m->memory(d->handle, &mem) == NVML_SUCCESS && mem.used <= mem.total)
+        limit_mib = GPU_MAX_VRAM_MIB;
+        if (m->memory && m->memory(d->handle, &mem) == NVML_SUCCESS && mem.used <= mem.total) {
             system->vram_mib += (double)mem.used / (1024.0 * 1024.0);
+            limit_mib = (double)mem.total / (1024.0 * 1024.0);
+        }
         system->usage += device_util / 100.0;
         system->utilized += device_util > 0 ? 1.0 : 0.0;
         if (npids == 0)
             continue;
-        mine_mib = tree_memory(m, d->handle, pids, npids, &mine, &others);
+        mine_mib = tree_memory(m, d->handle, pids, npids, limit_mib, &mine, &others);
         mine_util = tree_utilization(m, d, pids, npids);
         if (mine_util < 0)
             /* no per-process figures: the device's when the tree is alone on it */

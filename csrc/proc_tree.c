@@ -6,10 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
-#define CLASSIFY_MAX_DEPTH 256
+#define CLASSIFY_MAX_DEPTH 256 /* reaper chains of vanished members */
+#define FD_MARGIN_MIN 16         /* descriptors always left to the application */
 
 /* CPU seconds of the calling thread: what a read costs, however busy the machine is (its wall
  * time stretches when other processes take the cores, and would drain the PSS budget) */
@@ -161,6 +163,24 @@ close_kept(ProcTree *tree, ProcEntry *entry)
     entry->stat_fd = entry->io_fd = -1;
 }
 
+/* fd when the process can still open more than a margin of RLIMIT_NOFILE beside it (the
+ * lowest free number is given out first: a high one means few are left); else closes it: -1.
+ * Kept-open descriptors are a saving, never worth taking the application's last ones. */
+static int
+fd_within_margin(int fd)
+{
+    struct rlimit lim;
+    rlim_t margin;
+
+    if (fd < 0 || getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY)
+        return fd;
+    margin = lim.rlim_cur / 4 > FD_MARGIN_MIN ? lim.rlim_cur / 4 : FD_MARGIN_MIN;
+    if ((rlim_t)fd + margin < lim.rlim_cur)
+        return fd;
+    close(fd);
+    return -1;
+}
+
 /* Keeps a member's stat and io open for the next ticks, while under the cap. */
 static void
 keep_open(ProcTree *tree, ProcEntry *entry)
@@ -170,9 +190,9 @@ keep_open(ProcTree *tree, ProcEntry *entry)
     if (entry->stat_fd >= 0 || tree->kept_open >= KEPT_OPEN_MEMBERS)
         return;
     snprintf(path, sizeof(path), "%d/stat", (int)entry->pid);
-    entry->stat_fd = openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC);
+    entry->stat_fd = fd_within_margin(openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC));
     snprintf(path, sizeof(path), "%d/io", (int)entry->pid);
-    entry->io_fd = openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC);
+    entry->io_fd = fd_within_margin(openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC));
     if (entry->stat_fd >= 0 || entry->io_fd >= 0)
         tree->kept_open++;
 }
@@ -206,35 +226,61 @@ read_stat(ProcTree *tree, ProcEntry *entry)
     return 0;
 }
 
-/* Decides whether the entry at idx of vec belongs to the tree, walking up the parents. */
+/* Settles an entry's membership by itself when it can (known already, the root, gone, no
+ * parent listed): 1 or 0. Else -1, with *parent the index of the parent it follows. */
 static int
-classify(ProcTree *tree, EntryVec *vec, long idx, int depth)
+classify_self(ProcTree *tree, EntryVec *vec, long idx, long *parent)
 {
     ProcEntry *entry = &vec->items[idx];
-    long parent;
+    int member = 0;
 
     if (entry->classified)
         return entry->member;
+    if (tree->follow_children || entry->pid == tree->root) { /* else: no stat needed */
+        if (read_stat(tree, entry) != 0) {
+            entry->gone = 1;
+        } else {
+            entry->starttime = entry->stat.starttime;
+            if (entry->pid == tree->root)
+                member = 1;
+            else if (tree->follow_children && entry->ppid > 0) {
+                *parent = entries_find(vec, entry->ppid);
+                if (*parent >= 0 && *parent != idx)
+                    return -1;
+            }
+        }
+    }
     entry->classified = 1;
-    entry->member = 0;
-    if (!tree->follow_children && entry->pid != tree->root)
-        return 0; /* no stat needed: only the root can be a member */
-    if (read_stat(tree, entry) != 0) {
-        entry->gone = 1;
-        return 0;
-    }
-    entry->starttime = entry->stat.starttime;
-    if (entry->pid == tree->root)
-        entry->member = 1;
-    else if (tree->follow_children && entry->ppid > 0 && depth < CLASSIFY_MAX_DEPTH) {
-        parent = entries_find(vec, entry->ppid);
-        if (parent >= 0 && parent != idx)
-            entry->member = (unsigned char)classify(tree, vec, parent, depth + 1);
-        entry = &vec->items[idx];
-    }
-    if (entry->member)
+    entry->member = (unsigned char)member;
+    if (member)
         tree->generation++;
-    return entry->member;
+    return member;
+}
+
+/* Decides whether the entry at idx of vec belongs to the tree: walks up the parents (a loop,
+ * not recursion: any depth) to the first settled one, then gives the walked entries its
+ * answer. A parent cycle (only a fake procfs has one) ends the walk as "not a member". */
+static int
+classify(ProcTree *tree, EntryVec *vec, long idx)
+{
+    long cur = idx, parent = -1;
+    size_t steps = 0;
+    int member;
+
+    while ((member = classify_self(tree, vec, cur, &parent)) < 0) {
+        if (++steps > vec->len) {
+            member = 0;
+            break;
+        }
+        cur = parent;
+    }
+    for (cur = idx; !vec->items[cur].classified; cur = entries_find(vec, vec->items[cur].ppid)) {
+        vec->items[cur].classified = 1;
+        vec->items[cur].member = (unsigned char)member;
+        if (member)
+            tree->generation++;
+    }
+    return member;
 }
 
 /* Merges the new listing with the known entries into tree->scratch; vanished ones are noted. */
@@ -366,6 +412,8 @@ read_io(ProcTree *tree, ProcEntry *entry)
 
     if (read_pid_file(tree, entry->io_fd, entry->pid, "io") < 0 ||
         parse_pid_io(tree->buf.data, &io) != 0) {
+        if (errno == EACCES || errno == EPERM)
+            tree->io_denied++; /* another user's process: its I/O is not counted */
         if (errno != ENOENT && errno != ESRCH)
             tree->read_errors++;
         return;
@@ -466,6 +514,8 @@ check_pss(ProcTree *tree, ProcEntry *entry, double now)
     if (textbuf_read_at(&tree->buf, tree->proc_fd, path) >= 0 &&
         parse_smaps_rollup(tree->buf.data, &rss, &pss) == 0)
         entry->excess_kib = rss > pss ? rss - pss : 0;
+    else if (errno == EACCES || errno == EPERM)
+        tree->pss_denied++; /* another user's process: shared pages count in full */
     cost = thread_cpu_now() - started;
     tree->pss_allowance -= cost;
     tree->pss_seconds += cost;
@@ -534,7 +584,7 @@ refresh_entries(ProcTree *tree)
             return -1;
     for (i = 0; i < vec->len; i++)
         if (!vec->items[i].classified && !vec->items[i].gone)
-            classify(tree, vec, (long)i, 0);
+            classify(tree, vec, (long)i);
     for (i = 0; i < vec->len; i++) {
         ProcEntry *e = &vec->items[i];
         if (e->member && !e->gone && read_stat(tree, e) != 0)

@@ -204,6 +204,8 @@ parse_meminfo(const char *text, MemInfo *out)
                 return -1;
             *keys[i].dst = 0;
         }
+        if (*keys[i].dst < 0 || *keys[i].dst > MEMINFO_MAX_KIB)
+            return -1; /* no machine has that: a damaged file (and sums could overflow) */
     }
     return 0;
 }

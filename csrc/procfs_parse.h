@@ -36,6 +36,9 @@ int parse_proc_stat_cpu(const char *text, CpuTimes *out);
 /* The "processes" line of /proc/stat: processes created since boot. */
 int parse_proc_stat_forks(const char *text, unsigned long long *forks);
 
+/* The largest meminfo value taken as real (1 EiB in KiB); larger ones make the file damaged. */
+#define MEMINFO_MAX_KIB (1LL << 50)
+
 /* /proc/meminfo, in KiB (missing lines read 0; MemTotal and MemFree are required). */
 typedef struct MemInfo {
     long long total, free, available, buffers, cached, sreclaimable, active, inactive;

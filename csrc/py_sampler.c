@@ -35,7 +35,9 @@ sampler_init_py(SamplerObject *self, PyObject *args, PyObject *kwargs)
     static char *kwlist[] = {
         "pid",      "interval",     "children", "track_processes", "track_system", "proc_root",
         "sys_root", "nvml_library", NULL};
+    PyObject *pid_obj;
     long pid;
+    int overflow = 0;
     double interval;
     int children = 1, track_processes = 1, track_system = 1;
     const char *proc_root = NULL, *sys_root = NULL, *nvml = NULL;
@@ -45,17 +47,23 @@ sampler_init_py(SamplerObject *self, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_RuntimeError, "Sampler is already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "ld|pppzzz", kwlist, &pid, &interval, &children,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Od|pppzzz", kwlist, &pid_obj, &interval, &children,
                                      &track_processes, &track_system, &proc_root, &sys_root, &nvml))
         return -1;
-    if (!(interval > 0) || !isfinite(interval)) {
-        PyErr_Format(PyExc_ValueError,
-                     "interval must be a positive number of seconds, got %R; use e.g. 1.0",
-                     PyTuple_GET_SIZE(args) > 1 ? PyTuple_GET_ITEM(args, 1) : Py_None);
+    if (!(interval >= SAMPLER_MIN_INTERVAL && interval <= SAMPLER_MAX_INTERVAL)) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "interval must be between %g and %g seconds, got %g; use e.g. 1.0",
+                 SAMPLER_MIN_INTERVAL, SAMPLER_MAX_INTERVAL, interval);
+        PyErr_SetString(PyExc_ValueError, msg);
         return -1;
     }
-    if (pid <= 0 || pid > 0x7fffffffL) {
-        PyErr_Format(PyExc_ValueError, "pid must be a positive process id, got %ld", pid);
+    pid = PyLong_Check(pid_obj) ? PyLong_AsLongAndOverflow(pid_obj, &overflow) : -1;
+    if (pid == -1 && PyErr_Occurred())
+        return -1;
+    if (!PyLong_Check(pid_obj) || PyBool_Check(pid_obj) || overflow || pid <= 0 ||
+        pid > 0x7fffffffL) {
+        PyErr_Format(PyExc_ValueError, "pid must be a positive process id (at most 2147483647), "
+                                       "got %R", pid_obj);
         return -1;
     }
     memset(&cfg, 0, sizeof(cfg));
@@ -287,6 +295,9 @@ SAMPLER_FLOAT_GETTER(pss_seconds, s->pss_seconds)
 SAMPLER_FLOAT_GETTER(pss_reads, (double)s->pss_reads)
 SAMPLER_FLOAT_GETTER(samples_taken, (double)s->samples_taken)
 SAMPLER_FLOAT_GETTER(read_errors, (double)s->read_errors)
+SAMPLER_FLOAT_GETTER(rows_dropped, (double)s->rows_dropped)
+SAMPLER_FLOAT_GETTER(io_denied, (double)s->io_denied)
+SAMPLER_FLOAT_GETTER(pss_denied, (double)s->pss_denied)
 
 static PyGetSetDef sampler_getset[] = {
     {"state", (getter)sampler_get_state, NULL, "'new', 'running' or 'stopped'", NULL},
@@ -300,12 +311,20 @@ static PyGetSetDef sampler_getset[] = {
     {"pss_reads", (getter)sampler_get_pss_reads, NULL, "smaps_rollup reads", NULL},
     {"samples_taken", (getter)sampler_get_samples_taken, NULL, "readings incl. baseline", NULL},
     {"read_errors", (getter)sampler_get_read_errors, NULL, "procfs reads that failed", NULL},
+    {"rows_dropped", (getter)sampler_get_rows_dropped, NULL,
+     "rows lost because memory ran out (each later row tries again)", NULL},
+    {"io_denied", (getter)sampler_get_io_denied, NULL,
+     "io reads refused (another user's processes: I/O bytes incomplete)", NULL},
+    {"pss_denied", (getter)sampler_get_pss_denied, NULL,
+     "smaps_rollup reads refused (another user's processes: shared memory counted in full)",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyMethodDef sampler_methods[] = {
     {"start", (PyCFunction)sampler_start_py, METH_NOARGS, "Start the sampler thread."},
-    {"stop", (PyCFunction)sampler_stop_py, METH_NOARGS, "Stop and join the thread (idempotent)."},
+    {"stop", (PyCFunction)sampler_stop_py, METH_NOARGS,
+     "Stop the thread (returns within STOP_TIMEOUT seconds) and release descriptors."},
     {"sample_now", (PyCFunction)sampler_sample_now_py, METH_NOARGS,
      "Take one reading in this thread: (process_row, system_row), or None for the baseline."},
     {"wait", (PyCFunction)sampler_wait_py, METH_VARARGS,
@@ -334,6 +353,19 @@ static PyType_Spec sampler_spec = {
 };
 
 /* 0, or -1 with an exception */
+static int
+add_float(PyObject *module, const char *name, double value)
+{
+    PyObject *obj = PyFloat_FromDouble(value);
+
+    if (obj == NULL || PyModule_AddObject(module, name, obj) < 0) {
+        Py_XDECREF(obj);
+        return -1;
+    }
+    return 0;
+}
+
+/* 0, or -1 with an exception */
 int
 rt_add_sampler(PyObject *module)
 {
@@ -343,6 +375,12 @@ rt_add_sampler(PyObject *module)
     if (type == NULL)
         return -1;
     state->sampler_type = (PyTypeObject *)type;
+    if (add_float(module, "MIN_INTERVAL", SAMPLER_MIN_INTERVAL) < 0 ||
+        add_float(module, "MAX_INTERVAL", SAMPLER_MAX_INTERVAL) < 0 ||
+        add_float(module, "STOP_TIMEOUT", SAMPLER_STOP_TIMEOUT) < 0) {
+        Py_DECREF(type);
+        return -1;
+    }
     Py_INCREF(type);
     if (PyModule_AddObject(module, "Sampler", type) < 0) {
         Py_DECREF(type);

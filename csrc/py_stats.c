@@ -1,6 +1,7 @@
 /* _core.stats(), _core.summarize(), _core.recommend(): statistics and the resource rules. */
 #include "py_core.h"
 
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -256,6 +257,15 @@ core_summarize(PyObject *module, PyObject *args, PyObject *kwargs)
                          "p99", s.p99);
 }
 
+/* v as an int in 0..INT_MAX: a value beyond saturates (a cast would wrap to negative) */
+static int
+saturate_int(double v)
+{
+    if (!(v > 0))
+        return 0;
+    return v >= (double)INT_MAX ? INT_MAX : (int)v;
+}
+
 /* stats[key][field] as a double: 1 found, 0 absent, -1 error */
 static int
 stat_value(PyObject *stats, const char *key, const char *field, double *out)
@@ -311,8 +321,9 @@ core_recommend(PyObject *module, PyObject *arg)
         return NULL;
     }
     return Py_BuildValue("{s:i,s:i,s:i,s:i}", "cpu", recommend_cpu(cpu_sum / (double)cpu_runs),
-                         "memory", (int)recommend_memory_mib(memory_kib / 1024.0, 0), "gpu",
-                         (int)ceil(gpus - 1e-9), "vram", (int)recommend_memory_mib(vram, 1));
+                         "memory", saturate_int(recommend_memory_mib(memory_kib / 1024.0, 0)),
+                         "gpu", saturate_int(ceil(gpus - 1e-9)), "vram",
+                         saturate_int(recommend_memory_mib(vram, 1)));
 }
 
 static PyObject *

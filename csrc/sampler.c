@@ -13,6 +13,8 @@
 #define SAMPLER_STACK_BYTES (256 * 1024)
 #define FOLD_SHARE 0.25
 #define FINAL_MIN_SECONDS 0.001
+#define WAIT_SLICE_SECONDS 60.0   /* one timed wait at most (deadlines beyond are re-waited) */
+#define WAIT_ERROR_SLEEP_NS 10000000L /* after a failed timed wait: no busy loop */
 
 /* Every live sampler, for the fork handlers. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -27,12 +29,40 @@ clock_seconds(clockid_t clock)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Waits on cond until signalled or the monotonic deadline (at most one slice of it). Robust to
+ * any deadline and any error: the timespec is always in range, and a failing wait sleeps a
+ * little before returning, so that no caller's loop spins. */
+static void
+wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, double deadline)
+{
+    double now = clock_seconds(CLOCK_MONOTONIC);
+    struct timespec ts;
+    int rc;
+
+    if (!(deadline > now))
+        return;
+    if (deadline > now + WAIT_SLICE_SECONDS)
+        deadline = now + WAIT_SLICE_SECONDS;
+    ts.tv_sec = (time_t)deadline;
+    ts.tv_nsec = (long)((deadline - (double)ts.tv_sec) * 1e9);
+    if (ts.tv_nsec < 0 || ts.tv_nsec > 999999999L)
+        ts.tv_nsec = 0;
+    rc = pthread_cond_timedwait(cond, lock, &ts);
+    if (rc != 0 && rc != ETIMEDOUT) {
+        struct timespec pause = {0, WAIT_ERROR_SLEEP_NS};
+        pthread_mutex_unlock(lock);
+        nanosleep(&pause, NULL);
+        pthread_mutex_lock(lock);
+    }
+}
+
 static void
 init_sync(Sampler *sampler)
 {
     pthread_condattr_t attr;
 
     pthread_mutex_init(&sampler->lock, NULL);
+    pthread_mutex_init(&sampler->collect_lock, NULL);
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&sampler->wake, &attr);
@@ -71,6 +101,9 @@ atfork_child(void)
         pthread_mutex_unlock(&s->lock);
         init_sync(s);
         s->thread_alive = 0;
+        s->thread_done = 1;
+        if (s->refs > 1)
+            s->refs = 1; /* the parent's thread (and its reference) does not exist here */
         if (s->state == SAMPLER_RUNNING)
             s->state = SAMPLER_STOPPED;
     }
@@ -123,6 +156,7 @@ sampler_new(const CollectorConfig *cfg, double interval)
         return NULL;
     }
     sampler->interval = interval;
+    sampler->refs = 1;
     table_init(&sampler->process, PC_COUNT);
     table_init(&sampler->system, SC_COUNT);
     init_sync(sampler);
@@ -146,15 +180,34 @@ update_own_usage(Sampler *sampler, int in_sampler_thread)
         1024.0;
 }
 
+/* Appends a row to each tracked table, both or neither: 0, or -1 when out of memory. */
+static int
+append_rows(Sampler *sampler, const double *prow, const double *srow)
+{
+    const CollectorConfig *cfg = &sampler->collector.cfg;
+
+    if (cfg->track_processes && table_append(&sampler->process, prow) != 0)
+        return -1;
+    if (cfg->track_system && table_append(&sampler->system, srow) != 0) {
+        if (cfg->track_processes)
+            sampler->process.nrows--; /* take the process row back: the tables stay aligned */
+        return -1;
+    }
+    return 0;
+}
+
 /* Appends one pair of rows under the lock (or folds them into the last rows). */
 static void
 store_rows(Sampler *sampler, double *prow, double *srow, double dt, int may_fold)
 {
-    Collector *c = &sampler->collector;
     int fold = may_fold && (sampler->process.nrows || sampler->system.nrows) &&
                dt < FOLD_SHARE * sampler->interval;
 
     pthread_mutex_lock(&sampler->lock);
+    if (sampler->abandoned) {
+        pthread_mutex_unlock(&sampler->lock); /* stop() has returned: the data is final */
+        return;
+    }
     if (fold) {
         double *pp = NULL, *ps = NULL;
         size_t i;
@@ -175,11 +228,10 @@ store_rows(Sampler *sampler, double *prow, double *srow, double dt, int may_fold
         for (i = 0; ps && i < SC_COUNT; i++)
             *table_at(&sampler->system, sampler->system.nrows - 1, i) = last_s[i];
         sampler->last_row_dt += dt;
-    } else if (!sampler->append_failed) {
-        if ((c->cfg.track_processes && table_append(&sampler->process, prow) != 0) ||
-            (c->cfg.track_system && table_append(&sampler->system, srow) != 0))
-            sampler->append_failed = 1;
+    } else if (append_rows(sampler, prow, srow) == 0) {
         sampler->last_row_dt = dt;
+    } else {
+        sampler->rows_dropped++; /* out of memory now: the next row tries again */
     }
     pthread_cond_broadcast(&sampler->rows_changed);
     pthread_mutex_unlock(&sampler->lock);
@@ -205,6 +257,8 @@ take_sample(Sampler *sampler, int in_thread, int may_fold, double *prow, double 
     sampler->pss_reads = sampler->collector.tree.pss_reads;
     sampler->read_errors =
         sampler->collector.tree.read_errors + sampler->collector.system.read_errors;
+    sampler->io_denied = sampler->collector.tree.io_denied;
+    sampler->pss_denied = sampler->collector.tree.pss_denied;
     pthread_mutex_unlock(&sampler->lock);
     if (filled)
         store_rows(sampler, prow, srow, dt, may_fold);
@@ -222,37 +276,88 @@ next_deadline(const Sampler *sampler, double deadline, double now)
     return deadline;
 }
 
+/* One reading by the thread, under the collector lock. */
+static void
+thread_sample(Sampler *sampler, int may_fold, double *prow, double *srow)
+{
+    pthread_mutex_lock(&sampler->collect_lock);
+    take_sample(sampler, 1, may_fold, prow, srow);
+    pthread_mutex_unlock(&sampler->collect_lock);
+}
+
+/* Frees everything the sampler holds (no thread uses it any more). */
+static void
+sampler_destroy(Sampler *sampler)
+{
+    collector_free(&sampler->collector);
+    table_free(&sampler->process);
+    table_free(&sampler->system);
+    pthread_mutex_destroy(&sampler->lock);
+    pthread_mutex_destroy(&sampler->collect_lock);
+    pthread_cond_destroy(&sampler->wake);
+    pthread_cond_destroy(&sampler->rows_changed);
+    free(sampler);
+}
+
+/* Drops one reference (the caller does not hold the lock); frees on the last one. */
+static void
+sampler_release(Sampler *sampler)
+{
+    int last;
+
+    pthread_mutex_lock(&sampler->lock);
+    last = --sampler->refs == 0;
+    pthread_mutex_unlock(&sampler->lock);
+    if (last)
+        sampler_destroy(sampler);
+}
+
+/* The thread's end: the last reading, the collector released, the state published. */
+static void
+finish_thread(Sampler *sampler, double *prow, double *srow)
+{
+    int abandoned;
+
+    pthread_mutex_lock(&sampler->lock);
+    abandoned = sampler->abandoned;
+    pthread_mutex_unlock(&sampler->lock);
+    if (!abandoned && clock_seconds(CLOCK_MONOTONIC) - sampler->last_sample_mono >= FINAL_MIN_SECONDS)
+        thread_sample(sampler, 1, prow, srow);
+    pthread_mutex_lock(&sampler->collect_lock);
+    collector_release(&sampler->collector);
+    pthread_mutex_unlock(&sampler->collect_lock);
+    pthread_mutex_lock(&sampler->lock);
+    if (!sampler->abandoned) {
+        sampler->stop_wall = clock_seconds(CLOCK_REALTIME);
+        sampler->state = SAMPLER_STOPPED;
+    }
+    sampler->thread_done = 1;
+    pthread_cond_broadcast(&sampler->rows_changed);
+    pthread_mutex_unlock(&sampler->lock);
+}
+
 static void *
 sampler_main(void *arg)
 {
     Sampler *sampler = arg;
     double prow[PC_COUNT], srow[SC_COUNT];
     double deadline = sampler->start_mono;
-    struct timespec ts;
 
-    take_sample(sampler, 1, 0, prow, srow); /* baseline */
+    thread_sample(sampler, 0, prow, srow); /* baseline */
     pthread_mutex_lock(&sampler->lock);
     for (;;) {
         deadline = next_deadline(sampler, deadline, clock_seconds(CLOCK_MONOTONIC));
-        ts.tv_sec = (time_t)deadline;
-        ts.tv_nsec = (long)((deadline - (double)ts.tv_sec) * 1e9);
         while (!sampler->stop_requested && clock_seconds(CLOCK_MONOTONIC) < deadline)
-            if (pthread_cond_timedwait(&sampler->wake, &sampler->lock, &ts) == ETIMEDOUT)
-                break;
+            wait_until(&sampler->wake, &sampler->lock, deadline);
         if (sampler->stop_requested)
             break;
         pthread_mutex_unlock(&sampler->lock);
-        take_sample(sampler, 1, 0, prow, srow);
+        thread_sample(sampler, 0, prow, srow);
         pthread_mutex_lock(&sampler->lock);
     }
     pthread_mutex_unlock(&sampler->lock);
-    if (clock_seconds(CLOCK_MONOTONIC) - sampler->last_sample_mono >= FINAL_MIN_SECONDS)
-        take_sample(sampler, 1, 1, prow, srow);
-    pthread_mutex_lock(&sampler->lock);
-    sampler->stop_wall = clock_seconds(CLOCK_REALTIME);
-    sampler->state = SAMPLER_STOPPED;
-    pthread_cond_broadcast(&sampler->rows_changed);
-    pthread_mutex_unlock(&sampler->lock);
+    finish_thread(sampler, prow, srow);
+    sampler_release(sampler);
     return NULL;
 }
 
@@ -279,18 +384,49 @@ sampler_start(Sampler *sampler)
     rc = pthread_create(&sampler->thread, &attr, sampler_main, sampler);
     pthread_sigmask(SIG_SETMASK, &saved, NULL);
     pthread_attr_destroy(&attr);
-    if (rc != 0)
+    if (rc != 0) {
         sampler->state = SAMPLER_NEW;
-    else
+    } else {
         sampler->thread_alive = 1;
+        sampler->refs++; /* the thread's */
+    }
     pthread_mutex_unlock(&sampler->lock);
     return rc;
+}
+
+/* Releases the collector when no reading is under way (else the reader does, see below). */
+static void
+release_if_idle(Sampler *sampler)
+{
+    if (pthread_mutex_trylock(&sampler->collect_lock) == 0) {
+        collector_release(&sampler->collector);
+        pthread_mutex_unlock(&sampler->collect_lock);
+    }
+}
+
+/* Waits (the lock held) until the thread has ended or the stop bound has passed: 1 when it
+ * ended; else the sampler is marked stopped and the thread abandoned. */
+static int
+wait_thread_end(Sampler *sampler)
+{
+    double deadline = clock_seconds(CLOCK_MONOTONIC) + SAMPLER_STOP_TIMEOUT;
+
+    while (!sampler->thread_done && sampler->state == SAMPLER_RUNNING &&
+           clock_seconds(CLOCK_MONOTONIC) < deadline)
+        wait_until(&sampler->rows_changed, &sampler->lock, deadline);
+    if (sampler->state == SAMPLER_RUNNING) {
+        sampler->abandoned = 1; /* a reading hangs: the thread ends on its own, storing nothing */
+        sampler->state = SAMPLER_STOPPED;
+        sampler->stop_wall = clock_seconds(CLOCK_REALTIME);
+        pthread_cond_broadcast(&sampler->rows_changed);
+    }
+    return sampler->thread_done;
 }
 
 void
 sampler_stop(Sampler *sampler)
 {
-    int join;
+    int join, ended;
 
     pthread_mutex_lock(&sampler->lock);
     sampler->stop_requested = 1;
@@ -301,12 +437,15 @@ sampler_stop(Sampler *sampler)
         sampler->state = SAMPLER_STOPPED;
         sampler->stop_wall = clock_seconds(CLOCK_REALTIME);
     }
-    /* another caller joins the thread: return only once it has ended (concurrent stop()) */
-    while (!join && sampler->state == SAMPLER_RUNNING)
-        pthread_cond_wait(&sampler->rows_changed, &sampler->lock);
+    /* a concurrent stop() handles the thread: this one waits as long, no longer */
+    ended = wait_thread_end(sampler);
     pthread_mutex_unlock(&sampler->lock);
-    if (join)
+    if (join && ended)
         pthread_join(sampler->thread, NULL);
+    else if (join)
+        pthread_detach(sampler->thread); /* it holds a reference: it frees what it uses */
+    if (!join && ended != 1)
+        release_if_idle(sampler); /* sample_now() samplers: no thread to release it */
 }
 
 /* 1 rows appended, 0 baseline, -1 running */
@@ -314,11 +453,13 @@ int
 sampler_sample_now(Sampler *sampler, double *prow, double *srow)
 {
     double p[PC_COUNT], s[SC_COUNT];
-    int filled;
+    int filled, stopped;
 
+    pthread_mutex_lock(&sampler->collect_lock); /* callers in several threads take turns */
     pthread_mutex_lock(&sampler->lock);
-    if (sampler->thread_alive || sampler->state == SAMPLER_STOPPED) {
+    if (sampler->thread_alive || sampler->state != SAMPLER_NEW) {
         pthread_mutex_unlock(&sampler->lock);
+        pthread_mutex_unlock(&sampler->collect_lock);
         return -1;
     }
     if (sampler->start_mono == 0) {
@@ -327,6 +468,12 @@ sampler_sample_now(Sampler *sampler, double *prow, double *srow)
     }
     pthread_mutex_unlock(&sampler->lock);
     filled = take_sample(sampler, 0, 0, p, s);
+    pthread_mutex_lock(&sampler->lock);
+    stopped = sampler->state == SAMPLER_STOPPED;
+    pthread_mutex_unlock(&sampler->lock);
+    if (stopped) /* stop() came during this reading: release what it could not */
+        collector_release(&sampler->collector);
+    pthread_mutex_unlock(&sampler->collect_lock);
     if (filled && prow)
         memcpy(prow, p, sizeof(p));
     if (filled && srow)
@@ -347,17 +494,15 @@ int
 sampler_wait_rows(Sampler *sampler, size_t n, double timeout)
 {
     double deadline = clock_seconds(CLOCK_MONOTONIC) + (timeout > 0 ? timeout : 0);
-    struct timespec ts;
     int reached;
 
-    ts.tv_sec = (time_t)deadline;
-    ts.tv_nsec = (long)((deadline - (double)ts.tv_sec) * 1e9);
     pthread_mutex_lock(&sampler->lock);
     for (;;) {
         reached = rows_locked(sampler) >= n;
         if (reached || sampler->state != SAMPLER_RUNNING ||
-            pthread_cond_timedwait(&sampler->rows_changed, &sampler->lock, &ts) == ETIMEDOUT)
+            clock_seconds(CLOCK_MONOTONIC) >= deadline)
             break;
+        wait_until(&sampler->rows_changed, &sampler->lock, deadline);
     }
     pthread_mutex_unlock(&sampler->lock);
     return reached;
@@ -405,11 +550,5 @@ sampler_free(Sampler *sampler)
         return;
     sampler_stop(sampler);
     registry_remove(sampler);
-    collector_free(&sampler->collector);
-    table_free(&sampler->process);
-    table_free(&sampler->system);
-    pthread_mutex_destroy(&sampler->lock);
-    pthread_cond_destroy(&sampler->wake);
-    pthread_cond_destroy(&sampler->rows_changed);
-    free(sampler);
+    sampler_release(sampler); /* an abandoned thread may still hold the other reference */
 }

@@ -4,7 +4,16 @@
  * never drifts). The thread sleeps on a condition variable with a monotonic deadline, so
  * sampler_stop() wakes it at once; it then takes a last reading for the partial interval
  * (folded into the previous row when shorter than a quarter interval) and exits.
- * After fork() the child has no sampler thread: its samplers read as stopped, with their data. */
+ * After fork() the child has no sampler thread: its samplers read as stopped, with their data.
+ *
+ * Bounds: the interval is between SAMPLER_MIN_INTERVAL and SAMPLER_MAX_INTERVAL seconds;
+ * sampler_stop() returns within SAMPLER_STOP_TIMEOUT seconds whatever a reading does (a
+ * wedged NVML call, a FIFO in a fake procfs): a thread still inside a reading then is left
+ * to finish on its own and store nothing. The thread holds a reference to the sampler, so
+ * the memory is freed by whoever lets go last (sampler_free() or the thread's end).
+ * Readings are serialised: the thread and sampler_sample_now() callers in any number of
+ * threads take one collector lock, so the collector is never used by two threads at once.
+ * The descriptors and buffers of the collector are released as soon as the sampler stops. */
 #ifndef RT_SAMPLER_H
 #define RT_SAMPLER_H
 
@@ -14,17 +23,25 @@
 #include "collector.h"
 #include "table.h"
 
+#define SAMPLER_MIN_INTERVAL 0.0001 /* seconds */
+#define SAMPLER_MAX_INTERVAL 86400.0 /* seconds: one day */
+#define SAMPLER_STOP_TIMEOUT 2.0     /* seconds stop() waits for the thread */
+
 enum SamplerState { SAMPLER_NEW, SAMPLER_RUNNING, SAMPLER_STOPPED };
 enum SamplerTable { SAMPLER_PROCESS, SAMPLER_SYSTEM };
 
 typedef struct Sampler {
     Collector collector;
     double interval;
-    pthread_mutex_t lock;
+    pthread_mutex_t lock;         /* the fields below, the tables */
+    pthread_mutex_t collect_lock; /* the collector: one reading at a time */
     pthread_cond_t wake;         /* stop requests */
     pthread_cond_t rows_changed; /* new rows, or the thread ended */
     pthread_t thread;
-    int thread_alive;
+    int thread_alive; /* a thread to join or detach (cleared by the stop() that does it) */
+    int thread_done;  /* the thread has finished its work */
+    int abandoned;    /* stop() timed out: the thread stores nothing more */
+    int refs;         /* the owner and the thread: the last one frees */
     int stop_requested;
     int state;
     Table process, system;
@@ -35,7 +52,8 @@ typedef struct Sampler {
     unsigned long samples_taken;
     double pss_seconds;                   /* the collector's counters, copied under the lock */
     unsigned long pss_reads, read_errors; /* after each reading (readers never race the thread) */
-    int append_failed;                    /* ran out of memory once: later rows are dropped */
+    unsigned long rows_dropped;           /* rows lost because memory ran out (retried) */
+    unsigned long io_denied, pss_denied;  /* member reads refused (another user's processes) */
     struct Sampler *registry_next;
 } Sampler;
 
@@ -45,10 +63,12 @@ Sampler *sampler_new(const CollectorConfig *cfg, double interval);
 /* Starts the thread: 0, EBUSY when it was started before, or a pthread error number. */
 int sampler_start(Sampler *sampler);
 
-/* Stops and joins the thread (idempotent). */
+/* Stops the thread and joins it, waiting at most SAMPLER_STOP_TIMEOUT seconds; releases the
+ * collector's descriptors (idempotent). */
 void sampler_stop(Sampler *sampler);
 
-/* One reading in the calling thread (no background thread may run): 1 when rows were appended
+/* One reading in the calling thread (no background thread may run; callers in several threads
+ * take turns): 1 when rows were appended
  * (copied to prow/srow if not NULL), 0 for the baseline, -1 when the sampler is running. */
 int sampler_sample_now(Sampler *sampler, double *prow, double *srow);
 

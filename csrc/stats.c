@@ -1,5 +1,7 @@
 #include "stats.h"
 
+#include <limits.h>
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +77,9 @@ int
 recommend_cpu(double mean_cores)
 {
     double cores = floor(mean_cores + 0.5);
-    return cores < 1 ? 1 : (int)cores;
+    if (!(cores >= 1))
+        return 1;
+    return cores >= (double)INT_MAX ? INT_MAX : (int)cores; /* saturates, never wraps */
 }
 
 /* MiB with headroom */
