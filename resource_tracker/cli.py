@@ -42,14 +42,17 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _interval(text):
-    """The interval option as a positive float."""
+    """The interval option as a float within the tracker's bounds."""
+    from .tracker import MAX_INTERVAL, MIN_INTERVAL
+
     try:
         value = float(text)
     except ValueError:
         value = float("nan")
-    if not value > 0 or value == float("inf"):
+    if not MIN_INTERVAL <= value <= MAX_INTERVAL:
         raise argparse.ArgumentTypeError(
-            f"invalid interval {text!r}: give a positive number of seconds, e.g. 0.5"
+            f"invalid interval {text!r}: give a number of seconds between {MIN_INTERVAL:g} and "
+            f"{MAX_INTERVAL:g}, e.g. 0.5"
         )
     return value
 
@@ -593,6 +596,9 @@ def _get(stats, key, field, default=0.0):
 
 def _summary_lines(tracker, historical_stats=None, server=True):
     """The summary of a (stopped) tracker, as lines for stderr."""
+    from ._text import printable as _printable
+    from .tracker import data_quality_notes
+
     try:
         stats = tracker.stats()
     except Exception as exc:
@@ -643,6 +649,8 @@ def _summary_lines(tracker, historical_stats=None, server=True):
         f"received {_size(_get(stats, 'system_net_recv_bytes', 'sum'))}, "
         f"sent {_size(_get(stats, 'system_net_sent_bytes', 'sum'))} (machine)",
     )
+    for note in data_quality_notes(stats):
+        row("incomplete", _printable(note))
     try:
         res = tracker.recommend_resources(historical_stats=historical_stats)
     except ValueError as exc:

@@ -40,6 +40,7 @@ from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
 
 FOLD_SHARE = 0.25
 FINAL_MIN_SECONDS = 0.001
+STOP_TIMEOUT = 2.0  # seconds stop() waits for the thread (as the C sampler)
 SYSTEM_REFRESH_SECONDS = 60.0
 PSS_BUDGET_SHARE = 0.005
 PSS_BUDGET_BURST = 0.100
@@ -536,6 +537,7 @@ class _Engine:
         self.last_row_dt = 0.0
         self.cpu_seconds = 0.0
         self.read_errors = 0
+        self.abandoned = False  # stop() returned before the thread: it stores nothing more
         self.own = (0.0, 0.0)
         self.process = [array("d") for _ in PROCESS_COLUMNS]
         self.system = [array("d") for _ in SYSTEM_COLUMNS]
@@ -595,7 +597,7 @@ class _Engine:
                 self.read_errors += 1
                 rows = None
             self.last_sample_mono = mono
-            if rows is not None:
+            if rows is not None and not self.abandoned:
                 self._store(rows[0], rows[1], dt, may_fold)
             if in_thread:
                 self.cpu_seconds = time.thread_time()
@@ -612,15 +614,30 @@ class _Engine:
                     self.start_mono
                     + (math.floor((now - self.start_mono) / self.interval) + 1) * self.interval
                 )
-            if self.wake.wait(max(0.0, deadline - time.monotonic())):
+            if self._sleep_until(deadline):
                 break
             self.take_sample(True, False)
-        if time.monotonic() - self.last_sample_mono >= FINAL_MIN_SECONDS:
+        if time.monotonic() - self.last_sample_mono >= FINAL_MIN_SECONDS and not self.abandoned:
             self.take_sample(True, True)
         with self.lock:
-            self.stop_wall = time.time()
-            self.state = "stopped"
+            if not self.abandoned:
+                self.stop_wall = time.time()
+                self.state = "stopped"
             self.rows_changed.notify_all()
+
+    def _sleep_until(self, deadline):
+        """Sleeps until the monotonic deadline or a stop request (True then). Waits in slices
+        of at most a minute, and treats any error of a wait as a short pause: no timeout
+        value can overflow, and the loop cannot spin."""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return self.wake.is_set()
+            try:
+                if self.wake.wait(min(left, 60.0)):
+                    return True
+            except (OverflowError, ValueError):  # pragma: no cover - defensive
+                time.sleep(0.01)
 
     def request_stop(self):
         """Wakes the thread; True when there is a thread to join."""
@@ -661,14 +678,11 @@ class PsutilSampler:
     """
 
     def __init__(self, pid, interval, children=True, track_processes=True, track_system=True):
-        if isinstance(interval, bool) or not isinstance(interval, (int, float)):
-            raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
-        if not float(interval) > 0 or math.isinf(float(interval)):
-            raise ValueError(
-                f"interval must be a positive number of seconds, got {interval!r}; use e.g. 1.0"
-            )
-        if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
-            raise ValueError(f"pid must be a positive process id, got {pid!r}")
+        from .tracker import MAX_PID, _check_interval
+
+        interval = _check_interval(interval)  # bounded: a timed wait cannot overflow
+        if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid <= MAX_PID:
+            raise ValueError(f"pid must be a positive process id (at most {MAX_PID}), got {pid!r}")
         try:
             import psutil
         except ImportError as exc:
@@ -699,10 +713,17 @@ class PsutilSampler:
         e.thread.start()
 
     def stop(self):
-        """Stops the thread after a last reading and joins it (idempotent)."""
+        """Stops the thread after a last reading and joins it, waiting at most STOP_TIMEOUT
+        seconds: a reading that hangs longer is left to end on its own (idempotent)."""
         e = self._engine
         if e.request_stop() and e.thread is not threading.current_thread():
-            e.thread.join()
+            e.thread.join(STOP_TIMEOUT)
+            with e.lock:
+                if e.thread.is_alive() and e.state == "running":
+                    e.abandoned = True
+                    e.state = "stopped"
+                    e.stop_wall = time.time()
+                    e.rows_changed.notify_all()
 
     def sample_now(self):
         """One reading in this thread: (process_row, system_row), or None for the baseline."""

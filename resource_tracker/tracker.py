@@ -19,14 +19,27 @@ from .tiny_data_frame import TinyDataFrame
 SNAPSHOT_FORMAT = "resource-tracker-snapshot"
 SNAPSHOT_VERSION = 1
 
+#: The shortest and the longest interval between samples, seconds (both backends, the CLI and
+#: the Metaflow decorator): a longer one would overflow the clock arithmetic of a timed wait.
+MIN_INTERVAL = _core.MIN_INTERVAL
+MAX_INTERVAL = _core.MAX_INTERVAL
+#: The largest process id Linux can give (pid_max is at most 2**22; this is the type's limit).
+MAX_PID = 2**31 - 1
+
 
 def _check_interval(interval):
     """The interval as a float, or ValueError saying what is wrong."""
     if isinstance(interval, bool) or not isinstance(interval, (int, float)):
         raise ValueError(f"interval must be a number of seconds, got {interval!r}; use e.g. 1.0")
-    value = float(interval)
-    if not value > 0 or value == float("inf"):
-        raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
+    try:
+        value = float(interval)
+    except OverflowError:  # an int beyond any float
+        value = float("inf")
+    if not MIN_INTERVAL <= value <= MAX_INTERVAL:
+        raise ValueError(
+            f"interval must be between {MIN_INTERVAL:g} and {MAX_INTERVAL:g} seconds "
+            f"(one day), got {interval!r}; use e.g. 1.0"
+        )
     return value
 
 
@@ -34,8 +47,8 @@ def _check_pid(pid):
     """The pid to track (None: this process), or ValueError when there is no such process."""
     if pid is None:
         return os.getpid()
-    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
-        raise ValueError(f"pid must be a positive process id, got {pid!r}")
+    if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid <= MAX_PID:
+        raise ValueError(f"pid must be a positive process id (at most {MAX_PID}), got {pid!r}")
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -73,8 +86,9 @@ class _StoredRun:
 
     state = "stopped"
 
-    def __init__(self, process, system, start_time, stop_time, interval):
+    def __init__(self, process, system, start_time, stop_time, interval, data_quality=None):
         self._tables = {"process": process, "system": system}
+        self.data_quality = data_quality
         self.start_time = start_time
         self.stop_time = stop_time
         self.interval = interval
@@ -287,8 +301,29 @@ class ResourceTracker:
         """Summaries of the samples: mean/max/percentiles, sums, peak disk use, duration."""
         process = self.process_metrics if self.track_processes else None
         system = self.system_metrics if self.track_system else None
-        return _core.stats(
+        result = _core.stats(
             _arrays(process), _arrays(system), self.start_time or 0.0, self.stop_time or 0.0
+        )
+        result["data_quality"] = self.data_quality()
+        return result
+
+    def data_quality(self):
+        """What is missing from the data, and why: ``{'samples_dropped': int,
+        'incomplete_columns': {stats key: reason}}`` (empty when nothing is).
+
+        - samples_dropped: rows lost because memory ran out (each later row tries again);
+        - process_read_bytes / process_write_bytes: /proc/<pid>/io refused (processes of
+          another user, tracked without root): their I/O is not counted;
+        - process_memory: /proc/<pid>/smaps_rollup refused: memory shared between the
+          tracked processes is counted once per process (an over-estimate).
+        """
+        stored = getattr(self._sampler, "data_quality", None)
+        if stored is not None:
+            return stored
+        return _data_quality(
+            int(getattr(self._sampler, "rows_dropped", 0)),
+            int(getattr(self._sampler, "io_denied", 0)),
+            int(getattr(self._sampler, "pss_denied", 0)),
         )
 
     def recommend_resources(self, historical_stats=None):
@@ -374,6 +409,7 @@ class ResourceTracker:
             "server_info": self.server_info,
             "cloud_info": self.cloud_info,
             "extra": dict(self.extra),
+            "data_quality": self.data_quality(),
             "process_metrics": self.process_metrics.to_dict(),
             "system_metrics": self.system_metrics.to_dict(),
         }
@@ -391,6 +427,7 @@ class ResourceTracker:
                 f"snapshot format {snapshot['format_version']} is newer than this "
                 f"resource-tracker ({__version__}) reads: upgrade resource-tracker"
             )
+        _validate_snapshot(snapshot)
         self = cls.__new__(cls)
         for key in (
             "pid",
@@ -416,6 +453,7 @@ class ResourceTracker:
             snapshot.get("start_time") or 0.0,
             snapshot.get("stop_time") or 0.0,
             self.interval,
+            _stored_quality(snapshot.get("data_quality")),
         )
         return self
 
@@ -437,9 +475,13 @@ class ResourceTracker:
             snapshot = json.loads(text)
         except ValueError as exc:
             raise ValueError(f"not a resource-tracker snapshot: invalid JSON ({exc})") from None
+        except RecursionError:
+            raise ValueError(
+                "not a resource-tracker snapshot: JSON nested too deeply to be one"
+            ) from None
         try:
             return cls.from_snapshot(snapshot)
-        except (KeyError, TypeError, AttributeError) as exc:  # found by fuzz/fuzz_snapshot.py
+        except (KeyError, TypeError, AttributeError, RecursionError) as exc:  # fuzz_snapshot.py
             raise ValueError(f"not a resource-tracker snapshot: damaged ({exc!r})") from None
 
     def __repr__(self):
@@ -449,11 +491,107 @@ class ResourceTracker:
         )
 
 
+def _data_quality(rows_dropped, io_denied, pss_denied):
+    """The data_quality() dict from the sampler's counters."""
+    incomplete = {}
+    if io_denied:
+        reason = (
+            f"permission denied reading /proc/<pid>/io ({io_denied} reads): processes of "
+            "another user are tracked without root, their disk I/O is not counted; run as "
+            "that user or as root"
+        )
+        incomplete["process_read_bytes"] = incomplete["process_write_bytes"] = reason
+    if pss_denied:
+        incomplete["process_memory"] = (
+            f"permission denied reading /proc/<pid>/smaps_rollup ({pss_denied} reads): memory "
+            "shared between the tracked processes is counted once per process (an "
+            "over-estimate); run as that user or as root"
+        )
+    return {"samples_dropped": int(rows_dropped), "incomplete_columns": incomplete}
+
+
+def data_quality_notes(stats):
+    """One line per problem in stats()['data_quality'] (for the report and the CLI)."""
+    quality = (stats or {}).get("data_quality") or {}
+    if not isinstance(quality, dict):
+        return []
+    notes = []
+    dropped = quality.get("samples_dropped") or 0
+    if dropped:
+        notes.append(
+            f"{dropped} samples were dropped because memory ran out (recording resumed "
+            "when memory was available again)"
+        )
+    by_reason = {}
+    for column, reason in (quality.get("incomplete_columns") or {}).items():
+        by_reason.setdefault(str(reason), []).append(str(column))
+    for reason, columns in by_reason.items():
+        notes.append(f"{', '.join(columns)} incomplete: {reason}")
+    return notes
+
+
 def _arrays(df):
     """A TinyDataFrame's columns as arrays (None for a missing table)."""
     if df is None:
         return None
     return {name: df.column_array(name) for name in df.columns}
+
+
+# the latest start/stop time taken as real: year 5138 (a larger one breaks dates and durations)
+_MAX_EPOCH = 1e11
+
+
+def _validate_snapshot(snapshot):
+    """ValueError naming the first field of a snapshot that later calls (stats(), report())
+    could not use: times, interval, pid, the info dicts and the texts."""
+
+    def bad(key, what):
+        raise ValueError(
+            f"not a resource-tracker snapshot: {key} must be {what}, got {snapshot.get(key)!r:.80}"
+        )
+
+    def number(value):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    for key in ("start_time", "stop_time"):
+        value = snapshot.get(key)
+        if value is not None and not (number(value) and 0 <= value <= _MAX_EPOCH):
+            bad(key, "seconds since the epoch (or null)")
+    interval = snapshot.get("interval")
+    if interval is not None and not (number(interval) and 0 < interval <= MAX_INTERVAL):
+        bad("interval", f"a number of seconds up to {MAX_INTERVAL:g}")
+    pid = snapshot.get("pid")
+    if pid is not None and not (isinstance(pid, int) and 0 < pid <= MAX_PID):
+        bad("pid", "a process id")
+    for key in ("server_info", "cloud_info", "extra"):
+        if snapshot.get(key) is not None and not isinstance(snapshot[key], dict):
+            bad(key, "an object (or null)")
+    for key in ("command", "label", "method"):
+        if snapshot.get(key) is not None and not isinstance(snapshot[key], str):
+            bad(key, "a string (or null)")
+    for key in ("process_metrics", "system_metrics"):
+        if snapshot.get(key) is not None and not isinstance(snapshot[key], (dict, list)):
+            bad(key, "a table")
+
+
+def _stored_quality(value):
+    """A snapshot's data_quality (missing in older snapshots: nothing known to be missing)."""
+    if value is None:
+        return _data_quality(0, 0, 0)
+    if not isinstance(value, dict) or not isinstance(value.get("incomplete_columns", {}), dict):
+        raise ValueError("not a resource-tracker snapshot: data_quality must be a dict")
+    return {
+        "samples_dropped": _nonnegative_int(value.get("samples_dropped", 0), "samples_dropped"),
+        "incomplete_columns": {
+            str(k): str(v) for k, v in value.get("incomplete_columns", {}).items()
+        },
+    }
+
+
+def _nonnegative_int(value, name):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 2**63:
+        raise ValueError(f"not a resource-tracker snapshot: {name} must be a count, got {value!r}")
+    return int(value)
 
 
 def _encode_columns(df):
@@ -494,6 +632,14 @@ def _decode_columns(data):
                 col.byteswap()
             out[name] = col
         return out
+    if isinstance(data, dict):  # plain lists: numbers only (stats() and report() sum them)
+        try:
+            return {name: array("d", values) for name, values in data.items()}
+        except TypeError:
+            raise ValueError(
+                "not a resource-tracker snapshot: a metrics column holds something other than "
+                "numbers"
+            ) from None
     return data
 
 

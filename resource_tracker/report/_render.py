@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 import os
 
+from ..tracker import data_quality_notes
+
 #: Most points per table sent to the browser; longer runs keep the min and max of each bucket.
 MAX_POINTS = 2400
 
@@ -199,6 +201,7 @@ class _Page:
         self.n_system = len(self.system) if self.system is not None else 0
         self.n_samples = max(self.n_process, self.n_system)
         self.stats = self._call("stats", default=None)
+        self.notes.extend(data_quality_notes(self.stats))
         self.history_list, self.history_summary = _history(historical_stats)
         self.server_info = _attr(tracker, "server_info")
         self.cloud_info = _attr(tracker, "cloud_info")

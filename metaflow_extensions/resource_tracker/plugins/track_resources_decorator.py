@@ -42,6 +42,16 @@ def _as_float(value, name):
     return number
 
 
+def _bounded_interval(value):
+    """The interval within the tracker's bounds, or ValueError naming the attribute."""
+    from resource_tracker.tracker import _check_interval
+
+    try:
+        return _check_interval(value)
+    except ValueError as exc:
+        raise ValueError(f"@track_resources(interval=...): {exc}") from None
+
+
 def _check_artifact_name(name, flow):
     """The artifact name, or ValueError when it cannot be a data artifact of this flow."""
     name = str(name)
@@ -113,7 +123,7 @@ class TrackResourcesDecorator(StepDecorator):
     def step_init(self, flow, graph, step_name, decorators, environment, flow_datastore, logger):
         self._step_name = step_name
         self._logger = logger
-        self._interval = _as_float(self.attributes["interval"], "interval")
+        self._interval = _bounded_interval(_as_float(self.attributes["interval"], "interval"))
         self._live_interval = _as_float(self.attributes["live_interval"], "live_interval")
         self._history_timeout = _as_float(self.attributes["history_timeout"], "history_timeout")
         self._history_runs = int(self.attributes["history_runs"])
