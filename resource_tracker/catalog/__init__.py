@@ -84,6 +84,10 @@ def cache_dir():
     return os.path.join(base, "resource-tracker")
 
 
+# no currency pair is this far apart: a larger rate is a mistake (inf would reach the SQL)
+MAX_EUR_USD_RATE = 1000.0
+
+
 def eur_usd_rate(rate=None):
     """USD per EUR: the argument, else RESOURCE_TRACKER_EUR_USD, else DEFAULT_EUR_USD_RATE."""
     if rate is None:
@@ -96,8 +100,15 @@ def eur_usd_rate(rate=None):
             raise ValueError(
                 f"{ENV_EUR_USD} must be a number (USD per EUR), got {text!r}"
             ) from None
-    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0:
-        raise ValueError(f"eur_usd_rate must be a positive number (USD per EUR), got {rate!r}")
+    if (
+        isinstance(rate, bool)
+        or not isinstance(rate, (int, float))
+        or not 0 < rate <= MAX_EUR_USD_RATE
+    ):
+        raise ValueError(
+            f"eur_usd_rate must be a positive number of USD per EUR (at most "
+            f"{MAX_EUR_USD_RATE:g}), got {rate!r:.40}"
+        )
     return float(rate)
 
 
@@ -264,15 +275,29 @@ def run_costs(duration_s, cloud_info, server, catalog=None, eur_usd_rate=None):
     }
 
 
-def update_catalog(url=None, timeout=600.0):
+def update_catalog(url=None, timeout=600.0, max_bytes=None, max_seconds=None):
     """Downloads the Spare Cores dump (.db.bz2, .sql.xz, .db) into the cache, atomically.
 
-    Returns a dict (path, url, bytes, servers, prices, seconds). An interrupted or corrupt
-    download raises CatalogUnavailableError and leaves the previous copy untouched.
+    Args:
+        url: http(s) address of the dump (default: catalog_url()).
+        timeout: seconds one network read may wait.
+        max_bytes: the most bytes downloaded, and written when unpacking (default 8 GiB).
+        max_seconds: the most seconds the whole transfer may take (default 1800).
+
+    Returns a dict (path, url, bytes, servers, prices, seconds). An interrupted, corrupt,
+    too large or too slow download, a redirect to another host, or a SQL dump that does more
+    than create and fill tables raises CatalogUnavailableError and leaves the previous copy
+    untouched.
     """
     from . import _download
 
-    return _download.update(url or catalog_url(), os.path.join(cache_dir(), CACHE_FILE), timeout)
+    return _download.update(
+        url or catalog_url(),
+        os.path.join(cache_dir(), CACHE_FILE),
+        timeout,
+        max_bytes=max_bytes,
+        max_seconds=max_seconds,
+    )
 
 
 def catalog_info(catalog=None):

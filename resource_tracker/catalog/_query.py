@@ -73,9 +73,18 @@ def _as_list(name, value, lower=False, upper=False):
 
 
 def _number(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
-        raise ValueError(f"{name} must be a number >= 0, got {value!r}")
-    return float(value)
+    """value as a finite float >= 0, or ValueError naming it (inf or 10**400 would reach SQL)."""
+    try:
+        number = float(value) if not isinstance(value, bool) else float("nan")
+    except (TypeError, ValueError, OverflowError):
+        number = float("nan")
+    if not isinstance(value, (int, float)) or not 0 <= number < float("inf"):
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r:.40}")
+    return number
+
+
+# the most servers one recommend_server(n=...) lists (a SQL LIMIT is a 64-bit integer)
+MAX_RESULTS = 1_000_000
 
 
 class Request:
@@ -116,8 +125,12 @@ class Request:
         for key in ("cpu", "memory", "gpu", "vram"):
             value = resources.get(key) or 0
             setattr(self, key, _number(f"resources[{key!r}]", value))
-        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-            raise ValueError(f"n must be a positive integer or None, got {n!r}")
+        if n is not None and (
+            isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_RESULTS
+        ):
+            raise ValueError(
+                f"n must be a positive integer up to {MAX_RESULTS} or None, got {n!r:.40}"
+            )
         self.n = n
         if order_by not in ORDER_BY:
             raise ValueError(f"unknown order_by {order_by!r}; valid: {', '.join(ORDER_BY)}")
