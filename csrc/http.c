@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* libcurl is loaded on the first request, not at import: it pulls in dozens of libraries
  * that a tracker which never talks to the network should not pay for. */
@@ -23,6 +24,15 @@ static struct Curl {
 } curl_api;
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+
+/* Option numbers from curl.h, spelled out: the build's header may predate the _STR options
+ * (libcurl 7.85) or mark the bitmask ones deprecated, and the library loaded at run time may be
+ * older or newer than that header. */
+#define RT_CURLOPT_PROTOCOLS 181L
+#define RT_CURLOPT_REDIR_PROTOCOLS 182L
+#define RT_CURLOPT_PROTOCOLS_STR 10318L
+#define RT_CURLOPT_REDIR_PROTOCOLS_STR 10319L
+#define RT_CURLPROTO_HTTP_HTTPS 3L /* CURLPROTO_HTTP | CURLPROTO_HTTPS */
 
 #define CURL_SYMBOL(field, name) (*(void **)&curl_api.field = dlsym(lib, name)) != NULL
 
@@ -67,6 +77,31 @@ collect_body(char *data, size_t size, size_t nmemb, void *userdata)
     return n;
 }
 
+/* 0 when the URL's scheme is http or https (the only ones this client speaks) */
+static int
+scheme_allowed(const char *url)
+{
+    return strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0;
+}
+
+/* Restricts the transfer and any redirect to http and https: the _STR options of libcurl >=
+ * 7.85, else the bitmask ones of older versions. 0, or -1 when neither is accepted. */
+static int
+restrict_protocols(CURL *curl)
+{
+    if (curl_api.easy_setopt(curl, (CURLoption)RT_CURLOPT_PROTOCOLS_STR, "http,https") ==
+            CURLE_OK &&
+        curl_api.easy_setopt(curl, (CURLoption)RT_CURLOPT_REDIR_PROTOCOLS_STR, "http,https") ==
+            CURLE_OK)
+        return 0;
+    if (curl_api.easy_setopt(curl, (CURLoption)RT_CURLOPT_PROTOCOLS, RT_CURLPROTO_HTTP_HTTPS) ==
+            CURLE_OK &&
+        curl_api.easy_setopt(curl, (CURLoption)RT_CURLOPT_REDIR_PROTOCOLS,
+                             RT_CURLPROTO_HTTP_HTTPS) == CURLE_OK)
+        return 0;
+    return -1;
+}
+
 /* 0 when an HTTP answer came */
 int
 http_request(const char *method, const char *url, const char *const *headers, const char *body,
@@ -84,9 +119,20 @@ http_request(const char *method, const char *url, const char *const *headers, co
                  "libcurl is not available (install libcurl4 / libcurl4-openssl-dev)");
         return -1;
     }
+    if (!scheme_allowed(url)) {
+        snprintf(out->error, sizeof(out->error),
+                 "only http:// and https:// URLs are requested (got another scheme)");
+        return -1;
+    }
     curl = curl_api.easy_init();
     if (curl == NULL) {
         snprintf(out->error, sizeof(out->error), "libcurl could not start a request");
+        return -1;
+    }
+    if (restrict_protocols(curl) != 0) {
+        curl_api.easy_cleanup(curl);
+        snprintf(out->error, sizeof(out->error),
+                 "libcurl cannot be restricted to http and https: request refused");
         return -1;
     }
     for (i = 0; headers && headers[i]; i++)

@@ -189,6 +189,30 @@ keeper_prices_url(const char *base_url, const char *vendor, const char *server)
     return buf.data;
 }
 
+/* Takes control characters out of text in place: ANSI escape sequences (ESC [ ... final
+ * byte) whole, other C0 controls and DEL one by one. A server's answer is printed to users. */
+static void
+strip_controls(char *text)
+{
+    const unsigned char *src = (const unsigned char *)text;
+    char *dst = text;
+
+    while (*src) {
+        if (src[0] == 0x1b && src[1] == '[') {
+            src += 2;
+            while (*src && (*src < 0x40 || *src > 0x7e))
+                src++;
+            if (*src)
+                src++;
+        } else if (*src < 0x20 || *src == 0x7f) {
+            src++;
+        } else {
+            *dst++ = (char)*src++;
+        }
+    }
+    *dst = '\0';
+}
+
 /* the parsed answer of GET url, or NULL with err (keeper.h) */
 cJSON *
 keeper_get(const char *url, long timeout_ms, long *status, char *err, size_t err_size)
@@ -209,6 +233,7 @@ keeper_get(const char *url, long timeout_ms, long *status, char *err, size_t err
     body = resp.body ? resp.body : "";
     if (resp.status != 200) {
         snprintf(err, err_size, "HTTP %ld: %.200s", resp.status, body);
+        strip_controls(err);
         goto error;
     }
     json = cJSON_Parse(body);

@@ -336,9 +336,11 @@ def _error_line(message):
 
 
 def _say(text):
-    """Writes one line to stderr."""
+    """Writes one line to stderr (control characters of foreign text taken out)."""
+    from ._text import printable
+
     try:
-        print(text, file=sys.stderr, flush=True)
+        print(printable(text, limit=4000), file=sys.stderr, flush=True)
     except (OSError, ValueError):
         pass
 
@@ -681,11 +683,13 @@ def _find_servers(resources, n=None, **filters):
     try:
         return catalog.recommend_server(resources, n=n, **filters), None
     except Exception as exc:
+        from ._text import printable
+
         if type(exc).__name__ == "NoMatchingServerError":
-            return None, f"no server in the catalog fits ({exc})"
+            return None, printable(f"no server in the catalog fits ({exc})")
         if type(exc).__name__ == "CatalogUnavailableError":
-            return None, str(exc).splitlines()[0] if str(exc) else "no catalog available"
-        return None, f"{type(exc).__name__}: {exc}"
+            return None, printable(str(exc).splitlines()[0] if str(exc) else "no catalog available")
+        return None, printable(f"{type(exc).__name__}: {exc}")
 
 
 def _import_catalog():

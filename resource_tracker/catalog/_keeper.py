@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from .._text import printable
 from . import CatalogUnavailableError, NoMatchingServerError
 
 VENDORS = ("alicloud", "aws", "azure", "gcp", "hcloud", "ovh", "upcloud")
@@ -115,7 +116,7 @@ def recommend(base_url, req, rate):
     try:
         _url, answer = _call(base_url, _core.keeper_servers, **args)
     except (RuntimeError, ValueError) as exc:  # ValueError: undecodable text in the answer
-        raise CatalogUnavailableError(str(exc)) from None
+        raise CatalogUnavailableError(printable(exc)) from None
     if isinstance(answer, dict):  # some API versions wrap the list
         answer = answer.get("servers") or answer.get("items") or answer.get("data") or []
     if not isinstance(answer, list):
