@@ -12,6 +12,10 @@
  *   gpu1_lost               every call on GPU 1 returns NVML_ERROR_GPU_IS_LOST
  *   init_fails              nvmlInit returns NVML_ERROR_DRIVER_NOT_LOADED
  *   no_gpu                  nvmlDeviceGetCount reports 0 devices
+ * Crowd keys (the NVML duplicate-scan and impossible-reading tests): gpus=N (up to 64 devices;
+ * GPUs 2.. answer as GPU 1 does), crowd=M (every device also lists M processes outside the tree,
+ * pids 100000.., 1 MiB each, in both process lists and the utilisation samples), tree_bytes=B
+ * (usedGpuMemory of the tree's process, e.g. near 2^64 as a broken driver reports).
  * Built with -DSTUB_OLD_API it exports only the old unversioned entry points (nvmlInit,
  * nvmlDeviceGetCount, ...) and the 16-byte nvmlProcessInfo_v1_t process lists. */
 #include <stdio.h>
@@ -72,10 +76,14 @@ typedef struct {
 
 #define MIB (1024ULL * 1024ULL)
 
-static StubDevice devices[2] = {{0}, {1}};
+#define STUB_MAX_GPUS 64
+#define CROWD_FIRST_PID 100000u
+
+static StubDevice devices[STUB_MAX_GPUS];
 static int init_count;
 static struct {
-    unsigned int tree_pid, other_pid;
+    unsigned int tree_pid, other_pid, gpus, crowd;
+    unsigned long long tree_bytes;
     int not_supported, no_process_utilization, gpu1_lost, init_fails, no_gpu;
 } ctl;
 static double ctl_read_at = -1.0;
@@ -107,6 +115,12 @@ load_control(void)
             ctl.tree_pid = (unsigned int)strtoul(line + 9, NULL, 10);
         else if (strncmp(line, "other_pid=", 10) == 0)
             ctl.other_pid = (unsigned int)strtoul(line + 10, NULL, 10);
+        else if (strncmp(line, "gpus=", 5) == 0)
+            ctl.gpus = (unsigned int)strtoul(line + 5, NULL, 10);
+        else if (strncmp(line, "crowd=", 6) == 0)
+            ctl.crowd = (unsigned int)strtoul(line + 6, NULL, 10);
+        else if (strncmp(line, "tree_bytes=", 11) == 0)
+            ctl.tree_bytes = strtoull(line + 11, NULL, 10);
         else if (strncmp(line, "mode=", 5) == 0) {
             ctl.not_supported = strstr(line, "not_supported") != NULL;
             ctl.no_process_utilization = strstr(line, "no_process_utilization") != NULL;
@@ -118,6 +132,15 @@ load_control(void)
     fclose(f);
 }
 
+/* devices present */
+static unsigned int
+gpu_count(void)
+{
+    if (ctl.gpus == 0)
+        return 2;
+    return ctl.gpus > STUB_MAX_GPUS ? STUB_MAX_GPUS : ctl.gpus;
+}
+
 /* NVML_SUCCESS when the device may be queried */
 static nvmlReturn_t
 check(nvmlDevice_t dev)
@@ -125,7 +148,7 @@ check(nvmlDevice_t dev)
     load_control();
     if (init_count <= 0)
         return NVML_ERROR_UNINITIALIZED;
-    if (dev == NULL || (dev != &devices[0] && dev != &devices[1]))
+    if (dev == NULL || dev < &devices[0] || dev >= &devices[gpu_count()])
         return NVML_ERROR_INVALID_ARGUMENT;
     if (dev->index == 1 && ctl.gpu1_lost)
         return NVML_ERROR_GPU_IS_LOST;
@@ -138,6 +161,8 @@ stub_init(void)
     load_control();
     if (ctl.init_fails)
         return NVML_ERROR_DRIVER_NOT_LOADED;
+    for (int i = 0; i < STUB_MAX_GPUS; i++)
+        devices[i].index = i;
     init_count++;
     return NVML_SUCCESS;
 }
@@ -148,7 +173,7 @@ stub_count(unsigned int *count)
     load_control();
     if (init_count <= 0)
         return NVML_ERROR_UNINITIALIZED;
-    *count = ctl.no_gpu ? 0 : 2;
+    *count = ctl.no_gpu ? 0 : gpu_count();
     return NVML_SUCCESS;
 }
 
@@ -158,7 +183,7 @@ stub_handle(unsigned int index, nvmlDevice_t *dev)
     load_control();
     if (init_count <= 0)
         return NVML_ERROR_UNINITIALIZED;
-    if (index >= 2 || ctl.no_gpu)
+    if (index >= gpu_count() || ctl.no_gpu)
         return NVML_ERROR_INVALID_ARGUMENT;
     if (index == 1 && ctl.gpu1_lost)
         return NVML_ERROR_GPU_IS_LOST;
@@ -225,7 +250,26 @@ scripted_process(nvmlDevice_t dev, unsigned int *pid, unsigned long long *bytes)
 {
     *pid = dev->index == 0 ? ctl.other_pid : ctl.tree_pid;
     *bytes = (dev->index == 0 ? 512 : 1536) * MIB;
+    if (dev->index != 0 && ctl.tree_bytes)
+        *bytes = ctl.tree_bytes;
     return *pid != 0;
+}
+
+/* writes entry i of a process list */
+static void
+put_process(void *infos, int v1, unsigned int i, unsigned int pid, unsigned long long bytes)
+{
+    if (v1) {
+        nvmlProcessInfo_v1_t *p = (nvmlProcessInfo_v1_t *)infos + i;
+        p->pid = pid;
+        p->usedGpuMemory = bytes;
+    } else {
+        nvmlProcessInfo_v2_t *p = (nvmlProcessInfo_v2_t *)infos + i;
+        p->pid = pid;
+        p->usedGpuMemory = bytes;
+        p->gpuInstanceId = 0xFFFFFFFFu;
+        p->computeInstanceId = 0xFFFFFFFFu;
+    }
 }
 
 static nvmlReturn_t
@@ -241,24 +285,15 @@ list_processes(nvmlDevice_t dev, unsigned int *count, void *infos, int v1)
     if (ctl.not_supported)
         return NVML_ERROR_NOT_SUPPORTED;
     n = scripted_process(dev, &pid, &bytes);
-    if (*count < (unsigned int)n) {
-        *count = (unsigned int)n;
+    if (*count < (unsigned int)n + ctl.crowd) {
+        *count = (unsigned int)n + ctl.crowd;
         return NVML_ERROR_INSUFFICIENT_SIZE;
     }
-    *count = (unsigned int)n;
-    if (n == 0)
-        return NVML_SUCCESS;
-    if (v1) {
-        nvmlProcessInfo_v1_t *p = infos;
-        p->pid = pid;
-        p->usedGpuMemory = bytes;
-    } else {
-        nvmlProcessInfo_v2_t *p = infos;
-        p->pid = pid;
-        p->usedGpuMemory = bytes;
-        p->gpuInstanceId = 0xFFFFFFFFu;
-        p->computeInstanceId = 0xFFFFFFFFu;
-    }
+    *count = (unsigned int)n + ctl.crowd;
+    if (n)
+        put_process(infos, v1, 0, pid, bytes);
+    for (unsigned int k = 0; k < ctl.crowd; k++)
+        put_process(infos, v1, (unsigned int)n + k, CROWD_FIRST_PID + k, MIB);
     return NVML_SUCCESS;
 }
 
@@ -280,17 +315,22 @@ nvmlDeviceGetProcessUtilization(nvmlDevice_t dev, nvmlProcessUtilizationSample_t
     stamp = (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000;
     if (!scripted_process(dev, &pid, &bytes) || stamp <= last_seen)
         return NVML_ERROR_NOT_FOUND;
-    if (samples == NULL || *count < 2) {
-        *count = 2;
+    if (samples == NULL || *count < 2 + ctl.crowd) {
+        *count = 2 + ctl.crowd;
         return NVML_ERROR_INSUFFICIENT_SIZE;
     }
-    memset(samples, 0, 2 * sizeof(*samples));
+    memset(samples, 0, (2 + ctl.crowd) * sizeof(*samples));
     samples[0].pid = samples[1].pid = pid;
     samples[0].timeStamp = stamp - 1000;
     samples[1].timeStamp = stamp;
     samples[0].smUtil = dev->index == 0 ? 25 : 35;
     samples[1].smUtil = dev->index == 0 ? 20 : 40;
-    *count = 2;
+    for (unsigned int k = 0; k < ctl.crowd; k++) {
+        samples[2 + k].pid = CROWD_FIRST_PID + k;
+        samples[2 + k].timeStamp = stamp;
+        samples[2 + k].smUtil = 1;
+    }
+    *count = 2 + ctl.crowd;
     return NVML_SUCCESS;
 }
 
