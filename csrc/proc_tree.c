@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #define CLASSIFY_MAX_DEPTH 256 /* reaper chains of vanished members */
-#define FD_MARGIN_MIN 16         /* descriptors always left to the application */
+#define FD_MARGIN_MIN 16       /* descriptors always left to the application */
 
 /* CPU seconds of the calling thread: what a read costs, however busy the machine is (its wall
  * time stretches when other processes take the cores, and would drain the PSS budget) */

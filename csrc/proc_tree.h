@@ -96,7 +96,8 @@ typedef struct ProcTree {
     unsigned long pss_reads;
     double pss_seconds;
     unsigned long read_errors;
-    unsigned long io_denied, pss_denied; /* io / smaps_rollup reads refused (EACCES, EPERM) */
+    /* io / smaps_rollup reads refused (EACCES, EPERM): another user's processes */
+    unsigned long io_denied, pss_denied;
     int kept_open; /* members with open descriptors */
     int stat_fd;   /* <proc_root>/stat, for the fork counter */
     unsigned long long forks_at_listing;

@@ -47,12 +47,14 @@ sampler_init_py(SamplerObject *self, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_RuntimeError, "Sampler is already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Od|pppzzz", kwlist, &pid_obj, &interval, &children,
-                                     &track_processes, &track_system, &proc_root, &sys_root, &nvml))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Od|pppzzz", kwlist, &pid_obj, &interval,
+                                     &children, &track_processes, &track_system, &proc_root,
+                                     &sys_root, &nvml))
         return -1;
     if (!(interval >= SAMPLER_MIN_INTERVAL && interval <= SAMPLER_MAX_INTERVAL)) {
         char msg[160];
-        snprintf(msg, sizeof(msg), "interval must be between %g and %g seconds, got %g; use e.g. 1.0",
+        snprintf(msg, sizeof(msg),
+                 "interval must be between %g and %g seconds, got %g; use e.g. 1.0",
                  SAMPLER_MIN_INTERVAL, SAMPLER_MAX_INTERVAL, interval);
         PyErr_SetString(PyExc_ValueError, msg);
         return -1;
@@ -62,8 +64,10 @@ sampler_init_py(SamplerObject *self, PyObject *args, PyObject *kwargs)
         return -1;
     if (!PyLong_Check(pid_obj) || PyBool_Check(pid_obj) || overflow || pid <= 0 ||
         pid > 0x7fffffffL) {
-        PyErr_Format(PyExc_ValueError, "pid must be a positive process id (at most 2147483647), "
-                                       "got %R", pid_obj);
+        PyErr_Format(PyExc_ValueError,
+                     "pid must be a positive process id (at most 2147483647), "
+                     "got %R",
+                     pid_obj);
         return -1;
     }
     memset(&cfg, 0, sizeof(cfg));
@@ -316,8 +320,7 @@ static PyGetSetDef sampler_getset[] = {
     {"io_denied", (getter)sampler_get_io_denied, NULL,
      "io reads refused (another user's processes: I/O bytes incomplete)", NULL},
     {"pss_denied", (getter)sampler_get_pss_denied, NULL,
-     "smaps_rollup reads refused (another user's processes: shared memory counted in full)",
-     NULL},
+     "smaps_rollup reads refused (another user's processes: shared memory counted in full)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

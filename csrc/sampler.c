@@ -13,7 +13,7 @@
 #define SAMPLER_STACK_BYTES (256 * 1024)
 #define FOLD_SHARE 0.25
 #define FINAL_MIN_SECONDS 0.001
-#define WAIT_SLICE_SECONDS 60.0   /* one timed wait at most (deadlines beyond are re-waited) */
+#define WAIT_SLICE_SECONDS 60.0       /* one timed wait at most (deadlines beyond are re-waited) */
 #define WAIT_ERROR_SLEEP_NS 10000000L /* after a failed timed wait: no busy loop */
 
 /* Every live sampler, for the fork handlers. */
@@ -321,7 +321,8 @@ finish_thread(Sampler *sampler, double *prow, double *srow)
     pthread_mutex_lock(&sampler->lock);
     abandoned = sampler->abandoned;
     pthread_mutex_unlock(&sampler->lock);
-    if (!abandoned && clock_seconds(CLOCK_MONOTONIC) - sampler->last_sample_mono >= FINAL_MIN_SECONDS)
+    if (!abandoned &&
+        clock_seconds(CLOCK_MONOTONIC) - sampler->last_sample_mono >= FINAL_MIN_SECONDS)
         thread_sample(sampler, 1, prow, srow);
     pthread_mutex_lock(&sampler->collect_lock);
     collector_release(&sampler->collector);

@@ -23,7 +23,7 @@
 #include "collector.h"
 #include "table.h"
 
-#define SAMPLER_MIN_INTERVAL 0.0001 /* seconds */
+#define SAMPLER_MIN_INTERVAL 0.0001  /* seconds */
 #define SAMPLER_MAX_INTERVAL 86400.0 /* seconds: one day */
 #define SAMPLER_STOP_TIMEOUT 2.0     /* seconds stop() waits for the thread */
 
@@ -35,8 +35,8 @@ typedef struct Sampler {
     double interval;
     pthread_mutex_t lock;         /* the fields below, the tables */
     pthread_mutex_t collect_lock; /* the collector: one reading at a time */
-    pthread_cond_t wake;         /* stop requests */
-    pthread_cond_t rows_changed; /* new rows, or the thread ended */
+    pthread_cond_t wake;          /* stop requests */
+    pthread_cond_t rows_changed;  /* new rows, or the thread ended */
     pthread_t thread;
     int thread_alive; /* a thread to join or detach (cleared by the stop() that does it) */
     int thread_done;  /* the thread has finished its work */

@@ -7,7 +7,9 @@ import re
 
 # C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI), and the rest of
 # an escape sequence's introducer once ESC is gone ("[31m" after ESC stays readable text)
-_CONTROL = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+)
 
 
 def printable(text: object, limit: int = 2000) -> str:

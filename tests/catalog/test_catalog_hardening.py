@@ -169,7 +169,10 @@ def test_catalog_sql_dump_other_statements_refused(sql_text, own_cache, statemen
 
 def test_catalog_sql_dump_of_the_shell_still_replays(sql_text, own_cache):
     """A dump as the sqlite3 shell writes it (replace(..., char(10)) for newlines) is fine."""
-    extra = "CREATE TABLE shell_text(x);\nINSERT INTO shell_text VALUES(replace('a\\nb','\\n',char(10)));"
+    extra = (
+        "CREATE TABLE shell_text(x);\n"
+        "INSERT INTO shell_text VALUES(replace('a\\nb','\\n',char(10)));"
+    )
     good = _inject(sql_text, extra)
     info = _update({"/ok.sql.xz": lzma.compress(good.encode(), preset=1)}, "/ok.sql.xz")
     assert info["format"] == "sql" and info["servers"] > 1000

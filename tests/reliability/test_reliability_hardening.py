@@ -576,8 +576,10 @@ def test_hardening_nvml_many_gpus_many_processes(tmp_path, monkeypatch):
     row, _ = sampler.sample_now()
     large = _reading_cpu(sampler)
     vram = row[_core.PROCESS_COLUMNS.index("gpu_vram")]
-    print(f"hardening NVML 64 GPUs: 300 procs {small * 1000:.1f} ms, 3000 procs "
-          f"{large * 1000:.1f} ms CPU per reading (x{large / max(small, 1e-6):.1f})")
+    print(
+        f"hardening NVML 64 GPUs: 300 procs {small * 1000:.1f} ms, 3000 procs "
+        f"{large * 1000:.1f} ms CPU per reading (x{large / max(small, 1e-6):.1f})"
+    )
     assert vram == 63 * 1536  # GPUs 1..63 hold the tree's process, listed twice each
     assert large < 40 * max(small, 0.0005)
 
