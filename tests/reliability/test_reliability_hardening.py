@@ -147,26 +147,32 @@ def test_hardening_metaflow_interval_out_of_bounds():
 
 
 def test_hardening_sample_now_from_four_threads():
-    """4 threads x 200 readings on one sampler: no crash, every reading stored once."""
+    """4 threads x 1,000 readings on one sampler tracking a tree that starts and reaps short
+    children all the time (the old code crashed with SIGSEGV): no crash, every reading stored
+    once."""
     code = """
-        import os, threading
+        import os, subprocess, threading
         from resource_tracker import _core
-        s = _core.Sampler(os.getpid(), 0.01)
+        churn = subprocess.Popen(
+            ["sh", "-c", "for i in $(seq 3000); do sleep 0.01 & done; wait"])
+        s = _core.Sampler(churn.pid, 0.01)
         got = []
         def work():
-            for _ in range(200):
+            for _ in range(1000):
                 r = s.sample_now()
                 got.append(r is not None)
         ts = [threading.Thread(target=work) for _ in range(4)]
         [t.start() for t in ts]
         [t.join() for t in ts]
+        churn.kill()
+        churn.wait()
         print(sum(got), s.n_samples, s.samples_taken)
     """
-    for _ in range(3):
+    for _ in range(2):
         rc, out, err = _python(code)
         assert rc == 0, f"crashed (rc {rc}): {err[-2000:]}"
         filled, rows, taken = (int(float(x)) for x in out.split())
-        assert filled == rows == 799 and taken == 800
+        assert filled == rows == 3999 and taken == 4000
 
 
 def test_hardening_pid_tracker_run_from_three_threads(tmp_path):
@@ -438,14 +444,15 @@ def test_hardening_recommendations_saturate():
 
 
 def test_hardening_deep_process_chain(tmp_path):
-    """A chain of 301 processes (each the child of the previous) in a fake procfs: all 300
-    descendants are members (the depth-limited walk cached 257 of them as non-members)."""
+    """A chain of 301 processes (each the child of the previous; pids falling as after a pid
+    wrap, so the listing meets the deepest first) in a fake procfs: all 300 descendants are
+    members (the depth-limited walk cached the deep ones as non-members for good)."""
     proc, sys_root = make_fake_proc(str(tmp_path))
-    first = 5000
+    first = 5300
     for depth in range(301):
-        pid = first + depth
+        pid = first - depth
         os.makedirs(os.path.join(proc, str(pid)))
-        ppid = 1 if depth == 0 else pid - 1
+        ppid = 1 if depth == 0 else pid + 1
         with open(os.path.join(proc, str(pid), "stat"), "wb") as f:
             f.write(_pid_stat(pid, ppid))
     sampler = _core.Sampler(first, 0.02, proc_root=proc, sys_root=sys_root)
