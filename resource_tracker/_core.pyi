@@ -5,6 +5,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 __version__: str
 PROCESS_COLUMNS: Tuple[str, ...]
 SYSTEM_COLUMNS: Tuple[str, ...]
+MIN_INTERVAL: float  # seconds: 0.0001
+MAX_INTERVAL: float  # seconds: 86400 (one day)
+STOP_TIMEOUT: float  # seconds stop() waits for the thread at most: 2.0
 
 _Values = Union[Sequence[float], memoryview, Any]
 
@@ -47,6 +50,12 @@ class Sampler:
     def samples_taken(self) -> float: ...
     @property
     def read_errors(self) -> float: ...
+    @property
+    def rows_dropped(self) -> float: ...
+    @property
+    def io_denied(self) -> float: ...
+    @property
+    def pss_denied(self) -> float: ...
 
 def stats(
     process: Optional[Mapping[str, _Values]],

@@ -324,8 +324,8 @@ def test_reliability_fault_nvml_fails_while_sampling(tmp_path, monkeypatch):
 def test_reliability_fault_nvml_hangs(hang_stub, tmp_path, monkeypatch):
     """An NVML call that hangs 400 ms: readers are never blocked by it (the sampler holds no
     lock while collecting), and stop() returns within the reading under way plus one final
-    reading. (A call that never returns would hold stop() for ever: the thread cannot be
-    abandoned safely; docs/reliability.md states this limit.)"""
+    reading. (A call that hangs longer than STOP_TIMEOUT no longer holds stop():
+    test_reliability_hardening.py::test_hardening_stop_bounded_when_nvml_hangs.)"""
     import test_gpu_nvml
 
     hang_ms = 400
