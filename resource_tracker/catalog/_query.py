@@ -79,7 +79,7 @@ def _number(name, value):
     except (TypeError, ValueError, OverflowError):
         number = float("nan")
     if not isinstance(value, (int, float)) or not 0 <= number < float("inf"):
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r:.40}")
+        raise ValueError(f"{name} must be a number >= 0 (and finite), got {value!r:.40}")
     return number
 
 
