@@ -242,6 +242,39 @@ def test_hardening_stop_bounded_when_a_procfs_read_blocks(tmp_path):
     print(f"hardening FIFO: stop() {took:.2f} s (bound {_core.STOP_TIMEOUT} s)")
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_hardening_psutil_stop_bounded_when_a_read_blocks(tmp_path, monkeypatch):
+    """The psutil backend pointed (psutil.PROCFS_PATH) at a fake procfs whose root stat turns
+    into a FIFO: its thread blocks in the read; stop() returns within STOP_TIMEOUT."""
+    psutil = pytest.importorskip("psutil")
+    from resource_tracker.psutil_sampler import STOP_TIMEOUT, PsutilSampler
+
+    proc, _ = make_fake_proc(str(tmp_path))
+    monkeypatch.setattr(psutil, "PROCFS_PATH", proc)
+    before = threads()
+    sampler = PsutilSampler(ROOT_PID, 0.02, track_system=False)
+    sampler.start()
+    fifo = os.path.join(proc, str(ROOT_PID), "stat")
+    os.remove(fifo)
+    os.mkfifo(fifo)
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    sampler.stop()
+    took = time.monotonic() - t0
+    assert sampler.state == "stopped"
+    assert STOP_TIMEOUT - 0.1 <= took < STOP_TIMEOUT + STOP_SLACK
+    # unblock the reader, and put a regular file in the FIFO's place first (psutil opens
+    # stat several times a reading)
+    fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    regular = fifo + ".new"
+    with open(regular, "wb") as f:
+        f.write(_pid_stat(ROOT_PID, 1))
+    os.replace(regular, fifo)
+    os.write(fd, _pid_stat(ROOT_PID, 1))
+    os.close(fd)
+    assert _wait_threads(before) <= before
+
+
 @pytest.fixture(scope="module")
 def hang_stub(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("nvml") / "libnvidia-ml-hang.so.1")
