@@ -302,7 +302,8 @@ tree_memory(GpuMonitor *m, nvmlDevice_t dev, const pid_t *pids, size_t npids, do
     n += read_process_list(m, m->graphics, dev, n);
     *mine = 0;
     *others = 0;
-    qsort(m->procs, n, sizeof(*m->procs), process_cmp);
+    if (n > 1) /* m->procs is NULL while no process was ever listed */
+        qsort(m->procs, n, sizeof(*m->procs), process_cmp);
     for (i = 0; i < n; i = j) {
         double mib = 0.0;
         for (j = i; j < n && m->procs[j].pid == m->procs[i].pid; j++)
@@ -330,7 +331,8 @@ sum_tree_samples(nvmlProcessUtilizationSample_t *samples, unsigned int n, const 
     for (i = 0; i < n; i++)
         if (samples[i].timeStamp > newest)
             newest = samples[i].timeStamp;
-    qsort(samples, n, sizeof(*samples), sample_cmp);
+    if (n > 1)
+        qsort(samples, n, sizeof(*samples), sample_cmp);
     for (i = 0; i < n; i = j) {
         unsigned int peak = 0;
         for (j = i; j < n && samples[j].pid == samples[i].pid; j++)

@@ -207,6 +207,22 @@ def test_hardening_sample_now_refused_while_running():
 # -- stop() bounded whatever the reader does ---------------------------------------------
 
 
+def _unblock_fifo(fifo, data):
+    """Lets a reader blocked in open() of fifo go on: opens the write end, puts a regular file
+    with data in the FIFO's place (later opens read it), writes data (the reader may have given
+    up on the FIFO already: a broken pipe is fine)."""
+    fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    regular = fifo + ".new"
+    with open(regular, "wb") as f:
+        f.write(data)
+    os.replace(regular, fifo)
+    try:
+        os.write(fd, data)
+    except BrokenPipeError:
+        pass
+    os.close(fd)
+
+
 def _wait_threads(target, timeout=15.0):
     deadline = time.monotonic() + timeout
     while threads() > target and time.monotonic() < deadline:
@@ -234,9 +250,7 @@ def test_hardening_stop_bounded_when_a_procfs_read_blocks(tmp_path):
     assert _core.STOP_TIMEOUT - 0.1 <= took < _core.STOP_TIMEOUT + STOP_SLACK
     rows = sampler.n_samples
     del sampler  # the owner lets go first: the thread holds the last reference
-    fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-    os.write(fd, _pid_stat(ROOT_PID, 1))
-    os.close(fd)
+    _unblock_fifo(fifo, _pid_stat(ROOT_PID, 1))
     assert _wait_threads(before) <= before, "the abandoned thread did not end"
     assert rows == 0
     print(f"hardening FIFO: stop() {took:.2f} s (bound {_core.STOP_TIMEOUT} s)")
@@ -263,15 +277,7 @@ def test_hardening_psutil_stop_bounded_when_a_read_blocks(tmp_path, monkeypatch)
     took = time.monotonic() - t0
     assert sampler.state == "stopped"
     assert STOP_TIMEOUT - 0.1 <= took < STOP_TIMEOUT + STOP_SLACK
-    # unblock the reader, and put a regular file in the FIFO's place first (psutil opens
-    # stat several times a reading)
-    fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
-    regular = fifo + ".new"
-    with open(regular, "wb") as f:
-        f.write(_pid_stat(ROOT_PID, 1))
-    os.replace(regular, fifo)
-    os.write(fd, _pid_stat(ROOT_PID, 1))
-    os.close(fd)
+    _unblock_fifo(fifo, _pid_stat(ROOT_PID, 1))
     assert _wait_threads(before) <= before
 
 

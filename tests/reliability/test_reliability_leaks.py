@@ -138,6 +138,9 @@ PROPERTIES = (
     "pss_reads",
     "samples_taken",
     "read_errors",
+    "rows_dropped",
+    "io_denied",
+    "pss_denied",
 )
 
 
