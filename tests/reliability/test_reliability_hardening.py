@@ -223,6 +223,18 @@ def _unblock_fifo(fifo, data):
     os.close(fd)
 
 
+def _reader_arrives(fifo, timeout=10.0):
+    """The write end of fifo, opened once a reader has opened it (open() of the write end
+    without blocking fails with ENXIO until then)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            assert time.monotonic() < deadline, "the sampler never opened the FIFO"
+            time.sleep(0.01)
+
+
 def _wait_threads(target, timeout=15.0):
     deadline = time.monotonic() + timeout
     while threads() > target and time.monotonic() < deadline:
@@ -271,13 +283,17 @@ def test_hardening_psutil_stop_bounded_when_a_read_blocks(tmp_path, monkeypatch)
     fifo = os.path.join(proc, str(ROOT_PID), "stat")
     os.remove(fifo)
     os.mkfifo(fifo)
-    time.sleep(0.3)
+    writer = _reader_arrives(fifo)  # the thread now waits in read() for data that never comes
     t0 = time.monotonic()
     sampler.stop()
     took = time.monotonic() - t0
     assert sampler.state == "stopped"
     assert STOP_TIMEOUT - 0.1 <= took < STOP_TIMEOUT + STOP_SLACK
-    _unblock_fifo(fifo, _pid_stat(ROOT_PID, 1))
+    regular = fifo + ".new"
+    with open(regular, "wb") as f:
+        f.write(_pid_stat(ROOT_PID, 1))
+    os.replace(regular, fifo)  # later opens read a regular file
+    os.close(writer)  # the blocked read ends (end of file)
     assert _wait_threads(before) <= before
 
 
