@@ -718,6 +718,8 @@ def _server_lines(tracker, resources, historical_stats, duration, filters):
         return [f"  {'server':<11} {why}"]
     first = found[0] if isinstance(found, list) and found else found
     lines = [f"  {'server':<11} {_describe_server(first)}"]
+    if isinstance(first, dict) and first.get("price_source"):
+        lines.append(f"  {'prices':<11} {first['price_source']}")
     cost = _run_costs(duration, tracker.cloud_info, first)
     if cost:
         lines.append(f"  {'cost':<11} {cost}")
@@ -849,6 +851,9 @@ def _cmd_recommend(args):
             print(f"server {i:<4} {_describe_server(server)}")
     else:
         print(f"server      {_describe_server(found)}")
+    first = found[0] if isinstance(found, list) and found else found
+    if isinstance(first, dict) and first.get("price_source"):
+        print(f"prices      {first['price_source']}")
     return 0
 
 

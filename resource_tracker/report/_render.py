@@ -649,6 +649,8 @@ class _CatalogView:
         if costs.get("saving_usd") is not None:
             rows.append(["Saving", _usd(costs.get("saving_usd"))])
         out.append(_table(rows))
+        if isinstance(best, dict) and best.get("price_source"):
+            out.append(_note(f"Prices: {_esc(best['price_source'])}."))
         if len(self.servers) > 1:
             alt_rows = [
                 [_server_name(s), _server_shape(s), _server_price(s)] for s in self.servers[1:4]
