@@ -269,9 +269,7 @@ def run_costs(duration_s, cloud_info, server, catalog=None, eur_usd_rate=None):
         note = "not on a known cloud server (no cloud_info)"
     else:
         try:
-            current, note, where = _current_price(
-                catalog, vendor, itype, info.get("region"), rate
-            )
+            current, note, where = _current_price(catalog, vendor, itype, info.get("region"), rate)
         except CatalogUnavailableError:
             note = "no server catalog to look up the price of this server"
     recommended = None
