@@ -28,6 +28,11 @@ def spin(seconds):
     x = 0
     while time.monotonic() < end:
         x += 1
+def burn(cpu_seconds):  # CPU time, not wall time: longer on a busy machine
+    end = time.process_time() + cpu_seconds
+    x = 0
+    while time.process_time() < end:
+        x += 1
 sys.stdin.readline()  # wait for "go"
 """
 

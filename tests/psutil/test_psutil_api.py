@@ -133,7 +133,7 @@ def test_sample_now_gives_rows_in_the_calling_thread():
 
 
 def test_the_tracked_process_exiting_mid_run_does_not_stop_sampling():
-    w = Workload("spin(0.5)")
+    w = Workload("burn(0.5)")
     tracker = psutil_tracker(pid=w.pid, interval=0.1)
     try:
         w.go()
