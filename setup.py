@@ -9,9 +9,9 @@ Build switches (environment variables):
   RESOURCE_TRACKER_SANITIZE=1  AddressSanitizer + UndefinedBehaviorSanitizer
   RESOURCE_TRACKER_DEBUG=1     -O0 -g3, assertions on
   RESOURCE_TRACKER_COVERAGE=1  gcov instrumentation
-  RESOURCE_TRACKER_PORTABLE=1  the portable core alone, as on a non-Linux platform (csrc/platform.h):
-                               no procfs/cgroup readers, NVML, cloud or Keeper; Python samples with
-                               psutil. Always on where the platform is not Linux.
+  RESOURCE_TRACKER_PORTABLE=1  the portable core alone, as a non-Linux platform builds it
+                               (csrc/platform.h): no procfs/cgroup readers, NVML, cloud or
+                               Keeper; Python samples with psutil. Always on off Linux.
 """
 
 import os
@@ -199,7 +199,7 @@ core = Extension(
     sources=PORTABLE_SOURCES if PORTABLE else sorted(glob("csrc/*.c")),
     depends=sorted(glob("csrc/*.h")),
     include_dirs=["csrc"],
-    define_macros=[("RT_VERSION", f'"{_version()}"')] + ([("RT_PORTABLE", "1")] if PORTABLE else []),
+    define_macros=[("RT_VERSION", f'"{_version()}"')] + [("RT_PORTABLE", "1")] * PORTABLE,
     # libcurl: dlopen on first use (csrc/http.c); the portable core needs no library
     libraries=[] if PORTABLE else ["pthread", "dl", "cjson"],
     extra_compile_args=_compile_args(),
