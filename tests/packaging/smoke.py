@@ -15,13 +15,14 @@ import sys
 import time
 
 BUSY_CHILD = """
-import time
+import os, time
 buf = bytearray(80 * 1024 * 1024)
 for i in range(0, len(buf), 4096):
     buf[i] = 1
 t = time.monotonic()
 while time.monotonic() - t < 2.0:
     pass
+print(sum(os.times()[:2]))  # the CPU seconds it used: the truth to compare with
 """
 
 
@@ -39,13 +40,17 @@ def main(source_dir, out_dir):
     assert where.startswith(os.path.realpath(sys.prefix)), where
     step("import", f"resource_tracker {resource_tracker.__version__} from {where}")
 
-    child = subprocess.Popen([sys.executable, "-c", BUSY_CHILD])
+    child = subprocess.Popen([sys.executable, "-c", BUSY_CHILD], stdout=subprocess.PIPE)
     tracker = ResourceTracker(pid=child.pid, interval=0.2)
-    child.wait(60)
+    truth = float(child.communicate(timeout=60)[0])
     tracker.stop()
     cpu = sum(tracker.process_metrics["utime"]) + sum(tracker.process_metrics["stime"])
-    assert child.returncode == 0 and 1.2 < cpu < 3.5, (child.returncode, cpu)
-    step("track 2 s child", f"{tracker.n_samples} samples, {cpu:.2f} CPU s ({tracker.method})")
+    # a busy machine may give the child less than a core: compare with what it really used
+    assert child.returncode == 0 and 0.6 * truth < cpu < truth + 0.3, (child.returncode, cpu, truth)
+    step(
+        "track 2 s child",
+        f"{cpu:.2f} of {truth:.2f} CPU s ({tracker.method}), {tracker.n_samples} samples",
+    )
 
     stats = tracker.stats()
     assert stats["process_cpu_usage"]["mean"] > 0.3 and stats["process_memory"]["max"] > 0
@@ -58,7 +63,8 @@ def main(source_dir, out_dir):
     try:
         server = tracker.recommend_server()
         assert server and server.get("price") is not None, server
-        step("recommend_server()", f"{server.get('vendor')} {server.get('server')} {server}")
+        keys = ("vendor", "server", "server_id", "price", "catalog_source")
+        step("recommend_server()", json.dumps({k: server[k] for k in keys if k in server}))
     except CatalogUnavailableError as exc:  # STRICT-AFTER-EMBEDDED-CATALOG
         # Offline, only the embedded catalog (not on this branch yet) can answer.
         step("recommend_server()", f"TOLERATED CatalogUnavailableError: {exc}")

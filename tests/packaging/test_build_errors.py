@@ -112,9 +112,9 @@ def test_no_compiler_is_named_before_any_header(source_copy):
     done = _build_ext(source_copy, [], env={"CC": "/nonexistent/cc"})
     message = _the_one_message(done)
     assert "a C compiler" in message
-    assert "apt-get install gcc" in message and "dnf install gcc" in message
+    assert "apt-get install build-essential" in message and "dnf install gcc" in message
     assert "xcode-select --install" in message
-    assert "headers" not in message  # cannot be checked without a compiler
+    assert "Python.h" not in message and "cJSON" not in message  # unchecked without a compiler
 
 
 def test_the_portable_core_builds_without_cjson_and_curl_and_samples_with_psutil(source_copy):
@@ -129,14 +129,15 @@ def test_the_portable_core_builds_without_cjson_and_curl_and_samples_with_psutil
         """
         import json, os, subprocess, sys
         from resource_tracker import ResourceTracker, _core
-        child = subprocess.Popen([sys.executable, "-c",
-            "import time\\nt = time.monotonic()\\nwhile time.monotonic() - t < 1.5: pass"])
+        spin = ("import os, time\\nt = time.monotonic()\\nwhile time.monotonic() - t < 1.5: pass\\n"
+                "print(sum(os.times()[:2]))")
+        child = subprocess.Popen([sys.executable, "-c", spin], stdout=subprocess.PIPE)
         t = ResourceTracker(pid=child.pid, interval=0.2, discover_cloud=False)
-        child.wait()
+        truth = float(child.communicate()[0])
         t.stop()
         cpu = sum(t.process_metrics["utime"]) + sum(t.process_metrics["stime"])
         print(json.dumps({"procfs": _core.HAVE_PROCFS, "method": t.method, "cpu": cpu,
-                          "so": _core.__file__}))
+                          "truth": truth, "so": _core.__file__}))
         """
     )
     env = {k: v for k, v in os.environ.items() if k != "RESOURCE_TRACKER_METHOD"}
@@ -149,4 +150,5 @@ def test_the_portable_core_builds_without_cjson_and_curl_and_samples_with_psutil
     out = json.loads(run.stdout)
     assert out["so"].startswith(str(source_copy))
     assert out["procfs"] is False and out["method"] == "psutil"
-    assert 0.8 < out["cpu"] < 2.2  # the child spun 1.5 s of one core
+    # what the child spun (less than 1.5 s of CPU on a busy machine), within tolerance
+    assert 0.6 * out["truth"] < out["cpu"] < out["truth"] + 0.3, out
