@@ -5,6 +5,10 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 __version__: str
 PROCESS_COLUMNS: Tuple[str, ...]
 SYSTEM_COLUMNS: Tuple[str, ...]
+# True where the Linux readers are built (csrc/platform.h). When False (a non-Linux platform or
+# RESOURCE_TRACKER_PORTABLE=1) Sampler, gpu_inventory, discover_cloud, cloud_evidence,
+# keeper_servers, keeper_prices and KeeperNoAnswerError are absent: psutil samples instead.
+HAVE_PROCFS: bool
 
 _Values = Union[Sequence[float], memoryview, Any]
 

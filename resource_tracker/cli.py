@@ -936,15 +936,17 @@ def _alive(pid):
             stat = f.read()
         return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"Z", b"X")
     except FileNotFoundError:
-        return False
-    except OSError:
-        try:
-            os.kill(pid, 0)
-            return True
-        except ProcessLookupError:
+        if os.path.isdir("/proc/self"):  # procfs is there: no such process
             return False
-        except PermissionError:
-            return True
+    except OSError:
+        pass
+    try:  # no procfs (macOS): a signal 0 says whether it exists
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
 
 
 def _last(df, name):

@@ -39,6 +39,8 @@ def discover_cloud(timeout=DEFAULT_TIMEOUT):
         return None
     from . import _core
 
+    if not hasattr(_core, "discover_cloud"):  # a build without the Linux readers (platform.h)
+        return {"vendor": "unknown", "instance_type": None, "region": None, "discovery_time": 0.0}
     raw = _core.discover_cloud(
         sysfs_root=os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None,
         metadata_url=(os.environ.get("RESOURCE_TRACKER_METADATA_URL") or "").rstrip("/") or None,
@@ -60,7 +62,8 @@ class CloudDiscovery:
             return
         from . import _core
 
-        if _core.cloud_evidence(os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None) is None:
+        sysfs_root = os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None
+        if not hasattr(_core, "cloud_evidence") or _core.cloud_evidence(sysfs_root) is None:
             # nothing points at a cloud: answer at once, no thread, no request
             self._result = discover_cloud(self.timeout)
             self._done = True

@@ -55,7 +55,12 @@ def _memory_mb(proc_root):
     for line in text.splitlines():
         if line.startswith("MemTotal:"):
             return int(line.split()[1]) // 1024
-    return None
+    try:  # no procfs (macOS, Windows): psutil, which samples there
+        import psutil
+
+        return int(psutil.virtual_memory().total) // (1024 * 1024)
+    except Exception:
+        return None
 
 
 def _cpu_model(proc_root):

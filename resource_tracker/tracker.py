@@ -46,11 +46,37 @@ def _check_pid(pid):
 
 
 def _default_method():
-    """'procfs' on Linux, else 'psutil'; RESOURCE_TRACKER_METHOD overrides."""
+    """'procfs' on Linux (with the C core's procfs sampler), else 'psutil';
+    RESOURCE_TRACKER_METHOD overrides."""
     forced = os.environ.get("RESOURCE_TRACKER_METHOD", "").strip().lower()
     if forced:
         return forced
-    return "procfs" if os.path.exists("/proc/self/stat") else "psutil"
+    return "procfs" if _core.HAVE_PROCFS and os.path.exists("/proc/self/stat") else "psutil"
+
+
+def _new_sampler(method, pid, interval, **kwargs):
+    """The one engine choice: the C procfs sampler or the psutil one (same interface).
+
+    kwargs: children, track_processes, track_system."""
+    if method == "procfs":
+        if not _core.HAVE_PROCFS:
+            raise ValueError(
+                "method 'procfs' needs the Linux readers of the C core, and this build has none "
+                "(a non-Linux platform or RESOURCE_TRACKER_PORTABLE=1): use method='psutil'"
+            )
+        return _core.Sampler(
+            pid,
+            interval,
+            proc_root=os.environ.get("RESOURCE_TRACKER_PROCFS_ROOT") or None,
+            sys_root=os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None,
+            nvml_library=os.environ.get("RESOURCE_TRACKER_NVML_LIBRARY") or None,
+            **kwargs,
+        )
+    if method == "psutil":
+        from .psutil_sampler import PsutilSampler
+
+        return PsutilSampler(pid, interval, **kwargs)
+    raise ValueError(f"method must be 'procfs' or 'psutil', got {method!r}")
 
 
 def _command_line(pid):
@@ -162,20 +188,7 @@ class ResourceTracker:
             track_processes=self.track_processes,
             track_system=self.track_system,
         )
-        if self.method == "procfs":
-            return _core.Sampler(
-                self.pid,
-                self.interval,
-                proc_root=os.environ.get("RESOURCE_TRACKER_PROCFS_ROOT") or None,
-                sys_root=os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None,
-                nvml_library=os.environ.get("RESOURCE_TRACKER_NVML_LIBRARY") or None,
-                **kwargs,
-            )
-        if self.method == "psutil":
-            from .psutil_sampler import PsutilSampler
-
-            return PsutilSampler(self.pid, self.interval, **kwargs)
-        raise ValueError(f"method must be 'procfs' or 'psutil', got {self.method!r}")
+        return _new_sampler(self.method, self.pid, self.interval, **kwargs)
 
     # -- lifecycle -------------------------------------------------------------------
 

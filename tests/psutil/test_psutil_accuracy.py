@@ -10,6 +10,7 @@ import os
 import time
 
 import pytest
+from build_variant import needs_procfs
 from psutil_workloads import Workload, _force_psutil, psutil_tracker, total_cpu  # noqa: F401
 
 from resource_tracker import ResourceTracker
@@ -205,6 +206,7 @@ def test_the_trackers_own_thread_is_not_counted():
     assert measured < 0.3 * own + 0.02
 
 
+@needs_procfs
 def test_same_columns_and_readings_as_the_c_sampler():
     """The C sampler and the psutil sampler watch one busy workload side by side."""
     w = Workload(
