@@ -48,6 +48,9 @@ class LaneError(Exception):
     pass
 
 
+EMBEDDED_CATALOG = "resource_tracker/catalog/data/"
+
+
 def say(text):
     print(f"=== dists ({time.monotonic() - STARTED:5.0f} s): {text}", flush=True)
 
@@ -125,6 +128,19 @@ def check_wheel(wheel, files):
     return len(names)
 
 
+def check_wheel_size(wheel):
+    """The embedded catalog may add at most 2 MiB to the wheel (issue 12)."""
+    with zipfile.ZipFile(wheel) as zf:
+        catalog = sum(
+            i.compress_size for i in zf.infolist() if i.filename.startswith(EMBEDDED_CATALOG)
+        )
+    if not catalog or catalog > 2 * 2**20:
+        raise LaneError(
+            f"{os.path.basename(wheel)}: embedded catalog {catalog} bytes (0 < x <= 2 MiB)"
+        )
+    say(f"the embedded catalog adds {catalog / 2**20:.2f} MiB to the wheel (budget 2 MiB)")
+
+
 def check_sdist(sdist, files):
     with tarfile.open(sdist) as tar:
         top = tar.getnames()[0].split("/")[0]
@@ -198,9 +214,11 @@ def lane_for(minor, python, files, src, work):
     (wheel,) = glob.glob(os.path.join(dist, "*.whl"))
     n_wheel, n_sdist = check_wheel(wheel, files), check_sdist(sdist, files)
     say(
-        f"Python {minor}: {os.path.basename(wheel)} ({n_wheel} files) and "
-        f"{os.path.basename(sdist)} ({n_sdist} files) hold what they must"
+        f"Python {minor}: {os.path.basename(wheel)} ({n_wheel} files, "
+        f"{os.path.getsize(wheel) / 2**20:.2f} MiB) and {os.path.basename(sdist)} "
+        f"({n_sdist} files, {os.path.getsize(sdist) / 2**20:.2f} MiB) hold what they must"
     )
+    check_wheel_size(wheel)
     say(f"Python {minor}: the wheel in a fresh venv, smoke test")
     install_and_smoke(python, wheel, os.path.join(base, "wheel"), times, "wheel")
     say(f"Python {minor}: the sdist in a fresh venv (pip compiles it), smoke test")
