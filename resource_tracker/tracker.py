@@ -153,8 +153,10 @@ class ResourceTracker:
         self._cloud_info = None
         self._cloud_job = None
         self._sampler = self._make_sampler()
+        self._autostarted = False
         if autostart:
             self.start()
+            self._autostarted = True
 
     def _make_sampler(self):
         kwargs = dict(
@@ -180,7 +182,16 @@ class ResourceTracker:
     # -- lifecycle -------------------------------------------------------------------
 
     def start(self):
-        """Start sampling (and cloud discovery in the background)."""
+        """Start sampling (and cloud discovery in the background).
+
+        On a tracker that started itself (``autostart=True``, the default) the first
+        ``start()`` while it runs does nothing, so code written as
+        ``tracker = ResourceTracker(); tracker.start()`` keeps working; starting it again
+        after that raises ``RuntimeError``.
+        """
+        if self._autostarted and self.running:
+            self._autostarted = False  # this start() is the one the constructor already did
+            return
         self._sampler.start()
         if self.discover_cloud and self._cloud_job is None:
             self._cloud_job = _start_cloud_discovery()
@@ -323,11 +334,30 @@ class ResourceTracker:
 
         return recommend_server(self.recommend_resources(historical_stats), n=n, **filters)
 
-    def report(self, historical_stats=None):
-        """The self-contained HTML report (a Report: str with save(), browse())."""
+    def report(
+        self,
+        historical_stats=None,
+        *,
+        status: str | None = None,
+        integration: str | None = None,
+        status_failed: bool = False,
+    ):
+        """The self-contained HTML report (a Report: str with save(), browse()).
+
+        Args:
+            historical_stats: earlier runs to compare with (a list of ``stats()`` dicts).
+            status: the status the page shows in place of the tracker's own: 'finished',
+                'failed' or 'running' (an integration knows whether the job failed).
+            integration: the name of what ran the job (e.g. 'Metaflow'), shown on the page.
+            status_failed: True is the same as ``status='failed'``.
+        """
         from .report import render_report
 
-        return render_report(self, historical_stats=historical_stats)
+        if status_failed:
+            status = "failed"
+        return render_report(
+            self, historical_stats=historical_stats, status=status, integration=integration
+        )
 
     # -- machine ---------------------------------------------------------------------
 
@@ -408,6 +438,7 @@ class ResourceTracker:
         self._server_info = snapshot.get("server_info")
         self._cloud_info = snapshot.get("cloud_info")
         self._cloud_job = None
+        self._autostarted = False
         process = TinyDataFrame(_decode_columns(snapshot.get("process_metrics")), PROCESS_COLUMNS)
         system = TinyDataFrame(_decode_columns(snapshot.get("system_metrics")), SYSTEM_COLUMNS)
         self._sampler = _StoredRun(

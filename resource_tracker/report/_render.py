@@ -57,7 +57,10 @@ class Report(str):
         return f"<Report: {len(self)} characters of HTML; save(path) or browse() to view>"
 
 
-def render_report(tracker, historical_stats=None):
+REPORT_STATUSES = ("finished", "failed", "running", "stopped")
+
+
+def render_report(tracker, historical_stats=None, status=None, integration=None):
     """The HTML report of tracker (a ResourceTracker, also one loaded from a snapshot).
 
     Args:
@@ -65,11 +68,18 @@ def render_report(tracker, historical_stats=None):
             system_metrics, stats(), recommend_resources(), server_info, cloud_info, ...).
         historical_stats: earlier runs to compare with: a list of ``stats()`` dicts, or the
             summary dict of the Metaflow extension (``avg_cpu_mean``, ``max_memory_max``, ...).
+        status: the status to show in place of the tracker's own (one of REPORT_STATUSES).
+        integration: the name of what ran the job (e.g. 'Metaflow'), shown on the page.
 
     Returns:
         Report (a str).
     """
+    if status is not None and status not in REPORT_STATUSES:
+        raise ValueError(f"status must be one of {', '.join(REPORT_STATUSES)}, got {status!r}")
+    if integration is not None and not isinstance(integration, str):
+        raise ValueError(f"integration must be a name such as 'Metaflow', got {integration!r}")
     page = _Page(tracker, historical_stats)
+    page.status_override, page.integration = status, integration
     return Report(page.html())
 
 
@@ -298,7 +308,12 @@ class _Page:
             command = command[:77] + "..."
         return command or f"pid {_attr(self.t, 'pid')}"
 
+    status_override = None
+    integration = None
+
     def _status(self):
+        if self.status_override:
+            return self.status_override
         if self.extra.get("step_failed") or self.extra.get("failed"):
             return "failed"
         status = _attr(self.t, "status") or "unknown"
@@ -332,6 +347,7 @@ class _Page:
             ["Samples", f"{self.n_samples:,}"],
             ["Sampling interval", f"{_num(_attr(self.t, 'interval'), 3)} s"],
             ["Collection method", _esc(_attr(self.t, "method") or "n/a")],
+            *([["Integration", _esc(self.integration)]] if self.integration else []),
             ["Tool", f"resource-tracker {_esc(__version__)}"],
         ]
         out = [
