@@ -328,11 +328,8 @@ class TinyDataFrame:
         return lines
 
     def _size_text(self):
-        rows, cols = len(self), len(self._data)
-        return (
-            f"TinyDataFrame with {rows} row{'' if rows == 1 else 's'} "
-            f"and {cols} column{'' if cols == 1 else 's'}"
-        )
+        # always "rows"/"columns", as the seeds print it (scripts may match the text)
+        return f"TinyDataFrame with {len(self)} rows and {len(self._data)} columns"
 
     def _empty_text(self):
         if not self._data:

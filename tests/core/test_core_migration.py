@@ -153,7 +153,7 @@ def test_an_empty_frame_reads_well():
     assert "Empty TinyDataFrame" in empty._repr_html_()
     assert TinyDataFrame().to_csv() == ""
     assert empty.to_csv() == "timestamp,memory\n"
-    assert str(TinyDataFrame({"a": [1]})).startswith("TinyDataFrame with 1 row and 1 column:")
+    assert str(TinyDataFrame({"a": [1]})).startswith("TinyDataFrame with 1 rows and 1 columns:")
 
 
 # -- get_server_info / get_cloud_info ------------------------------------------------------
