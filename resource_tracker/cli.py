@@ -810,10 +810,11 @@ def _cmd_report(args):
     print(out)
     if args.browse:
         import pathlib
-        import webbrowser
 
-        if not webbrowser.open(pathlib.Path(out).resolve().as_uri()):
-            _say(f"{PROG}: no web browser found; open {out} yourself")
+        from .report._browse import open_in_browser
+
+        if not open_in_browser(pathlib.Path(out).resolve().as_uri()):
+            _say(f"{PROG}: no web browser found; the report is at {out}")
     return 0
 
 

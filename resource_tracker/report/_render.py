@@ -28,19 +28,27 @@ class Report(str):
         return path
 
     def browse(self):
-        """Writes the page to a temporary file and opens it in the web browser in the
-        background; returns the file's path at once."""
+        """Writes the page to a temporary file and opens it in the web browser; returns the
+        file's path.
+
+        The browser is started as a process of its own before this returns, so
+        ``tracker.report().browse()`` works as a script's last line. ``BROWSER`` picks the
+        browser, as usual. With no browser to open, it says on stderr where the file is.
+        """
+        import pathlib
+        import sys
         import tempfile
-        import threading
-        import webbrowser
+
+        from ._browse import open_in_browser
 
         fd, path = tempfile.mkstemp(prefix="resource-tracker-report-", suffix=".html")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(self)
-        url = "file://" + path
-        threading.Thread(
-            target=webbrowser.open, args=(url,), name="resource-tracker-browse", daemon=True
-        ).start()
+        if not open_in_browser(pathlib.Path(path).as_uri()):
+            print(
+                f"resource-tracker: no web browser found; the report is at {path}",
+                file=sys.stderr,
+            )
         return path
 
     def _repr_html_(self):
