@@ -16,6 +16,9 @@ from ._version import __version__
 from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABELS
 from .tiny_data_frame import TinyDataFrame
 
+#: Runs shorter than this (seconds) have no measurable CPU usage (10 clock ticks of 10 ms).
+SHORT_RUN_S = 0.1
+
 SNAPSHOT_FORMAT = "resource-tracker-snapshot"
 SNAPSHOT_VERSION = 1
 
@@ -267,7 +270,15 @@ class ResourceTracker:
         return self._table("system")
 
     def get_combined_metrics(self, human_names=False):
-        """System and process samples side by side, one row per timestamp."""
+        """System and process samples side by side, one row per timestamp.
+
+        A view for people: values are rounded as the seeds print them (CPU usage and CPU
+        seconds to 4 decimals, KiB and bytes whole, GB to 2 decimals; see
+        ``resource_tracker.rounding``), so no float noise such as 0.09999999999999998
+        shows. ``process_metrics`` and ``system_metrics`` keep the exact values.
+        """
+        from .rounding import round_column
+
         system, process = self.system_metrics, self.process_metrics
         n = (
             min(len(system), len(process))
@@ -282,7 +293,7 @@ class ResourceTracker:
                     if human_names
                     else ("timestamp" if name == "timestamp" else "system_" + name)
                 )
-                combined[key] = system.column_array(name)[:n]
+                combined[key] = round_column(name, system.column_array(name)[:n])
         for name in PROCESS_COLUMNS:
             if not len(process) or (name == "timestamp" and len(system)):
                 continue
@@ -291,7 +302,7 @@ class ResourceTracker:
                 if human_names
                 else ("timestamp" if name == "timestamp" else "process_" + name)
             )
-            combined[key] = process.column_array(name)[:n]
+            combined[key] = round_column(name, process.column_array(name)[:n])
         return TinyDataFrame._from_arrays(combined)
 
     def stats(self):
@@ -307,7 +318,9 @@ class ResourceTracker:
 
         The rules:
 
-        - cpu: the average CPU usage of the process tree (cores), rounded, at least 1
+        - cpu: the average CPU usage of the process tree (cores), rounded, at least 1; a
+          run shorter than 0.1 s (``SHORT_RUN_S``) gives no CPU figure (its CPU time is
+          below what the kernel's clock-tick counters can measure): then 1
         - memory: the peak memory of the process tree + 20%, rounded up to 128, 256, 512
           or 1024 MiB, or whole GiB beyond that (MiB)
         - gpu: the peak number of GPUs in use by the process tree
@@ -321,7 +334,13 @@ class ResourceTracker:
             {'cpu': int, 'memory': int MiB, 'gpu': int, 'vram': int MiB}
         """
         runs = [self.stats()] + list(historical_stats or [])
-        return _core.recommend(runs)
+        recommendation = _core.recommend(runs)
+        # A run shorter than SHORT_RUN_S has no measurable CPU usage (CPU time is counted in
+        # clock ticks of 10 ms): its CPU figure is left out, the minimum stands without others.
+        measurable = [s for s in runs if not _too_short_for_cpu(s)]
+        if len(measurable) < len(runs):
+            recommendation["cpu"] = _core.recommend(measurable)["cpu"] if measurable else 1
+        return recommendation
 
     def recommend_server(self, n=None, historical_stats=None, **filters):
         """The cheapest cloud server that fits recommend_resources() (Spare Cores catalog).
@@ -386,6 +405,13 @@ class ResourceTracker:
 
     def snapshot(self):
         """Everything about this run as a dict of plain Python values (lossless)."""
+        snap = self._snapshot_fields()
+        snap["process_metrics"] = self.process_metrics.to_dict()
+        snap["system_metrics"] = self.system_metrics.to_dict()
+        return snap
+
+    def _snapshot_fields(self):
+        """snapshot() without the two tables."""
         return {
             "format": SNAPSHOT_FORMAT,
             "format_version": SNAPSHOT_VERSION,
@@ -404,13 +430,16 @@ class ResourceTracker:
             "server_info": self.server_info,
             "cloud_info": self.cloud_info,
             "extra": dict(self.extra),
-            "process_metrics": self.process_metrics.to_dict(),
-            "system_metrics": self.system_metrics.to_dict(),
         }
 
     @classmethod
     def from_snapshot(cls, snapshot):
-        """A stopped tracker holding the data of snapshot() (report, stats, ... all work)."""
+        """A stopped tracker holding the data of snapshot() (report, stats, ... all work).
+
+        Also takes the ``tracker`` entry of the Metaflow artifact (a snapshot whose tables
+        are the artifact's TinyDataFrames): ``from_snapshot(data["tracker"]).report()``
+        renders the step's page again.
+        """
         if not isinstance(snapshot, dict) or snapshot.get("format") != SNAPSHOT_FORMAT:
             raise ValueError(
                 "not a resource-tracker snapshot: expected a dict made by "
@@ -480,6 +509,12 @@ class ResourceTracker:
         )
 
 
+def _too_short_for_cpu(stats):
+    """True for the stats() of a run too short to measure its CPU usage."""
+    duration = ((stats or {}).get("timestamp") or {}).get("duration")
+    return isinstance(duration, (int, float)) and 0 < duration < SHORT_RUN_S
+
+
 def _arrays(df):
     """A TinyDataFrame's columns as arrays (None for a missing table)."""
     if df is None:
@@ -510,7 +545,10 @@ def _little_endian(col):
 
 
 def _decode_columns(data):
-    """{column: values} from a snapshot's table (plain lists or base64 float64)."""
+    """{column: values} from a snapshot's table (plain lists, base64 float64, or a
+    TinyDataFrame as in the Metaflow artifact)."""
+    if isinstance(data, TinyDataFrame):
+        return {name: data.column_array(name) for name in data.columns}
     if not data:
         return {}
     if isinstance(data, dict) and data.get("encoding") == "float64-le-base64":

@@ -87,7 +87,8 @@ def render_report(tracker, historical_stats=None, status=None, integration=None)
     if integration is not None and not isinstance(integration, str):
         raise ValueError(f"integration must be a name such as 'Metaflow', got {integration!r}")
     page = _Page(tracker, historical_stats)
-    page.status_override, page.integration = status, integration
+    page.status_override = status
+    page.integration = integration or page.extra.get("integration")
     return Report(page.html())
 
 
@@ -217,10 +218,12 @@ class _Page:
         self.n_system = len(self.system) if self.system is not None else 0
         self.n_samples = max(self.n_process, self.n_system)
         self.stats = self._call("stats", default=None)
-        self.history_list, self.history_summary = _history(historical_stats)
         self.server_info = _attr(tracker, "server_info")
         self.cloud_info = _attr(tracker, "cloud_info")
         self.extra = _attr(tracker, "extra") or {}
+        if historical_stats is None:  # a run saved with its history (the Metaflow artifact)
+            historical_stats = self.extra.get("historical_stats") or None
+        self.history_list, self.history_summary = _history(historical_stats)
         self.duration = self._duration()
         self.resources, self.resources_error = self._resources()
         self.catalog = _CatalogView(self.resources, self.duration, self.cloud_info)
