@@ -217,8 +217,8 @@ collector_fold_rows(const Collector *collector, double *pp, double *ps, const do
             pp[process_sums[i]] += p[process_sums[i]];
         for (i = 0; i < sizeof(process_peaks) / sizeof(int); i++)
             pp[process_peaks[i]] = max2(pp[process_peaks[i]], p[process_peaks[i]]);
-        pp[PC_CPU_USAGE] = collector_cpu_usage(pp[PC_UTIME] + pp[PC_STIME], dt,
-                                               collector->tick_s, collector->process_cores);
+        pp[PC_CPU_USAGE] = collector_cpu_usage(pp[PC_UTIME] + pp[PC_STIME], dt, collector->tick_s,
+                                               collector->process_cores);
         pp[PC_TIMESTAMP] = p[PC_TIMESTAMP];
     }
     if (ps) {
@@ -229,8 +229,8 @@ collector_fold_rows(const Collector *collector, double *pp, double *ps, const do
             ps[system_sums[i]] = keep[system_sums[i]] + s[system_sums[i]];
         for (i = 0; i < sizeof(system_peaks) / sizeof(int); i++)
             ps[system_peaks[i]] = max2(keep[system_peaks[i]], s[system_peaks[i]]);
-        ps[SC_CPU_USAGE] = collector_cpu_usage(ps[SC_UTIME] + ps[SC_STIME], dt,
-                                               collector->tick_s, collector->system_cores);
+        ps[SC_CPU_USAGE] = collector_cpu_usage(ps[SC_UTIME] + ps[SC_STIME], dt, collector->tick_s,
+                                               collector->system_cores);
     }
 }
 

@@ -50,8 +50,7 @@ int collector_sample(Collector *collector, double mono, double wall, const OwnUs
 
 /* Adds a short row (partial interval of part_dt seconds) into the previous rows (prev_dt). */
 void collector_fold_rows(const Collector *collector, double *prev_prow, double *prev_srow,
-                         const double *prow, const double *srow, double prev_dt,
-                         double part_dt);
+                         const double *prow, const double *srow, double prev_dt, double part_dt);
 
 /* Cores in use from CPU seconds over dt: measured over at least one clock tick (the counters'
  * resolution) and never more than the cores available. */

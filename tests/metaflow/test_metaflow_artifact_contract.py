@@ -128,9 +128,10 @@ def test_the_run_rebuilt_from_the_artifact_renders_the_cards_page(contract_runs)
     assert tracker.system_metrics == data["system_metrics"]
     assert tracker.stats() == data["detailed_stats"]
     assert tracker.label == task["pathspec"]
-    assert tracker.recommend_resources(
-        historical_stats=data["historical_runs_stats"]
-    ) == data["recommendations"]["resources"]
+    assert (
+        tracker.recommend_resources(historical_stats=data["historical_runs_stats"])
+        == data["recommendations"]["resources"]
+    )
     (card,) = [c for c in task["cards"] if c["type"] == "tracked_resources"]
     page = tracker.report()
     assert page == card["html"]
