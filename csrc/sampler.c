@@ -249,7 +249,10 @@ sampler_main(void *arg)
         pthread_mutex_lock(&sampler->lock);
     }
     pthread_mutex_unlock(&sampler->lock);
-    if (clock_seconds(CLOCK_MONOTONIC) - sampler->last_sample_mono >= FINAL_MIN_SECONDS)
+    /* a run stopped right after its baseline still gets its one row (its CPU usage is
+     * measured over at least one clock tick: no division by a tiny interval) */
+    if (clock_seconds(CLOCK_MONOTONIC) - sampler->last_sample_mono >= FINAL_MIN_SECONDS ||
+        (sampler->process.nrows == 0 && sampler->system.nrows == 0))
         take_sample(sampler, 1, 1, prow, srow);
     pthread_mutex_lock(&sampler->lock);
     sampler->stop_wall = clock_seconds(CLOCK_REALTIME);

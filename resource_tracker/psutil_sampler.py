@@ -632,7 +632,8 @@ class _Engine:
             if self.wake.wait(max(0.0, deadline - time.monotonic())):
                 break
             self.take_sample(True, False)
-        if time.monotonic() - self.last_sample_mono >= FINAL_MIN_SECONDS:
+        # a run stopped right after its baseline still gets its one row
+        if time.monotonic() - self.last_sample_mono >= FINAL_MIN_SECONDS or self.rows() == 0:
             self.take_sample(True, True)
         with self.lock:
             self.stop_wall = time.time()

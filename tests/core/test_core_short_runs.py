@@ -143,3 +143,15 @@ def test_a_short_run_takes_its_cpu_figure_from_the_history():
     short_run.stop()
     assert short_run.recommend_resources(historical_stats=history)["cpu"] == expected
     assert short_run.recommend_resources()["cpu"] == 1
+
+
+def test_a_run_stopped_at_once_still_has_its_row():
+    """A tracker stopped right after it started (a step that does almost nothing) has one
+    row, a bounded CPU usage and a recommendation: not 'not enough data'."""
+    for method in ("procfs", "psutil"):
+        for _ in range(20):
+            tracker = _quiet(interval=0.2, method=method)
+            tracker.stop()
+            assert tracker.n_samples == 1, method
+            assert all(0 <= v <= os.cpu_count() for v in tracker.process_metrics["cpu_usage"])
+            assert tracker.recommend_resources()["cpu"] == 1

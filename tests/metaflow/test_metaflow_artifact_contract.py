@@ -76,7 +76,7 @@ def test_stats_have_the_documented_shape_and_rounding(contract_runs):
     assert stats["traffic"]["inbound"] == round(exact["system_net_recv_bytes"]["sum"])
     assert stats["disk_usage"]["max"] == round(exact["system_disk_space_used_gb"]["max"], 2)
     assert stats["duration"] == round(exact["timestamp"]["duration"], 2) >= 1.2
-    assert 0.6 < stats["cpu_usage"]["mean"] <= os.cpu_count()  # one busy core
+    assert 0 < stats["cpu_usage"]["mean"] <= stats["cpu_usage"]["max"] <= os.cpu_count()
     assert stats["memory_usage"]["max"] >= 64 * 1024  # KiB: the 64 MiB held
 
 
