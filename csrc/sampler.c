@@ -12,6 +12,9 @@
 
 #define SAMPLER_STACK_BYTES (256 * 1024)
 #define FOLD_SHARE 0.25
+/* a final interval shorter than this is too short to measure CPU time in clock ticks (10 ms):
+ * it is folded into the previous row whatever the interval */
+#define FOLD_MIN_SECONDS 0.1
 #define FINAL_MIN_SECONDS 0.001
 
 /* Every live sampler, for the fork handlers. */
@@ -152,7 +155,7 @@ store_rows(Sampler *sampler, double *prow, double *srow, double dt, int may_fold
 {
     Collector *c = &sampler->collector;
     int fold = may_fold && (sampler->process.nrows || sampler->system.nrows) &&
-               dt < FOLD_SHARE * sampler->interval;
+               (dt < FOLD_SHARE * sampler->interval || dt < FOLD_MIN_SECONDS);
 
     pthread_mutex_lock(&sampler->lock);
     if (fold) {
@@ -169,7 +172,7 @@ store_rows(Sampler *sampler, double *prow, double *srow, double dt, int may_fold
                 last_s[i] = *table_at(&sampler->system, sampler->system.nrows - 1, i);
             ps = last_s;
         }
-        collector_fold_rows(pp, ps, prow, srow, sampler->last_row_dt, dt);
+        collector_fold_rows(c, pp, ps, prow, srow, sampler->last_row_dt, dt);
         for (i = 0; pp && i < PC_COUNT; i++)
             *table_at(&sampler->process, sampler->process.nrows - 1, i) = last_p[i];
         for (i = 0; ps && i < SC_COUNT; i++)
@@ -246,7 +249,10 @@ sampler_main(void *arg)
         pthread_mutex_lock(&sampler->lock);
     }
     pthread_mutex_unlock(&sampler->lock);
-    if (clock_seconds(CLOCK_MONOTONIC) - sampler->last_sample_mono >= FINAL_MIN_SECONDS)
+    /* a run stopped right after its baseline still gets its one row (its CPU usage is
+     * measured over at least one clock tick: no division by a tiny interval) */
+    if (clock_seconds(CLOCK_MONOTONIC) - sampler->last_sample_mono >= FINAL_MIN_SECONDS ||
+        (sampler->process.nrows == 0 && sampler->system.nrows == 0))
         take_sample(sampler, 1, 1, prow, srow);
     pthread_mutex_lock(&sampler->lock);
     sampler->stop_wall = clock_seconds(CLOCK_REALTIME);

@@ -106,6 +106,25 @@ class CloudDiscovery:
         return self._result
 
 
+def get_cloud_info(timeout=DEFAULT_TIMEOUT):
+    """The cloud this runs on, as the seeds document it (blocking at most about ``timeout`` s).
+
+    Returns ``{'vendor', 'instance_type', 'region', 'discovery_time'}`` with ``'unknown'``
+    in place of what could not be found (also when discovery is switched off by
+    ``RESOURCE_TRACKER_DISCOVER_CLOUD=0``: then ``discovery_time`` is 0.0).
+    """
+    return documented_cloud_info(discover_cloud(timeout))
+
+
+def documented_cloud_info(info):
+    """A cloud_info dict (or None) with 'unknown' for every vendor/instance_type/region
+    that is missing, and discovery_time as a number of seconds (0.0 when unknown)."""
+    info = dict(info or {})
+    out = {key: info.get(key) or "unknown" for key in ("vendor", "instance_type", "region")}
+    out["discovery_time"] = float(info.get("discovery_time") or 0.0)
+    return out
+
+
 def start_discovery(timeout=DEFAULT_TIMEOUT):
     """Start discovering in the background; ``.result(timeout=None)`` gives the dict."""
     return CloudDiscovery(timeout)

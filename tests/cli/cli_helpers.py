@@ -111,10 +111,10 @@ def summary_figures(stderr):
     }
 
 
-def assert_one_line_error(result, *needles):
-    """The result is a usage-style failure: exit 2, one stderr line, no traceback."""
+def assert_one_line_error(result, *needles, status=2):
+    """The result is a usage-style failure: exit `status`, one stderr line, no traceback."""
     lines = result.stderr.strip().splitlines()
-    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert result.returncode == status, (result.returncode, result.stderr)
     assert len(lines) == 1, result.stderr
     assert "Traceback" not in result.stderr
     assert lines[0].startswith("resource-tracker"), lines[0]

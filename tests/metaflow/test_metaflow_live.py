@@ -72,7 +72,7 @@ def test_metaflow_live_card_changes_while_the_step_runs(tmp_path):
     # can be caught as a child, by a sample taken in its first milliseconds
     children = data["process_metrics"]["children"]
     assert max(children) <= 2 and sum(1 for c in children if c) <= 0.25 * len(children)
-    assert data["stats"]["process_cpu_usage"]["mean"] < 0.2
+    assert data["detailed_stats"]["process_cpu_usage"]["mean"] < 0.2
     # the last data update tells `card server` that this is the final card
     updates = _data_updates(tmp_path, "long_step")
     assert updates and all(u["reload_token"] == "final" for u in updates)
