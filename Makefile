@@ -77,7 +77,9 @@ $(STAMPS)/deps-test.stamp: pyproject.toml setup.py | $(PY)
 	$(PY) -m pip install -q -e '.[test]'
 	@touch $@ $(STAMPS)/deps.stamp
 
-lint: deps-test  ## clang-format check of csrc/, ruff check and format check of Python
+lint: deps-test  ## clang-format check of csrc/, ruff check and format check of Python; no outside folder
+	@if git grep -n -e '\.\.[/]shared' -- . ; then \
+	  echo "lint: the files above name the shared folder beside the repository: a clone alone must build and test; put fixtures in tests/data/" >&2; exit 1; fi
 	clang-format --dry-run --Werror csrc/*.c csrc/*.h
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .

@@ -1,8 +1,8 @@
 """Time of recommend_server(): the local SQLite catalog next to the online (Keeper) path.
 
-Usage: python3 bench/bench_catalog.py [--shared ../shared] [--rounds 30] [--full-size]
+Usage: python3 bench/bench_catalog.py [--rounds 30] [--full-size]
 
-The local catalog is built in a temp dir from ../shared/catalog (the full 2026-01 dump, 5,176
+The local catalog is built in a temp dir from tests/data (the full 2026-01 dump, 5,176
 servers, real 2024-02 AWS prices plus marked test prices; tests/catalog/catalog_fixture.py).
 The online path runs against a loopback HTTP server answering GET /servers with a canned
 answer of 5 records (what the real Keeper returns for n=5), so the figure is the client's
@@ -28,6 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "catalog"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "data"))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
 RESOURCES = {"cpu": 2, "memory": 4096, "gpu": 0, "vram": 0}
@@ -71,7 +72,6 @@ def _add_synthetic_prices(db):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shared", default=os.path.join(HERE, "..", "..", "shared"))
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--full-size", action="store_true", help="add synthetic price rows")
     args = parser.parse_args(argv)
@@ -82,7 +82,7 @@ def main(argv=None):
         os.environ["RESOURCE_TRACKER_CACHE_DIR"] = os.path.join(tmp, "cache")
         os.environ["RESOURCE_TRACKER_CATALOG_URL"] = "http://127.0.0.1:9/none"
         db = os.path.join(tmp, "catalog.db")
-        summary = build(os.path.abspath(args.shared), db)
+        summary = build(db)
         if args.full_size:
             summary["prices"] += _add_synthetic_prices(db)
         from resource_tracker import catalog

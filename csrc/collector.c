@@ -1,10 +1,72 @@
 #include "collector.h"
 
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "columns.h"
+
+/* CPUs listed in <proc_root>/stat ("cpuN" lines); the online CPUs when it cannot be read. */
+static int
+machine_cpus(const char *proc_root)
+{
+    char path[600], line[256];
+    int n = 0;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/stat", proc_root[0] ? proc_root : "/proc");
+    f = fopen(path, "re");
+    if (f != NULL) {
+        while (fgets(line, sizeof(line), f) != NULL)
+            if (strncmp(line, "cpu", 3) == 0 && line[3] >= '0' && line[3] <= '9')
+                n++;
+        fclose(f);
+    }
+    if (n <= 0)
+        n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? n : 1;
+}
+
+/* CPUs pid may run on (its affinity mask), at most machine; machine when unknown. */
+static int
+process_cpus(const CollectorConfig *cfg, int machine)
+{
+    cpu_set_t set;
+    int n;
+
+    if (cfg->proc_root[0] && strcmp(cfg->proc_root, "/proc") != 0)
+        return machine; /* another procfs (tests, a container's view): no affinity of it */
+    if (!cfg->track_processes || sched_getaffinity(cfg->pid, sizeof(set), &set) != 0)
+        return machine;
+    n = CPU_COUNT(&set);
+    return n > 0 && n < machine ? n : machine;
+}
+
+static void
+set_cpu_caps(Collector *collector)
+{
+    long hz = sysconf(_SC_CLK_TCK);
+    int machine = machine_cpus(collector->cfg.proc_root);
+
+    collector->system_cores = machine;
+    collector->process_cores = process_cpus(&collector->cfg, machine);
+    collector->tick_s = hz > 0 ? 1.0 / (double)hz : 0.01;
+}
+
+double
+collector_cpu_usage(double cpu_s, double dt, double tick_s, double cores)
+{
+    double usage;
+
+    if (dt <= 0)
+        return 0.0;
+    usage = cpu_s / (dt > tick_s ? dt : tick_s);
+    if (cores > 0 && usage > cores)
+        usage = cores;
+    return usage > 0 ? usage : 0.0;
+}
 
 /* 0 on success */
 int
@@ -21,6 +83,7 @@ collector_init(Collector *collector, const CollectorConfig *cfg)
         proc_tree_free(&collector->tree);
         return -1;
     }
+    set_cpu_caps(collector);
     return 0;
 }
 
@@ -64,7 +127,8 @@ fill_process_row(Collector *collector, const ProcTreeReading *tree, const GpuRea
     row[PC_CHILDREN] = (double)(tree->members - (tree->root_alive ? 1 : 0));
     row[PC_UTIME] = tree->interval.user_s;
     row[PC_STIME] = tree->interval.sys_s;
-    row[PC_CPU_USAGE] = dt > 0 ? (tree->interval.user_s + tree->interval.sys_s) / dt : 0.0;
+    row[PC_CPU_USAGE] = collector_cpu_usage(tree->interval.user_s + tree->interval.sys_s, dt,
+                                            collector->tick_s, collector->process_cores);
     row[PC_MEMORY] = memory;
     row[PC_READ_BYTES] = tree->interval.read_b;
     row[PC_WRITE_BYTES] = tree->interval.write_b;
@@ -74,14 +138,15 @@ fill_process_row(Collector *collector, const ProcTreeReading *tree, const GpuRea
 }
 
 static void
-fill_system_row(const SystemReading *sys, const GpuReading *gpu, int processes, double dt,
-                double wall, double *row)
+fill_system_row(const Collector *collector, const SystemReading *sys, const GpuReading *gpu,
+                int processes, double dt, double wall, double *row)
 {
     row[SC_TIMESTAMP] = wall;
     row[SC_PROCESSES] = (double)processes;
     row[SC_UTIME] = sys->user_s;
     row[SC_STIME] = sys->sys_s;
-    row[SC_CPU_USAGE] = dt > 0 ? (sys->user_s + sys->sys_s) / dt : 0.0;
+    row[SC_CPU_USAGE] = collector_cpu_usage(sys->user_s + sys->sys_s, dt, collector->tick_s,
+                                            collector->system_cores);
     row[SC_MEMORY_FREE] = sys->memory_free;
     row[SC_MEMORY_USED] = sys->memory_used;
     row[SC_MEMORY_BUFFERS] = sys->memory_buffers;
@@ -123,7 +188,7 @@ collector_sample(Collector *collector, double mono, double wall, const OwnUsage 
         return 0;
     }
     fill_process_row(collector, &tree, &gpu_process, own, dt, wall, prow);
-    fill_system_row(&sys, &gpu_system, tree.processes, dt, wall, srow);
+    fill_system_row(collector, &sys, &gpu_system, tree.processes, dt, wall, srow);
     return 1;
 }
 
@@ -134,8 +199,8 @@ max2(double a, double b)
 }
 
 void
-collector_fold_rows(double *pp, double *ps, const double *p, const double *s, double prev_dt,
-                    double part_dt)
+collector_fold_rows(const Collector *collector, double *pp, double *ps, const double *p,
+                    const double *s, double prev_dt, double part_dt)
 {
     static const int process_sums[] = {PC_UTIME, PC_STIME, PC_READ_BYTES, PC_WRITE_BYTES};
     static const int process_peaks[] = {PC_CHILDREN, PC_MEMORY, PC_GPU_USAGE, PC_GPU_VRAM,
@@ -152,7 +217,8 @@ collector_fold_rows(double *pp, double *ps, const double *p, const double *s, do
             pp[process_sums[i]] += p[process_sums[i]];
         for (i = 0; i < sizeof(process_peaks) / sizeof(int); i++)
             pp[process_peaks[i]] = max2(pp[process_peaks[i]], p[process_peaks[i]]);
-        pp[PC_CPU_USAGE] = dt > 0 ? (pp[PC_UTIME] + pp[PC_STIME]) / dt : 0.0;
+        pp[PC_CPU_USAGE] = collector_cpu_usage(pp[PC_UTIME] + pp[PC_STIME], dt, collector->tick_s,
+                                               collector->process_cores);
         pp[PC_TIMESTAMP] = p[PC_TIMESTAMP];
     }
     if (ps) {
@@ -163,7 +229,8 @@ collector_fold_rows(double *pp, double *ps, const double *p, const double *s, do
             ps[system_sums[i]] = keep[system_sums[i]] + s[system_sums[i]];
         for (i = 0; i < sizeof(system_peaks) / sizeof(int); i++)
             ps[system_peaks[i]] = max2(keep[system_peaks[i]], s[system_peaks[i]]);
-        ps[SC_CPU_USAGE] = dt > 0 ? (ps[SC_UTIME] + ps[SC_STIME]) / dt : 0.0;
+        ps[SC_CPU_USAGE] = collector_cpu_usage(ps[SC_UTIME] + ps[SC_STIME], dt, collector->tick_s,
+                                               collector->system_cores);
     }
 }
 

@@ -29,7 +29,10 @@ typedef struct Collector {
     size_t member_pids_cap;
     double last_mono;
     int has_baseline;
-    int released; /* collector_release() ran: nothing is held any more */
+    int released;         /* collector_release() ran: nothing is held any more */
+    double process_cores; /* CPUs the tracked process may run on: its CPU usage cap */
+    double system_cores;  /* CPUs of the machine: the system's CPU usage cap */
+    double tick_s;        /* resolution of the CPU time counters (one clock tick) */
 } Collector;
 
 /* The tracker's own cost, taken off the workload when its process is in the tree. */
@@ -47,8 +50,12 @@ int collector_sample(Collector *collector, double mono, double wall, const OwnUs
                      double *prow, double *srow);
 
 /* Adds a short row (partial interval of part_dt seconds) into the previous rows (prev_dt). */
-void collector_fold_rows(double *prev_prow, double *prev_srow, const double *prow,
-                         const double *srow, double prev_dt, double part_dt);
+void collector_fold_rows(const Collector *collector, double *prev_prow, double *prev_srow,
+                         const double *prow, const double *srow, double prev_dt, double part_dt);
+
+/* Cores in use from CPU seconds over dt: measured over at least one clock tick (the counters'
+ * resolution) and never more than the cores available. */
+double collector_cpu_usage(double cpu_s, double dt, double tick_s, double cores);
 
 size_t collector_bytes(const Collector *collector);
 

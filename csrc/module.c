@@ -2,6 +2,7 @@
 #include "py_core.h"
 
 #include "columns.h"
+#include "platform.h"
 
 #ifndef RT_VERSION
 #define RT_VERSION "0.0.0"
@@ -40,14 +41,28 @@ add_object(PyObject *module, const char *name, PyObject *value)
     return 0;
 }
 
+/* The Linux readers (platform.h): the procfs sampler, NVML, cloud discovery, the Keeper API.
+ * HAVE_PROCFS tells Python whether they are here; without them it samples with psutil. */
+static int
+add_platform_parts(PyObject *module)
+{
+    if (add_object(module, "HAVE_PROCFS", PyBool_FromLong(RT_HAVE_PROCFS)))
+        return -1;
+#if RT_HAVE_PROCFS
+    if (rt_add_sampler(module) || rt_add_gpu(module) || rt_add_cloud(module) ||
+        rt_add_catalog(module))
+        return -1;
+#endif
+    return 0;
+}
+
 static int
 core_exec(PyObject *module)
 {
     if (add_object(module, "__version__", PyUnicode_FromString(RT_VERSION)) ||
         add_object(module, "PROCESS_COLUMNS", names_tuple(process_column_names, PC_COUNT)) ||
         add_object(module, "SYSTEM_COLUMNS", names_tuple(system_column_names, SC_COUNT)) ||
-        rt_add_sampler(module) || rt_add_stats(module) || rt_add_gpu(module) ||
-        rt_add_cloud(module) || rt_add_catalog(module))
+        rt_add_stats(module) || add_platform_parts(module))
         return -1;
     return 0;
 }

@@ -12,6 +12,9 @@
 
 #define SAMPLER_STACK_BYTES (256 * 1024)
 #define FOLD_SHARE 0.25
+/* a final interval shorter than this is too short to measure CPU time in clock ticks (10 ms):
+ * it is folded into the previous row whatever the interval */
+#define FOLD_MIN_SECONDS 0.1
 #define FINAL_MIN_SECONDS 0.001
 #define WAIT_SLICE_SECONDS 60.0       /* one timed wait at most (deadlines beyond are re-waited) */
 #define WAIT_ERROR_SLEEP_NS 10000000L /* after a failed timed wait: no busy loop */
@@ -201,7 +204,7 @@ static void
 store_rows(Sampler *sampler, double *prow, double *srow, double dt, int may_fold)
 {
     int fold = may_fold && (sampler->process.nrows || sampler->system.nrows) &&
-               dt < FOLD_SHARE * sampler->interval;
+               (dt < FOLD_SHARE * sampler->interval || dt < FOLD_MIN_SECONDS);
 
     pthread_mutex_lock(&sampler->lock);
     if (sampler->abandoned) {
@@ -222,7 +225,7 @@ store_rows(Sampler *sampler, double *prow, double *srow, double dt, int may_fold
                 last_s[i] = *table_at(&sampler->system, sampler->system.nrows - 1, i);
             ps = last_s;
         }
-        collector_fold_rows(pp, ps, prow, srow, sampler->last_row_dt, dt);
+        collector_fold_rows(&sampler->collector, pp, ps, prow, srow, sampler->last_row_dt, dt);
         for (i = 0; pp && i < PC_COUNT; i++)
             *table_at(&sampler->process, sampler->process.nrows - 1, i) = last_p[i];
         for (i = 0; ps && i < SC_COUNT; i++)
@@ -316,13 +319,17 @@ sampler_release(Sampler *sampler)
 static void
 finish_thread(Sampler *sampler, double *prow, double *srow)
 {
-    int abandoned;
+    int abandoned, no_rows;
 
     pthread_mutex_lock(&sampler->lock);
     abandoned = sampler->abandoned;
+    no_rows = sampler->process.nrows == 0 && sampler->system.nrows == 0;
     pthread_mutex_unlock(&sampler->lock);
+    /* a run stopped right after its baseline still gets its one row (its CPU usage is
+     * measured over at least one clock tick: no division by a tiny interval) */
     if (!abandoned &&
-        clock_seconds(CLOCK_MONOTONIC) - sampler->last_sample_mono >= FINAL_MIN_SECONDS)
+        (clock_seconds(CLOCK_MONOTONIC) - sampler->last_sample_mono >= FINAL_MIN_SECONDS ||
+         no_rows))
         thread_sample(sampler, 1, prow, srow);
     pthread_mutex_lock(&sampler->collect_lock);
     collector_release(&sampler->collector);

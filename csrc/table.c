@@ -3,9 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__linux__)
+#include "platform.h"
+
+#if RT_HAVE_MREMAP
 #include <sys/mman.h>
-#define TABLE_USES_MREMAP 1
 #endif
 
 /* First capacity: one 4 KiB page of float64 per column. */
@@ -30,11 +31,12 @@ table_init(Table *table, size_t ncols)
 
 /* Grows one column's storage from old_cap to cap values: the new address, or NULL.
  * On Linux the columns are their own mappings, grown with mremap: no copy, and no freed
- * copies left resident in a malloc arena, so memory tracks the rows actually written. */
+ * copies left resident in a malloc arena, so memory tracks the rows actually written.
+ * Elsewhere (no mremap) realloc grows them. */
 static double *
 grow_column(double *col, size_t old_cap, size_t cap)
 {
-#ifdef TABLE_USES_MREMAP
+#if RT_HAVE_MREMAP
     void *p;
     if (col == NULL)
         p = mmap(NULL, cap * sizeof(double), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
@@ -51,7 +53,7 @@ grow_column(double *col, size_t old_cap, size_t cap)
 static void
 free_column(double *col, size_t cap)
 {
-#ifdef TABLE_USES_MREMAP
+#if RT_HAVE_MREMAP
     if (col)
         munmap(col, cap * sizeof(double));
 #else

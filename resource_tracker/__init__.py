@@ -23,4 +23,28 @@ from .csv_trackers import PidTracker, SystemTracker  # noqa: E402
 from .tiny_data_frame import TinyDataFrame  # noqa: E402
 from .tracker import ResourceTracker  # noqa: E402
 
-__all__ = ["ResourceTracker", "TinyDataFrame", "PidTracker", "SystemTracker", "__version__"]
+
+def get_server_info(pid=None):
+    """CPUs, memory, GPUs, OS and container limits of this machine (see server_info.py)."""
+    from .server_info import get_server_info as _get
+
+    return _get(pid=pid)
+
+
+def get_cloud_info(timeout=2.0):
+    """Cloud vendor, instance type and region ('unknown' where not found), and the
+    discovery_time in seconds; no network request unless local evidence points at a cloud."""
+    from .cloud import get_cloud_info as _get
+
+    return _get(timeout=timeout)
+
+
+__all__ = [
+    "ResourceTracker",
+    "TinyDataFrame",
+    "PidTracker",
+    "SystemTracker",
+    "get_server_info",
+    "get_cloud_info",
+    "__version__",
+]

@@ -5,6 +5,11 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 __version__: str
 PROCESS_COLUMNS: Tuple[str, ...]
 SYSTEM_COLUMNS: Tuple[str, ...]
+# True where the Linux readers are built (csrc/platform.h). When False (a non-Linux platform or
+# RESOURCE_TRACKER_PORTABLE=1) Sampler, gpu_inventory, discover_cloud, cloud_evidence,
+# keeper_servers, keeper_prices and KeeperNoAnswerError are absent: psutil samples instead.
+HAVE_PROCFS: bool
+# absent with HAVE_PROCFS False (the Python constants of tracker.py hold)
 MIN_INTERVAL: float  # seconds: 0.0001
 MAX_INTERVAL: float  # seconds: 86400 (one day)
 STOP_TIMEOUT: float  # seconds stop() waits for the thread at most: 2.0

@@ -2,7 +2,8 @@
 
 Commands: ``run`` (track any command), ``report`` / ``stats`` / ``recommend`` (work on saved
 runs), ``watch`` (a live view) and ``catalog`` (the Spare Cores server catalog). Every error
-is one line on stderr with exit status 2; ``run`` exits with the tracked command's status.
+is one line on stderr with a non-zero exit status (2 for usage errors); ``run`` exits with
+the tracked command's status, 127 when it is not found and 126 when it cannot be executed.
 
 This module is not imported by ``resource_tracker/__init__.py``: its imports (argparse,
 subprocess, ...) cost nothing to users of the Python API.
@@ -28,7 +29,16 @@ SI_KERNEL = 0x80  # siginfo si_code of a signal raised by the kernel (e.g. Ctrl-
 
 
 class CliError(Exception):
-    """An error shown to the user as one line, with exit status 2."""
+    """An error shown to the user as one line, with exit status 2 (or ``status``)."""
+
+    def __init__(self, message, status=2):
+        super().__init__(message)
+        self.status = status
+
+
+#: Exit statuses of `run` when the command cannot be started, as shells and GNU time use them.
+EXIT_NOT_FOUND = 127
+EXIT_NOT_EXECUTABLE = 126
 
 
 class _Parser(argparse.ArgumentParser):
@@ -95,7 +105,9 @@ examples:
   {PROG} run --quiet --format json -- Rscript model.R
 
 The command's stdin, stdout and stderr are untouched; the summary goes to stderr.
-Exit status: the command's own (128+N when it is killed by signal N); 2 for usage errors.
+Exit status: the command's own (128+N when it is killed by signal N); 127 when the
+command is not found, 126 when it cannot be executed (as shells and GNU time); 2 for
+usage errors.
 SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are passed on to the command;
 what was gathered is still written.
 Outputs (in --output): resource-tracker.json (snapshot: '{PROG} report/stats/recommend'
@@ -123,6 +135,8 @@ examples:
 
 The first snapshot is the current run; the others are earlier runs of the same job
 (CPU: mean of the means; memory, GPU and VRAM: the highest peak).
+Exit status: 0 with a server; 1 without one (no catalog, or nothing fits: the reason is
+printed); 2 for a bad option value (e.g. an unknown --vendor).
 """
 
 WATCH_EXAMPLES = f"""\
@@ -139,6 +153,9 @@ examples:
   {PROG} catalog info
   {PROG} catalog update
   RESOURCE_TRACKER_CATALOG=/data/sc-data-all.db {PROG} catalog info
+
+Exit status: 0; 1 when `info` finds an error (it still prints what it knows); 2 when
+`update` fails.
 """
 
 MAIN_EXAMPLES = f"""\
@@ -317,7 +334,7 @@ def main(argv=None):
         return handler(args)
     except CliError as exc:
         _say(_error_line(str(exc)))
-        return 2
+        return exc.status
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -391,11 +408,15 @@ def _cmd_run(args):
         try:
             proc = subprocess.Popen(command)
         except FileNotFoundError:
-            raise CliError(f"run: command not found: {command[0]}") from None
+            raise CliError(f"run: command not found: {command[0]}", EXIT_NOT_FOUND) from None
         except PermissionError:
-            raise CliError(f"run: cannot execute {command[0]}: permission denied") from None
-        except OSError as exc:
-            raise CliError(f"run: cannot execute {command[0]}: {exc.strerror or exc}") from None
+            raise CliError(
+                f"run: cannot execute {command[0]}: permission denied", EXIT_NOT_EXECUTABLE
+            ) from None
+        except OSError as exc:  # e.g. not a program (ENOEXEC): the shell's 126 as well
+            raise CliError(
+                f"run: cannot execute {command[0]}: {exc.strerror or exc}", EXIT_NOT_EXECUTABLE
+            ) from None
         if blocking:
             # From here on the signals wait in the kernel until sigtimedwait takes them;
             # threads started below (the sampler) inherit the mask: only this thread sees them.
@@ -671,8 +692,11 @@ def _describe_resources(res):
     return text
 
 
-def _find_servers(resources, n=None, **filters):
-    """(server or list, None), or (None, why not) when there is no catalog or no match."""
+def _find_servers(resources, n=None, strict=False, **filters):
+    """(server or list, None), or (None, why not) when there is no catalog or no match.
+
+    strict: a bad filter value (ValueError) is a CliError (exit status 2), not a reason.
+    """
     try:
         catalog = _import_catalog()
     except CliError as exc:
@@ -689,6 +713,8 @@ def _find_servers(resources, n=None, **filters):
             return None, printable(f"no server in the catalog fits ({exc})")
         if type(exc).__name__ == "CatalogUnavailableError":
             return None, printable(str(exc).splitlines()[0] if str(exc) else "no catalog available")
+        if strict and isinstance(exc, ValueError):
+            raise CliError(f"recommend: {exc}") from None
         return None, printable(f"{type(exc).__name__}: {exc}")
 
 
@@ -730,6 +756,8 @@ def _server_lines(tracker, resources, historical_stats, duration, filters):
         return [f"  {'server':<11} {why}"]
     first = found[0] if isinstance(found, list) and found else found
     lines = [f"  {'server':<11} {_describe_server(first)}"]
+    if isinstance(first, dict) and first.get("price_source"):
+        lines.append(f"  {'prices':<11} {first['price_source']}")
     cost = _run_costs(duration, tracker.cloud_info, first)
     if cost:
         lines.append(f"  {'cost':<11} {cost}")
@@ -794,10 +822,11 @@ def _cmd_report(args):
     print(out)
     if args.browse:
         import pathlib
-        import webbrowser
 
-        if not webbrowser.open(pathlib.Path(out).resolve().as_uri()):
-            _say(f"{PROG}: no web browser found; open {out} yourself")
+        from .report._browse import open_in_browser
+
+        if not open_in_browser(pathlib.Path(out).resolve().as_uri()):
+            _say(f"{PROG}: no web browser found; the report is at {out}")
     return 0
 
 
@@ -818,7 +847,8 @@ def _cmd_stats(args):
 
 
 def _cmd_recommend(args):
-    """`recommend`: prints resources (and a server) for the runs; 0."""
+    """`recommend`: prints resources and a server for the runs; 0 with a server, 1 without
+    one (no catalog, nothing fits: the reason is printed), 2 for a bad option value."""
     trackers = [_load(path) for path in args.snapshots]
     current = trackers[0]
     history = [t.stats() for t in trackers[1:]]
@@ -840,7 +870,8 @@ def _cmd_recommend(args):
     )
     if args.order_by != "price":
         filters["order_by"] = args.order_by
-    found, why = _find_servers(resources, n=args.n, **filters)
+    found, why = _find_servers(resources, n=args.n, strict=True, **filters)
+    status = 0 if found is not None else 1
     if args.json:
         import json
 
@@ -851,7 +882,7 @@ def _cmd_recommend(args):
                 default=str,
             )
         )
-        return 0
+        return status
     print(f"runs        {len(trackers)}")
     print(f"resources   {_describe_resources(resources)}")
     if found is None:
@@ -861,7 +892,10 @@ def _cmd_recommend(args):
             print(f"server {i:<4} {_describe_server(server)}")
     else:
         print(f"server      {_describe_server(found)}")
-    return 0
+    first = found[0] if isinstance(found, list) and found else found
+    if isinstance(first, dict) and first.get("price_source"):
+        print(f"prices      {first['price_source']}")
+    return status
 
 
 def _one_or_list(values):
@@ -943,15 +977,17 @@ def _alive(pid):
             stat = f.read()
         return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"Z", b"X")
     except FileNotFoundError:
-        return False
-    except OSError:
-        try:
-            os.kill(pid, 0)
-            return True
-        except ProcessLookupError:
+        if os.path.isdir("/proc/self"):  # procfs is there: no such process
             return False
-        except PermissionError:
-            return True
+    except OSError:
+        pass
+    try:  # no procfs (macOS): a signal 0 says whether it exists
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
 
 
 def _last(df, name):
@@ -997,7 +1033,8 @@ def _watch_line(tracker, pid, vcpus):
 
 
 def _cmd_catalog(args):
-    """`catalog update|info`: 0 on success."""
+    """`catalog update|info`: 0 on success; 1 when `info` reports an error (it still prints
+    everything it knows); 2 when the action fails."""
     catalog = _import_catalog()
     if catalog is None:
         raise CliError(
@@ -1024,4 +1061,7 @@ def _cmd_catalog(args):
             print(f"{key:<{width}}  {value}")
     elif result is not None:
         print(result)
+    if isinstance(result, dict) and result.get("error"):
+        _say(f"{PROG} catalog {args.action}: {str(result['error']).splitlines()[0]}")
+        return 1
     return 0

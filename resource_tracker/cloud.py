@@ -39,6 +39,8 @@ def discover_cloud(timeout=DEFAULT_TIMEOUT):
         return None
     from . import _core
 
+    if not hasattr(_core, "discover_cloud"):  # a build without the Linux readers (platform.h)
+        return {"vendor": "unknown", "instance_type": None, "region": None, "discovery_time": 0.0}
     raw = _core.discover_cloud(
         sysfs_root=os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None,
         metadata_url=(os.environ.get("RESOURCE_TRACKER_METADATA_URL") or "").rstrip("/") or None,
@@ -60,7 +62,8 @@ class CloudDiscovery:
             return
         from . import _core
 
-        if _core.cloud_evidence(os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None) is None:
+        sysfs_root = os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None
+        if not hasattr(_core, "cloud_evidence") or _core.cloud_evidence(sysfs_root) is None:
             # nothing points at a cloud: answer at once, no thread, no request
             self._result = discover_cloud(self.timeout)
             self._done = True
@@ -101,6 +104,25 @@ class CloudDiscovery:
                 "discovery_time": None,
             }
         return self._result
+
+
+def get_cloud_info(timeout=DEFAULT_TIMEOUT):
+    """The cloud this runs on, as the seeds document it (blocking at most about ``timeout`` s).
+
+    Returns ``{'vendor', 'instance_type', 'region', 'discovery_time'}`` with ``'unknown'``
+    in place of what could not be found (also when discovery is switched off by
+    ``RESOURCE_TRACKER_DISCOVER_CLOUD=0``: then ``discovery_time`` is 0.0).
+    """
+    return documented_cloud_info(discover_cloud(timeout))
+
+
+def documented_cloud_info(info):
+    """A cloud_info dict (or None) with 'unknown' for every vendor/instance_type/region
+    that is missing, and discovery_time as a number of seconds (0.0 when unknown)."""
+    info = dict(info or {})
+    out = {key: info.get(key) or "unknown" for key in ("vendor", "instance_type", "region")}
+    out["discovery_time"] = float(info.get("discovery_time") or 0.0)
+    return out
 
 
 def start_discovery(timeout=DEFAULT_TIMEOUT):

@@ -12,9 +12,8 @@ import os
 import sys
 import time
 
-from . import _core
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
-from .tracker import _check_interval, _check_pid
+from .tracker import _check_interval, _check_pid, _default_method, _new_sampler
 
 
 class _CsvTracker:
@@ -80,12 +79,8 @@ class PidTracker(_CsvTracker):
     def __init__(self, pid=None, interval=1.0, children=True, output_file=None, header=True):
         interval = _check_interval(interval)
         pid = _check_pid(pid)
-        sampler = _core.Sampler(
-            pid,
-            interval,
-            children=children,
-            track_system=False,
-            proc_root=os.environ.get("RESOURCE_TRACKER_PROCFS_ROOT") or None,
+        sampler = _new_sampler(
+            _default_method(), pid, interval, children=children, track_system=False
         )
         super().__init__(sampler, interval, output_file, header)
 
@@ -104,11 +99,5 @@ class SystemTracker(_CsvTracker):
 
     def __init__(self, interval=1.0, output_file=None, header=True):
         interval = _check_interval(interval)
-        sampler = _core.Sampler(
-            os.getpid(),
-            interval,
-            track_processes=False,
-            proc_root=os.environ.get("RESOURCE_TRACKER_PROCFS_ROOT") or None,
-            sys_root=os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None,
-        )
+        sampler = _new_sampler(_default_method(), os.getpid(), interval, track_processes=False)
         super().__init__(sampler, interval, output_file, header)

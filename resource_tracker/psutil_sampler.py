@@ -39,6 +39,7 @@ from array import array
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
 
 FOLD_SHARE = 0.25
+FOLD_MIN_SECONDS = 0.1  # a final interval this short is too short to measure CPU time
 FINAL_MIN_SECONDS = 0.001
 STOP_TIMEOUT = 2.0  # seconds stop() waits for the thread (as the C sampler)
 SYSTEM_REFRESH_SECONDS = 60.0
@@ -489,7 +490,7 @@ class _Collector:
         prow[_P["children"]] = float(live - (1 if root_alive else 0))
         prow[_P["utime"]] = interval[0]
         prow[_P["stime"]] = interval[1]
-        prow[_P["cpu_usage"]] = (interval[0] + interval[1]) / dt if dt > 0 else 0.0
+        prow[_P["cpu_usage"]] = _cpu_usage(interval[0] + interval[1], dt)
         prow[_P["memory"]] = memory
         prow[_P["read_bytes"]] = interval[2]
         prow[_P["write_bytes"]] = interval[3]
@@ -497,8 +498,20 @@ class _Collector:
             srow = dict.fromkeys(SYSTEM_COLUMNS, 0.0)
         srow["timestamp"] = wall
         srow["processes"] = float(processes)
-        srow["cpu_usage"] = (srow["utime"] + srow["stime"]) / dt if dt > 0 else 0.0
+        srow["cpu_usage"] = _cpu_usage(srow["utime"] + srow["stime"], dt)
         return prow, [float(srow[name]) for name in SYSTEM_COLUMNS]
+
+
+def _cpu_usage(cpu_s, dt):
+    """Cores in use over dt, as the C sampler computes it: over at least one clock tick
+    (10 ms, the resolution of CPU time counters) and never more than the machine's CPUs."""
+    if dt <= 0:
+        return 0.0
+    return max(0.0, min(cpu_s / max(dt, _TICK_S), float(_MACHINE_CPUS)))
+
+
+_TICK_S = 0.01
+_MACHINE_CPUS = os.cpu_count() or 1
 
 
 def _fold(pp, ps, p, s, prev_dt, part_dt):
@@ -509,7 +522,7 @@ def _fold(pp, ps, p, s, prev_dt, part_dt):
             pp[i] += p[i]
         for i in _PROCESS_PEAKS:
             pp[i] = max(pp[i], p[i])
-        pp[_P["cpu_usage"]] = (pp[_P["utime"]] + pp[_P["stime"]]) / dt if dt > 0 else 0.0
+        pp[_P["cpu_usage"]] = _cpu_usage(pp[_P["utime"]] + pp[_P["stime"]], dt)
         pp[_P["timestamp"]] = p[_P["timestamp"]]
     if ps is not None:
         keep = list(ps)
@@ -518,7 +531,7 @@ def _fold(pp, ps, p, s, prev_dt, part_dt):
             ps[i] = keep[i] + s[i]
         for i in _SYSTEM_PEAKS:
             ps[i] = max(keep[i], s[i])
-        ps[_S["cpu_usage"]] = (ps[_S["utime"]] + ps[_S["stime"]]) / dt if dt > 0 else 0.0
+        ps[_S["cpu_usage"]] = _cpu_usage(ps[_S["utime"]] + ps[_S["stime"]], dt)
 
 
 class _Engine:
@@ -557,7 +570,11 @@ class _Engine:
 
     def _store(self, prow, srow, dt, may_fold):
         with self.lock:
-            fold = may_fold and self.rows() > 0 and dt < FOLD_SHARE * self.interval
+            fold = (
+                may_fold
+                and self.rows() > 0
+                and (dt < FOLD_SHARE * self.interval or dt < FOLD_MIN_SECONDS)
+            )
             if fold:
                 pp = [c[-1] for c in self.process] if self.nrows_p else None
                 ps = [c[-1] for c in self.system] if self.nrows_s else None
@@ -617,7 +634,10 @@ class _Engine:
             if self._sleep_until(deadline):
                 break
             self.take_sample(True, False)
-        if time.monotonic() - self.last_sample_mono >= FINAL_MIN_SECONDS and not self.abandoned:
+        # a run stopped right after its baseline still gets its one row
+        if not self.abandoned and (
+            time.monotonic() - self.last_sample_mono >= FINAL_MIN_SECONDS or self.rows() == 0
+        ):
             self.take_sample(True, True)
         with self.lock:
             if not self.abandoned:

@@ -14,7 +14,9 @@ def get_server_info(pid=None, nvml_library=None, proc_root="/proc"):
     """Describe the server and the cgroup limits that apply to ``pid`` (default: this process).
 
     Returns a dict: ``vcpus``, ``memory_mb``, ``gpu_count``, ``gpu_names`` (list),
-    ``gpu_memory_mb`` (total over all GPUs), ``cpu_model``, ``architecture``, ``os`` and
+    ``gpu_memory_mb`` (total over all GPUs; both in MiB, also under the names
+    ``memory_mib`` and ``gpu_memory_mib`` that code for the 0.4/0.5 packages reads),
+    ``cpu_model``, ``architecture``, ``os`` and
     ``cgroup`` = {``version`` (1, 2 or None), ``cpu_limit_cores``, ``memory_limit_mb``}
     (None where there is no limit). ``nvml_library`` is the NVML library to load
     (default: ``RESOURCE_TRACKER_NVML_LIBRARY`` or ``libnvidia-ml.so.1``).
@@ -29,12 +31,16 @@ def get_server_info(pid=None, nvml_library=None, proc_root="/proc"):
     except Exception:
         gpus = []
     uname = os.uname()
+    memory_mib = _memory_mb(proc_root)
+    gpu_memory_mib = int(round(sum(gpu["memory_mb"] for gpu in gpus)))
     return {
         "vcpus": os.cpu_count(),
-        "memory_mb": _memory_mb(proc_root),
+        "memory_mb": memory_mib,
+        "memory_mib": memory_mib,
         "gpu_count": len(gpus),
         "gpu_names": [gpu["name"] for gpu in gpus],
-        "gpu_memory_mb": int(round(sum(gpu["memory_mb"] for gpu in gpus))),
+        "gpu_memory_mb": gpu_memory_mib,
+        "gpu_memory_mib": gpu_memory_mib,
         "cpu_model": _cpu_model(proc_root),
         "architecture": uname.machine,
         "os": _os_name(uname),
@@ -55,7 +61,12 @@ def _memory_mb(proc_root):
     for line in text.splitlines():
         if line.startswith("MemTotal:"):
             return int(line.split()[1]) // 1024
-    return None
+    try:  # no procfs (macOS, Windows): psutil, which samples there
+        import psutil
+
+        return int(psutil.virtual_memory().total) // (1024 * 1024)
+    except Exception:
+        return None
 
 
 def _cpu_model(proc_root):

@@ -1,26 +1,152 @@
 """TinyDataFrame: a small column store for the tracker's samples.
 
-Columns of numbers are kept as ``array('d')`` (8 bytes a value); ``df["col"]`` gives a
-plain list. It prints as a table (first rows), renders as HTML in notebooks, pickles
-compactly (Metaflow artifacts) and converts to pandas when pandas is installed.
+Columns of numbers are kept as ``array('d')`` (8 bytes a value), columns of whole numbers
+as ``array('q')``, anything else (strings, None, mixed) as a list; ``df["col"]`` gives a
+plain list with the values as they were given. It prints as a table (first rows), renders
+as HTML in notebooks, reads and writes CSV (a file or a URL), pickles compactly (Metaflow
+artifacts) and converts to pandas when pandas is installed.
 """
 
 from __future__ import annotations
 
+import numbers
 from array import array
 
 _PRINT_ROWS = 10
+_URL_TIMEOUT_S = 30.0
+
+
+def _is_int(value):
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_number(value):
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _as_column(values):
-    """An array('d') when every value is a number, else a list."""
-    if isinstance(values, array) and values.typecode == "d":
-        return array("d", values)
+    """array('q') when every value is a whole number (int), array('d') when every value is
+    a number, else a list (the values as given)."""
+    if isinstance(values, array) and values.typecode in ("d", "q"):
+        return array(values.typecode, values)
     values = list(values)
-    try:
+    if values and all(_is_int(v) for v in values):
+        try:
+            return array("q", values)
+        except OverflowError:  # beyond 64 bits: kept as Python ints
+            return values
+    if all(_is_number(v) for v in values):
         return array("d", values)
-    except TypeError:
-        return values
+    return values
+
+
+def _csv_field(value, sep):
+    """One CSV field: numbers as written by repr (lossless), strings quoted, None empty."""
+    if value is None:
+        return ""
+    if _is_int(value):
+        return str(int(value))
+    if _is_number(value):
+        return repr(float(value))
+    return '"' + str(value).replace('"', '""') + '"'
+
+
+def _csv_name(name, sep):
+    """A header field: quoted only when it has to be."""
+    if any(ch in name for ch in (sep, '"', "\n", "\r")) or name != name.strip():
+        return _csv_field(name, sep)
+    return name
+
+
+def _split_csv(text, sep):
+    """Rows of (field, was_quoted) pairs from CSV text (quotes may hold sep and newlines)."""
+    rows, row, field, quoted, in_quotes, i = [], [], [], False, False, 0
+    n = len(text)
+    while i < n:
+        ch = text[i]
+        if in_quotes:
+            if ch == '"' and i + 1 < n and text[i + 1] == '"':
+                field.append('"')
+                i += 1
+            elif ch == '"':
+                in_quotes = False
+            else:
+                field.append(ch)
+        elif ch == '"':
+            in_quotes = quoted = True
+        elif ch == sep:
+            row.append(("".join(field), quoted))
+            field, quoted = [], False
+        elif ch in "\r\n":
+            if ch == "\r" and i + 1 < n and text[i + 1] == "\n":
+                i += 1
+            row.append(("".join(field), quoted))
+            if any(value or was_quoted for value, was_quoted in row) or len(row) > 1:
+                rows.append(row)
+            row, field, quoted = [], [], False
+        else:
+            field.append(ch)
+        i += 1
+    if in_quotes:
+        raise ValueError("CSV text ends inside a quoted field (a missing closing quote)")
+    if field or quoted or row:
+        row.append(("".join(field), quoted))
+        rows.append(row)
+    return rows
+
+
+def _csv_value(text, quoted):
+    """A field's value: quoted -> str; else int, float, None (empty) or the text itself."""
+    if quoted:
+        return text
+    text = text.strip()
+    if text == "":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _read_csv_source(source, sep):
+    """{column: values} from a CSV file path or an http(s)/file URL."""
+    import os
+
+    source = os.fspath(source)
+    if "://" in source:
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(source, timeout=_URL_TIMEOUT_S) as answer:
+                text = answer.read().decode("utf-8-sig")
+        except Exception as exc:
+            raise ValueError(f"cannot read CSV from {source}: {exc}") from None
+    else:
+        with open(source, encoding="utf-8-sig", newline="") as f:
+            text = f.read()
+    return _parse_csv(text, sep, source)
+
+
+def _parse_csv(text, sep, where="CSV text"):
+    rows = _split_csv(text, sep)
+    if not rows:
+        return {}
+    names = [name for name, _ in rows[0]]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{where}: the header names a column twice: {names}")
+    columns = {name: [] for name in names}
+    for line, row in enumerate(rows[1:], start=2):
+        if len(row) != len(names):
+            raise ValueError(
+                f"{where}: row {line} has {len(row)} fields, the header has {len(names)}"
+            )
+        for name, (value, quoted) in zip(names, row):
+            columns[name].append(_csv_value(value, quoted))
+    return columns
 
 
 def _fmt(value):
@@ -33,13 +159,18 @@ def _fmt(value):
 class TinyDataFrame:
     """A dictionary of equally long columns with table-like access.
 
-    ``TinyDataFrame({"a": [1, 2], "b": [3, 4]})`` or ``TinyDataFrame([{"a": 1, "b": 3}, ...])``.
+    ``TinyDataFrame({"a": [1, 2], "b": [3, 4]})``, ``TinyDataFrame([{"a": 1, "b": 3}, ...])``
+    or ``TinyDataFrame(csv_file_path="samples.csv")`` (a file or an http(s) URL).
     """
 
     __slots__ = ("_data",)
 
-    def __init__(self, data=None, columns=None):
+    def __init__(self, data=None, columns=None, csv_file_path=None, sep=","):
         self._data = {}
+        if csv_file_path is not None:
+            if data is not None:
+                raise ValueError("give either data or csv_file_path, not both")
+            data = _read_csv_source(csv_file_path, sep)
         if data is None:
             data = {}
         if isinstance(data, TinyDataFrame):
@@ -106,6 +237,38 @@ class TinyDataFrame:
             return {k: v[index] for k, v in self._data.items()}
         raise TypeError(f"TinyDataFrame indices are str, list of str, int or slice, not {key!r}")
 
+    def __setitem__(self, name, values):
+        """Sets (or adds) a column: a list of len(df) values, or one value for every row."""
+        if not isinstance(name, str):
+            raise TypeError(f"column names are str, got {name!r}")
+        if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+            values = [values] * len(self)
+        column = _as_column(values)
+        if self._data and len(column) != len(self):
+            raise ValueError(
+                f"column {name!r} has {len(column)} values, the frame has {len(self)} rows"
+            )
+        self._data[name] = column
+
+    def __delitem__(self, name):
+        try:
+            del self._data[name]
+        except KeyError:
+            raise KeyError(f"no column {name!r}; columns: {', '.join(self._data)}") from None
+
+    def rename(self, columns, inplace=False):
+        """The frame with columns renamed by the {old: new} mapping (names not in the frame
+        are ignored); a new frame, or this one changed when inplace=True."""
+        if not isinstance(columns, dict):
+            raise TypeError("rename() takes a dict {old name: new name}")
+        renamed = {str(columns.get(name, name)): col for name, col in self._data.items()}
+        if len(renamed) != len(self._data):
+            raise ValueError(f"rename({columns}) would give two columns the same name")
+        if inplace:
+            self._data = renamed
+            return None
+        return TinyDataFrame._from_arrays(renamed)
+
     def head(self, n=5):
         """The first n rows."""
         return self[: max(n, 0)]
@@ -124,14 +287,20 @@ class TinyDataFrame:
         return {k: list(v) for k, v in self._data.items()}
 
     def to_csv(self, path=None, sep=","):
-        """The table as CSV text (numbers written losslessly); written to path when given."""
-        lines = [sep.join(self._data)]
-        cols = list(self._data.values())
-        for i in range(len(self)):
-            lines.append(
-                sep.join(repr(c[i]) if isinstance(c[i], float) else str(c[i]) for c in cols)
-            )
-        text = "\n".join(lines) + "\n"
+        """The table as CSV text; written to path when given (then None is returned).
+
+        Numbers are written losslessly (floats with repr, ints as ints), strings in double
+        quotes, None as an empty field: ``TinyDataFrame(csv_file_path=...)`` reads it back
+        equal, with the same types.
+        """
+        if not self._data:
+            text = ""
+        else:
+            lines = [sep.join(_csv_name(name, sep) for name in self._data)]
+            cols = list(self._data.values())
+            for i in range(len(self)):
+                lines.append(sep.join(_csv_field(c[i], sep) for c in cols))
+            text = "\n".join(lines) + "\n"
         if path is None:
             return text
         with open(path, "w", encoding="utf-8") as f:
@@ -158,17 +327,24 @@ class TinyDataFrame:
             lines.append("...")
         return lines
 
-    def __str__(self):
-        head = f"TinyDataFrame with {len(self)} rows and {len(self._data)} columns"
+    def _size_text(self):
+        # always "rows"/"columns", as the seeds print it (scripts may match the text)
+        return f"TinyDataFrame with {len(self)} rows and {len(self._data)} columns"
+
+    def _empty_text(self):
         if not self._data:
-            return head
-        return head + ":\n" + "\n".join(self._table_lines())
+            return "Empty TinyDataFrame: no columns, no rows"
+        return f"Empty TinyDataFrame: no rows; columns: {', '.join(self._data)}"
+
+    def __str__(self):
+        if len(self) == 0:
+            return self._empty_text()
+        return self._size_text() + ":\n" + "\n".join(self._table_lines())
 
     def __repr__(self):
-        head = f"TinyDataFrame with {len(self)} rows and {len(self._data)} columns"
         if len(self) == 0:
-            return head
-        return f"{head}. First row as a dict: {self[0]}"
+            return self._empty_text()
+        return f"{self._size_text()}. First row as a dict: {self[0]}"
 
     def _repr_html_(self, max_rows=_PRINT_ROWS):
         from html import escape
@@ -181,8 +357,9 @@ class TinyDataFrame:
             for i in range(shown)
         )
         more = f"<p>{len(self) - shown} more rows</p>" if len(self) > shown else ""
+        title = escape(self._size_text() if len(self) else self._empty_text())
         return (
-            f"<div><p>TinyDataFrame with {len(self)} rows and {len(names)} columns</p>"
+            f"<div><p>{title}</p>"
             f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}</div>"
         )
 

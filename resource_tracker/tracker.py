@@ -16,13 +16,18 @@ from ._version import __version__
 from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABELS
 from .tiny_data_frame import TinyDataFrame
 
+#: Runs shorter than this (seconds) have no measurable CPU usage (10 clock ticks of 10 ms).
+SHORT_RUN_S = 0.1
+
 SNAPSHOT_FORMAT = "resource-tracker-snapshot"
 SNAPSHOT_VERSION = 1
 
 #: The shortest and the longest interval between samples, seconds (both backends, the CLI and
 #: the Metaflow decorator): a longer one would overflow the clock arithmetic of a timed wait.
-MIN_INTERVAL = _core.MIN_INTERVAL
-MAX_INTERVAL = _core.MAX_INTERVAL
+#: (The C sampler holds the same values as _core.MIN_INTERVAL / _core.MAX_INTERVAL; a build
+#: without it, HAVE_PROCFS False, samples with psutil under these.)
+MIN_INTERVAL = 0.0001
+MAX_INTERVAL = 86400.0
 #: The largest process id Linux can give (pid_max is at most 2**22; this is the type's limit).
 MAX_PID = 2**31 - 1
 
@@ -59,11 +64,37 @@ def _check_pid(pid):
 
 
 def _default_method():
-    """'procfs' on Linux, else 'psutil'; RESOURCE_TRACKER_METHOD overrides."""
+    """'procfs' on Linux (with the C core's procfs sampler), else 'psutil';
+    RESOURCE_TRACKER_METHOD overrides."""
     forced = os.environ.get("RESOURCE_TRACKER_METHOD", "").strip().lower()
     if forced:
         return forced
-    return "procfs" if os.path.exists("/proc/self/stat") else "psutil"
+    return "procfs" if _core.HAVE_PROCFS and os.path.exists("/proc/self/stat") else "psutil"
+
+
+def _new_sampler(method, pid, interval, **kwargs):
+    """The one engine choice: the C procfs sampler or the psutil one (same interface).
+
+    kwargs: children, track_processes, track_system."""
+    if method == "procfs":
+        if not _core.HAVE_PROCFS:
+            raise ValueError(
+                "method 'procfs' needs the Linux readers of the C core, and this build has none "
+                "(a non-Linux platform or RESOURCE_TRACKER_PORTABLE=1): use method='psutil'"
+            )
+        return _core.Sampler(
+            pid,
+            interval,
+            proc_root=os.environ.get("RESOURCE_TRACKER_PROCFS_ROOT") or None,
+            sys_root=os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None,
+            nvml_library=os.environ.get("RESOURCE_TRACKER_NVML_LIBRARY") or None,
+            **kwargs,
+        )
+    if method == "psutil":
+        from .psutil_sampler import PsutilSampler
+
+        return PsutilSampler(pid, interval, **kwargs)
+    raise ValueError(f"method must be 'procfs' or 'psutil', got {method!r}")
 
 
 def _command_line(pid):
@@ -167,8 +198,10 @@ class ResourceTracker:
         self._cloud_info = None
         self._cloud_job = None
         self._sampler = self._make_sampler()
+        self._autostarted = False
         if autostart:
             self.start()
+            self._autostarted = True
 
     def _make_sampler(self):
         kwargs = dict(
@@ -176,25 +209,21 @@ class ResourceTracker:
             track_processes=self.track_processes,
             track_system=self.track_system,
         )
-        if self.method == "procfs":
-            return _core.Sampler(
-                self.pid,
-                self.interval,
-                proc_root=os.environ.get("RESOURCE_TRACKER_PROCFS_ROOT") or None,
-                sys_root=os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None,
-                nvml_library=os.environ.get("RESOURCE_TRACKER_NVML_LIBRARY") or None,
-                **kwargs,
-            )
-        if self.method == "psutil":
-            from .psutil_sampler import PsutilSampler
-
-            return PsutilSampler(self.pid, self.interval, **kwargs)
-        raise ValueError(f"method must be 'procfs' or 'psutil', got {self.method!r}")
+        return _new_sampler(self.method, self.pid, self.interval, **kwargs)
 
     # -- lifecycle -------------------------------------------------------------------
 
     def start(self):
-        """Start sampling (and cloud discovery in the background)."""
+        """Start sampling (and cloud discovery in the background).
+
+        On a tracker that started itself (``autostart=True``, the default) the first
+        ``start()`` while it runs does nothing, so code written as
+        ``tracker = ResourceTracker(); tracker.start()`` keeps working; starting it again
+        after that raises ``RuntimeError``.
+        """
+        if self._autostarted and self.running:
+            self._autostarted = False  # this start() is the one the constructor already did
+            return
         self._sampler.start()
         if self.discover_cloud and self._cloud_job is None:
             self._cloud_job = _start_cloud_discovery()
@@ -270,7 +299,15 @@ class ResourceTracker:
         return self._table("system")
 
     def get_combined_metrics(self, human_names=False):
-        """System and process samples side by side, one row per timestamp."""
+        """System and process samples side by side, one row per timestamp.
+
+        A view for people: values are rounded as the seeds print them (CPU usage and CPU
+        seconds to 4 decimals, KiB and bytes whole, GB to 2 decimals; see
+        ``resource_tracker.rounding``), so no float noise such as 0.09999999999999998
+        shows. ``process_metrics`` and ``system_metrics`` keep the exact values.
+        """
+        from .rounding import round_column
+
         system, process = self.system_metrics, self.process_metrics
         n = (
             min(len(system), len(process))
@@ -285,7 +322,7 @@ class ResourceTracker:
                     if human_names
                     else ("timestamp" if name == "timestamp" else "system_" + name)
                 )
-                combined[key] = system.column_array(name)[:n]
+                combined[key] = round_column(name, system.column_array(name)[:n])
         for name in PROCESS_COLUMNS:
             if not len(process) or (name == "timestamp" and len(system)):
                 continue
@@ -294,7 +331,7 @@ class ResourceTracker:
                 if human_names
                 else ("timestamp" if name == "timestamp" else "process_" + name)
             )
-            combined[key] = process.column_array(name)[:n]
+            combined[key] = round_column(name, process.column_array(name)[:n])
         return TinyDataFrame._from_arrays(combined)
 
     def stats(self):
@@ -331,7 +368,9 @@ class ResourceTracker:
 
         The rules:
 
-        - cpu: the average CPU usage of the process tree (cores), rounded, at least 1
+        - cpu: the average CPU usage of the process tree (cores), rounded, at least 1; a
+          run shorter than 0.1 s (``SHORT_RUN_S``) gives no CPU figure (its CPU time is
+          below what the kernel's clock-tick counters can measure): then 1
         - memory: the peak memory of the process tree + 20%, rounded up to 128, 256, 512
           or 1024 MiB, or whole GiB beyond that (MiB)
         - gpu: the peak number of GPUs in use by the process tree
@@ -345,7 +384,13 @@ class ResourceTracker:
             {'cpu': int, 'memory': int MiB, 'gpu': int, 'vram': int MiB}
         """
         runs = [self.stats()] + list(historical_stats or [])
-        return _core.recommend(runs)
+        recommendation = _core.recommend(runs)
+        # A run shorter than SHORT_RUN_S has no measurable CPU usage (CPU time is counted in
+        # clock ticks of 10 ms): its CPU figure is left out, the minimum stands without others.
+        measurable = [s for s in runs if not _too_short_for_cpu(s)]
+        if len(measurable) < len(runs):
+            recommendation["cpu"] = _core.recommend(measurable)["cpu"] if measurable else 1
+        return recommendation
 
     def recommend_server(self, n=None, historical_stats=None, **filters):
         """The cheapest cloud server that fits recommend_resources() (Spare Cores catalog).
@@ -358,11 +403,30 @@ class ResourceTracker:
 
         return recommend_server(self.recommend_resources(historical_stats), n=n, **filters)
 
-    def report(self, historical_stats=None):
-        """The self-contained HTML report (a Report: str with save(), browse())."""
+    def report(
+        self,
+        historical_stats=None,
+        *,
+        status: str | None = None,
+        integration: str | None = None,
+        status_failed: bool = False,
+    ):
+        """The self-contained HTML report (a Report: str with save(), browse()).
+
+        Args:
+            historical_stats: earlier runs to compare with (a list of ``stats()`` dicts).
+            status: the status the page shows in place of the tracker's own: 'finished',
+                'failed' or 'running' (an integration knows whether the job failed).
+            integration: the name of what ran the job (e.g. 'Metaflow'), shown on the page.
+            status_failed: True is the same as ``status='failed'``.
+        """
         from .report import render_report
 
-        return render_report(self, historical_stats=historical_stats)
+        if status_failed:
+            status = "failed"
+        return render_report(
+            self, historical_stats=historical_stats, status=status, integration=integration
+        )
 
     # -- machine ---------------------------------------------------------------------
 
@@ -391,6 +455,13 @@ class ResourceTracker:
 
     def snapshot(self):
         """Everything about this run as a dict of plain Python values (lossless)."""
+        snap = self._snapshot_fields()
+        snap["process_metrics"] = self.process_metrics.to_dict()
+        snap["system_metrics"] = self.system_metrics.to_dict()
+        return snap
+
+    def _snapshot_fields(self):
+        """snapshot() without the two tables."""
         return {
             "format": SNAPSHOT_FORMAT,
             "format_version": SNAPSHOT_VERSION,
@@ -410,13 +481,16 @@ class ResourceTracker:
             "cloud_info": self.cloud_info,
             "extra": dict(self.extra),
             "data_quality": self.data_quality(),
-            "process_metrics": self.process_metrics.to_dict(),
-            "system_metrics": self.system_metrics.to_dict(),
         }
 
     @classmethod
     def from_snapshot(cls, snapshot):
-        """A stopped tracker holding the data of snapshot() (report, stats, ... all work)."""
+        """A stopped tracker holding the data of snapshot() (report, stats, ... all work).
+
+        Also takes the ``tracker`` entry of the Metaflow artifact (a snapshot whose tables
+        are the artifact's TinyDataFrames): ``from_snapshot(data["tracker"]).report()``
+        renders the step's page again.
+        """
         if not isinstance(snapshot, dict) or snapshot.get("format") != SNAPSHOT_FORMAT:
             raise ValueError(
                 "not a resource-tracker snapshot: expected a dict made by "
@@ -445,6 +519,7 @@ class ResourceTracker:
         self._server_info = snapshot.get("server_info")
         self._cloud_info = snapshot.get("cloud_info")
         self._cloud_job = None
+        self._autostarted = False
         process = TinyDataFrame(_decode_columns(snapshot.get("process_metrics")), PROCESS_COLUMNS)
         system = TinyDataFrame(_decode_columns(snapshot.get("system_metrics")), SYSTEM_COLUMNS)
         self._sampler = _StoredRun(
@@ -528,6 +603,12 @@ def data_quality_notes(stats):
     for reason, columns in by_reason.items():
         notes.append(f"{', '.join(columns)} incomplete: {reason}")
     return notes
+
+
+def _too_short_for_cpu(stats):
+    """True for the stats() of a run too short to measure its CPU usage."""
+    duration = ((stats or {}).get("timestamp") or {}).get("duration")
+    return isinstance(duration, (int, float)) and 0 < duration < SHORT_RUN_S
 
 
 def _arrays(df):
@@ -617,7 +698,10 @@ def _little_endian(col):
 
 
 def _decode_columns(data):
-    """{column: values} from a snapshot's table (plain lists or base64 float64)."""
+    """{column: values} from a snapshot's table (plain lists, base64 float64, or a
+    TinyDataFrame as in the Metaflow artifact)."""
+    if isinstance(data, TinyDataFrame):
+        return {name: data.column_array(name) for name in data.columns}
     if not data:
         return {}
     if isinstance(data, dict) and data.get("encoding") == "float64-le-base64":

@@ -25,7 +25,9 @@ NETWORK_OVERRIDES = {
     "RESOURCE_TRACKER_CATALOG_URL": LOOPBACK_DEAD_END + "/catalog.db.bz2",
 }
 
-SHARED = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+DATA_DIR = os.path.join(TESTS_DIR, "data")
+sys.path.insert(0, DATA_DIR)  # make_data: the readers of the repository's catalog fixtures
 
 
 PROXIES = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
@@ -66,9 +68,9 @@ def python():
     return sys.executable
 
 
-@pytest.fixture
-def shared_dir():
-    """../shared beside the repository (catalog data, seeds)."""
-    if not os.path.isdir(SHARED):
-        pytest.fail(f"{SHARED} is missing: the tests read shared data from ../shared")
-    return SHARED
+@pytest.fixture(scope="session")
+def catalog_dump():
+    """{table: rows} of the real Spare Cores dump of 2026-01-31 (tests/data, see its README)."""
+    import make_data
+
+    return make_data.load_dump()

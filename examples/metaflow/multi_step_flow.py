@@ -23,10 +23,11 @@ from multiprocessing import Pool
 from metaflow import FlowSpec, step, track_resources
 
 
-def _burn(seconds):
-    deadline = time.time() + seconds
+def _burn(cpu_seconds):
+    """Computes for cpu_seconds of CPU time (longer in wall time on a busy machine)."""
+    deadline = time.process_time() + cpu_seconds
     total = 0
-    while time.time() < deadline:
+    while time.process_time() < deadline:
         total += sum(range(5000))
     return total
 
@@ -49,8 +50,9 @@ class MultiStepFlow(FlowSpec):
     @track_resources(interval=0.5)
     @step
     def train(self):
+        self.cpu_seconds = 2 * 1.5 * self.input  # two workers, each 1.5 s per unit of input
         with Pool(2) as pool:
-            self.result = sum(pool.map(_burn, [1.5 * self.input] * 2))
+            self.result = sum(pool.map(_burn, [self.cpu_seconds / 2] * 2))
         self.next(self.join)
 
     @track_resources

@@ -14,9 +14,12 @@ Public API (see docs/catalog.md):
 Where the catalog comes from, first match wins: the ``catalog=`` argument, the
 ``RESOURCE_TRACKER_CATALOG`` environment variable, the database cached by the
 ``sparecores-data`` package (when installed; it is not imported), the file that
-``update_catalog()`` writes in the cache directory. ``catalog="keeper"`` (or the environment
-variable set to ``keeper``) asks the Spare Cores Keeper API instead; the Keeper is also asked
-when no local catalog exists, unless ``RESOURCE_TRACKER_KEEPER_URL`` is ``off``.
+``update_catalog()`` writes in the cache directory; then the Spare Cores Keeper API (online,
+unless ``RESOURCE_TRACKER_KEEPER_URL`` is ``off``); then the snapshot embedded in the package
+(``_embedded``: real servers of 2026-01 and AWS on-demand prices of 2024-02; switched off by
+``RESOURCE_TRACKER_EMBEDDED_CATALOG=off``). ``catalog="keeper"`` (or the environment
+variable set to ``keeper``) asks the Keeper API only. Every record names its source in
+``catalog_source`` and, with the date of its prices, in ``price_source``.
 
 Catalog data: (c) Spare Cores, CC BY-SA 4.0.
 
@@ -27,6 +30,8 @@ imports (sqlite3, urllib, ...) inside functions anyway.
 from __future__ import annotations
 
 import os
+
+from . import _embedded
 
 __all__ = [
     "CatalogUnavailableError",
@@ -41,6 +46,7 @@ __all__ = [
     "find_catalog",
     "cache_dir",
     "eur_usd_rate",
+    "source_text",
 ]
 
 DEFAULT_CATALOG_URL = "https://sc-data-public-40e9d310.s3.amazonaws.com/sc-data-all.db.bz2"
@@ -197,22 +203,51 @@ def recommend_server(
     request = _query.Request.build(resources, n=n, order_by=order_by, filters=filters)
     rate = globals()["eur_usd_rate"](eur_usd_rate)
     path, source = find_catalog(catalog)
-    if path is None:
-        url = keeper_url()
-        if url is None:
-            raise CatalogUnavailableError(f"no server catalog found. {HOW_TO_GET}")
-        return _keeper_answer(request, url, rate, local_missing=True)
     if path == KEEPER:
         url = keeper_url() or DEFAULT_KEEPER_URL
         return _keeper_answer(request, url, rate, local_missing=False)
-    return _query.recommend_local(path, request, rate)
+    if path is not None:
+        return _tagged(_query.recommend_local(path, request, rate), source, path)
+    keeper_error = None
+    url = keeper_url()
+    if url is not None:
+        try:
+            return _keeper_answer(request, url, rate, local_missing=True)
+        except CatalogUnavailableError as exc:
+            keeper_error = exc
+    embedded = _embedded.path()
+    if embedded is None:
+        if keeper_error is not None:
+            raise keeper_error
+        raise CatalogUnavailableError(f"no server catalog found. {HOW_TO_GET}")
+    return _tagged(_query.recommend_local(embedded, request, rate), _embedded.SOURCE, embedded)
+
+
+def source_text(source, path=None):
+    """One line naming a catalog source, with the date of its prices where known."""
+    if source == _embedded.SOURCE:
+        meta = _embedded.describe()
+        return meta.get("description") or "snapshot embedded in resource-tracker"
+    if source == KEEPER:
+        return "Spare Cores Keeper API (current prices)"
+    where = {"argument": "catalog=", ENV_CATALOG: ENV_CATALOG, "cache": "catalog update"}
+    return f"Spare Cores catalog {path} ({where.get(source, source)})"
+
+
+def _tagged(found, source, path):
+    """found (a record or a list of them) with catalog_source and price_source set."""
+    text = source_text(source, path)
+    for rec in found if isinstance(found, list) else [found]:
+        rec["catalog_source"] = source
+        rec["price_source"] = text
+    return found
 
 
 def _keeper_answer(request, url, rate, local_missing):
     from . import _keeper
 
     try:
-        return _keeper.recommend(url, request, rate)
+        return _tagged(_keeper.recommend(url, request, rate), KEEPER, None)
     except CatalogUnavailableError as exc:
         if local_missing:
             raise CatalogUnavailableError(
@@ -224,12 +259,11 @@ def _keeper_answer(request, url, rate, local_missing):
 def run_costs(duration_s, cloud_info, server, catalog=None, eur_usd_rate=None):
     """The cost of this run (duration_s seconds) where it ran and on server, in USD.
 
-    Keys: current_hourly_usd, current_price_note, run_cost_usd, recommended_hourly_usd,
-    recommended_run_cost_usd, saving_usd, eur_usd_rate (None when unknown). Never raises for a
-    missing catalog or an unknown server: the values are None and the note says why.
+    Keys: current_hourly_usd, current_price_note, current_price_source (the catalog and the
+    date of its prices), run_cost_usd, recommended_hourly_usd, recommended_run_cost_usd,
+    saving_usd, eur_usd_rate (None when unknown). Never raises for a missing catalog or an
+    unknown server: the values are None and the note says why.
     """
-    from . import _query
-
     rate = globals()["eur_usd_rate"](eur_usd_rate)
     if isinstance(server, list):
         server = server[0] if server else None
@@ -239,23 +273,14 @@ def run_costs(duration_s, cloud_info, server, catalog=None, eur_usd_rate=None):
             hours = float(duration_s) / 3600.0
     except (TypeError, ValueError):
         hours = None
-    current, note = None, None
+    current, note, where = None, None, None
     info = cloud_info if isinstance(cloud_info, dict) else {}
     vendor, itype = info.get("vendor"), info.get("instance_type")
     if not vendor or not itype:
         note = "not on a known cloud server (no cloud_info)"
     else:
         try:
-            path, _ = find_catalog(catalog)
-            if path is None or path == KEEPER:
-                url = keeper_url()
-                if url is None:
-                    raise CatalogUnavailableError("no catalog")
-                from . import _keeper
-
-                current, note = _keeper.current_price(url, vendor, itype, info.get("region"), rate)
-            else:
-                current, note = _query.current_price(path, vendor, itype, info.get("region"), rate)
+            current, note, where = _current_price(catalog, vendor, itype, info.get("region"), rate)
         except CatalogUnavailableError:
             note = "no server catalog to look up the price of this server"
     recommended = None
@@ -267,12 +292,35 @@ def run_costs(duration_s, cloud_info, server, catalog=None, eur_usd_rate=None):
     return {
         "current_hourly_usd": current,
         "current_price_note": note,
+        "current_price_source": where,
         "run_cost_usd": run_cost,
         "recommended_hourly_usd": recommended,
         "recommended_run_cost_usd": rec_cost,
         "saving_usd": saving,
         "eur_usd_rate": rate,
     }
+
+
+def _current_price(catalog, vendor, itype, region, rate):
+    """(USD per hour or None, note, source line) of vendor/itype, by the resolution order."""
+    from . import _query
+
+    path, source = find_catalog(catalog)
+    if path is not None and path != KEEPER:
+        price, note = _query.current_price(path, vendor, itype, region, rate)
+        return price, note, source_text(source, path)
+    url = keeper_url() or (DEFAULT_KEEPER_URL if path == KEEPER else None)
+    if url is not None:
+        from . import _keeper
+
+        price, note = _keeper.current_price(url, vendor, itype, region, rate)
+        if price is not None or path == KEEPER:
+            return price, note, source_text(KEEPER)
+    embedded = _embedded.path()
+    if embedded is None:
+        raise CatalogUnavailableError("no catalog")
+    price, note = _query.current_price(embedded, vendor, itype, region, rate)
+    return price, note, source_text(_embedded.SOURCE)
 
 
 def update_catalog(url=None, timeout=600.0, max_bytes=None, max_seconds=None):
@@ -312,10 +360,20 @@ def catalog_info(catalog=None):
         info["error"] = str(exc)
     if path == KEEPER:
         info.update(path=None, source=f"online Keeper API ({source})", keeper_url=keeper_url())
-    elif path is None:
-        info.setdefault(
-            "error", f"no local catalog; recommendations use the online Keeper API. {HOW_TO_GET}"
+    elif path is None and "error" not in info and _embedded.path() is not None:
+        embedded = _embedded.path()
+        info.update(path=embedded, source=_embedded.SOURCE)
+        info.update(_query.describe(embedded))
+        info["description"] = source_text(_embedded.SOURCE)
+        order = "the online Keeper API, then " if keeper_url() else ""
+        info["note"] = (
+            f"no local catalog: recommendations come from {order}the embedded snapshot "
+            "(dated prices). For current prices: `resource-tracker catalog update`."
         )
+    elif path is None:
+        if "error" not in info:
+            where = "the online Keeper API" if keeper_url() else "nothing (Keeper API off)"
+            info["error"] = f"no local catalog; recommendations use {where}. {HOW_TO_GET}"
         info.update(path=None, source=None)
     else:
         info.update(path=path, source=source)

@@ -34,13 +34,16 @@ def _timeout():
     return min(max(value, 0.1), 600.0)
 
 
-def _call(base_url, func, *args, **kwargs):
-    """func(base_url, ...) of _core; RuntimeError when it failed (a remembered failure to get
+def _call(base_url, name, *args, **kwargs):
+    """_core.<name>(base_url, ...); RuntimeError when it failed (a remembered failure to get
     an answer is raised again without asking)."""
     import time
 
     from .. import _core
 
+    func = getattr(_core, name, None)
+    if func is None:  # a build without libcurl and cJSON (csrc/platform.h)
+        raise RuntimeError("this build of resource-tracker has no Keeper API client (non-Linux)")
     until, message = _failure.get(base_url, (0.0, ""))
     if time.monotonic() < until:
         raise _core.KeeperNoAnswerError(f"{message} (not asked again for {RETRY_AFTER_S:.0f} s)")
@@ -110,11 +113,9 @@ def _normalise(item, req):
 
 def recommend(base_url, req, rate):
     """recommend_server() answered by the Keeper at base_url."""
-    from .. import _core
-
     args = query_args(req)
     try:
-        _url, answer = _call(base_url, _core.keeper_servers, **args)
+        _url, answer = _call(base_url, "keeper_servers", **args)
     except (RuntimeError, ValueError) as exc:  # ValueError: undecodable text in the answer
         raise CatalogUnavailableError(printable(exc)) from None
     if isinstance(answer, dict):  # some API versions wrap the list
@@ -138,10 +139,8 @@ def recommend(base_url, req, rate):
 
 def current_price(base_url, vendor, instance_type, region, rate):
     """(USD per hour or None, note): the on-demand price of the server from the Keeper."""
-    from .. import _core
-
     try:
-        _url, rows = _call(base_url, _core.keeper_prices, vendor, instance_type)
+        _url, rows = _call(base_url, "keeper_prices", vendor, instance_type)
     except (RuntimeError, ValueError) as exc:
         return None, f"no price: {exc}"
     if not isinstance(rows, list):

@@ -30,19 +30,27 @@ class Report(str):
         return path
 
     def browse(self):
-        """Writes the page to a temporary file and opens it in the web browser in the
-        background; returns the file's path at once."""
+        """Writes the page to a temporary file and opens it in the web browser; returns the
+        file's path.
+
+        The browser is started as a process of its own before this returns, so
+        ``tracker.report().browse()`` works as a script's last line. ``BROWSER`` picks the
+        browser, as usual. With no browser to open, it says on stderr where the file is.
+        """
+        import pathlib
+        import sys
         import tempfile
-        import threading
-        import webbrowser
+
+        from ._browse import open_in_browser
 
         fd, path = tempfile.mkstemp(prefix="resource-tracker-report-", suffix=".html")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(self)
-        url = "file://" + path
-        threading.Thread(
-            target=webbrowser.open, args=(url,), name="resource-tracker-browse", daemon=True
-        ).start()
+        if not open_in_browser(pathlib.Path(path).as_uri()):
+            print(
+                f"resource-tracker: no web browser found; the report is at {path}",
+                file=sys.stderr,
+            )
         return path
 
     def _repr_html_(self):
@@ -59,7 +67,10 @@ class Report(str):
         return f"<Report: {len(self)} characters of HTML; save(path) or browse() to view>"
 
 
-def render_report(tracker, historical_stats=None):
+REPORT_STATUSES = ("finished", "failed", "running", "stopped")
+
+
+def render_report(tracker, historical_stats=None, status=None, integration=None):
     """The HTML report of tracker (a ResourceTracker, also one loaded from a snapshot).
 
     Args:
@@ -67,11 +78,19 @@ def render_report(tracker, historical_stats=None):
             system_metrics, stats(), recommend_resources(), server_info, cloud_info, ...).
         historical_stats: earlier runs to compare with: a list of ``stats()`` dicts, or the
             summary dict of the Metaflow extension (``avg_cpu_mean``, ``max_memory_max``, ...).
+        status: the status to show in place of the tracker's own (one of REPORT_STATUSES).
+        integration: the name of what ran the job (e.g. 'Metaflow'), shown on the page.
 
     Returns:
         Report (a str).
     """
+    if status is not None and status not in REPORT_STATUSES:
+        raise ValueError(f"status must be one of {', '.join(REPORT_STATUSES)}, got {status!r}")
+    if integration is not None and not isinstance(integration, str):
+        raise ValueError(f"integration must be a name such as 'Metaflow', got {integration!r}")
     page = _Page(tracker, historical_stats)
+    page.status_override = status
+    page.integration = integration or page.extra.get("integration")
     return Report(page.html())
 
 
@@ -202,10 +221,12 @@ class _Page:
         self.n_samples = max(self.n_process, self.n_system)
         self.stats = self._call("stats", default=None)
         self.notes.extend(data_quality_notes(self.stats))
-        self.history_list, self.history_summary = _history(historical_stats)
         self.server_info = _attr(tracker, "server_info")
         self.cloud_info = _attr(tracker, "cloud_info")
         self.extra = _attr(tracker, "extra") or {}
+        if historical_stats is None:  # a run saved with its history (the Metaflow artifact)
+            historical_stats = self.extra.get("historical_stats") or None
+        self.history_list, self.history_summary = _history(historical_stats)
         self.duration = self._duration()
         self.resources, self.resources_error = self._resources()
         self.catalog = _CatalogView(self.resources, self.duration, self.cloud_info)
@@ -301,7 +322,12 @@ class _Page:
             command = command[:77] + "..."
         return command or f"pid {_attr(self.t, 'pid')}"
 
+    status_override = None
+    integration = None
+
     def _status(self):
+        if self.status_override:
+            return self.status_override
         if self.extra.get("step_failed") or self.extra.get("failed"):
             return "failed"
         status = _attr(self.t, "status") or "unknown"
@@ -335,6 +361,7 @@ class _Page:
             ["Samples", f"{self.n_samples:,}"],
             ["Sampling interval", f"{_num(_attr(self.t, 'interval'), 3)} s"],
             ["Collection method", _esc(_attr(self.t, "method") or "n/a")],
+            *([["Integration", _esc(self.integration)]] if self.integration else []),
             ["Tool", f"resource-tracker {_esc(__version__)}"],
         ]
         out = [
@@ -652,6 +679,8 @@ class _CatalogView:
         if costs.get("saving_usd") is not None:
             rows.append(["Saving", _usd(costs.get("saving_usd"))])
         out.append(_table(rows))
+        if isinstance(best, dict) and best.get("price_source"):
+            out.append(_note(f"Prices: {_esc(best['price_source'])}."))
         if len(self.servers) > 1:
             alt_rows = [
                 [_server_name(s), _server_shape(s), _server_price(s)] for s in self.servers[1:4]

@@ -1,11 +1,10 @@
 """Builds a current-schema Spare Cores SQLite catalog at test time (into a temp dir).
 
-Sources (nothing is copied into the repository):
-- ../shared/catalog/sc-data-dumps-2026-01/*.jsonl: the real 2026-01 dump (servers of all 7
-  vendors, vendors, regions, zones, countries, compliance frameworks, benchmarks). No prices.
-- ../shared/catalog/sparecores-aws-prices-2024-02.db: real AWS on-demand Linux hourly prices
-  in USD, a 2024-02 snapshot (older schema: datacenter_id -> region_id). Rows of regions
-  the 2026 dump does not know and non-USD rows are skipped.
+Sources (the compact fixtures of tests/data, see its README and make_data.py):
+- spare-cores-dump-2026-01.json.xz: the real 2026-01 dump (servers of all 7 vendors,
+  vendors, regions, zones, countries, compliance frameworks, benchmarks). No prices.
+- aws-prices-2024-02.csv.xz: real AWS on-demand Linux hourly prices, a 2024-02 snapshot.
+  Rows of regions the 2026 dump does not know and non-USD rows are skipped.
 
 TEST VALUES (made up here, marked with observed_at = TEST_MARK): AWS spot prices
 (0.3 x on-demand, us-east-1 and eu-west-1 only), prices of the other six vendors (a formula
@@ -18,8 +17,9 @@ can be exercised; they are not real prices or scores.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
+
+import make_data
 
 TEST_MARK = "TEST VALUE (made up by tests/catalog/catalog_fixture.py)"
 AWS_MARK = "2024-02 snapshot (real AWS on-demand price)"
@@ -46,11 +46,6 @@ TABLE_KEYS = {
     "storage": ("vendor_id", "storage_id"),
     "server": ("vendor_id", "server_id"),
 }
-
-
-def _load(dump_dir, table):
-    with open(os.path.join(dump_dir, f"{table}.jsonl")) as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def _create(conn, table, rows, keys):
@@ -90,13 +85,11 @@ def made_up_score(server):
     )
 
 
-def build(shared_dir, out_path):
+def build(out_path):
     """Writes the catalog to out_path; returns a summary dict."""
-    dump = os.path.join(shared_dir, "catalog", "sc-data-dumps-2026-01")
-    old = os.path.join(shared_dir, "catalog", "sparecores-aws-prices-2024-02.db")
     conn = sqlite3.connect(out_path)
     conn.execute("PRAGMA journal_mode=OFF")
-    data = {t: _load(dump, t) for t in TABLE_KEYS}
+    data = make_data.load_dump()
     for table, keys in TABLE_KEYS.items():
         _create(conn, table, data[table], keys)
     conn.execute(
@@ -121,20 +114,17 @@ def build(shared_dir, out_path):
     for r in data["region"]:
         regions.setdefault(r["vendor_id"], []).append(r["region_id"])
     aws_regions = set(regions["aws"])
-    src = sqlite3.connect(f"file:{old}?mode=ro", uri=True)
     price_rows = []
-    for dc, zone, sid, os_name, alloc, price, cur in src.execute(
-        "SELECT datacenter_id, zone_id, server_id, operating_system, allocation, price, currency "
-        "FROM server_price WHERE vendor_id = 'aws'"
-    ):
-        if dc not in aws_regions or ("aws", sid) not in servers or cur != "USD":
+    for p in make_data.load_aws_prices():
+        dc, sid, price = p["region_id"], p["server_id"], p["price"]
+        if dc not in aws_regions or ("aws", sid) not in servers or p["currency"] != "USD":
             continue
-        row = ["aws", dc, zone, sid, os_name, alloc, "HOUR", price, 0.0, "[]", cur, "ACTIVE"]
+        row = ["aws", dc, p["zone_id"], sid, p["operating_system"], p["allocation"], "HOUR"]
+        row += [price, 0.0, "[]", "USD", "ACTIVE"]
         price_rows.append((*row, AWS_MARK))
         if dc in SPOT_REGIONS:
             row[2], row[5], row[7] = dc + "a", "SPOT", round(price * 0.3, 6)
             price_rows.append((*row, TEST_MARK))
-    src.close()
     aws_priced = {(r[0], r[3]) for r in price_rows}
     for (vendor, sid), server in sorted(servers.items()):
         if vendor == "aws" or server["status"] != "ACTIVE":

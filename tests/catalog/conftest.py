@@ -11,12 +11,9 @@ from catalog_fixture import build
 
 @pytest.fixture(scope="session")
 def catalog_db(tmp_path_factory):
-    """Path of the catalog built from ../shared/catalog at test time (see catalog_fixture)."""
-    shared = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared"))
-    if not os.path.isdir(os.path.join(shared, "catalog")):
-        pytest.fail(f"{shared}/catalog is missing: the catalog tests build their data from it")
+    """Path of the catalog built from tests/data at test time (see catalog_fixture)."""
     path = tmp_path_factory.mktemp("catalog") / "sc-data-test.db"
-    build(shared, str(path))
+    build(str(path))
     os.chmod(path, 0o444)  # the code under test must never write to a user's catalog
     return str(path)
 
@@ -30,7 +27,9 @@ def _session_cache(tmp_path_factory):
 def _catalog_env(monkeypatch, _session_cache):
     """No catalog from the developer's machine leaks in: cache dir in tmp (shared by the
     session so the side index is built once), no RESOURCE_TRACKER_CATALOG, no sparecores-data
-    cache, default EUR rate."""
+    cache, default EUR rate, and no embedded catalog (these tests look at the other sources;
+    test_catalog_embedded.py switches it on)."""
+    monkeypatch.setenv("RESOURCE_TRACKER_EMBEDDED_CATALOG", "off")
     monkeypatch.setenv("RESOURCE_TRACKER_CACHE_DIR", _session_cache)
     monkeypatch.setenv("XDG_CACHE_HOME", os.path.join(_session_cache, "xdg"))
     for name in ("RESOURCE_TRACKER_CATALOG", "RESOURCE_TRACKER_EUR_USD", "SC_DATA_DB_PATH"):

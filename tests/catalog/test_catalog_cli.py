@@ -4,6 +4,7 @@ the real CLI in a subprocess, the test catalog; the CLI's answer equals the Pyth
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -59,21 +60,55 @@ def test_cli_recommend_top_n_and_score_order(snapshot, catalog_db):
 
 
 def test_cli_recommend_bad_value_and_no_catalog_give_a_reason(snapshot, catalog_db):
+    """A bad option value is a usage error (exit 2, one line); no server is exit 1, with the
+    resources and the reason printed; a server found is exit 0."""
     path, _ = snapshot
     out = _cli(path, "--catalog", catalog_db, "--vendor", "amazon", "--json")
-    assert out.returncode == 0, out.stderr
-    data = json.loads(out.stdout)
-    assert data["server"] is None and "unknown vendor 'amazon'" in data["note"]
-    out = _cli(path, "--json")  # no local catalog, the Keeper at 127.0.0.1:9: unreachable
-    data = json.loads(out.stdout)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip() == (
+        "resource-tracker recommend: unknown vendor 'amazon'; "
+        "valid: alicloud, aws, azure, gcp, hcloud, ovh, upcloud"
+    )
+    out = _cli(path, "--json")  # the embedded catalog is off in these tests (conftest)
+    assert out.returncode == 1, out.stderr
+    data = json.loads(out.stdout)  # no catalog at all, the Keeper at 127.0.0.1:9: unreachable
     assert data["server"] is None and "no local server catalog" in data["note"]
+    assert data["resources"]["cpu"] >= 1
+    out = _cli(path, "--catalog", catalog_db, "--vendor", "aws", "--max-price", "0.000001")
+    assert out.returncode == 1 and "no server in the catalog fits" in out.stdout
+    assert _cli(path, "--catalog", catalog_db, "--vendor", "aws").returncode == 0
+
+
+def test_cli_catalog_info_with_an_error_exits_1(monkeypatch, tmp_path, catalog_db):
+    """`catalog info` prints what it knows, and exits 1 when that includes an error."""
+    monkeypatch.setenv("RESOURCE_TRACKER_CATALOG", str(tmp_path / "missing.db"))
+    cmd = [sys.executable, "-m", "resource_tracker", "catalog", "info"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1
+    assert "no catalog file at" in out.stdout and "cache_dir" in out.stdout
+    assert out.stderr.startswith("resource-tracker catalog info: no catalog file at")
+    monkeypatch.setenv("RESOURCE_TRACKER_CATALOG", catalog_db)
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "error" not in out.stdout, out.stdout
+
+
+def test_cli_recommend_offline_answers_from_the_embedded_catalog(snapshot, monkeypatch):
+    """No local catalog and the Keeper unreachable (127.0.0.1:9): the snapshot embedded in the
+    package answers, and the answer names that source and the date of its prices."""
+    path, resources = snapshot
+    monkeypatch.setenv("RESOURCE_TRACKER_EMBEDDED_CATALOG", "on")
+    out = _cli(path)
+    assert out.returncode == 0, out.stderr
+    want = catalog.recommend_server(resources)
+    assert want["catalog_source"] == "embedded" and want["vendor_id"] == "aws"
+    assert f"server      {want['vendor_id']} {want['server_id']} " in out.stdout
+    assert "prices of 2024-02" in want["price_source"]
+    assert f"prices      {want['price_source']}" in out.stdout
 
 
 def test_cli_run_summary_names_the_cheapest_server_and_the_cost(catalog_db, tmp_path):
     """`resource-tracker run` with a catalog: the summary's server line is the API's cheapest
     server for the run's recommendation, with the run's cost on it."""
-    import os
-
     env = dict(os.environ, RESOURCE_TRACKER_CATALOG=catalog_db)
     burn = "import time\nend = time.time() + 1.2\nwhile time.time() < end: pass"
     out = subprocess.run(

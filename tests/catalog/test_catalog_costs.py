@@ -12,27 +12,19 @@ import pytest
 from resource_tracker import catalog
 from resource_tracker.catalog import CatalogUnavailableError
 
-SHARED_AWS = os.path.join(
-    os.path.dirname(__file__),
-    "..",
-    "..",
-    "..",
-    "shared",
-    "catalog",
-    "sparecores-aws-prices-2024-02.db",
-)
-
 
 def _aws_2024(server, region):
-    """The real 2024-02 on-demand price, read from the original older-schema file."""
-    conn = sqlite3.connect(f"file:{os.path.abspath(SHARED_AWS)}?mode=ro", uri=True)
-    price = conn.execute(
-        "SELECT MIN(price) FROM server_price WHERE server_id = ? AND datacenter_id = ? "
-        "AND allocation = 'ONDEMAND' AND currency = 'USD'",
-        (server, region),
-    ).fetchone()[0]
-    conn.close()
-    return price
+    """The real 2024-02 on-demand price, read from the published rows (tests/data)."""
+    import make_data
+
+    return min(
+        p["price"]
+        for p in make_data.load_aws_prices()
+        if p["server_id"] == server
+        and p["region_id"] == region
+        and p["allocation"] == "ONDEMAND"
+        and p["currency"] == "USD"
+    )
 
 
 def test_costs_by_hand_on_aws(catalog_db):
@@ -51,9 +43,10 @@ def test_costs_by_hand_on_aws(catalog_db):
     assert costs["saving_usd"] == pytest.approx((m5 - 0.0336) * 1.5)
     assert costs["eur_usd_rate"] == catalog.DEFAULT_EUR_USD_RATE
     assert costs["current_price_note"] == "on-demand price of aws m5.large in us-east-1"
+    assert costs["current_price_source"] == f"Spare Cores catalog {catalog_db} (catalog=)"
     assert set(costs) == {
-        "current_hourly_usd", "current_price_note", "run_cost_usd", "recommended_hourly_usd",
-        "recommended_run_cost_usd", "saving_usd", "eur_usd_rate",
+        "current_hourly_usd", "current_price_note", "current_price_source", "run_cost_usd",
+        "recommended_hourly_usd", "recommended_run_cost_usd", "saving_usd", "eur_usd_rate",
     }  # fmt: skip
 
 

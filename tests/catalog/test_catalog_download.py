@@ -76,6 +76,10 @@ def test_download_bz2_then_failures_keep_the_old_copy(files, own_cache, monkeypa
     same = catalog.recommend_server(
         {"cpu": 2, "memory": 4096}, vendor="aws", region="us-east-1", catalog=catalog_db
     )
+    assert (got.pop("catalog_source"), same.pop("catalog_source")) == ("cache", "argument")
+    assert "(catalog update)" in got.pop("price_source") and "(catalog=)" in same.pop(
+        "price_source"
+    )
     assert got == same
     assert catalog.catalog_info()["source"] == "cache"
     before = _sha1(path)

@@ -13,16 +13,23 @@ import time
 CLI = [sys.executable, "-m", "resource_tracker"]
 
 # Busy one core for SECONDS after touching MIB mebibytes (every page written).
+# Touches argv[1] MiB, then burns argv[2] seconds of CPU time (not wall time: on a busy machine
+# it runs longer); with argv[3], writes its own CPU time (os.times) and wall time there as JSON.
 BURN = """
-import sys, time
+import json, os, sys, time
+wall0 = time.monotonic()
 mib, seconds = int(sys.argv[1]), float(sys.argv[2])
 buf = bytearray(mib * 2**20)
 for i in range(0, len(buf), 4096):
     buf[i] = 1
-end = time.monotonic() + seconds
+end = time.process_time() + seconds
 x = 0
-while time.monotonic() < end:
+while time.process_time() < end:
     x += 1
+if len(sys.argv) > 3:
+    t = os.times()
+    with open(sys.argv[3], "w") as f:
+        json.dump({"cpu": t.user + t.system, "wall": time.monotonic() - wall0}, f)
 """
 
 # Waits for signals after writing 'ready' to argv[1]; on the first one records its name (and
@@ -104,10 +111,10 @@ def summary_figures(stderr):
     }
 
 
-def assert_one_line_error(result, *needles):
-    """The result is a usage-style failure: exit 2, one stderr line, no traceback."""
+def assert_one_line_error(result, *needles, status=2):
+    """The result is a usage-style failure: exit `status`, one stderr line, no traceback."""
     lines = result.stderr.strip().splitlines()
-    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert result.returncode == status, (result.returncode, result.stderr)
     assert len(lines) == 1, result.stderr
     assert "Traceback" not in result.stderr
     assert lines[0].startswith("resource-tracker"), lines[0]

@@ -105,7 +105,8 @@ def test_recommend_combines_runs_as_history(runs):
     if combined["server"] is None:
         assert combined["note"]
     text = run_cli("recommend", small, big, "--vendor", "aws", "--allocation", "spot")
-    assert text.returncode == 0, text.stderr
+    # 0 with a server; 1 when there is none (no catalog reachable in these tests)
+    assert text.returncode == (1 if "server      no " in text.stdout else 0), text.stdout
     assert "resources   1 CPU, 512 MiB memory" in text.stdout
     assert text.stdout.splitlines()[0] == "runs        2"
     assert "server" in text.stdout

@@ -45,11 +45,13 @@ def test_one_busy_core_reads_one_core():
     measured = total_cpu(df)
     # the CPU time of the workload is read to within 3 %
     assert measured == pytest.approx(truth["cpu"], rel=0.03, abs=0.03)
-    # full rows while it spun read (its own CPU share of) one core, within 0.03
-    # full rows while it spun read the cores it got: one, less what a busy machine took away
+    # full rows while it spun read the cores it got: one core within 0.03 on a quiet machine;
+    # on a busy one, its share over the whole spin (the rows cover part of it: 0.1 of leeway)
     busy_rows = df["cpu_usage"][1:5]
     expected_share = truth["cpu"] / truth["wall"]
-    assert sum(busy_rows) / len(busy_rows) == pytest.approx(expected_share, abs=0.03)
+    leeway = 0.03 if expected_share > 0.97 else 0.1
+    assert sum(busy_rows) / len(busy_rows) == pytest.approx(expected_share, abs=leeway)
+    assert max(busy_rows) <= 1.03  # one thread never reads more than one core
 
 
 def test_two_busy_children_read_two_cores_and_two_children():
@@ -203,7 +205,7 @@ def test_short_lived_children_cpu_is_counted():
     w = Workload(
         """
         import subprocess
-        code = "import time\\nend=time.monotonic()+0.08\\nwhile time.monotonic()<end: pass"
+        code = "import time\\nwhile time.process_time() < 0.08: pass"  # CPU time
         for _ in range(15):
             subprocess.run([sys.executable, "-c", code])
         t = os.times()
@@ -225,12 +227,16 @@ def test_short_lived_children_cpu_is_counted():
 
 
 def test_tracker_does_not_count_its_own_thread():
+    """The sampler runs (5 ms interval) until it has used 0.06 s of CPU, however long that takes
+    on a busy machine, while this thread sleeps: none of that CPU is the workload's."""
     tracker = ResourceTracker(interval=0.005, discover_cloud=False, discover_server=False)
-    time.sleep(2.0)  # this thread sleeps: the workload uses (almost) no CPU
+    deadline = time.monotonic() + 60
+    while tracker._sampler.cpu_seconds < 0.06 and time.monotonic() < deadline:
+        time.sleep(0.25)  # this thread sleeps: the workload uses (almost) no CPU
     tracker.stop()
     own = tracker._sampler.cpu_seconds
     recorded = total_cpu(tracker.process_metrics)
-    assert own > 0.02, "the sampler should have used measurable CPU at a 5 ms interval"
+    assert own >= 0.06, "the sampler should have used measurable CPU at a 5 ms interval"
     # ticks are 10 ms: allow 2 ticks of rounding, far below the sampler's own CPU
     assert recorded < 0.02 + 0.1 * own
 

@@ -62,14 +62,8 @@ def metadata(monkeypatch):
         server.__exit__(None, None, None)
 
 
-def _catalog_rows(shared_dir, table):
-    path = os.path.join(shared_dir, "catalog", "sc-data-dumps-2026-01", table + ".jsonl")
-    with open(path) as f:
-        return [json.loads(line) for line in f]
-
-
 @pytest.mark.parametrize("vendor", sorted(EXPECTED))
-def test_cloud_each_vendor(vendor, sysfs, metadata, shared_dir):
+def test_cloud_each_vendor(vendor, sysfs, metadata, catalog_dump):
     """Each vendor's evidence leads to its protocol and to ids found in the Spare Cores catalog."""
     sysfs(vendor)
     server = metadata(vendor)
@@ -80,8 +74,8 @@ def test_cloud_each_vendor(vendor, sysfs, metadata, shared_dir):
     assert info["region"] == region
     assert 0 <= info["discovery_time"] < 1.0
     assert server.connections >= 1
-    servers = [s for s in _catalog_rows(shared_dir, "server") if s["vendor_id"] == vendor]
-    regions = [r for r in _catalog_rows(shared_dir, "region") if r["vendor_id"] == vendor]
+    servers = [s for s in catalog_dump["server"] if s["vendor_id"] == vendor]
+    regions = [r for r in catalog_dump["region"] if r["vendor_id"] == vendor]
     if instance_type:
         assert any(instance_type in (s["server_id"], s["api_reference"]) for s in servers)
     if region:

@@ -21,9 +21,11 @@ from resource_tracker.server_info import cgroup_limits, get_server_info
 KEYS = {
     "vcpus",
     "memory_mb",
+    "memory_mib",  # the name code for the 0.4/0.5 packages reads
     "gpu_count",
     "gpu_names",
     "gpu_memory_mb",
+    "gpu_memory_mib",
     "cpu_model",
     "architecture",
     "os",

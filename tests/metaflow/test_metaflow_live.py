@@ -68,8 +68,11 @@ def test_metaflow_live_card_changes_while_the_step_runs(tmp_path):
     (card,) = [c for c in task["cards"] if c["type"] == "tracked_resources"]
     assert "Live view" not in card["html"]  # the final render replaced the live ones
     data = task["artifacts"]["resource_tracker_data"]
-    assert data["stats"]["process_children"]["max"] == 0
-    assert data["stats"]["process_cpu_usage"]["mean"] < 0.2
+    # the renders run detached: only their launcher (`sh -c 'cmd &'`, which exits at once)
+    # can be caught as a child, by a sample taken in its first milliseconds
+    children = data["process_metrics"]["children"]
+    assert max(children) <= 2 and sum(1 for c in children if c) <= 0.25 * len(children)
+    assert data["detailed_stats"]["process_cpu_usage"]["mean"] < 0.2
     # the last data update tells `card server` that this is the final card
     updates = _data_updates(tmp_path, "long_step")
     assert updates and all(u["reload_token"] == "final" for u in updates)

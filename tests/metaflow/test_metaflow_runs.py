@@ -124,7 +124,7 @@ def test_metaflow_foreach_gives_one_card_and_artifact_per_task(tracked_run):
         assert len(_cards(task, "tracked_resources")) == 1
         data = task["artifacts"]["resource_tracker_data"]
         assert data["step_failed"] is False
-        assert data["stats"]["timestamp"]["duration"] >= 0.3
+        assert data["detailed_stats"]["timestamp"]["duration"] >= 0.3
         pids.add(data["tracker"]["pid"])
     assert len(pids) == 3  # each task tracked its own process
 
@@ -153,7 +153,7 @@ def test_metaflow_retry_and_catch(tracked_run):
 
 def test_metaflow_resources_and_artifact_name(tracked_run):
     big = task_of(tracked_run, "big_memory")["artifacts"]["resource_tracker_data"]
-    assert big["stats"]["process_memory"]["max"] >= 64 * 1024  # KiB: the 64 MB bytearray
+    assert big["detailed_stats"]["process_memory"]["max"] >= 64 * 1024  # KiB: the 64 MB bytearray
     end = task_of(tracked_run, "end")
     assert "rt_end" in end["artifacts"]
     assert end["artifacts"]["rt_end"]["tracker"]["pid"] != big["tracker"]["pid"]
@@ -165,8 +165,8 @@ def test_metaflow_failed_step_has_artifact_and_card(failing_run):
     assert task["successful"] is False
     data = task["artifacts"]["resource_tracker_data"]
     assert data["step_failed"] is True
-    assert data["stats"]["process_memory"]["max"] >= 100 * 1024  # KiB: held before raising
-    assert data["stats"]["timestamp"]["duration"] >= 0.9
+    assert data["detailed_stats"]["process_memory"]["max"] >= 100 * 1024  # KiB: held before raising
+    assert data["detailed_stats"]["timestamp"]["duration"] >= 0.9
     (card,) = _cards(task, "tracked_resources")
     assert "The step failed" in card["html"]
 

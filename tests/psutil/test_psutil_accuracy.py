@@ -10,6 +10,7 @@ import os
 import time
 
 import pytest
+from build_variant import needs_procfs
 from psutil_workloads import Workload, _force_psutil, psutil_tracker, total_cpu  # noqa: F401
 
 from resource_tracker import ResourceTracker
@@ -47,20 +48,17 @@ def _one_busy_core():
 
 
 def test_one_busy_core_reads_one_core():
-    """On every attempt the CPU time is read to within 5 %; once the (shared) machine gives
-    the workload a whole core, its busy rows read 1.0 within 0.05 (up to 4 attempts: other
-    jobs on this 2-core machine can take part of the core)."""
-    for _attempt in range(4):
-        df, truth, pid = _one_busy_core()
-        assert df.columns == list(PROCESS_COLUMNS)
-        assert set(df["pid"]) == {float(pid)}
-        assert total_cpu(df) == pytest.approx(truth["cpu"], rel=0.05, abs=0.05)
-        if truth["cpu"] / truth["wall"] > 0.97:
-            break
-    else:
-        pytest.fail("the machine was too busy to give the workload a core, 4 times")
+    """The CPU time is read to within 5 %; the busy rows read the cores the workload got: one
+    within 0.05 on a quiet machine, its share over the spin on a busy one (0.1 of leeway: the
+    rows cover part of the spin), never more than one core."""
+    df, truth, pid = _one_busy_core()
+    assert df.columns == list(PROCESS_COLUMNS)
+    assert set(df["pid"]) == {float(pid)}
+    assert total_cpu(df) == pytest.approx(truth["cpu"], rel=0.05, abs=0.05)
+    share = truth["cpu"] / truth["wall"]
     busy = df["cpu_usage"][1:5]
-    assert sum(busy) / len(busy) == pytest.approx(1.0, abs=0.05)
+    assert sum(busy) / len(busy) == pytest.approx(share, abs=0.05 if share > 0.97 else 0.1)
+    assert max(busy) <= 1.05
 
 
 def test_children_at_any_depth_and_short_lived_children_are_counted():
@@ -194,17 +192,21 @@ def test_written_50_mib_with_fsync_shows_in_write_bytes(tmp_path):
 
 
 def test_the_trackers_own_thread_is_not_counted():
-    """Tracking its own (idle) process every 0.02 s, the sampler thread burns measurable CPU
-    (~0.15 s here), which does not show up as the workload's (counting it would fail)."""
+    """Tracking its own (idle) process every 0.02 s until the sampler thread has burnt 0.1 s
+    of CPU (however long that takes on a busy machine): none of it shows up as the
+    workload's (counting it would fail)."""
     tracker = psutil_tracker(interval=0.02)
-    time.sleep(2.0)
+    deadline = time.monotonic() + 60
+    while tracker._sampler.cpu_seconds < 0.1 and time.monotonic() < deadline:
+        time.sleep(0.25)
     tracker.stop()
     own = tracker._sampler.cpu_seconds
     measured = total_cpu(tracker.process_metrics)
-    assert own > 0.05, "the sampler thread should have used some CPU"
+    assert own >= 0.1, "the sampler thread should have used some CPU"
     assert measured < 0.3 * own + 0.02
 
 
+@needs_procfs
 def test_same_columns_and_readings_as_the_c_sampler():
     """The C sampler and the psutil sampler watch one busy workload side by side."""
     w = Workload(

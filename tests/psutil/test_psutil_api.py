@@ -15,6 +15,7 @@ import time
 from array import array
 
 import pytest
+from build_variant import HAVE_PROCFS
 from psutil_workloads import Workload, _force_psutil, psutil_tracker  # noqa: F401
 
 from resource_tracker import ResourceTracker
@@ -97,7 +98,7 @@ def test_a_short_last_interval_is_folded_into_the_previous_row():
     covered = row["timestamp"] - tracker.start_time
     assert 1.05 < covered < 1.5
     assert row["cpu_usage"] == pytest.approx((row["utime"] + row["stime"]) / covered, rel=0.05)
-    assert row["cpu_usage"] > 0.3  # the workload spins
+    assert row["cpu_usage"] > 0.1  # the workload spins (its share of a busy machine)
 
 
 def test_a_long_last_interval_is_its_own_row():
@@ -214,8 +215,8 @@ def test_the_environment_variable_chooses_psutil_in_a_fresh_interpreter():
         t = ResourceTracker(interval=0.1, discover_cloud=False, discover_server=False)
         ok = t.wait_for_samples(3, 10)
         x = 0
-        end = time.monotonic() + 0.5
-        while time.monotonic() < end:
+        end = time.thread_time() + 0.5  # CPU time: the same work on a busy machine
+        while time.thread_time() < end:
             x += 1
         t.stop()
         print(json.dumps({"method": t.method, "sampler": type(t._sampler).__name__, "ok": ok,
@@ -234,7 +235,8 @@ def test_the_environment_variable_chooses_psutil_in_a_fresh_interpreter():
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env
     )
-    assert json.loads(done.stdout)["method"] == "procfs"
+    # by default: the C sampler where the core has it, psutil in the portable build
+    assert json.loads(done.stdout)["method"] == ("procfs" if HAVE_PROCFS else "psutil")
 
 
 def test_unknown_method_is_a_clear_error():

@@ -400,7 +400,7 @@ def test_report_status_failed_and_running():
     assert "Status running" in text and "End running" in text
 
 
-def test_report_with_a_real_catalog_file(tmp_path, monkeypatch, shared_dir):
+def test_report_with_a_real_catalog_file(tmp_path, monkeypatch):
     """The real resource_tracker.catalog on a Spare Cores SQLite catalog built at test time by
     the catalog tests' builder (real 2026-01 server records and real 2024-02 AWS on-demand
     prices; other vendors' prices are the builder's marked test values)."""
@@ -416,7 +416,7 @@ def test_report_with_a_real_catalog_file(tmp_path, monkeypatch, shared_dir):
     finally:
         sys.path.pop(0)
     db = tmp_path / "catalog.db"
-    build(shared_dir, str(db))
+    build(str(db))
     monkeypatch.setenv("RESOURCE_TRACKER_CATALOG", str(db))
     monkeypatch.setenv("RESOURCE_TRACKER_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("RESOURCE_TRACKER_KEEPER_URL", "off")

@@ -115,6 +115,7 @@ class TrackResourcesDecorator(StepDecorator):
         self._live = None
         self._flow = None
         self._run_id = None
+        self._pathspec = None
         self._finished = False
         self._overhead = {}
 
@@ -151,6 +152,7 @@ class TrackResourcesDecorator(StepDecorator):
         self._reset_task_state()
         self._flow = flow
         self._run_id = run_id
+        self._pathspec = f"{flow.name}/{run_id}/{step_name}/{task_id}"
         self._start_history(flow, step_name, run_id)
         self._overhead["pre_step"] = time.perf_counter() - began
 
@@ -235,7 +237,9 @@ class TrackResourcesDecorator(StepDecorator):
         began = time.perf_counter()
         self._stop_tracking()
         try:
-            artifact = build_artifact(self._tracker, self._history, failed, self._error)
+            artifact = build_artifact(
+                self._tracker, self._history, failed, self._error, label=self._pathspec
+            )
         except Exception as exc:
             artifact = error_artifact(f"building the artifact failed: {_describe(exc)}", failed)
         self._overhead["store"] = time.perf_counter() - began
@@ -267,6 +271,7 @@ def error_artifact(message, failed):
         "cloud_info": None,
         "server_info": None,
         "stats": None,
+        "detailed_stats": None,
         "historical_stats": summarize_history([]),
         "recommendations": None,
         "step_failed": bool(failed),
@@ -275,8 +280,21 @@ def error_artifact(message, failed):
     }
 
 
-def build_artifact(tracker, history, failed, error=None):
-    """The artifact dict of a stopped tracker (see the module docstring of the extension)."""
+def build_artifact(tracker, history, failed, error=None, label=None):
+    """The artifact dict of a stopped tracker.
+
+    The keys the seeds document: ``process_metrics``, ``system_metrics`` (TinyDataFrames,
+    exact values), ``cloud_info`` (vendor, instance_type, region: 'unknown' when unknown;
+    discovery_time), ``server_info``, ``stats`` (the documented summary, rounded as the
+    documents show it) and ``historical_stats``. Beside them: ``detailed_stats`` (all of
+    ``ResourceTracker.stats()``, exact), ``historical_runs_stats``, ``recommendations``,
+    ``step_failed``, ``error`` and ``tracker``: the run's snapshot, so that
+    ``ResourceTracker.from_snapshot(data["tracker"])`` is the tracker again (its tables are
+    the same frames as ``process_metrics`` / ``system_metrics``, stored once).
+    """
+    from resource_tracker.cloud import documented_cloud_info
+    from resource_tracker.rounding import documented_stats
+
     from .track_resources_history import summarize_history
 
     if history is not None:
@@ -297,26 +315,27 @@ def build_artifact(tracker, history, failed, error=None):
     if recommendations["resources"] is not None:
         server, note = _recommend_server(tracker, stats_list)
         recommendations["server"], recommendations["server_note"] = server, note
+    if label:
+        tracker.label = label
+    tracker.extra.update(integration="Metaflow", step_failed=bool(failed))
+    if stats_list:
+        tracker.extra["historical_stats"] = list(stats_list)
+    process, system = tracker.process_metrics, tracker.system_metrics
+    snapshot = tracker._snapshot_fields()
+    snapshot.update(process_metrics=process, system_metrics=system)
     return {
-        "process_metrics": tracker.process_metrics,
-        "system_metrics": tracker.system_metrics,
-        "cloud_info": tracker.cloud_info,
+        "process_metrics": process,
+        "system_metrics": system,
+        "cloud_info": documented_cloud_info(tracker.cloud_info),
         "server_info": tracker.server_info,
-        "stats": stats,
+        "stats": documented_stats(stats),
+        "detailed_stats": stats,
         "historical_stats": summarize_history(stats_list, notes, runs),
         "historical_runs_stats": stats_list,
         "recommendations": recommendations,
         "step_failed": bool(failed),
         "error": "; ".join(errors) or None,
-        "tracker": {
-            "pid": tracker.pid,
-            "interval": tracker.interval,
-            "method": tracker.method,
-            "command": tracker.command,
-            "start_time": tracker.start_time,
-            "stop_time": tracker.stop_time,
-            "samples": tracker.n_samples,
-        },
+        "tracker": snapshot,
     }
 
 

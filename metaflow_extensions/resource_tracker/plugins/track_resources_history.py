@@ -15,14 +15,21 @@ STAT_KEYS = ("process_cpu_usage", "process_memory", "timestamp")
 
 
 def stats_from_artifact(data):
-    """The stats() dict stored in an artifact (current or legacy format), or None."""
+    """The stats() dict of an earlier run's artifact, or None.
+
+    Current artifacts keep it in ``detailed_stats``; earlier versions of this extension kept
+    it in ``stats``; artifacts with only the documented summary in ``stats`` (cpu_usage,
+    memory_usage, gpu_*, duration: also the original package's) are converted.
+    """
     if not isinstance(data, dict):
         return None
+    for key in ("detailed_stats", "stats"):
+        stats = data.get(key)
+        if isinstance(stats, dict) and all(isinstance(stats.get(k), dict) for k in STAT_KEYS):
+            return stats
     stats = data.get("stats")
     if not isinstance(stats, dict):
         return None
-    if all(isinstance(stats.get(key), dict) for key in STAT_KEYS):
-        return stats
     if isinstance(stats.get("cpu_usage"), dict) and isinstance(stats.get("memory_usage"), dict):
         return _from_legacy(stats)
     return None
@@ -160,7 +167,8 @@ class HistoryLookup:
 
 
 def summarize_history(stats_list, notes=(), runs=()):
-    """historical_stats for the artifact: averages and peaks over earlier runs."""
+    """historical_stats for the artifact: averages and peaks over earlier runs, rounded as
+    the seeds show them (2 decimals; memory in whole KiB); None without history."""
     summary = {
         "available": bool(stats_list),
         "runs_analyzed": len(stats_list),
@@ -181,11 +189,11 @@ def summarize_history(stats_list, notes=(), runs=()):
 
     n = len(stats_list)
     summary.update(
-        avg_cpu_mean=sum(values("process_cpu_usage", "mean")) / n,
-        max_memory_max=max(values("process_memory", "max")),
-        avg_gpu_mean=sum(values("process_gpu_usage", "mean")) / n,
-        max_vram_max=max(values("process_gpu_vram", "max")),
-        max_gpu_count=max(values("process_gpu_utilized", "max")),
-        avg_duration=sum(values("timestamp", "duration")) / n,
+        avg_cpu_mean=round(sum(values("process_cpu_usage", "mean")) / n, 2),
+        max_memory_max=round(max(values("process_memory", "max"))) + 0.0,
+        avg_gpu_mean=round(sum(values("process_gpu_usage", "mean")) / n, 2),
+        max_vram_max=round(max(values("process_gpu_vram", "max")), 2),
+        max_gpu_count=round(max(values("process_gpu_utilized", "max")), 2),
+        avg_duration=round(sum(values("timestamp", "duration")) / n, 2),
     )
     return summary

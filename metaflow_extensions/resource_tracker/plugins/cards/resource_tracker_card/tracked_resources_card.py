@@ -104,6 +104,9 @@ def tracker_from_artifact(data):
     from resource_tracker.tracker import SNAPSHOT_FORMAT, SNAPSHOT_VERSION
 
     meta = data.get("tracker") or {}
+    if meta.get("format") == SNAPSHOT_FORMAT:  # the artifact holds the run's snapshot
+        return ResourceTracker.from_snapshot(meta)
+    # artifacts of earlier versions: a few fields beside the tables
     return ResourceTracker.from_snapshot(
         {
             "format": SNAPSHOT_FORMAT,
@@ -138,7 +141,7 @@ def render_artifact(data, label=None):
         body += f"<p>No data: {_esc(data.get('error') or 'tracking did not run')}</p>"
         return _page("Resource tracking", body)
     tracker = tracker_from_artifact(data)
-    tracker.label = label
+    tracker.label = tracker.label or label
     return _report_html(tracker, data, banner=banner, failed=failed)
 
 

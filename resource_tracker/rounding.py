@@ -1,0 +1,93 @@
+"""Numbers as the seeds' documents show them: the views for people, never the stored columns.
+
+The columns of ``process_metrics`` / ``system_metrics`` keep the exact values the sampler
+computed. ``get_combined_metrics()`` and the summary the Metaflow extension stores
+(``documented_stats``) round them as the documents print them: CPU usage to 4 decimals,
+CPU seconds to 4, memory in KiB and byte counts to whole numbers, disk space in GB and
+means/maxes of the summary to 2 decimals. This also removes the float noise of
+differences such as ``0.35 - 0.25 == 0.09999999999999998``.
+"""
+
+from __future__ import annotations
+
+from array import array
+
+#: Decimals per column (both tables) in the rounded views; None keeps the value as it is.
+COLUMN_DIGITS = {
+    "timestamp": None,
+    "pid": 0,
+    "children": 0,
+    "processes": 0,
+    "utime": 4,
+    "stime": 4,
+    "cpu_usage": 4,
+    "memory": 0,
+    "memory_free": 0,
+    "memory_used": 0,
+    "memory_buffers": 0,
+    "memory_cached": 0,
+    "memory_active": 0,
+    "memory_inactive": 0,
+    "read_bytes": 0,
+    "write_bytes": 0,
+    "disk_read_bytes": 0,
+    "disk_write_bytes": 0,
+    "disk_space_total_gb": 2,
+    "disk_space_used_gb": 2,
+    "disk_space_free_gb": 2,
+    "net_recv_bytes": 0,
+    "net_sent_bytes": 0,
+    "gpu_usage": 4,
+    "gpu_vram": 2,
+    "gpu_utilized": 4,
+}
+
+#: Decimals of the means and maxes in the documented summary.
+STATS_DIGITS = 2
+
+
+def round_column(name: str, values) -> array:
+    """The column's values rounded for display (a new array('d'); the input is untouched)."""
+    digits = COLUMN_DIGITS.get(name)
+    if digits is None:
+        return array("d", values)
+    return array("d", (round(v, digits) + 0.0 for v in values))  # + 0.0: no -0.0
+
+
+def _pair(stats, key, digits=STATS_DIGITS):
+    entry = (stats or {}).get(key) or {}
+    return {
+        "mean": round(float(entry.get("mean") or 0.0), digits) + 0.0,
+        "max": round(float(entry.get("max") or 0.0), digits) + 0.0,
+    }
+
+
+def _value(stats, key, field, digits):
+    return round(float(((stats or {}).get(key) or {}).get(field) or 0.0), digits) + 0.0
+
+
+def documented_stats(stats: dict | None) -> dict | None:
+    """``ResourceTracker.stats()`` in the shape and rounding of the seeds' Metaflow artifact.
+
+    ``{'cpu_usage': {'mean', 'max'}, 'memory_usage': {'mean', 'max'}, 'gpu_usage': {...},
+    'gpu_vram': {...}, 'gpu_utilized': {...}, 'disk_usage': {'max'}, 'traffic': {'inbound',
+    'outbound'}, 'duration'}``: process CPU in cores and memory in KiB (whole), GPU usage,
+    VRAM (MiB) and GPUs in use of the process tree, the machine's peak disk space used (GB)
+    and its network bytes received/sent, the run's duration in seconds. Means and maxes
+    have 2 decimals, KiB and bytes are whole. None for None.
+    """
+    if stats is None:
+        return None
+    return {
+        "cpu_usage": _pair(stats, "process_cpu_usage"),
+        "memory_usage": _pair(stats, "process_memory", digits=0),
+        "gpu_usage": _pair(stats, "process_gpu_usage"),
+        "gpu_vram": _pair(stats, "process_gpu_vram"),
+        "gpu_utilized": _pair(stats, "process_gpu_utilized"),
+        "disk_usage": {"max": _value(stats, "system_disk_space_used_gb", "max", STATS_DIGITS)},
+        "traffic": {
+            "inbound": _value(stats, "system_net_recv_bytes", "sum", 0),
+            "outbound": _value(stats, "system_net_sent_bytes", "sum", 0),
+        },
+        "duration": _value(stats, "timestamp", "duration", STATS_DIGITS),
+    }

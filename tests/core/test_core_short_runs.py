@@ -1,0 +1,157 @@
+"""Short runs: a task of a few milliseconds never reads more cores than it may use.
+
+CPU time comes from the kernel in clock ticks (10 ms): over a few milliseconds one tick is
+already "2.7 cores". The rules tested here, with real workloads (threads of this process,
+a child process, the command-line tool on /bin/true):
+- a final partial interval too short to measure (< 0.1 s, or < a quarter of the interval)
+  is merged into the previous row;
+- CPU usage is measured over at least one tick and never exceeds the cores the process may
+  use (its affinity mask) or, for the machine, the machine's CPUs;
+- a run shorter than 0.1 s gives no CPU figure to the recommendation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+from resource_tracker import ResourceTracker
+from resource_tracker.tracker import SHORT_RUN_S
+
+CORES = len(os.sched_getaffinity(0))
+
+
+def _quiet(**kwargs):
+    return ResourceTracker(discover_cloud=False, discover_server=False, **kwargs)
+
+
+def _burn(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def _burst(threads, seconds):
+    """threads busy threads of this process for seconds each."""
+    workers = [threading.Thread(target=_burn, args=(seconds,)) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+
+
+def test_a_task_of_a_few_ms_reads_no_more_cores_than_there_are():
+    """Twenty trackers around a burst of 3 threads x 4 ms (the trivial Metaflow step)."""
+    seen = []
+    for _ in range(20):
+        tracker = _quiet()  # interval 1 s: the run is one short final interval
+        _burst(3, 0.004)
+        tracker.stop()
+        process, system = tracker.process_metrics, tracker.system_metrics
+        seen += process["cpu_usage"]
+        assert all(0 <= v <= CORES for v in process["cpu_usage"]), process["cpu_usage"]
+        assert all(0 <= v <= os.cpu_count() for v in system["cpu_usage"])
+        assert tracker.stats()["timestamp"]["duration"] < SHORT_RUN_S
+        assert tracker.recommend_resources()["cpu"] == 1
+    assert len(seen) == 20  # one row each: the run is measured, not dropped
+
+
+def test_the_cap_is_the_cpus_the_process_may_run_on():
+    """A process pinned to one CPU, bursting with 3 threads: never more than 1 core."""
+    code = textwrap.dedent(
+        """
+        import json, os, threading, time
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+        from resource_tracker import ResourceTracker
+
+        def burn(s):
+            end = time.perf_counter() + s
+            while time.perf_counter() < end:
+                pass
+
+        values = []
+        for _ in range(10):
+            t = ResourceTracker(discover_cloud=False, discover_server=False)
+            ws = [threading.Thread(target=burn, args=(0.004,)) for _ in range(3)]
+            [w.start() for w in ws]
+            [w.join() for w in ws]
+            t.stop()
+            values += t.process_metrics["cpu_usage"]
+        print(json.dumps(values))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    values = json.loads(done.stdout)
+    assert len(values) == 10 and max(values) <= 1.0
+
+
+def test_a_short_child_process_through_the_command_line_tool(tmp_path):
+    """`resource-tracker run -- python -c pass`: a real command of a few tens of ms (an
+    interpreter starting and exiting, all CPU)."""
+    for _ in range(3):
+        done = subprocess.run(
+            [sys.executable, "-m", "resource_tracker", "run", "--format", "json",
+             "--output", str(tmp_path), "--", sys.executable, "-c", "pass"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        saved = ResourceTracker.loads((tmp_path / "resource-tracker.json").read_text())
+        assert all(v <= os.cpu_count() for v in saved.process_metrics["cpu_usage"])
+        assert saved.recommend_resources()["cpu"] == 1
+        assert "recommended 1 CPU" in done.stderr
+
+
+def test_a_final_partial_interval_is_merged_into_the_previous_row():
+    """Runs ending at various points between two samples: no row (but the first) covers
+    less than 0.1 s, and no CPU time is lost in the merge."""
+    for length in (0.43, 0.47, 0.52, 0.58):
+        before = time.process_time()
+        tracker = _quiet(interval=0.2)
+        _burn(length)
+        tracker.stop()
+        used = time.process_time() - before
+        times = [tracker.start_time] + tracker.process_metrics["timestamp"]
+        spans = [b - a for a, b in zip(times, times[1:])]
+        assert len(spans) >= 2, spans
+        assert min(spans[1:]) >= 0.1 - 1e-6, (length, spans)
+        rows = tracker.process_metrics
+        counted = sum(rows["utime"]) + sum(rows["stime"])
+        assert abs(counted - used) < 0.05 + 0.02 * len(spans), (counted, used)
+        assert all(v <= CORES for v in rows["cpu_usage"])
+
+
+def test_a_short_run_takes_its_cpu_figure_from_the_history():
+    """The recommendation's CPU comes from the runs long enough to measure."""
+    long_run = _quiet(interval=0.1)
+    workers = [threading.Thread(target=_burn, args=(1.2,)) for _ in range(min(2, CORES))]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    long_run.stop()
+    history = [long_run.stats()]
+    expected = long_run.recommend_resources()["cpu"]
+    short_run = _quiet()
+    _burst(3, 0.004)
+    short_run.stop()
+    assert short_run.recommend_resources(historical_stats=history)["cpu"] == expected
+    assert short_run.recommend_resources()["cpu"] == 1
+
+
+def test_a_run_stopped_at_once_still_has_its_row():
+    """A tracker stopped right after it started (a step that does almost nothing) has one
+    row, a bounded CPU usage and a recommendation: not 'not enough data'."""
+    for method in ("procfs", "psutil"):
+        for _ in range(20):
+            tracker = _quiet(interval=0.2, method=method)
+            tracker.stop()
+            assert tracker.n_samples == 1, method
+            assert all(0 <= v <= os.cpu_count() for v in tracker.process_metrics["cpu_usage"])
+            assert tracker.recommend_resources()["cpu"] == 1
