@@ -651,7 +651,9 @@ def _validate_snapshot(snapshot):
         if snapshot.get(key) is not None and not isinstance(snapshot[key], str):
             bad(key, "a string (or null)")
     for key in ("process_metrics", "system_metrics"):
-        if snapshot.get(key) is not None and not isinstance(snapshot[key], (dict, list)):
+        if snapshot.get(key) is not None and not isinstance(
+            snapshot[key], (dict, list, TinyDataFrame)
+        ):
             bad(key, "a table")
 
 
