@@ -253,10 +253,25 @@ class ResourceTracker:
         return self._sampler.n_samples
 
     def wait_for_samples(self, n=1, timeout=None):
-        """Block until n samples are stored or timeout seconds pass; True when there are n."""
+        """Block until n samples are stored or timeout seconds pass; True when there are n.
+
+        Raises ValueError for an n that is not a whole number from 0 to 2**62, or a timeout
+        that is not a number of seconds >= 0."""
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 2**62:
+            raise ValueError(
+                f"wait_for_samples: n must be a whole number from 0 to 2**62, got {n!r}"
+            )
         if timeout is None:
-            timeout = (n + 2) * self.interval + 5.0
-        return self._sampler.wait(int(n), float(timeout))
+            timeout = min((n + 2) * self.interval + 5.0, 1e9)
+        try:
+            timeout = float(timeout)
+        except (TypeError, ValueError):
+            timeout = float("nan")
+        if not 0 <= timeout <= 1e9:
+            raise ValueError(
+                f"wait_for_samples: timeout must be seconds from 0 to 1e9, got {timeout!r}"
+            )
+        return self._sampler.wait(n, timeout)
 
     @property
     def start_time(self):

@@ -671,3 +671,35 @@ def test_hardening_nvml_impossible_process_memory(tmp_path, monkeypatch):
 def test_hardening_threads_helper_sane():
     assert threads() >= 1 and open_fds() >= 3 and resource.getrlimit(resource.RLIMIT_NOFILE)
     assert threading.active_count() >= 1
+
+
+def test_hardening_catalog_argument_limits_are_clear_errors():
+    """recommend_server(): a non-finite or absurd EUR rate, a huge n and an infinite max_price
+    are each one ValueError naming the argument (before any catalog is opened)."""
+    from resource_tracker import catalog
+
+    res = {"cpu": 1, "memory": 512}
+    cases = {
+        "eur_usd_rate": dict(eur_usd_rate=float("inf")),
+        "n": dict(n=10**30),
+        "max_price": dict(max_price=float("inf")),
+    }
+    for name, kwargs in cases.items():
+        with pytest.raises(ValueError, match=name):
+            catalog.recommend_server(res, **kwargs)
+    with pytest.raises(ValueError, match="eur_usd_rate"):
+        catalog.recommend_server(res, eur_usd_rate=5000.0)
+
+
+def test_hardening_wait_for_samples_bad_arguments():
+    """wait_for_samples(n=10**30) was a raw OverflowError; now one ValueError each."""
+    from resource_tracker import ResourceTracker
+
+    tracker = ResourceTracker(interval=0.5, discover_cloud=False, discover_server=False)
+    try:
+        for kwargs in (dict(n=10**30), dict(n=-1), dict(n=1.5), dict(n=1, timeout=float("inf"))):
+            with pytest.raises(ValueError, match="wait_for_samples"):
+                tracker.wait_for_samples(**kwargs)
+        assert tracker.wait_for_samples(1, timeout=10)
+    finally:
+        tracker.stop()
