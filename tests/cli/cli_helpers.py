@@ -4,7 +4,10 @@ in a subprocess, read its summary, and small workload scripts (real processes)."
 from __future__ import annotations
 
 import os
+import pty
 import re
+import select
+import signal
 import subprocess
 import sys
 import textwrap
@@ -134,3 +137,65 @@ def env_with(**extra):
     env = dict(os.environ)
     env.update({k: str(v) for k, v in extra.items()})
     return env
+
+
+# -- commands under a pseudo-terminal (bounded: a test never hangs on them) ------------------
+
+
+def read_pty(fd, timeout):
+    """Everything the pty master gives until EOF or timeout."""
+    out = b""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if not select.select([fd], [], [], 0.1)[0]:
+            continue
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # EIO: the child side is closed
+            break
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
+def read_pty_until(fd, text, timeout):
+    """What the pty master gives until text shows (or EOF, or timeout)."""
+    out = b""
+    end = time.monotonic() + timeout
+    while text.encode() not in out and time.monotonic() < end:
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if not ready:
+            continue
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
+def wait_pid(pid, timeout=30):
+    """The wait status of pid; kills it (and fails the test) if it does not end in time."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        done, wstatus = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return wstatus
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    raise AssertionError(f"process {pid} did not end within {timeout} s")
+
+
+def pty_run(argv):
+    """(pid, master fd) of argv started under a new pseudo-terminal."""
+    pid, fd = pty.fork()
+    if pid == 0:  # pragma: no cover - the child
+        # as a shell at a terminal does: Ctrl-C interrupts (even if the test runner was started
+        # in the background by a non-interactive shell, which ignores SIGINT)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.execv(argv[0], argv)
+    return pid, fd

@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import pty
 import signal
 import subprocess
 import sys
@@ -22,11 +21,14 @@ from cli_helpers import (
     BURN,
     CLI,
     TRAP,
+    pty_run,
+    read_pty,
     report_available,
     run_cli,
     script,
     summary_figures,
     wait_for_file,
+    wait_pid,
 )
 
 from resource_tracker import ResourceTracker
@@ -183,24 +185,14 @@ def test_run_ctrl_c_at_a_terminal_reaches_the_command_once(tmp_path):
     marker = tmp_path / "marker"
     argv = [*CLI, "run", "--interval", "0.2", "-o", str(tmp_path), "-f", "json",
             "--", *script(TRAP), str(marker)]  # fmt: skip
-    pid, fd = pty.fork()
-    if pid == 0:  # pragma: no cover - the child
-        os.execv(argv[0], argv)
+    pid, fd = pty_run(argv)
     output = b""
     try:
         wait_for_file(marker, "ready")
         time.sleep(0.3)
         os.write(fd, b"\x03")
-        end = time.monotonic() + 30
-        while time.monotonic() < end:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            output += chunk
-        _, wstatus = os.waitpid(pid, 0)
+        output = read_pty(fd, 30)
+        wstatus = wait_pid(pid)
     finally:
         os.close(fd)
     assert os.waitstatus_to_exitcode(wstatus) == 40 + signal.SIGINT, output

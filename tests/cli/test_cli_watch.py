@@ -3,87 +3,26 @@
 from __future__ import annotations
 
 import os
-import pty
 import re
-import select
 import signal
 import subprocess
 import sys
 import time
 
-from cli_helpers import CLI, script
+from cli_helpers import CLI, pty_run, read_pty, read_pty_until, script, wait_pid
 
 SPIN = "import time\nend = time.monotonic() + 20\nwhile time.monotonic() < end: pass"
 
 
-def _read_all(fd, timeout):
-    """Everything the pty master gives until EOF or timeout."""
-    out = b""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if not select.select([fd], [], [], 0.1)[0]:
-            continue
-        try:
-            chunk = os.read(fd, 4096)
-        except OSError:  # EIO: the child side is closed
-            break
-        if not chunk:
-            break
-        out += chunk
-    return out
-
-
-def _read_until(fd, text, timeout):
-    """What the pty master gives until text shows (or EOF, or timeout)."""
-    out = b""
-    end = time.monotonic() + timeout
-    while text.encode() not in out and time.monotonic() < end:
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        if not ready:
-            continue
-        try:
-            chunk = os.read(fd, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    return out
-
-
-def _wait(pid, timeout=30):
-    """The wait status of pid; kills it (and fails the test) if it does not end in time."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        done, wstatus = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return wstatus
-        time.sleep(0.05)
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-    raise AssertionError(f"process {pid} did not end within {timeout} s")
-
-
-def _pty_run(argv):
-    """(pid, master fd) of argv started under a new pseudo-terminal."""
-    pid, fd = pty.fork()
-    if pid == 0:  # pragma: no cover - the child
-        # as a shell at a terminal does: Ctrl-C interrupts (even if the test runner was started
-        # in the background by a non-interactive shell, which ignores SIGINT)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.execv(argv[0], argv)
-    return pid, fd
-
-
 def test_watch_on_a_terminal_refreshes_one_line_until_the_process_exits():
     victim = subprocess.Popen(["sleep", "30"])
-    pid, fd = _pty_run([*CLI, "watch", "--pid", str(victim.pid), "--interval", "0.2"])
+    pid, fd = pty_run([*CLI, "watch", "--pid", str(victim.pid), "--interval", "0.2"])
     try:
         time.sleep(1.5)
         victim.kill()
         victim.wait()
-        output = _read_all(fd, 20).decode()
-        wstatus = _wait(pid)
+        output = read_pty(fd, 20).decode()
+        wstatus = wait_pid(pid)
     finally:
         os.close(fd)
         victim.kill()
@@ -99,12 +38,12 @@ def test_watch_on_a_terminal_refreshes_one_line_until_the_process_exits():
 
 
 def test_watch_on_a_terminal_stops_at_ctrl_c():
-    pid, fd = _pty_run([*CLI, "watch", "--system", "--interval", "0.2"])
+    pid, fd = pty_run([*CLI, "watch", "--system", "--interval", "0.2"])
     try:
-        seen = _read_until(fd, "system: cpu", 60)  # as a user does: ^C once the view shows
+        seen = read_pty_until(fd, "system: cpu", 60)  # as a user does: ^C once the view shows
         os.write(fd, b"\x03")
-        output = (seen + _read_all(fd, 20)).decode()
-        wstatus = _wait(pid)
+        output = (seen + read_pty(fd, 20)).decode()
+        wstatus = wait_pid(pid)
     finally:
         os.close(fd)
     assert os.waitstatus_to_exitcode(wstatus) == 0, output
