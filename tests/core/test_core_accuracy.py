@@ -133,8 +133,10 @@ def test_touched_500_mib_buffer_reads_within_3_percent():
         tracker.stop()
         w.kill()
     memory = tracker.process_metrics["memory"]
-    grown_kib = max(memory) - memory[0]
-    assert memory[0] == pytest.approx(before, rel=0.2)
+    # before: the workload's own RSS just before it allocated (the first rows may come from its
+    # interpreter still starting up, on a busy machine)
+    assert min(memory) <= before * 1.2
+    grown_kib = max(memory) - before
     assert grown_kib == pytest.approx(500 * MIB_KIB, rel=0.03)
 
 
