@@ -103,6 +103,12 @@ proc_tree_init(ProcTree *tree, const char *proc_root, pid_t root, int follow_chi
     return 0;
 }
 
+void
+proc_tree_adopt_children_of(ProcTree *tree, pid_t adopter)
+{
+    tree->adopter = adopter;
+}
+
 static int
 pid_ino_cmp(const void *a, const void *b)
 {
@@ -224,7 +230,7 @@ classify(ProcTree *tree, EntryVec *vec, long idx, int depth)
         return 0;
     }
     entry->starttime = entry->stat.starttime;
-    if (entry->pid == tree->root)
+    if (entry->pid == tree->root || (tree->adopter > 0 && entry->ppid == tree->adopter))
         entry->member = 1;
     else if (tree->follow_children && entry->ppid > 0 && depth < CLASSIFY_MAX_DEPTH) {
         parent = entries_find(vec, entry->ppid);
@@ -464,62 +470,149 @@ check_pss(ProcTree *tree, ProcEntry *entry, double now)
 
     snprintf(path, sizeof(path), "%d/smaps_rollup", (int)entry->pid);
     if (textbuf_read_at(&tree->buf, tree->proc_fd, path) >= 0 &&
-        parse_smaps_rollup(tree->buf.data, &rss, &pss) == 0)
+        parse_smaps_rollup(tree->buf.data, &rss, &pss) == 0) {
         entry->excess_kib = rss > pss ? rss - pss : 0;
+        entry->checked_at = now;
+    }
+    entry->rss_at_check = entry->rss_kib;
+    entry->minflt_at_check = entry->stat.minflt;
     cost = thread_cpu_now() - started;
     tree->pss_allowance -= cost;
     tree->pss_seconds += cost;
     tree->pss_reads++;
-    entry->checked_at = now;
-    entry->generation_at_check = tree->generation;
 }
 
-/* Non-zero when a member's sharing estimate is stale. */
-static int
-pss_due(const ProcTree *tree, const ProcEntry *entry, double now)
+/* KiB of pages a member faulted in since its PSS read without growing its RSS: copy-on-write
+ * breaks (a page once shared is now its own), which only a new PSS read can see. */
+static double
+unseen_fault_kib(const ProcTree *tree, const ProcEntry *e)
 {
-    if (entry->checked_at == 0)
+    double faults, grown;
+
+    if (e->checked_at == 0 || e->stat.minflt < e->minflt_at_check)
+        return 0;
+    faults = (double)(e->stat.minflt - e->minflt_at_check) * (double)tree->page_kib;
+    grown = e->rss_kib > e->rss_at_check ? (double)(e->rss_kib - e->rss_at_check) : 0;
+    return faults > grown ? faults - grown : 0;
+}
+
+/* Non-zero when the tree's sharing may have changed since the last round of PSS reads: a
+ * member came or went, members faulted pages in without growing (copy-on-write), or the
+ * figures are old. */
+static int
+pss_round_due(const ProcTree *tree, double now, double estimate_kib)
+{
+    const EntryVec *vec = &tree->entries;
+    double faults = 0;
+    size_t i;
+
+    if (tree->pss_round_at == 0 || tree->round_generation != tree->generation)
         return 1;
-    if (entry->generation_at_check != tree->generation && now - entry->checked_at >= 1.0)
+    if (now - tree->pss_round_at >= PSS_MAX_AGE)
         return 1;
-    return now - entry->checked_at >= 30.0;
+    for (i = 0; i < vec->len; i++)
+        if (vec->items[i].member && vec->items[i].rss_kib > 0)
+            faults += unseen_fault_kib(tree, &vec->items[i]);
+    return faults > PSS_FAULT_KIB && faults > estimate_kib * PSS_FAULT_SHARE;
+}
+
+/* Reads smaps_rollup of every member at once (readings of a subset would mix figures from
+ * before and after a change of the sharing), when the CPU budget has something left. */
+static void
+pss_round(ProcTree *tree, double now)
+{
+    EntryVec *vec = &tree->entries;
+    size_t i;
+
+    if (tree->pss_refilled_at > 0)
+        tree->pss_allowance += (now - tree->pss_refilled_at) * PSS_BUDGET_SHARE;
+    if (tree->pss_allowance > PSS_BUDGET_BURST)
+        tree->pss_allowance = PSS_BUDGET_BURST;
+    tree->pss_refilled_at = now;
+    if (tree->pss_allowance <= 0)
+        return;
+    for (i = 0; i < vec->len; i++)
+        if (vec->items[i].member && vec->items[i].rss_kib > 0)
+            check_pss(tree, &vec->items[i], now);
+    tree->round_generation = tree->generation;
+    tree->pss_round_at = now;
+    tree->pss_rounds++;
+}
+
+/* The parent of a member that is its forked copy (a member too, and no exec since):
+ * they share their memory layout, and their pages copy-on-write. */
+static const ProcEntry *
+forked_from(const ProcTree *tree, const ProcEntry *e)
+{
+    long idx = entries_find(&tree->entries, e->ppid);
+    const ProcEntry *parent;
+
+    if (idx < 0)
+        return NULL;
+    parent = &tree->entries.items[idx];
+    if (!parent->member || parent->stat.state == 'Z' || e->stat.startstack == 0 ||
+        e->stat.startstack != parent->stat.startstack ||
+        e->stat.arg_start != parent->stat.arg_start)
+        return NULL;
+    return parent;
+}
+
+/* A member's own memory in KiB. Measured: RSS less the pages it shared at its last PSS read.
+ * Not measured yet: a forked copy of a member counts what it holds beyond its parent (right
+ * after fork() nothing: the two share every page, and the PSS sum over the tree does not
+ * change with a fork), any other process its RSS. */
+static double
+member_memory(const ProcTree *tree, const ProcEntry *e)
+{
+    const ProcEntry *parent;
+
+    if (e->checked_at > 0)
+        return e->rss_kib > e->excess_kib ? (double)(e->rss_kib - e->excess_kib) : 0;
+    parent = forked_from(tree, e);
+    if (parent != NULL)
+        return e->rss_kib > parent->rss_kib ? (double)(e->rss_kib - parent->rss_kib) : 0;
+    return (double)e->rss_kib;
+}
+
+/* Sum of the members' own memory, and at least the largest RSS (which is all real). */
+static double
+estimate_memory(const ProcTree *tree)
+{
+    const EntryVec *vec = &tree->entries;
+    double total = 0, largest = 0;
+    size_t i;
+
+    for (i = 0; i < vec->len; i++) {
+        const ProcEntry *e = &vec->items[i];
+        if (!e->member)
+            continue;
+        total += member_memory(tree, e);
+        if ((double)e->rss_kib > largest)
+            largest = (double)e->rss_kib;
+    }
+    return total > largest ? total : largest;
 }
 
 /* Memory of the tree in KiB: RSS, less pages shared inside the tree (estimated with PSS). */
 static double
 tree_memory(ProcTree *tree, double now, int members)
 {
-    EntryVec *vec = &tree->entries;
-    double total = 0;
+    const EntryVec *vec = &tree->entries;
+    double estimate;
     size_t i;
-    int pass;
 
-    if (members > 1) {
-        if (tree->pss_refilled_at > 0)
-            tree->pss_allowance += (now - tree->pss_refilled_at) * PSS_BUDGET_SHARE;
-        if (tree->pss_allowance > PSS_BUDGET_BURST)
-            tree->pss_allowance = PSS_BUDGET_BURST;
-        tree->pss_refilled_at = now;
-        /* never-checked processes first, then stale ones */
-        for (pass = 0; pass < 2; pass++)
-            for (i = 0; i < vec->len && tree->pss_allowance > 0; i++) {
-                ProcEntry *e = &vec->items[i];
-                if (!e->member || e->rss_kib == 0)
-                    continue;
-                if (pass == 0 ? e->checked_at == 0 : pss_due(tree, e, now))
-                    check_pss(tree, e, now);
-            }
+    if (members <= 1) {
+        for (i = 0; i < vec->len; i++)
+            if (vec->items[i].member && vec->items[i].stat.state != 'Z')
+                return (double)vec->items[i].rss_kib;
+        return 0;
     }
-    for (i = 0; i < vec->len; i++) {
-        const ProcEntry *e = &vec->items[i];
-        if (!e->member)
-            continue;
-        if (members > 1 && e->rss_kib > e->excess_kib)
-            total += (double)(e->rss_kib - e->excess_kib);
-        else if (members <= 1)
-            total += (double)e->rss_kib;
+    estimate = estimate_memory(tree);
+    if (pss_round_due(tree, now, estimate)) {
+        pss_round(tree, now);
+        estimate = estimate_memory(tree);
     }
-    return total;
+    return estimate;
 }
 
 /* Classifies new entries, re-checks changed ones, reads members; drops the gone ones. */

@@ -29,6 +29,12 @@
 #define PSS_BUDGET_BURST 0.100
 #define PSS_BUDGET_START 0.050
 
+/* A round of PSS reads is due after this many seconds, or when members faulted in more than
+ * PSS_FAULT_KIB and PSS_FAULT_SHARE of the tree's memory without growing (copy-on-write). */
+#define PSS_MAX_AGE 30.0
+#define PSS_FAULT_KIB 16384.0
+#define PSS_FAULT_SHARE 0.02
+
 /* The /proc listing is skipped while no process was created (the fork counter of
  * /proc/stat did not move), but made at least this often (it refreshes the process count). */
 #define LISTING_MAX_AGE 5.0
@@ -52,12 +58,13 @@ typedef struct ProcEntry {
     unsigned char has_stat;   /* stat was read this tick */
     unsigned char verify;     /* inode changed: check the start time */
     unsigned char gone;       /* vanished while being read */
-    unsigned generation_at_check;
     int stat_fd, io_fd; /* kept open for members (pread from 0 each tick), -1 if not */
     TreeTotals cum;     /* cumulative counters (own + reaped children) */
     long long rss_kib;
-    long long excess_kib; /* RSS - PSS at the last smaps_rollup read */
-    double checked_at;    /* monotonic time of that read; 0 = never */
+    long long excess_kib;             /* RSS - PSS at the last smaps_rollup read */
+    double checked_at;                /* monotonic time of that read; 0 = never */
+    long long rss_at_check;           /* RSS and fault count at that read */
+    unsigned long long minflt_at_check;
 } ProcEntry;
 
 typedef struct EntryVec {
@@ -77,6 +84,7 @@ typedef struct ProcTree {
     int proc_fd;
     void *dir; /* DIR* over proc_fd, rewound each tick */
     pid_t root;
+    pid_t adopter; /* > 0: its children are members too (a subreaper running the root) */
     int follow_children;
     pid_t self_pid;
     TreeTotals self_offset; /* the sampler's own CPU, taken off its own process */
@@ -93,7 +101,9 @@ typedef struct ProcTree {
     int has_baseline;
     unsigned generation;
     double pss_allowance, pss_refilled_at;
-    unsigned long pss_reads;
+    double pss_round_at;       /* when every member's PSS was last read; 0 = never */
+    unsigned round_generation; /* the membership generation at that round */
+    unsigned long pss_reads, pss_rounds;
     double pss_seconds;
     unsigned long read_errors;
     int kept_open; /* members with open descriptors */
@@ -107,6 +117,10 @@ typedef struct ProcTree {
 
 /* 0 on success; -1 with errno when the procfs root cannot be opened. */
 int proc_tree_init(ProcTree *tree, const char *proc_root, pid_t root, int follow_children);
+
+/* Makes the children of adopter members too (with their descendants): the processes a
+ * subreaper that started the root inherits when the root's descendants double-fork. */
+void proc_tree_adopt_children_of(ProcTree *tree, pid_t adopter);
 
 /* Reads the tree at monotonic time now. The first call sets the baseline (interval zeros). */
 void proc_tree_sample(ProcTree *tree, double now, ProcTreeReading *out);

@@ -12,6 +12,10 @@ typedef struct PidStat {
     unsigned long long utime, stime, cutime, cstime;
     unsigned long long starttime;
     long long rss_pages;
+    unsigned long long minflt; /* page faults without I/O (copy-on-write breaks among them) */
+    /* Where the stack and the program's arguments are (0 when not shown to us): equal in a
+     * forked child and its parent until one of them calls exec (which lays memory out anew). */
+    unsigned long long startstack, arg_start;
 } PidStat;
 
 int parse_pid_stat(const char *text, PidStat *out);

@@ -34,8 +34,8 @@ sampler_init_py(SamplerObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {
         "pid",      "interval",     "children", "track_processes", "track_system", "proc_root",
-        "sys_root", "nvml_library", NULL};
-    long pid;
+        "sys_root", "nvml_library", "adopted_by", NULL};
+    long pid, adopted_by = 0;
     double interval;
     int children = 1, track_processes = 1, track_system = 1;
     const char *proc_root = NULL, *sys_root = NULL, *nvml = NULL;
@@ -45,8 +45,9 @@ sampler_init_py(SamplerObject *self, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_RuntimeError, "Sampler is already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "ld|pppzzz", kwlist, &pid, &interval, &children,
-                                     &track_processes, &track_system, &proc_root, &sys_root, &nvml))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "ld|pppzzzl", kwlist, &pid, &interval, &children,
+                                     &track_processes, &track_system, &proc_root, &sys_root, &nvml,
+                                     &adopted_by))
         return -1;
     if (!(interval > 0) || !isfinite(interval)) {
         PyErr_Format(PyExc_ValueError,
@@ -58,8 +59,13 @@ sampler_init_py(SamplerObject *self, PyObject *args, PyObject *kwargs)
         PyErr_Format(PyExc_ValueError, "pid must be a positive process id, got %ld", pid);
         return -1;
     }
+    if (adopted_by < 0 || adopted_by > 0x7fffffffL) {
+        PyErr_Format(PyExc_ValueError, "adopted_by must be a process id, got %ld", adopted_by);
+        return -1;
+    }
     memset(&cfg, 0, sizeof(cfg));
     cfg.pid = (pid_t)pid;
+    cfg.adopter = (pid_t)adopted_by;
     cfg.follow_children = children;
     cfg.track_processes = track_processes;
     cfg.track_system = track_system;
@@ -317,7 +323,9 @@ static PyMethodDef sampler_methods[] = {
 
 static PyType_Slot sampler_slots[] = {
     {Py_tp_doc, "Sampler(pid, interval, children=True, track_processes=True, track_system=True,"
-                " proc_root=None, sys_root=None, nvml_library=None)"},
+                " proc_root=None, sys_root=None, nvml_library=None, adopted_by=0)\n\n"
+                "adopted_by: a process id whose children also belong to the workload (a "
+                "subreaper that started pid)."},
     {Py_tp_init, sampler_init_py},
     {Py_tp_dealloc, sampler_dealloc},
     {Py_tp_methods, sampler_methods},

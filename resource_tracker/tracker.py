@@ -169,6 +169,7 @@ class ResourceTracker:
                 proc_root=os.environ.get("RESOURCE_TRACKER_PROCFS_ROOT") or None,
                 sys_root=os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None,
                 nvml_library=os.environ.get("RESOURCE_TRACKER_NVML_LIBRARY") or None,
+                adopted_by=getattr(self, "_adopted_by", 0),
                 **kwargs,
             )
         if self.method == "psutil":
@@ -176,6 +177,17 @@ class ResourceTracker:
 
             return PsutilSampler(self.pid, self.interval, **kwargs)
         raise ValueError(f"method must be 'procfs' or 'psutil', got {self.method!r}")
+
+    def _adopt_children_of(self, pid):
+        """Counts the children of ``pid`` (and their descendants) as part of the workload too.
+
+        For ``resource-tracker run``: the CLI is the subreaper of the command, so processes
+        that double-fork away from the command's tree become its children. Call before
+        start(); the C sampler only (the psutil sampler ignores it).
+        """
+        if self.method == "procfs" and self._sampler.state == "new":
+            self._adopted_by = int(pid)
+            self._sampler = self._make_sampler()
 
     # -- lifecycle -------------------------------------------------------------------
 
