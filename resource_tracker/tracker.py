@@ -193,6 +193,8 @@ class ResourceTracker:
 
     def start(self):
         """Start sampling (and cloud discovery in the background)."""
+        if self._sampler.state == "new":
+            self._cgroup_start = self._read_cgroup()
         self._sampler.start()
         if self.discover_cloud and self._cloud_job is None:
             self._cloud_job = _start_cloud_discovery()
@@ -201,6 +203,8 @@ class ResourceTracker:
         """Stop sampling; the data stays. Safe to call more than once."""
         was_running = self.running
         self._sampler.stop()
+        if was_running:
+            self._cgroup_end = self._read_cgroup()
         if was_running and self.pid != os.getpid():
             # a child seen before its exec showed its parent's command line (or none)
             self.command = _command_line(self.pid) or self.command
@@ -245,6 +249,51 @@ class ResourceTracker:
     def __exit__(self, *exc):
         self.stop()
         return False
+
+    # -- the container ---------------------------------------------------------------
+
+    def _read_cgroup(self):
+        """The cgroup figures of the tracked process now (None: none, or not readable)."""
+        if not self.track_processes:
+            return None
+        try:
+            from .cgroup_usage import locate_cgroup, read_cgroup_at
+
+            if not hasattr(self, "_cgroup_place"):
+                self._cgroup_place = locate_cgroup(
+                    self.pid,
+                    proc_root=os.environ.get("RESOURCE_TRACKER_PROCFS_ROOT") or "/proc",
+                    sys_root=os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None,
+                )
+            return read_cgroup_at(self._cgroup_place)
+        except Exception:  # never let a probe break the caller
+            return None
+
+    @property
+    def cgroup_metrics(self):
+        """What the cgroup of the tracked process saw during the run (a dict), or None.
+
+        Memory now (at stop) and its peak, the memory limit and CPU quota, CPU seconds,
+        CPU throttling (periods, throttled periods and seconds) and OOM kills during the run,
+        and ``dedicated``: whether only the workload was in the cgroup (a container of its
+        own). See docs/metrics.md, "The container (cgroup)".
+        """
+        if hasattr(self, "_cgroup_stored"):
+            return self._cgroup_stored
+        start = getattr(self, "_cgroup_start", None)
+        end = getattr(self, "_cgroup_end", None)
+        if start is None and end is None:
+            return None
+        if end is None and self.running:
+            end = self._read_cgroup()
+        from .cgroup_usage import cgroup_run
+
+        try:
+            return cgroup_run(
+                start, end, self.pid, os.environ.get("RESOURCE_TRACKER_PROCFS_ROOT") or "/proc"
+            )
+        except Exception:
+            return None
 
     # -- data ------------------------------------------------------------------------
 
@@ -299,9 +348,13 @@ class ResourceTracker:
         """Summaries of the samples: mean/max/percentiles, sums, peak disk use, duration."""
         process = self.process_metrics if self.track_processes else None
         system = self.system_metrics if self.track_system else None
-        return _core.stats(
+        result = _core.stats(
             _arrays(process), _arrays(system), self.start_time or 0.0, self.stop_time or 0.0
         )
+        cgroup = self.cgroup_metrics
+        if cgroup is not None:
+            result["cgroup"] = cgroup
+        return result
 
     def recommend_resources(self, historical_stats=None):
         """Recommend optimal resource allocation based on the measured resource tracker data.
@@ -386,6 +439,7 @@ class ResourceTracker:
             "server_info": self.server_info,
             "cloud_info": self.cloud_info,
             "extra": dict(self.extra),
+            "cgroup_metrics": self.cgroup_metrics,
             "process_metrics": self.process_metrics.to_dict(),
             "system_metrics": self.system_metrics.to_dict(),
         }
@@ -420,6 +474,7 @@ class ResourceTracker:
         self._server_info = snapshot.get("server_info")
         self._cloud_info = snapshot.get("cloud_info")
         self._cloud_job = None
+        self._cgroup_stored = snapshot.get("cgroup_metrics")
         process = TinyDataFrame(_decode_columns(snapshot.get("process_metrics")), PROCESS_COLUMNS)
         system = TinyDataFrame(_decode_columns(snapshot.get("system_metrics")), SYSTEM_COLUMNS)
         self._sampler = _StoredRun(
