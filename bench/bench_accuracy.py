@@ -53,17 +53,16 @@ buf = touch(400)
 pids = []
 for k in range(4):
     time.sleep(0.3)
-    r, w = os.pipe()
-    if os.fork() == 0:
+    pid = os.fork()
+    if pid == 0:
         s = sum(buf[i] for i in range(0, len(buf), 4096))
         time.sleep(3)
         own = touch(50)
         time.sleep(3)
         os._exit(0)
-    pids.append(0)
+    pids.append(pid)
 time.sleep(4.5)
-kids = [int(p) for p in os.listdir("/proc") if p.isdigit() and open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1] == str(os.getpid())]
-peak = pss([os.getpid()] + kids)
+peak = pss([os.getpid()] + pids)
 try:
     while True:
         os.wait()

@@ -49,14 +49,24 @@ def main():
         df = tracker.process_metrics
         tracker.stop()
     df = tracker.process_metrics
-    memory = df["memory_mib"] if original else [m / 1024 for m in df["memory"]]
+
+    def column(name):  # the original's CSV-backed table may hold text for a missing value
+        values = []
+        for v in df[name]:
+            try:
+                values.append(float(v))
+            except (TypeError, ValueError):
+                pass
+        return values or [0.0]
+
+    memory = column("memory_mib") if original else [m / 1024 for m in column("memory")]
     print(
         json.dumps(
             {
-                "peak_mib": max(memory) if len(memory) else None,
-                "cpu_s": sum(df["utime"]) + sum(df["stime"]),
-                "children": max(df["children"]) if len(memory) else None,
-                "cores_max": max(df["cpu_usage"]) if len(memory) else None,
+                "peak_mib": max(memory),
+                "cpu_s": sum(column("utime")) + sum(column("stime")),
+                "children": max(column("children")),
+                "cores_max": max(column("cpu_usage")),
             }
         )
     )
