@@ -60,6 +60,7 @@ def main():
         return values or [0.0]
 
     memory = column("memory_mib") if original else [m / 1024 for m in column("memory")]
+    hwm = None if original else (tracker.stats().get("process_memory_hwm") or {}).get("max")
     print(
         json.dumps(
             {
@@ -67,6 +68,7 @@ def main():
                 "cpu_s": sum(column("utime")) + sum(column("stime")),
                 "children": max(column("children")),
                 "cores_max": max(column("cpu_usage")),
+                "hwm_mib": None if hwm is None else hwm / 1024,
             }
         )
     )

@@ -380,6 +380,33 @@ read_io(ProcTree *tree, ProcEntry *entry)
     entry->cum.write_b = (double)io.write_bytes;
 }
 
+/* Keeps the largest resident set of one member: its RSS now, and its kernel high-water mark
+ * (VmHWM) when it faulted in pages since the last look (a peak between two ticks). VmHWM
+ * covers the process's whole life: a member that was there at the baseline counts only
+ * when its mark rose after that (a peak before tracking began is not the workload's). */
+static void
+note_peak(ProcTree *tree, ProcEntry *entry)
+{
+    char path[40];
+    long long hwm;
+
+    if (entry->rss_kib > tree->hwm_kib)
+        tree->hwm_kib = entry->rss_kib;
+    if (entry->stat.state == 'Z' ||
+        (entry->hwm_read && entry->stat.minflt < entry->minflt_at_hwm + HWM_READ_FAULTS))
+        return;
+    entry->hwm_read = 1;
+    entry->minflt_at_hwm = entry->stat.minflt;
+    snprintf(path, sizeof(path), "%d/status", (int)entry->pid);
+    if (textbuf_read_at(&tree->buf, tree->proc_fd, path) < 0 ||
+        parse_status_hwm(tree->buf.data, &hwm) != 0)
+        return;
+    tree->hwm_reads++;
+    if (tree->has_baseline && hwm > entry->hwm_seen && hwm > tree->hwm_kib)
+        tree->hwm_kib = hwm;
+    entry->hwm_seen = hwm;
+}
+
 /* Updates a member's cumulative counters and RSS from this tick's stat and io. */
 static void
 account_member(ProcTree *tree, ProcEntry *entry)
@@ -394,6 +421,7 @@ account_member(ProcTree *tree, ProcEntry *entry)
         entry->cum.sys_s -= tree->self_offset.sys_s;
     }
     entry->rss_kib = st->state == 'Z' ? 0 : st->rss_pages * tree->page_kib;
+    note_peak(tree, entry);
     read_io(tree, entry);
     if (st->state == 'Z')
         close_kept(tree, entry);

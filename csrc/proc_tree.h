@@ -12,9 +12,12 @@
  *
  * Memory is RSS from stat every tick, corrected for pages shared inside the tree with PSS from
  * smaps_rollup. Reading smaps_rollup costs time that grows with the process's memory, so those
- * reads run only when the tree has several processes, and within a CPU budget (the reads' own
- * CPU time may be a share of the elapsed time), so the cost of a sample does not grow with the
- * workload's memory size, and a busy machine (reads waiting for a core) does not starve them. */
+ * reads run only when the tree has several processes, in rounds over every member at once (a
+ * round when members came or went, copy-on-write faults, or age), within a CPU budget (the
+ * reads' own CPU time may be a share of the elapsed time), so the cost of a sample does not
+ * grow with the workload's memory size. Between rounds a forked copy not read yet counts what
+ * it holds beyond its parent (a fork does not change the tree's PSS sum), and the tree counts
+ * at least its largest RSS. The largest resident set of one member (VmHWM) is kept too. */
 #ifndef RT_PROC_TREE_H
 #define RT_PROC_TREE_H
 
@@ -38,6 +41,10 @@
 /* The /proc listing is skipped while no process was created (the fork counter of
  * /proc/stat did not move), but made at least this often (it refreshes the process count). */
 #define LISTING_MAX_AGE 5.0
+
+/* A member's VmHWM is read when it faulted in this many pages since the last read (a peak
+ * between two ticks needs page faults; a quiet process costs no read). */
+#define HWM_READ_FAULTS 256
 
 /* Members whose stat and io files stay open between ticks (two descriptors each). */
 #define KEPT_OPEN_MEMBERS 32
@@ -65,6 +72,9 @@ typedef struct ProcEntry {
     double checked_at;                /* monotonic time of that read; 0 = never */
     long long rss_at_check;           /* RSS and fault count at that read */
     unsigned long long minflt_at_check;
+    unsigned long long minflt_at_hwm; /* fault count at the last VmHWM read */
+    long long hwm_seen;               /* VmHWM at that read (KiB) */
+    unsigned char hwm_read;           /* VmHWM was read once */
 } ProcEntry;
 
 typedef struct EntryVec {
@@ -104,6 +114,8 @@ typedef struct ProcTree {
     double pss_round_at;       /* when every member's PSS was last read; 0 = never */
     unsigned round_generation; /* the membership generation at that round */
     unsigned long pss_reads, pss_rounds;
+    long long hwm_kib; /* the largest resident set one member had (VmHWM, or RSS read) */
+    unsigned long hwm_reads;
     double pss_seconds;
     unsigned long read_errors;
     int kept_open; /* members with open descriptors */

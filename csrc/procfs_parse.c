@@ -164,6 +164,15 @@ parse_smaps_rollup(const char *text, long long *rss_kib, long long *pss_kib)
 
 /* 0 on success */
 int
+parse_status_hwm(const char *text, long long *hwm_kib)
+{
+    if (keyed_value(text, "VmHWM:", hwm_kib) || *hwm_kib < 0)
+        return -1;
+    return 0;
+}
+
+/* 0 on success */
+int
 parse_proc_stat_cpu(const char *text, CpuTimes *out)
 {
     const char *p = text;

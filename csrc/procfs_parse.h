@@ -27,6 +27,9 @@ typedef struct PidIo {
 
 int parse_pid_io(const char *text, PidIo *out);
 
+/* /proc/<pid>/status: VmHWM (the process's peak resident set) in KiB: 0, or -1 if absent. */
+int parse_status_hwm(const char *text, long long *hwm_kib);
+
 /* /proc/<pid>/smaps_rollup: Rss and Pss in KiB. */
 int parse_smaps_rollup(const char *text, long long *rss_kib, long long *pss_kib);
 

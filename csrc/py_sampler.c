@@ -291,6 +291,7 @@ SAMPLER_FLOAT_GETTER(interval, s->interval)
 SAMPLER_FLOAT_GETTER(cpu_seconds, s->cpu_seconds)
 SAMPLER_FLOAT_GETTER(pss_seconds, s->pss_seconds)
 SAMPLER_FLOAT_GETTER(pss_reads, (double)s->pss_reads)
+SAMPLER_FLOAT_GETTER(memory_hwm, s->memory_hwm_kib)
 SAMPLER_FLOAT_GETTER(samples_taken, (double)s->samples_taken)
 SAMPLER_FLOAT_GETTER(read_errors, (double)s->read_errors)
 
@@ -304,6 +305,8 @@ static PyGetSetDef sampler_getset[] = {
     {"pss_seconds", (getter)sampler_get_pss_seconds, NULL, "time spent in smaps_rollup reads",
      NULL},
     {"pss_reads", (getter)sampler_get_pss_reads, NULL, "smaps_rollup reads", NULL},
+    {"memory_hwm", (getter)sampler_get_memory_hwm, NULL,
+     "KiB: the largest resident set one process of the workload had (kernel VmHWM)", NULL},
     {"samples_taken", (getter)sampler_get_samples_taken, NULL, "readings incl. baseline", NULL},
     {"read_errors", (getter)sampler_get_read_errors, NULL, "procfs reads that failed", NULL},
     {NULL, NULL, NULL, NULL, NULL},

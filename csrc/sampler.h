@@ -35,6 +35,7 @@ typedef struct Sampler {
     unsigned long samples_taken;
     double pss_seconds;                   /* the collector's counters, copied under the lock */
     unsigned long pss_reads, read_errors; /* after each reading (readers never race the thread) */
+    double memory_hwm_kib;                /* the largest resident set of one member */
     int append_failed;                    /* ran out of memory once: later rows are dropped */
     struct Sampler *registry_next;
 } Sampler;

@@ -351,10 +351,24 @@ class ResourceTracker:
         result = _core.stats(
             _arrays(process), _arrays(system), self.start_time or 0.0, self.stop_time or 0.0
         )
+        hwm = self.memory_hwm
+        if hwm and self.track_processes:
+            result["process_memory_hwm"] = {"max": hwm}
         cgroup = self.cgroup_metrics
         if cgroup is not None:
             result["cgroup"] = cgroup
         return result
+
+    @property
+    def memory_hwm(self):
+        """KiB: the largest resident set one process of the workload had during the run, from
+        the kernel's high-water mark (``VmHWM``), so a peak between two samples shows; None
+        where it is not known (psutil backend, old snapshots). One process's peak: a floor
+        of the workload's (see docs/metrics.md)."""
+        if hasattr(self, "_hwm_stored"):
+            return self._hwm_stored
+        value = getattr(self._sampler, "memory_hwm", None)
+        return float(value) if value else None
 
     def recommend_resources(self, historical_stats=None):
         """Recommend optimal resource allocation based on the measured resource tracker data.
@@ -363,7 +377,8 @@ class ResourceTracker:
 
         - cpu: the average CPU usage of the process tree (cores), rounded, at least 1
         - memory: the peak memory of the process tree + 20%, rounded up to 128, 256, 512
-          or 1024 MiB, or whole GiB beyond that (MiB)
+          or 1024 MiB, or whole GiB beyond that (MiB); the peak is the largest sample, or the
+          kernel's high-water mark of one process when that is higher (a peak between samples)
         - gpu: the peak number of GPUs in use by the process tree
         - vram: the peak VRAM use of the process tree + 20%, rounded as memory (MiB)
 
@@ -374,7 +389,7 @@ class ResourceTracker:
         Returns:
             {'cpu': int, 'memory': int MiB, 'gpu': int, 'vram': int MiB}
         """
-        runs = [self.stats()] + list(historical_stats or [])
+        runs = [_with_kernel_peak(self.stats())] + list(historical_stats or [])
         return _core.recommend(runs)
 
     def recommend_server(self, n=None, historical_stats=None, **filters):
@@ -440,6 +455,7 @@ class ResourceTracker:
             "cloud_info": self.cloud_info,
             "extra": dict(self.extra),
             "cgroup_metrics": self.cgroup_metrics,
+            "memory_hwm": self.memory_hwm,
             "process_metrics": self.process_metrics.to_dict(),
             "system_metrics": self.system_metrics.to_dict(),
         }
@@ -475,6 +491,7 @@ class ResourceTracker:
         self._cloud_info = snapshot.get("cloud_info")
         self._cloud_job = None
         self._cgroup_stored = snapshot.get("cgroup_metrics")
+        self._hwm_stored = snapshot.get("memory_hwm")
         process = TinyDataFrame(_decode_columns(snapshot.get("process_metrics")), PROCESS_COLUMNS)
         system = TinyDataFrame(_decode_columns(snapshot.get("system_metrics")), SYSTEM_COLUMNS)
         self._sampler = _StoredRun(
@@ -514,6 +531,16 @@ class ResourceTracker:
             f"<ResourceTracker pid={self.pid} interval={self.interval} status={self.status} "
             f"samples={self.n_samples}>"
         )
+
+
+def _with_kernel_peak(stats):
+    """stats() with the memory peak raised to the kernel's high-water mark of one process
+    when the samples missed a higher peak."""
+    hwm = (stats.get("process_memory_hwm") or {}).get("max")
+    memory = stats.get("process_memory")
+    if not hwm or not isinstance(memory, dict) or hwm <= (memory.get("max") or 0):
+        return stats
+    return dict(stats, process_memory=dict(memory, max=hwm))
 
 
 def _arrays(df):

@@ -789,6 +789,7 @@ _USAGE_ROWS = [
     ("Process CPU, peak (cores)", "process_cpu_usage", "max", "", _f2),
     ("Process memory, mean", "process_memory", "mean", "mem", _mibf),
     ("Process memory, peak", "process_memory", "max", "mem", _mibf),
+    ("One process's peak (kernel VmHWM)", "process_memory_hwm", "max", "mem", _mibf),
     ("Process GPU use, mean (GPUs)", "process_gpu_usage", "mean", "", _f2),
     ("Process GPU use, peak (GPUs)", "process_gpu_usage", "max", "", _f2),
     ("Process VRAM, mean (MiB)", "process_gpu_vram", "mean", "", _f2),

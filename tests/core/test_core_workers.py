@@ -254,3 +254,89 @@ def test_eight_busy_threads_read_the_cores_they_get_never_more(interval):
     # one clock tick (10 ms) per row of rounding, and the rows' own timing jitter
     slack = 0.02 / interval + 0.05
     assert max(df["cpu_usage"]) <= cores + slack
+
+
+SPIKE_WORKLOAD = """
+time.sleep(SETTLE)
+b = bytearray(300 * 1024 * 1024)
+for i in range(0, len(b), 4096):
+    b[i] = 1
+report(spike=rss_kib())
+del b  # freed at once: 50 ms of 300 MiB, between two samples
+time.sleep(2.0)
+"""
+
+
+@pytest.mark.parametrize("interval", INTERVALS)
+def test_a_peak_between_two_samples_shows_through_the_kernel_high_water_mark(interval):
+    """A process that holds 300 MiB for a moment between two samples: the memory column may
+    miss it (a sampler reads gauges), the kernel's VmHWM does not, and the recommendation
+    is built on it."""
+    w = Workload(SPIKE_WORKLOAD.replace("SETTLE", str(interval * 1.3)))
+    tracker = _track(w.pid, interval)
+    try:
+        w.go()
+        spike = w.read_report()["spike"]
+        w.finish()
+    finally:
+        tracker.stop()
+        w.kill()
+    stats = tracker.stats()
+    hwm = stats["process_memory_hwm"]["max"]
+    _log("a 300 MiB spike between samples (VmHWM)", interval, spike / MIB, hwm / MIB, "MiB")
+    assert hwm == pytest.approx(spike, rel=0.05)
+    assert tracker.recommend_resources()["memory"] >= 1.2 * spike / MIB
+    again = ResourceTracker.loads(tracker.dumps())
+    assert again.stats()["process_memory_hwm"]["max"] == hwm
+
+
+def test_a_peak_before_tracking_began_is_not_the_workloads():
+    """VmHWM covers a process's whole life: a peak from before start() is left out."""
+    w = Workload(
+        """
+        b = bytearray(400 * 1024 * 1024)
+        for i in range(0, len(b), 4096):
+            b[i] = 1
+        del b
+        report(rss=rss_kib())
+        sys.stdin.readline()
+        """,
+    )
+    try:
+        w.go()
+        rss = w.read_report()["rss"]
+        tracker = _track(w.pid, 0.1)
+        assert tracker.wait_for_samples(5)
+        w.finish()
+        tracker.stop()
+    finally:
+        w.kill()
+    hwm = tracker.stats()["process_memory_hwm"]["max"]
+    assert hwm < rss + 50 * MIB  # not the 400 MiB of before the start
+
+
+@pytest.mark.parametrize("interval", [0.1])
+def test_short_lived_children_cpu_is_counted_at_a_short_interval(interval):
+    """Children living less than one interval: their CPU counts (via the parent's cutime);
+    at 1 s see test_core_accuracy.py::test_short_lived_children_cpu_is_counted."""
+    w = Workload(
+        """
+        import subprocess
+        code = "import time\\nend=time.monotonic()+0.03\\nwhile time.monotonic()<end: pass"
+        for _ in range(20):
+            subprocess.run([sys.executable, "-c", code])
+        t = os.times()
+        report(cpu=t.user + t.system + t.children_user + t.children_system)
+        """
+    )
+    tracker = _track(w.pid, interval)
+    try:
+        w.go()
+        truth = w.read_report()
+        w.finish()
+    finally:
+        tracker.stop()
+        w.kill()
+    measured = total_cpu(tracker.process_metrics)
+    _log("20 children of 0.03 s (CPU s)", interval, truth["cpu"], measured, "CPU s")
+    assert measured == pytest.approx(truth["cpu"], rel=0.10, abs=0.1)
