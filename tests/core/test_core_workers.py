@@ -25,9 +25,9 @@ MIB = 1024  # KiB
 INTERVALS = [1.0, 0.1]
 
 
-def _track(pid, interval):
+def _track(pid, interval, method=None):
     tracker = ResourceTracker(
-        pid=pid, interval=interval, discover_cloud=False, discover_server=False
+        pid=pid, interval=interval, discover_cloud=False, discover_server=False, method=method
     )
     assert tracker.wait_for_samples(1, timeout=10)
     return tracker
@@ -85,13 +85,16 @@ for p in pids:
 """
 
 
-@pytest.mark.parametrize("interval", INTERVALS)
-def test_forked_workers_sharing_400_mib_peak_within_10_percent(interval, tmp_path):
+@pytest.mark.parametrize(
+    "interval, method", [(1.0, "procfs"), (0.1, "procfs"), (1.0, "psutil"), (0.1, "psutil")]
+)
+def test_forked_workers_sharing_400_mib_peak_within_10_percent(interval, method, tmp_path):
     """Parent + 4 forked workers sharing a touched 400 MiB buffer: the peak over the whole
     run, ticks right after each fork included, is the true footprint (sum of PSS), not
-    5 x 400 MiB; then each worker writes 50 MiB of its own and the peak follows (600 MiB)."""
+    5 x 400 MiB; then each worker writes 50 MiB of its own and the peak follows (600 MiB).
+    Both samplers (C and psutil)."""
     w = Workload(COW_WORKLOAD.replace("FOLDER", repr(str(tmp_path))))
-    tracker = _track(w.pid, interval)
+    tracker = _track(w.pid, interval, method)
     try:
         w.go()
         shared = w.read_report()
@@ -110,8 +113,10 @@ def test_forked_workers_sharing_400_mib_peak_within_10_percent(interval, tmp_pat
     assert max(df["children"]) == 4
     peak_shared = max(before_writes)
     peak = max(df["memory"])
-    _log("fork: 4 workers share 400 MiB", interval, shared["shared"] / MIB, peak_shared / MIB, "MiB")
-    _log("fork: + 50 MiB written by each", interval, written / MIB, peak / MIB, "MiB")
+    name = "" if method == "procfs" else f" ({method})"
+    _log(f"fork: 4 workers share 400 MiB{name}", interval, shared["shared"] / MIB,
+         peak_shared / MIB, "MiB")  # fmt: skip
+    _log(f"fork: + 50 MiB written by each{name}", interval, written / MIB, peak / MIB, "MiB")
     assert peak_shared == pytest.approx(shared["shared"], rel=0.10)
     assert written == pytest.approx(600 * MIB, rel=0.10)  # the workload did what it says
     assert peak == pytest.approx(written, rel=0.10)
