@@ -157,11 +157,10 @@ def run_one(tool_python, backend, body, interval, env, netns):
     with tempfile.TemporaryDirectory() as folder:
         go, out, ready = (os.path.join(folder, n) for n in ("go", "truth.json", "ready"))
         work = subprocess.Popen([sys.executable, "-c", script_for(body, folder), go, out])
-        cmd = netns + [tool_python, os.path.join(HERE, "track_pid.py"), "--pid", str(work.pid),
-                       "--interval", str(interval), "--backend", backend, "--ready", ready]  # fmt: skip
-        tracker = subprocess.Popen(
-            cmd, env=env, stdout=subprocess.PIPE, text=True, cwd=ROOT if backend == "ours" else "/tmp"
-        )
+        cmd = netns + [tool_python, os.path.join(HERE, "track_pid.py"), "--pid", str(work.pid)]
+        cmd += ["--interval", str(interval), "--backend", backend, "--ready", ready]
+        cwd = ROOT if backend == "ours" else "/tmp"  # /tmp: the original is imported there
+        tracker = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True, cwd=cwd)
         deadline = time.monotonic() + 60
         while not os.path.exists(ready) and tracker.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -192,7 +191,8 @@ def main():
     args = parser.parse_args()
     env, netns = bench_env(), netns_prefix()
     tools = [("ours", sys.executable, "ours")]
-    tools += [(f"0.5.0 {b}", os.path.abspath(args.baseline_python), b) for b in ("procfs", "psutil")]
+    baseline = os.path.abspath(args.baseline_python)
+    tools += [(f"0.5.0 {b}", baseline, b) for b in ("procfs", "psutil")]
     rows, raw = [], []
     for name, (unit, body) in SCENARIOS.items():
         for interval in (1.0, 0.1):
@@ -201,7 +201,7 @@ def main():
                 progress(f"{name} at {interval} s: {label}")
                 truth, got = run_one(python, backend, body, interval, env, netns)
                 truth_value = truth["peak" if unit == "MiB" else "cpu"]
-                value = None if got is None else (got["peak_mib"] if unit == "MiB" else got["cpu_s"])
+                value = got and (got["peak_mib"] if unit == "MiB" else got["cpu_s"])
                 raw.append({"scenario": name, "interval": interval, "tool": label,
                             "truth": truth_value, "read": value, "tracker": got})  # fmt: skip
                 cells.append(cell(value, truth_value, unit))

@@ -65,12 +65,12 @@ typedef struct ProcEntry {
     unsigned char has_stat;   /* stat was read this tick */
     unsigned char verify;     /* inode changed: check the start time */
     unsigned char gone;       /* vanished while being read */
-    int stat_fd, io_fd; /* kept open for members (pread from 0 each tick), -1 if not */
-    TreeTotals cum;     /* cumulative counters (own + reaped children) */
+    int stat_fd, io_fd;       /* kept open for members (pread from 0 each tick), -1 if not */
+    TreeTotals cum;           /* cumulative counters (own + reaped children) */
     long long rss_kib;
-    long long excess_kib;             /* RSS - PSS at the last smaps_rollup read */
-    double checked_at;                /* monotonic time of that read; 0 = never */
-    long long rss_at_check;           /* RSS and fault count at that read */
+    long long excess_kib;   /* RSS - PSS at the last smaps_rollup read */
+    double checked_at;      /* monotonic time of that read; 0 = never */
+    long long rss_at_check; /* RSS and fault count at that read */
     unsigned long long minflt_at_check;
     unsigned long long minflt_at_hwm; /* fault count at the last VmHWM read */
     long long hwm_seen;               /* VmHWM at that read (KiB) */

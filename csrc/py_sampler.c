@@ -32,9 +32,9 @@ copy_path(const char *arg, const char *fallback, char *dst, size_t size, const c
 static int
 sampler_init_py(SamplerObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {
-        "pid",      "interval",     "children", "track_processes", "track_system", "proc_root",
-        "sys_root", "nvml_library", "adopted_by", NULL};
+    static char *kwlist[] = {"pid",          "interval",  "children", "track_processes",
+                             "track_system", "proc_root", "sys_root", "nvml_library",
+                             "adopted_by",   NULL};
     long pid, adopted_by = 0;
     double interval;
     int children = 1, track_processes = 1, track_system = 1;

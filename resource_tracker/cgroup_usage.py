@@ -88,7 +88,8 @@ def _mib(value):
 
 
 def _pids(directory):
-    return [int(p) for p in (_read(os.path.join(directory, "cgroup.procs")) or "").split() if p.isdigit()]
+    text = _read(os.path.join(directory, "cgroup.procs")) or ""
+    return [int(p) for p in text.split() if p.isdigit()]
 
 
 def _read_v2(place):
@@ -120,8 +121,9 @@ def _read_v1(places):
     # another) measures the whole machine, not the container: left out
     own = {c for c, (_, path) in places.items() if path.strip("/")}
     if own:
-        memory, cpu, cpuacct = (p if c in own else None for c, p in
-                                (("memory", memory), ("cpu", cpu), ("cpuacct", cpuacct)))  # fmt: skip
+        memory = memory if "memory" in own else None
+        cpu = cpu if "cpu" in own else None
+        cpuacct = cpuacct if "cpuacct" in own else None
     mem_dir = cgroup_directory(*memory) if memory else None
     cpu_dir = cgroup_directory(*cpu) if cpu else None
     acct_dir = cgroup_directory(*cpuacct) if cpuacct else None

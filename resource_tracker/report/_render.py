@@ -417,12 +417,13 @@ class _Page:
 
         throttled = cg.get("cpu_throttled_periods")
         periods = cg.get("cpu_periods")
+        limit, quota = cg.get("memory_limit_mib"), cg.get("cpu_limit_cores")
         rows = [
             ["cgroup", f"<code>{_esc(cg.get('path'))}</code> (v{_esc(cg.get('version'))})"],
             ["Memory at the end", _mib(cg.get("memory_mib"))],
             ["Memory peak (kernel high-water mark)", _mib(cg.get("memory_peak_mib"))],
-            ["Memory limit", _mib(cg.get("memory_limit_mib")) if cg.get("memory_limit_mib") else "none"],
-            ["CPU quota", f"{_num(cg['cpu_limit_cores'])} cores" if cg.get("cpu_limit_cores") else "none"],
+            ["Memory limit", _mib(limit) if limit else "none"],
+            ["CPU quota", f"{_num(quota)} cores" if quota else "none"],
             ["CPU time", seconds(cg.get("cpu_seconds"))],
             [
                 "CPU throttled",

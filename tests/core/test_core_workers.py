@@ -253,8 +253,13 @@ def test_eight_busy_threads_read_the_cores_they_get_never_more(interval):
         w.kill()
     df = tracker.process_metrics
     measured = total_cpu(df)
-    _log("8 busy threads (cores)", interval, truth["cpu"] / truth["wall"],
-         measured / truth["wall"], "cores")
+    _log(
+        "8 busy threads (cores)",
+        interval,
+        truth["cpu"] / truth["wall"],
+        measured / truth["wall"],
+        "cores",
+    )
     assert measured == pytest.approx(truth["cpu"], rel=0.05, abs=0.05)
     # one clock tick (10 ms) per row of rounding, and the rows' own timing jitter
     slack = 0.02 / interval + 0.05
