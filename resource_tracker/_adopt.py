@@ -69,6 +69,35 @@ def wait_adopted(command_pid: int, waited, forward) -> list:
         sent.append(signal.Signals(info.si_signo).name)
 
 
+class ZombieReaper:
+    """Reaps adopted processes that exit while the command still runs. A zombie is reaped
+    only when it was already one at the previous look, at least two sampling intervals
+    before: the sampler has read its final counters (as a zombie) by then; and a long run
+    does not collect zombies. /proc is only scanned after a SIGCHLD, while zombies wait."""
+
+    def __init__(self, command_pid: int, interval: float):
+        self.command_pid = command_pid
+        self.delay = 2 * interval + 0.5
+        self.pending_since = None
+        self.marked = set()
+
+    def turn(self, child_exited: bool) -> None:
+        now = time.monotonic()
+        if child_exited and self.pending_since is None:
+            self.pending_since = now
+        if self.pending_since is None or now - self.pending_since < self.delay:
+            return
+        children = adopted_children(self.command_pid)
+        zombies = {pid for pid, state in children.items() if state == "Z"}
+        for pid in zombies & self.marked:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+        self.marked = zombies - self.marked
+        self.pending_since = now if self.marked else None
+
+
 def reap_adopted(command_pid: int) -> int:
     """Reaps the adopted processes that have exited: how many."""
     reaped = 0

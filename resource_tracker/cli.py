@@ -407,7 +407,8 @@ def _cmd_run(args):
         if tracker is not None and not tracker.command:
             tracker.command = shlex.join(command)
         if blocking:
-            state["sent"] += _wait_forwarding(proc.pid, waited)
+            reaper = _adopt.ZombieReaper(proc.pid, args.interval) if subreaper else None
+            state["sent"] += _wait_forwarding(proc.pid, waited, reaper)
         else:
             _wait_polling(proc)
         if subreaper:  # the processes the command left behind are part of the job
@@ -504,8 +505,9 @@ def _forward(pid, sig):
         pass
 
 
-def _wait_forwarding(pid, waited):
-    """Waits (without reaping) until pid exits, passing signals on; returns the names sent."""
+def _wait_forwarding(pid, waited, reaper=None):
+    """Waits (without reaping) until pid exits, passing signals on; returns the names sent.
+    A reaper (of adopted orphans) hears of every SIGCHLD and gets a turn each loop."""
     sent = []
     while True:
         try:
@@ -514,6 +516,8 @@ def _wait_forwarding(pid, waited):
         except ChildProcessError:
             return sent
         info = signal.sigtimedwait(waited, 0.25)
+        if reaper is not None:
+            reaper.turn(info is not None and info.si_signo == signal.SIGCHLD)
         if info is None or info.si_signo == signal.SIGCHLD:
             continue
         # A terminal's Ctrl-C reaches the whole foreground process group, the command

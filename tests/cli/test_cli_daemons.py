@@ -57,3 +57,44 @@ def test_run_tracks_a_double_forked_grandchild_to_its_end(tmp_path, interval):
     assert cpu >= truth["cpu"] * 0.95  # the grandchild's CPU is in the workload's
     assert max(df["memory"]) >= 150 * 1024 * 0.95  # and so is its memory
     assert not os.path.exists(f"/proc/{truth['pid']}")  # reaped, not left a zombie
+
+
+SHORT_DAEMONS = """
+import json, os, sys, time
+out = sys.argv[1]
+pids = []
+for _ in range(3):
+    r, w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        grandchild = os.fork()
+        if grandchild == 0:  # orphaned at once; burns 0.3 s of CPU, then exits
+            time.sleep(0.3)
+            while time.process_time() < 0.3:
+                pass
+            os._exit(0)
+        os.write(w, str(grandchild).encode())
+        os._exit(0)
+    os.close(w)
+    pids.append(int(os.read(r, 32)))
+    os.waitpid(child, 0)
+time.sleep(5.0)  # the grandchildren exited long ago; the CLI reaped them meanwhile
+with open(out, "w") as f:
+    json.dump({"left": [p for p in pids if os.path.exists(f"/proc/{p}")]}, f)
+"""
+
+
+def test_run_reaps_orphans_that_exit_while_the_command_runs(tmp_path):
+    """Orphans that exit during the run are reaped then (no pile of zombies in a long run),
+    after the sampler read their final CPU: 3 x 0.3 s counted."""
+    out = tmp_path / "left.json"
+    cli = subprocess.run(
+        [*CLI, "run", "--interval", "0.5", "-o", str(tmp_path), "-f", "json", "--",
+         *script(SHORT_DAEMONS), str(out)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(out.read_text())["left"] == []
+    with open(tmp_path / "resource-tracker.json") as f:
+        df = ResourceTracker.loads(f.read()).process_metrics
+    assert sum(df["utime"]) + sum(df["stime"]) >= 3 * 0.3 * 0.9
