@@ -216,7 +216,6 @@ def test_metaflow_artifact_carries_the_cgroup_figures(tracked_run):
     from metaflow_extensions.resource_tracker.plugins.cards.resource_tracker_card import (
         tracked_resources_card as card,
     )
-
     from resource_tracker.cgroup_usage import read_cgroup
 
     if read_cgroup(os.getpid()) is None:
