@@ -488,26 +488,59 @@ split_cpu_rise(ProcTree *tree, const TreeTotals *total, ProcTreeReading *out)
     out->interval.sys_s = cpu > out->interval.user_s ? cpu - out->interval.user_s : 0;
 }
 
-/* Reads smaps_rollup of one member and notes how much of its RSS is shared. */
+/* Reads smaps_rollup of one member for the round under way: how much of its RSS is shared
+ * (-1 when unreadable). */
 static void
-check_pss(ProcTree *tree, ProcEntry *entry, double now)
+read_pss(ProcTree *tree, ProcEntry *entry)
 {
     char path[40];
     long long rss, pss;
     double started = thread_cpu_now(), cost;
 
     snprintf(path, sizeof(path), "%d/smaps_rollup", (int)entry->pid);
+    entry->round_excess = -1;
     if (textbuf_read_at(&tree->buf, tree->proc_fd, path) >= 0 &&
-        parse_smaps_rollup(tree->buf.data, &rss, &pss) == 0) {
-        entry->excess_kib = rss > pss ? rss - pss : 0;
-        entry->checked_at = now;
-    }
-    entry->rss_at_check = entry->rss_kib;
-    entry->minflt_at_check = entry->stat.minflt;
+        parse_smaps_rollup(tree->buf.data, &rss, &pss) == 0)
+        entry->round_excess = rss > pss ? rss - pss : 0;
+    entry->round_read = 1;
     cost = thread_cpu_now() - started;
     tree->pss_allowance -= cost;
     tree->pss_seconds += cost;
     tree->pss_reads++;
+}
+
+/* The round is complete: every member's figure from it takes effect at once. */
+static void
+commit_round(ProcTree *tree, double now)
+{
+    EntryVec *vec = &tree->entries;
+    size_t i;
+
+    for (i = 0; i < vec->len; i++) {
+        ProcEntry *e = &vec->items[i];
+        if (!e->member || !e->round_read || e->round_excess < 0)
+            continue;
+        e->excess_kib = e->round_excess;
+        e->checked_at = now;
+        e->rss_at_check = e->rss_kib;
+        e->minflt_at_check = e->stat.minflt;
+    }
+    tree->round_open = 0;
+    tree->round_generation = tree->generation;
+    tree->pss_round_at = now;
+    tree->pss_rounds++;
+}
+
+/* Opens a round (again, when the membership changed while one was under way). */
+static void
+open_round(ProcTree *tree)
+{
+    size_t i;
+
+    for (i = 0; i < tree->entries.len; i++)
+        tree->entries.items[i].round_read = 0;
+    tree->round_open = 1;
+    tree->round_open_generation = tree->generation;
 }
 
 /* KiB of pages a member faulted in since its PSS read without growing its RSS: copy-on-write
@@ -544,12 +577,15 @@ pss_round_due(const ProcTree *tree, double now, double estimate_kib)
     return faults > PSS_FAULT_KIB && faults > estimate_kib * PSS_FAULT_SHARE;
 }
 
-/* Reads smaps_rollup of every member at once (readings of a subset would mix figures from
- * before and after a change of the sharing), when the CPU budget has something left. */
+/* Reads smaps_rollup of every member for one round, whose figures take effect together when
+ * it is complete (figures of a subset would mix before and after a change of the sharing).
+ * Reads run while the CPU budget has something left, at most PSS_ROUND_SLICE of CPU per tick:
+ * a large tree's round spans several ticks, and starts over if members come or go. */
 static void
 pss_round(ProcTree *tree, double now)
 {
     EntryVec *vec = &tree->entries;
+    double started;
     size_t i;
 
     if (tree->pss_refilled_at > 0)
@@ -559,12 +595,18 @@ pss_round(ProcTree *tree, double now)
     tree->pss_refilled_at = now;
     if (tree->pss_allowance <= 0)
         return;
-    for (i = 0; i < vec->len; i++)
-        if (vec->items[i].member && vec->items[i].rss_kib > 0)
-            check_pss(tree, &vec->items[i], now);
-    tree->round_generation = tree->generation;
-    tree->pss_round_at = now;
-    tree->pss_rounds++;
+    if (!tree->round_open || tree->round_open_generation != tree->generation)
+        open_round(tree);
+    started = thread_cpu_now();
+    for (i = 0; i < vec->len; i++) {
+        ProcEntry *e = &vec->items[i];
+        if (!e->member || e->rss_kib == 0 || e->round_read)
+            continue;
+        if (thread_cpu_now() - started >= PSS_ROUND_SLICE || tree->pss_allowance <= 0)
+            return; /* the rest of the round at the next ticks */
+        read_pss(tree, e);
+    }
+    commit_round(tree, now);
 }
 
 /* The parent of a member that is its forked copy (a member too, and no exec since):
@@ -636,7 +678,7 @@ tree_memory(ProcTree *tree, double now, int members)
         return 0;
     }
     estimate = estimate_memory(tree);
-    if (pss_round_due(tree, now, estimate)) {
+    if (tree->round_open || pss_round_due(tree, now, estimate)) {
         pss_round(tree, now);
         estimate = estimate_memory(tree);
     }

@@ -35,6 +35,8 @@
 /* A round of PSS reads is due after this many seconds, or when members faulted in more than
  * PSS_FAULT_KIB and PSS_FAULT_SHARE of the tree's memory without growing (copy-on-write). */
 #define PSS_MAX_AGE 30.0
+/* CPU seconds of smaps_rollup reads per tick: a larger tree's round spans several ticks. */
+#define PSS_ROUND_SLICE 0.020
 #define PSS_FAULT_KIB 16384.0
 #define PSS_FAULT_SHARE 0.02
 
@@ -74,6 +76,8 @@ typedef struct ProcEntry {
     unsigned long long minflt_at_check;
     unsigned long long minflt_at_hwm; /* fault count at the last VmHWM read */
     long long hwm_seen;               /* VmHWM at that read (KiB) */
+    long long round_excess;           /* RSS - PSS read in the round under way (-1: none) */
+    unsigned char round_read;         /* read in the round under way */
     unsigned char hwm_read;           /* VmHWM was read once */
 } ProcEntry;
 
@@ -113,6 +117,8 @@ typedef struct ProcTree {
     double pss_allowance, pss_refilled_at;
     double pss_round_at;       /* when every member's PSS was last read; 0 = never */
     unsigned round_generation; /* the membership generation at that round */
+    int round_open;            /* a round is under way (over several ticks) */
+    unsigned round_open_generation;
     unsigned long pss_reads, pss_rounds;
     long long hwm_kib; /* the largest resident set one member had (VmHWM, or RSS read) */
     unsigned long hwm_reads;

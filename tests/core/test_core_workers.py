@@ -107,6 +107,8 @@ def test_forked_workers_sharing_400_mib_peak_within_10_percent(interval, method,
         w.finish()
     finally:
         tracker.stop()
+        (tmp_path / "write").touch()  # the workers never outlive the test
+        (tmp_path / "end").touch()
         w.kill()
     df = tracker.process_metrics
     before_writes = _rows_between(df, shared["t_fork"], t_write)
@@ -210,6 +212,9 @@ def test_pool_of_4_workers_holding_100_mib(method, interval, tmp_path):
         w.finish()
     finally:
         tracker.stop()
+        flags = tmp_path / "flags"
+        if flags.is_dir():
+            (flags / "release").touch()  # the workers never outlive the test
         w.kill()
     df = tracker.process_metrics
     peak = max(df["memory"])
@@ -350,3 +355,51 @@ def test_short_lived_children_cpu_is_counted_at_a_short_interval(interval):
     measured = total_cpu(tracker.process_metrics)
     _log("20 children of 0.03 s (CPU s)", interval, truth["cpu"], measured, "CPU s")
     assert measured == pytest.approx(truth["cpu"], rel=0.10, abs=0.1)
+
+
+def test_a_large_trees_pss_round_is_spread_over_ticks():
+    """A 5 x 1.5 GiB copy-on-write tree (1.5 GiB of memory): its round of smaps_rollup reads
+    costs several times PSS_ROUND_SLICE (20 ms of CPU) and is spread over ticks, so one
+    reading costs at most about a slice plus one read; every reading is right meanwhile."""
+    from resource_tracker import _core
+
+    w = Workload(
+        """
+        buf = bytearray(1536 * 1024 * 1024)
+        for i in range(0, len(buf), 4096):
+            buf[i] = 1
+        pids = []
+        for _ in range(4):
+            pid = os.fork()
+            if pid == 0:
+                sys.stdin.readline()
+                os._exit(0)
+            pids.append(pid)
+        time.sleep(0.3)
+        report(pss=sum(pss_kib(p) for p in [os.getpid()] + pids))
+        sys.stdin.readline()
+        """
+    )
+    try:
+        w.go()
+        truth = w.read_report()["pss"]
+        sampler = _core.Sampler(w.pid, 1.0, track_system=False)
+        costs, memory = [], []
+        for _ in range(10):
+            started = time.thread_time()
+            row = sampler.sample_now()
+            costs.append(time.thread_time() - started)
+            if row is not None:
+                memory.append(row[0][6])
+            time.sleep(0.02)
+    finally:
+        w.proc.stdin.close()  # the forked copies read EOF and exit
+        w.kill()
+    assert sampler.pss_reads == 5  # one round, complete
+    reading_ticks = sum(1 for c in costs if c > 0.002)
+    if sampler.pss_seconds > 0.050:  # more than two slices' worth: spread over ticks
+        assert reading_ticks >= 2
+    one_read = sampler.pss_seconds / 5
+    assert max(costs) <= 0.020 + 2 * one_read + 0.005
+    for value in memory:
+        assert value == pytest.approx(truth, rel=0.10)
