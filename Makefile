@@ -95,6 +95,8 @@ $(BENCH_PY):
 
 bench: deps-test build $(BENCH_PY)  ## benchmarks side by side with resource-tracker==0.5.0 (see bench/README.md)
 	$(PY) bench/run.py --baseline-python $(BENCH_PY)
+	$(PY) bench/bench_tree.py --baseline-python $(BENCH_PY)
+	$(PY) bench/bench_accuracy.py --baseline-python $(BENCH_PY)
 
 sanitize: deps-test  ## the whole test suite against an ASan+UBSan build (PYTHONMALLOC=malloc)
 	PY=$(PY) tests/reliability/run_sanitize.sh

@@ -39,7 +39,34 @@ def _check_original():
         raise SystemExit(f"expected the original resource-tracker 0.5.0, found {version}")
 
 
+def _raw_psutil(pid):
+    """What a plain psutil script reads for a tree: CPU times and PSS of every process."""
+    import psutil
+
+    root = psutil.Process(pid)
+    procs = [root] + root.children(recursive=True)
+    cpu = pss = 0.0
+    for p in procs:
+        try:
+            t = p.cpu_times()
+            cpu += t.user + t.system
+            pss += p.memory_full_info().pss
+        except psutil.Error:
+            pass
+    return {"children": len(procs) - 1, "memory_mib": pss / 2**20}
+
+
 def persample(args):
+    if args.backend == "rawpsutil":
+        one = lambda: _raw_psutil(args.pid)  # noqa: E731
+        one()
+        if args.gap > 0:
+            n, cpu, wall = wl.timed_calls_apart(one, n=args.n, gap=args.gap)
+        else:
+            n, cpu, wall = wl.timed_loop(one, min_cpu=args.min_cpu)
+        last = one()
+        wl.emit({"n": n, "cpu_s": cpu, "wall_s": wall, **last})
+        return
     get_process_stats, get_system_stats = _backend(args.backend)
     _check_original()
     calls = []
@@ -58,8 +85,16 @@ def persample(args):
         n, cpu, wall = wl.timed_calls_apart(one_sample, n=args.n, gap=args.gap)
     else:
         n, cpu, wall = wl.timed_loop(one_sample, min_cpu=args.min_cpu)
-    children = get_process_stats(args.pid, True)["children"] if args.part != "system" else None
-    wl.emit({"n": n, "cpu_s": cpu, "wall_s": wall, "children": children})
+    last = get_process_stats(args.pid, True) if args.part != "system" else {}
+    wl.emit(
+        {
+            "n": n,
+            "cpu_s": cpu,
+            "wall_s": wall,
+            "children": last.get("children"),
+            "memory_mib": last.get("memory_mib"),
+        }
+    )
 
 
 def _tracker(args, interval):
@@ -147,7 +182,7 @@ def startstop(args):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("task", choices=["persample", "share", "memory", "startstop"])
-    parser.add_argument("--backend", default="procfs", choices=["procfs", "psutil"])
+    parser.add_argument("--backend", default="procfs", choices=["procfs", "psutil", "rawpsutil"])
     parser.add_argument("--pid", type=int)
     parser.add_argument("--part", default="both", choices=["process", "system", "both"])
     parser.add_argument("--min-cpu", type=float, default=1.0)

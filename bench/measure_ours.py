@@ -47,7 +47,17 @@ def persample(args):
         n, cpu, wall = wl.timed_loop(sampler.sample_now, min_cpu=args.min_cpu)
     last = sampler.sample_now()
     children = last[0][2] if args.part != "system" else None
-    wl.emit({"n": n, "cpu_s": cpu, "wall_s": wall, "children": children})
+    wl.emit(
+        {
+            "n": n,
+            "cpu_s": cpu,
+            "wall_s": wall,
+            "children": children,
+            "memory_mib": last[0][6] / 1024 if args.part != "system" else None,
+            "pss_reads": sampler.pss_reads,
+            "pss_s": sampler.pss_seconds,
+        }
+    )
 
 
 def share(args):

@@ -120,6 +120,35 @@ def spawn_big(gib=4):
     return proc
 
 
+def spawn_cow_tree(mib=400, workers=4):
+    """A parent holding mib MiB of touched memory and `workers` forked copies of it (which
+    read it: 5 x 400 MiB of RSS, 400 MiB of memory). Returns its Popen once all are up."""
+    code = (
+        "import os, sys\n"
+        f"buf = bytearray({mib} << 20)\n"
+        "for i in range(0, len(buf), 4096): buf[i] = 1\n"
+        f"for _ in range({workers}):\n"
+        "    if os.fork() == 0:\n"
+        "        s = sum(buf[i] for i in range(0, len(buf), 4096))\n"
+        "        sys.stdin.read(); os._exit(0)\n"
+        "print('ready', flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    if proc.stdout.readline().strip() != b"ready":
+        stop_group(proc)
+        raise RuntimeError("the copy-on-write tree did not start")
+    deadline = time.monotonic() + 20
+    while len(child_pids(proc.pid)) < workers and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return proc
+
+
 def stop_group(proc):
     """Kills the process group that proc leads (started with start_new_session) and reaps it."""
     try:

@@ -11,6 +11,7 @@
 
 typedef struct CollectorConfig {
     pid_t pid;
+    pid_t adopter; /* > 0: its children belong to the workload too */
     int follow_children;
     int track_processes;
     int track_system;

@@ -105,6 +105,12 @@ proc_tree_init(ProcTree *tree, const char *proc_root, pid_t root, int follow_chi
     return 0;
 }
 
+void
+proc_tree_adopt_children_of(ProcTree *tree, pid_t adopter)
+{
+    tree->adopter = adopter;
+}
+
 static int
 pid_ino_cmp(const void *a, const void *b)
 {
@@ -241,8 +247,8 @@ classify_self(ProcTree *tree, EntryVec *vec, long idx, long *parent)
             entry->gone = 1;
         } else {
             entry->starttime = entry->stat.starttime;
-            if (entry->pid == tree->root)
-                member = 1;
+            if (entry->pid == tree->root || (tree->adopter > 0 && entry->ppid == tree->adopter))
+                member = 1; /* the root, or a process the CLI adopted as subreaper */
             else if (tree->follow_children && entry->ppid > 0) {
                 *parent = entries_find(vec, entry->ppid);
                 if (*parent >= 0 && *parent != idx)
@@ -422,6 +428,33 @@ read_io(ProcTree *tree, ProcEntry *entry)
     entry->cum.write_b = (double)io.write_bytes;
 }
 
+/* Keeps the largest resident set of one member: its RSS now, and its kernel high-water mark
+ * (VmHWM) when it faulted in pages since the last look (a peak between two ticks). VmHWM
+ * covers the process's whole life: a member that was there at the baseline counts only
+ * when its mark rose after that (a peak before tracking began is not the workload's). */
+static void
+note_peak(ProcTree *tree, ProcEntry *entry)
+{
+    char path[40];
+    long long hwm;
+
+    if (entry->rss_kib > tree->hwm_kib)
+        tree->hwm_kib = entry->rss_kib;
+    if (entry->stat.state == 'Z' ||
+        (entry->hwm_read && entry->stat.minflt < entry->minflt_at_hwm + HWM_READ_FAULTS))
+        return;
+    entry->hwm_read = 1;
+    entry->minflt_at_hwm = entry->stat.minflt;
+    snprintf(path, sizeof(path), "%d/status", (int)entry->pid);
+    if (textbuf_read_at(&tree->buf, tree->proc_fd, path) < 0 ||
+        parse_status_hwm(tree->buf.data, &hwm) != 0)
+        return;
+    tree->hwm_reads++;
+    if (tree->has_baseline && hwm > entry->hwm_seen && hwm > tree->hwm_kib)
+        tree->hwm_kib = hwm;
+    entry->hwm_seen = hwm;
+}
+
 /* Updates a member's cumulative counters and RSS from this tick's stat and io. */
 static void
 account_member(ProcTree *tree, ProcEntry *entry)
@@ -436,6 +469,7 @@ account_member(ProcTree *tree, ProcEntry *entry)
         entry->cum.sys_s -= tree->self_offset.sys_s;
     }
     entry->rss_kib = st->state == 'Z' ? 0 : st->rss_pages * tree->page_kib;
+    note_peak(tree, entry);
     read_io(tree, entry);
     if (st->state == 'Z')
         close_kept(tree, entry);
@@ -502,74 +536,203 @@ split_cpu_rise(ProcTree *tree, const TreeTotals *total, ProcTreeReading *out)
     out->interval.sys_s = cpu > out->interval.user_s ? cpu - out->interval.user_s : 0;
 }
 
-/* Reads smaps_rollup of one member and notes how much of its RSS is shared. */
+/* Reads smaps_rollup of one member for the round under way: how much of its RSS is shared
+ * (-1 when unreadable). */
 static void
-check_pss(ProcTree *tree, ProcEntry *entry, double now)
+read_pss(ProcTree *tree, ProcEntry *entry)
 {
     char path[40];
     long long rss, pss;
     double started = thread_cpu_now(), cost;
 
     snprintf(path, sizeof(path), "%d/smaps_rollup", (int)entry->pid);
+    entry->round_excess = -1;
     if (textbuf_read_at(&tree->buf, tree->proc_fd, path) >= 0 &&
         parse_smaps_rollup(tree->buf.data, &rss, &pss) == 0)
-        entry->excess_kib = rss > pss ? rss - pss : 0;
+        entry->round_excess = rss > pss ? rss - pss : 0;
     else if (errno == EACCES || errno == EPERM)
         tree->pss_denied++; /* another user's process: shared pages count in full */
+    entry->round_read = 1;
     cost = thread_cpu_now() - started;
     tree->pss_allowance -= cost;
     tree->pss_seconds += cost;
     tree->pss_reads++;
-    entry->checked_at = now;
-    entry->generation_at_check = tree->generation;
 }
 
-/* Non-zero when a member's sharing estimate is stale. */
-static int
-pss_due(const ProcTree *tree, const ProcEntry *entry, double now)
+/* The round is complete: every member's figure from it takes effect at once. */
+static void
+commit_round(ProcTree *tree, double now)
 {
-    if (entry->checked_at == 0)
+    EntryVec *vec = &tree->entries;
+    size_t i;
+
+    for (i = 0; i < vec->len; i++) {
+        ProcEntry *e = &vec->items[i];
+        if (!e->member || !e->round_read || e->round_excess < 0)
+            continue;
+        e->excess_kib = e->round_excess;
+        e->checked_at = now;
+        e->rss_at_check = e->rss_kib;
+        e->minflt_at_check = e->stat.minflt;
+    }
+    tree->round_open = 0;
+    tree->round_generation = tree->generation;
+    tree->pss_round_at = now;
+    tree->pss_rounds++;
+}
+
+/* Opens a round (again, when the membership changed while one was under way). */
+static void
+open_round(ProcTree *tree)
+{
+    size_t i;
+
+    for (i = 0; i < tree->entries.len; i++)
+        tree->entries.items[i].round_read = 0;
+    tree->round_open = 1;
+    tree->round_open_generation = tree->generation;
+}
+
+/* KiB of pages a member faulted in since its PSS read without growing its RSS: copy-on-write
+ * breaks (a page once shared is now its own), which only a new PSS read can see. */
+static double
+unseen_fault_kib(const ProcTree *tree, const ProcEntry *e)
+{
+    double faults, grown;
+
+    if (e->checked_at == 0 || e->stat.minflt < e->minflt_at_check)
+        return 0;
+    faults = (double)(e->stat.minflt - e->minflt_at_check) * (double)tree->page_kib;
+    grown = e->rss_kib > e->rss_at_check ? (double)(e->rss_kib - e->rss_at_check) : 0;
+    return faults > grown ? faults - grown : 0;
+}
+
+/* Non-zero when the tree's sharing may have changed since the last round of PSS reads: a
+ * member came or went, members faulted pages in without growing (copy-on-write), or the
+ * figures are old. */
+static int
+pss_round_due(const ProcTree *tree, double now, double estimate_kib)
+{
+    const EntryVec *vec = &tree->entries;
+    double faults = 0;
+    size_t i;
+
+    if (tree->pss_round_at == 0 || tree->round_generation != tree->generation)
         return 1;
-    if (entry->generation_at_check != tree->generation && now - entry->checked_at >= 1.0)
+    if (now - tree->pss_round_at >= PSS_MAX_AGE)
         return 1;
-    return now - entry->checked_at >= 30.0;
+    for (i = 0; i < vec->len; i++)
+        if (vec->items[i].member && vec->items[i].rss_kib > 0)
+            faults += unseen_fault_kib(tree, &vec->items[i]);
+    return faults > PSS_FAULT_KIB && faults > estimate_kib * PSS_FAULT_SHARE;
+}
+
+/* Reads smaps_rollup of every member for one round, whose figures take effect together when
+ * it is complete (figures of a subset would mix before and after a change of the sharing).
+ * Reads run while the CPU budget has something left, at most PSS_ROUND_SLICE of CPU per tick:
+ * a large tree's round spans several ticks, and starts over if members come or go. */
+static void
+pss_round(ProcTree *tree, double now)
+{
+    EntryVec *vec = &tree->entries;
+    double started;
+    size_t i;
+
+    if (tree->pss_refilled_at > 0)
+        tree->pss_allowance += (now - tree->pss_refilled_at) * PSS_BUDGET_SHARE;
+    if (tree->pss_allowance > PSS_BUDGET_BURST)
+        tree->pss_allowance = PSS_BUDGET_BURST;
+    tree->pss_refilled_at = now;
+    if (tree->pss_allowance <= 0)
+        return;
+    if (!tree->round_open || tree->round_open_generation != tree->generation)
+        open_round(tree);
+    started = thread_cpu_now();
+    for (i = 0; i < vec->len; i++) {
+        ProcEntry *e = &vec->items[i];
+        if (!e->member || e->rss_kib == 0 || e->round_read)
+            continue;
+        if (thread_cpu_now() - started >= PSS_ROUND_SLICE || tree->pss_allowance <= 0)
+            return; /* the rest of the round at the next ticks */
+        read_pss(tree, e);
+    }
+    commit_round(tree, now);
+}
+
+/* The parent of a member that is its forked copy (a member too, and no exec since):
+ * they share their memory layout, and their pages copy-on-write. */
+static const ProcEntry *
+forked_from(const ProcTree *tree, const ProcEntry *e)
+{
+    long idx = entries_find(&tree->entries, e->ppid);
+    const ProcEntry *parent;
+
+    if (idx < 0)
+        return NULL;
+    parent = &tree->entries.items[idx];
+    if (!parent->member || parent->stat.state == 'Z' || e->stat.startstack == 0 ||
+        e->stat.startstack != parent->stat.startstack ||
+        e->stat.arg_start != parent->stat.arg_start)
+        return NULL;
+    return parent;
+}
+
+/* A member's own memory in KiB. Measured: RSS less the pages it shared at its last PSS read.
+ * Not measured yet: a forked copy of a member counts what it holds beyond its parent (right
+ * after fork() nothing: the two share every page, and the PSS sum over the tree does not
+ * change with a fork), any other process its RSS. */
+static double
+member_memory(const ProcTree *tree, const ProcEntry *e)
+{
+    const ProcEntry *parent;
+
+    if (e->checked_at > 0)
+        return e->rss_kib > e->excess_kib ? (double)(e->rss_kib - e->excess_kib) : 0;
+    parent = forked_from(tree, e);
+    if (parent != NULL)
+        return e->rss_kib > parent->rss_kib ? (double)(e->rss_kib - parent->rss_kib) : 0;
+    return (double)e->rss_kib;
+}
+
+/* Sum of the members' own memory, and at least the largest RSS (which is all real). */
+static double
+estimate_memory(const ProcTree *tree)
+{
+    const EntryVec *vec = &tree->entries;
+    double total = 0, largest = 0;
+    size_t i;
+
+    for (i = 0; i < vec->len; i++) {
+        const ProcEntry *e = &vec->items[i];
+        if (!e->member)
+            continue;
+        total += member_memory(tree, e);
+        if ((double)e->rss_kib > largest)
+            largest = (double)e->rss_kib;
+    }
+    return total > largest ? total : largest;
 }
 
 /* Memory of the tree in KiB: RSS, less pages shared inside the tree (estimated with PSS). */
 static double
 tree_memory(ProcTree *tree, double now, int members)
 {
-    EntryVec *vec = &tree->entries;
-    double total = 0;
+    const EntryVec *vec = &tree->entries;
+    double estimate;
     size_t i;
-    int pass;
 
-    if (members > 1) {
-        if (tree->pss_refilled_at > 0)
-            tree->pss_allowance += (now - tree->pss_refilled_at) * PSS_BUDGET_SHARE;
-        if (tree->pss_allowance > PSS_BUDGET_BURST)
-            tree->pss_allowance = PSS_BUDGET_BURST;
-        tree->pss_refilled_at = now;
-        /* never-checked processes first, then stale ones */
-        for (pass = 0; pass < 2; pass++)
-            for (i = 0; i < vec->len && tree->pss_allowance > 0; i++) {
-                ProcEntry *e = &vec->items[i];
-                if (!e->member || e->rss_kib == 0)
-                    continue;
-                if (pass == 0 ? e->checked_at == 0 : pss_due(tree, e, now))
-                    check_pss(tree, e, now);
-            }
+    if (members <= 1) {
+        for (i = 0; i < vec->len; i++)
+            if (vec->items[i].member && vec->items[i].stat.state != 'Z')
+                return (double)vec->items[i].rss_kib;
+        return 0;
     }
-    for (i = 0; i < vec->len; i++) {
-        const ProcEntry *e = &vec->items[i];
-        if (!e->member)
-            continue;
-        if (members > 1 && e->rss_kib > e->excess_kib)
-            total += (double)(e->rss_kib - e->excess_kib);
-        else if (members <= 1)
-            total += (double)e->rss_kib;
+    estimate = estimate_memory(tree);
+    if (tree->round_open || pss_round_due(tree, now, estimate)) {
+        pss_round(tree, now);
+        estimate = estimate_memory(tree);
     }
-    return total;
+    return estimate;
 }
 
 /* Classifies new entries, re-checks changed ones, reads members; drops the gone ones. */

@@ -12,9 +12,12 @@
  *
  * Memory is RSS from stat every tick, corrected for pages shared inside the tree with PSS from
  * smaps_rollup. Reading smaps_rollup costs time that grows with the process's memory, so those
- * reads run only when the tree has several processes, and within a CPU budget (the reads' own
- * CPU time may be a share of the elapsed time), so the cost of a sample does not grow with the
- * workload's memory size, and a busy machine (reads waiting for a core) does not starve them. */
+ * reads run only when the tree has several processes, in rounds over every member at once (a
+ * round when members came or went, copy-on-write faults, or age), within a CPU budget (the
+ * reads' own CPU time may be a share of the elapsed time), so the cost of a sample does not
+ * grow with the workload's memory size. Between rounds a forked copy not read yet counts what
+ * it holds beyond its parent (a fork does not change the tree's PSS sum), and the tree counts
+ * at least its largest RSS. The largest resident set of one member (VmHWM) is kept too. */
 #ifndef RT_PROC_TREE_H
 #define RT_PROC_TREE_H
 
@@ -29,9 +32,21 @@
 #define PSS_BUDGET_BURST 0.100
 #define PSS_BUDGET_START 0.050
 
+/* A round of PSS reads is due after this many seconds, or when members faulted in more than
+ * PSS_FAULT_KIB and PSS_FAULT_SHARE of the tree's memory without growing (copy-on-write). */
+#define PSS_MAX_AGE 30.0
+/* CPU seconds of smaps_rollup reads per tick: a larger tree's round spans several ticks. */
+#define PSS_ROUND_SLICE 0.020
+#define PSS_FAULT_KIB 16384.0
+#define PSS_FAULT_SHARE 0.02
+
 /* The /proc listing is skipped while no process was created (the fork counter of
  * /proc/stat did not move), but made at least this often (it refreshes the process count). */
 #define LISTING_MAX_AGE 5.0
+
+/* A member's VmHWM is read when it faulted in this many pages since the last read (a peak
+ * between two ticks needs page faults; a quiet process costs no read). */
+#define HWM_READ_FAULTS 256
 
 /* Members whose stat and io files stay open between ticks (two descriptors each). */
 #define KEPT_OPEN_MEMBERS 32
@@ -52,12 +67,18 @@ typedef struct ProcEntry {
     unsigned char has_stat;   /* stat was read this tick */
     unsigned char verify;     /* inode changed: check the start time */
     unsigned char gone;       /* vanished while being read */
-    unsigned generation_at_check;
-    int stat_fd, io_fd; /* kept open for members (pread from 0 each tick), -1 if not */
-    TreeTotals cum;     /* cumulative counters (own + reaped children) */
+    int stat_fd, io_fd;       /* kept open for members (pread from 0 each tick), -1 if not */
+    TreeTotals cum;           /* cumulative counters (own + reaped children) */
     long long rss_kib;
-    long long excess_kib; /* RSS - PSS at the last smaps_rollup read */
-    double checked_at;    /* monotonic time of that read; 0 = never */
+    long long excess_kib;   /* RSS - PSS at the last smaps_rollup read */
+    double checked_at;      /* monotonic time of that read; 0 = never */
+    long long rss_at_check; /* RSS and fault count at that read */
+    unsigned long long minflt_at_check;
+    unsigned long long minflt_at_hwm; /* fault count at the last VmHWM read */
+    long long hwm_seen;               /* VmHWM at that read (KiB) */
+    long long round_excess;           /* RSS - PSS read in the round under way (-1: none) */
+    unsigned char round_read;         /* read in the round under way */
+    unsigned char hwm_read;           /* VmHWM was read once */
 } ProcEntry;
 
 typedef struct EntryVec {
@@ -77,6 +98,7 @@ typedef struct ProcTree {
     int proc_fd;
     void *dir; /* DIR* over proc_fd, rewound each tick */
     pid_t root;
+    pid_t adopter; /* > 0: its children are members too (a subreaper running the root) */
     int follow_children;
     pid_t self_pid;
     TreeTotals self_offset; /* the sampler's own CPU, taken off its own process */
@@ -93,7 +115,13 @@ typedef struct ProcTree {
     int has_baseline;
     unsigned generation;
     double pss_allowance, pss_refilled_at;
-    unsigned long pss_reads;
+    double pss_round_at;       /* when every member's PSS was last read; 0 = never */
+    unsigned round_generation; /* the membership generation at that round */
+    int round_open;            /* a round is under way (over several ticks) */
+    unsigned round_open_generation;
+    unsigned long pss_reads, pss_rounds;
+    long long hwm_kib; /* the largest resident set one member had (VmHWM, or RSS read) */
+    unsigned long hwm_reads;
     double pss_seconds;
     unsigned long read_errors;
     /* io / smaps_rollup reads refused (EACCES, EPERM): another user's processes */
@@ -109,6 +137,10 @@ typedef struct ProcTree {
 
 /* 0 on success; -1 with errno when the procfs root cannot be opened. */
 int proc_tree_init(ProcTree *tree, const char *proc_root, pid_t root, int follow_children);
+
+/* Makes the children of adopter members too (with their descendants): the processes a
+ * subreaper that started the root inherits when the root's descendants double-fork. */
+void proc_tree_adopt_children_of(ProcTree *tree, pid_t adopter);
 
 /* Reads the tree at monotonic time now. The first call sets the baseline (interval zeros). */
 void proc_tree_sample(ProcTree *tree, double now, ProcTreeReading *out);

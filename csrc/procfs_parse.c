@@ -61,6 +61,19 @@ skip_fields(const char **p, int n)
     return 0;
 }
 
+/* The optional layout fields after rss (startstack, arg_start); zeros when absent. */
+static void
+parse_memory_layout(const char *p, PidStat *out)
+{
+    out->startstack = out->arg_start = 0;
+    /* rsslim startcode endcode, startstack */
+    if (skip_fields(&p, 3) != 0 || next_ull(&p, &out->startstack) != 0)
+        return;
+    /* kstkesp ... end_data (fields 29 to 46), start_brk, arg_start */
+    if (skip_fields(&p, 19) != 0 || next_ull(&p, &out->arg_start) != 0)
+        out->arg_start = 0;
+}
+
 /* 0 on success */
 int
 parse_pid_stat(const char *text, PidStat *out)
@@ -75,8 +88,8 @@ parse_pid_stat(const char *text, PidStat *out)
     if (next_ll(&p, &ppid) != 0 || ppid < 0 || ppid > 0x7fffffff)
         return -1;
     out->ppid = (int)ppid;
-    /* pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt */
-    if (skip_fields(&p, 9) != 0)
+    /* pgrp session tty_nr tpgid flags, minflt, cminflt majflt cmajflt */
+    if (skip_fields(&p, 5) != 0 || next_ull(&p, &out->minflt) != 0 || skip_fields(&p, 3) != 0)
         return -1;
     if (next_ull(&p, &out->utime) || next_ull(&p, &out->stime))
         return -1;
@@ -100,6 +113,7 @@ parse_pid_stat(const char *text, PidStat *out)
         return -1;
     if (out->rss_pages < 0)
         out->rss_pages = 0;
+    parse_memory_layout(p, out);
     return 0;
 }
 
@@ -144,6 +158,15 @@ parse_smaps_rollup(const char *text, long long *rss_kib, long long *pss_kib)
     if (keyed_value(text, "Rss:", rss_kib) || keyed_value(text, "Pss:", pss_kib))
         return -1;
     if (*rss_kib < 0 || *pss_kib < 0)
+        return -1;
+    return 0;
+}
+
+/* 0 on success */
+int
+parse_status_hwm(const char *text, long long *hwm_kib)
+{
+    if (keyed_value(text, "VmHWM:", hwm_kib) || *hwm_kib < 0)
         return -1;
     return 0;
 }

@@ -12,6 +12,10 @@ typedef struct PidStat {
     unsigned long long utime, stime, cutime, cstime;
     unsigned long long starttime;
     long long rss_pages;
+    unsigned long long minflt; /* page faults without I/O (copy-on-write breaks among them) */
+    /* Where the stack and the program's arguments are (0 when not shown to us): equal in a
+     * forked child and its parent until one of them calls exec (which lays memory out anew). */
+    unsigned long long startstack, arg_start;
 } PidStat;
 
 int parse_pid_stat(const char *text, PidStat *out);
@@ -22,6 +26,9 @@ typedef struct PidIo {
 } PidIo;
 
 int parse_pid_io(const char *text, PidIo *out);
+
+/* /proc/<pid>/status: VmHWM (the process's peak resident set) in KiB: 0, or -1 if absent. */
+int parse_status_hwm(const char *text, long long *hwm_kib);
 
 /* /proc/<pid>/smaps_rollup: Rss and Pss in KiB. */
 int parse_smaps_rollup(const char *text, long long *rss_kib, long long *pss_kib);

@@ -32,11 +32,11 @@ copy_path(const char *arg, const char *fallback, char *dst, size_t size, const c
 static int
 sampler_init_py(SamplerObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {
-        "pid",      "interval",     "children", "track_processes", "track_system", "proc_root",
-        "sys_root", "nvml_library", NULL};
+    static char *kwlist[] = {"pid",          "interval",  "children", "track_processes",
+                             "track_system", "proc_root", "sys_root", "nvml_library",
+                             "adopted_by",   NULL};
     PyObject *pid_obj;
-    long pid;
+    long pid, adopted_by = 0;
     int overflow = 0;
     double interval;
     int children = 1, track_processes = 1, track_system = 1;
@@ -47,9 +47,9 @@ sampler_init_py(SamplerObject *self, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_RuntimeError, "Sampler is already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Od|pppzzz", kwlist, &pid_obj, &interval,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Od|pppzzzl", kwlist, &pid_obj, &interval,
                                      &children, &track_processes, &track_system, &proc_root,
-                                     &sys_root, &nvml))
+                                     &sys_root, &nvml, &adopted_by))
         return -1;
     if (!(interval >= SAMPLER_MIN_INTERVAL && interval <= SAMPLER_MAX_INTERVAL)) {
         char msg[160];
@@ -70,8 +70,13 @@ sampler_init_py(SamplerObject *self, PyObject *args, PyObject *kwargs)
                      pid_obj);
         return -1;
     }
+    if (adopted_by < 0 || adopted_by > 0x7fffffffL) {
+        PyErr_Format(PyExc_ValueError, "adopted_by must be a process id, got %ld", adopted_by);
+        return -1;
+    }
     memset(&cfg, 0, sizeof(cfg));
     cfg.pid = (pid_t)pid;
+    cfg.adopter = (pid_t)adopted_by;
     cfg.follow_children = children;
     cfg.track_processes = track_processes;
     cfg.track_system = track_system;
@@ -297,6 +302,7 @@ SAMPLER_FLOAT_GETTER(interval, s->interval)
 SAMPLER_FLOAT_GETTER(cpu_seconds, s->cpu_seconds)
 SAMPLER_FLOAT_GETTER(pss_seconds, s->pss_seconds)
 SAMPLER_FLOAT_GETTER(pss_reads, (double)s->pss_reads)
+SAMPLER_FLOAT_GETTER(memory_hwm, s->memory_hwm_kib)
 SAMPLER_FLOAT_GETTER(samples_taken, (double)s->samples_taken)
 SAMPLER_FLOAT_GETTER(read_errors, (double)s->read_errors)
 SAMPLER_FLOAT_GETTER(rows_dropped, (double)s->rows_dropped)
@@ -313,6 +319,8 @@ static PyGetSetDef sampler_getset[] = {
     {"pss_seconds", (getter)sampler_get_pss_seconds, NULL, "time spent in smaps_rollup reads",
      NULL},
     {"pss_reads", (getter)sampler_get_pss_reads, NULL, "smaps_rollup reads", NULL},
+    {"memory_hwm", (getter)sampler_get_memory_hwm, NULL,
+     "KiB: the largest resident set one process of the workload had (kernel VmHWM)", NULL},
     {"samples_taken", (getter)sampler_get_samples_taken, NULL, "readings incl. baseline", NULL},
     {"read_errors", (getter)sampler_get_read_errors, NULL, "procfs reads that failed", NULL},
     {"rows_dropped", (getter)sampler_get_rows_dropped, NULL,
@@ -339,7 +347,9 @@ static PyMethodDef sampler_methods[] = {
 
 static PyType_Slot sampler_slots[] = {
     {Py_tp_doc, "Sampler(pid, interval, children=True, track_processes=True, track_system=True,"
-                " proc_root=None, sys_root=None, nvml_library=None)"},
+                " proc_root=None, sys_root=None, nvml_library=None, adopted_by=0)\n\n"
+                "adopted_by: a process id whose children also belong to the workload (a "
+                "subreaper that started pid)."},
     {Py_tp_init, sampler_init_py},
     {Py_tp_dealloc, sampler_dealloc},
     {Py_tp_methods, sampler_methods},

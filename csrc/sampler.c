@@ -258,6 +258,7 @@ take_sample(Sampler *sampler, int in_thread, int may_fold, double *prow, double 
     sampler->samples_taken++;
     sampler->pss_seconds = sampler->collector.tree.pss_seconds;
     sampler->pss_reads = sampler->collector.tree.pss_reads;
+    sampler->memory_hwm_kib = (double)sampler->collector.tree.hwm_kib;
     sampler->read_errors =
         sampler->collector.tree.read_errors + sampler->collector.system.read_errors;
     sampler->io_denied = sampler->collector.tree.io_denied;

@@ -54,6 +54,7 @@ typedef struct Sampler {
     unsigned long pss_reads, read_errors; /* after each reading (readers never race the thread) */
     unsigned long rows_dropped;           /* rows lost because memory ran out (retried) */
     unsigned long io_denied, pss_denied;  /* member reads refused (another user's processes) */
+    double memory_hwm_kib;                /* the largest resident set of one member */
     struct Sampler *registry_next;
 } Sampler;
 

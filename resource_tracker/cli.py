@@ -16,6 +16,8 @@ import os
 import signal
 import sys
 
+from . import _adopt
+
 PROG = "resource-tracker"
 FORMATS = ("html", "json", "csv")
 COMMANDS = ("run", "report", "stats", "recommend", "watch", "catalog")
@@ -404,6 +406,8 @@ def _cmd_run(args):
     waited = set(FORWARDED_SIGNALS) | {signal.SIGCHLD}
     blocking = hasattr(signal, "sigtimedwait")  # Linux; elsewhere the handlers forward
     old_mask = None
+    # orphans of the command's tree (daemons that double-fork) become ours: tracked, reaped
+    subreaper = _adopt.become_subreaper()
     try:
         try:
             proc = subprocess.Popen(command)
@@ -425,16 +429,21 @@ def _cmd_run(args):
         for sig in state["pending"]:
             _forward(proc.pid, sig)
             state["sent"].append(signal.Signals(sig).name)
-        tracker, problem = _start_tracker(proc.pid, args.interval)
+        tracker, problem = _start_tracker(proc.pid, args.interval, adopt=subreaper)
         if tracker is not None and not tracker.command:
             tracker.command = shlex.join(command)
         if blocking:
-            state["sent"] += _wait_forwarding(proc.pid, waited)
+            reaper = _adopt.ZombieReaper(proc.pid, args.interval) if subreaper else None
+            state["sent"] += _wait_forwarding(proc.pid, waited, reaper)
         else:
             _wait_polling(proc)
+        if subreaper:  # the processes the command left behind are part of the job
+            state["sent"] += _adopt.wait_adopted(proc.pid, waited if blocking else None, _forward)
         if tracker is not None:
             tracker.stop()  # before reaping: the last reading sees all of the tree's CPU time
         status = _exit_status(proc.wait())
+        if subreaper:
+            _adopt.reap_adopted(proc.pid)
         forwarded = state["sent"]
     finally:
         for sig, handler in previous.items():
@@ -474,12 +483,17 @@ def _short(text, width=60):
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def _start_tracker(pid, interval):
-    """(ResourceTracker of pid, None), or (None, why) when tracking cannot start."""
+def _start_tracker(pid, interval, adopt=False):
+    """(ResourceTracker of pid, None), or (None, why) when tracking cannot start. With adopt,
+    this process's other children (orphans it inherits as subreaper) are tracked too."""
     try:
         from .tracker import ResourceTracker
 
-        return ResourceTracker(pid=pid, interval=interval), None
+        tracker = ResourceTracker(pid=pid, interval=interval, autostart=False)
+        if adopt:
+            tracker._adopt_children_of(os.getpid())
+        tracker.start()
+        return tracker, None
     except Exception as exc:  # the command runs on untracked rather than not at all
         return None, f"{type(exc).__name__}: {exc}"
 
@@ -517,8 +531,9 @@ def _forward(pid, sig):
         pass
 
 
-def _wait_forwarding(pid, waited):
-    """Waits (without reaping) until pid exits, passing signals on; returns the names sent."""
+def _wait_forwarding(pid, waited, reaper=None):
+    """Waits (without reaping) until pid exits, passing signals on; returns the names sent.
+    A reaper (of adopted orphans) hears of every SIGCHLD and gets a turn each loop."""
     sent = []
     while True:
         try:
@@ -527,6 +542,8 @@ def _wait_forwarding(pid, waited):
         except ChildProcessError:
             return sent
         info = signal.sigtimedwait(waited, 0.25)
+        if reaper is not None:
+            reaper.turn(info is not None and info.si_signo == signal.SIGCHLD)
         if info is None or info.si_signo == signal.SIGCHLD:
             continue
         # A terminal's Ctrl-C reaches the whole foreground process group, the command

@@ -19,10 +19,12 @@ fills the same columns with the same units, following the rules of the C sampler
   memory of its stored rows off that process's memory.
 - Memory (KiB): RSS for a single process. With several processes, pages shared inside the
   tree are counted once: each member counts RSS minus (RSS - PSS) as last measured with
-  ``memory_full_info()``. Those reads cost time that grows with a process's memory, so they
-  run within a time budget (a share of the wall time) and their results are reused until
-  stale. Where psutil has no PSS (macOS, Windows), the RSS of the members is summed: shared
-  pages are then counted once per process that maps them.
+  ``memory_full_info()``, read for every member at once (a round) when members came or went
+  or the figures are 30 s old, within a time budget (a share of the wall time). Until its
+  first read, a forked copy of a member (the same command line: no exec) counts what it holds
+  beyond its parent, and the tree counts at least its largest RSS (as the C sampler does).
+  Where psutil has no PSS (macOS, Windows), the RSS of the members is summed: shared pages
+  are then counted once per process that maps them.
 
 psutil is imported when a PsutilSampler is created, never at package import.
 """
@@ -99,7 +101,7 @@ class _Member:
         "zombie",
         "excess",
         "checked_at",
-        "generation_at_check",
+        "cmdline",
     )
 
     def __init__(self, proc):
@@ -111,7 +113,7 @@ class _Member:
         self.zombie = False
         self.excess = 0.0
         self.checked_at = 0.0
-        self.generation_at_check = -1
+        self.cmdline = None  # read when first needed
 
 
 class _Collector:
@@ -132,6 +134,8 @@ class _Collector:
         self.last_split = (0.0, 0.0)  # user and system totals at the last reading
         self.generation = 0
         self.pss_allowance = PSS_BUDGET_START
+        self.round_at = 0.0  # when every member's PSS was last read
+        self.round_generation = -1
         self.pss_refilled_at = 0.0
         self.system_prev = None
         self.disks = None
@@ -318,33 +322,51 @@ class _Collector:
             pass
         self.pss_allowance -= time.monotonic() - started
         member.checked_at = now
-        member.generation_at_check = self.generation
 
-    def _pss_due(self, member, now):
-        if member.checked_at == 0:
-            return True
-        if member.generation_at_check != self.generation and now - member.checked_at >= 1.0:
-            return True
-        return now - member.checked_at >= 30.0
+    def _pss_round(self, now, members):
+        """Reads PSS of every member at once, when due and the budget has something left."""
+        if self.pss_refilled_at > 0:
+            self.pss_allowance += (now - self.pss_refilled_at) * PSS_BUDGET_SHARE
+        self.pss_allowance = min(self.pss_allowance, PSS_BUDGET_BURST)
+        self.pss_refilled_at = now
+        due = (
+            self.round_at == 0
+            or self.round_generation != self.generation
+            or now - self.round_at >= 30.0
+        )
+        if not due or self.pss_allowance <= 0:
+            return
+        for m in members:
+            if m.rss > 0:
+                self._check_pss(m, now)
+        self.round_at, self.round_generation = now, self.generation
+
+    def _command_line(self, member):
+        if member.cmdline is None:
+            try:
+                member.cmdline = tuple(member.proc.cmdline())
+            except (self.ps.Error, OSError):
+                member.cmdline = ()
+        return member.cmdline
+
+    def _own_memory(self, m):
+        """A member's own memory (KiB): RSS less its shared pages at its last PSS read; before
+        that, for a forked copy of a member, what it holds beyond its parent."""
+        if m.checked_at > 0:
+            return max(0.0, m.rss - m.excess)
+        parent = self.members.get(m.ppid)
+        if parent is not None and not parent.zombie and self._command_line(m):
+            if self._command_line(m) == self._command_line(parent):
+                return max(0.0, m.rss - parent.rss)
+        return m.rss
 
     def _memory(self, now, live):
         """Memory of the tree in KiB: RSS, less pages shared inside the tree (PSS)."""
         members = list(self.members.values())
         if live > 1:
-            if self.pss_refilled_at > 0:
-                self.pss_allowance += (now - self.pss_refilled_at) * PSS_BUDGET_SHARE
-            self.pss_allowance = min(self.pss_allowance, PSS_BUDGET_BURST)
-            self.pss_refilled_at = now
-            for first_pass in (True, False):
-                for m in members:
-                    if self.pss_allowance <= 0:
-                        break
-                    if m.rss == 0:
-                        continue
-                    due = m.checked_at == 0 if first_pass else self._pss_due(m, now)
-                    if due:
-                        self._check_pss(m, now)
-            return sum(m.rss - m.excess for m in members if m.rss > m.excess)
+            self._pss_round(now, members)
+            total = sum(self._own_memory(m) for m in members)
+            return max([total] + [m.rss for m in members])
         return sum(m.rss for m in members)
 
     # -- the machine -----------------------------------------------------------------

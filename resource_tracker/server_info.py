@@ -104,10 +104,31 @@ def cgroup_limits(pid, proc_root="/proc", fs_root=""):
     ``cpu.cfs_period_us``, ``memory.limit_in_bytes``.
     """
     result = {"version": None, "cpu_limit_cores": None, "memory_limit_mb": None}
+    found = _cgroup_places(pid, proc_root, fs_root)
+    if found is None:
+        return result
+    version, places = found
+    result["version"] = version
+    if version == 1:
+        result["cpu_limit_cores"] = _walk(*places.get("cpu", (None, None)), _v1_cpu)
+        result["memory_limit_mb"] = _walk(*places.get("memory", (None, None)), _v1_memory)
+    else:
+        result["cpu_limit_cores"] = _walk(*places["unified"], _v2_cpu)
+        result["memory_limit_mb"] = _walk(*places["unified"], _v2_memory)
+    return result
+
+
+def _cgroup_places(pid, proc_root, fs_root):
+    """(version, {controller: (mount, path)}) of pid's cgroups, or None when none is found.
+
+    v1: the ``cpu``, ``cpuacct`` and ``memory`` hierarchies that are mounted (v1 wins when a
+    v1 ``cpu`` or ``memory`` controller is mounted: then v2 holds no controller of those);
+    v2: the one ``unified`` hierarchy. A mount is (root of the mount, mount point).
+    """
     membership = _read(os.path.join(proc_root, str(pid), "cgroup"))
     mountinfo = _read(os.path.join(proc_root, str(pid), "mountinfo"))
     if not membership or not mountinfo:
-        return result
+        return None
     v1_paths, v2_path = {}, None
     for line in membership.splitlines():
         parts = line.split(":", 2)
@@ -132,35 +153,41 @@ def cgroup_limits(pid, proc_root="/proc", fs_root=""):
             v2_mount = mount
         elif fs_type == "cgroup":
             for controller in options.split(","):
-                if controller in ("cpu", "memory"):
+                if controller in ("cpu", "cpuacct", "memory"):
                     v1_mounts[controller] = mount
     if any(c in v1_mounts and c in v1_paths for c in ("cpu", "memory")):
-        result["version"] = 1
-        result["cpu_limit_cores"] = _walk(v1_mounts.get("cpu"), v1_paths.get("cpu"), _v1_cpu)
-        result["memory_limit_mb"] = _walk(
-            v1_mounts.get("memory"), v1_paths.get("memory"), _v1_memory
-        )
-    elif v2_mount is not None and v2_path is not None:
-        result["version"] = 2
-        result["cpu_limit_cores"] = _walk(v2_mount, v2_path, _v2_cpu)
-        result["memory_limit_mb"] = _walk(v2_mount, v2_path, _v2_memory)
-    return result
+        places = {c: (v1_mounts[c], v1_paths[c]) for c in v1_mounts if c in v1_paths}
+        return 1, places
+    if v2_mount is not None and v2_path is not None:
+        return 2, {"unified": (v2_mount, v2_path)}
+    return None
 
 
 def _unescape(path):
     return path.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n")
 
 
-def _walk(mount, path, reader):
-    """The smallest limit ``reader`` finds from the cgroup directory up to the mount point."""
-    if mount is None or path is None:
-        return None
+def _relative_parts(mount, path):
+    """(mount point, [directory names]) of a cgroup path below its mount."""
     root, mount_point = mount
     if root != "/" and (path == root or path.startswith(root.rstrip("/") + "/")):
         path = path[len(root.rstrip("/")) :]
     # in a cgroup namespace /proc/<pid>/cgroup is relative to the namespace root: the mount
     rel = path.strip("/")
-    parts = rel.split("/") if rel else []
+    return mount_point, (rel.split("/") if rel else [])
+
+
+def cgroup_directory(mount, path):
+    """The directory of a cgroup (``mount`` and ``path`` from ``_cgroup_places``)."""
+    mount_point, parts = _relative_parts(mount, path)
+    return os.path.join(mount_point, *parts)
+
+
+def _walk(mount, path, reader):
+    """The smallest limit ``reader`` finds from the cgroup directory up to the mount point."""
+    if mount is None or path is None:
+        return None
+    mount_point, parts = _relative_parts(mount, path)
     best = None
     for depth in range(len(parts), -1, -1):
         directory = os.path.join(mount_point, *parts[:depth])

@@ -209,7 +209,24 @@ class ResourceTracker:
             track_processes=self.track_processes,
             track_system=self.track_system,
         )
-        return _new_sampler(self.method, self.pid, self.interval, **kwargs)
+        return _new_sampler(
+            self.method,
+            self.pid,
+            self.interval,
+            adopted_by=getattr(self, "_adopted_by", 0),
+            **kwargs,
+        )
+
+    def _adopt_children_of(self, pid):
+        """Counts the children of ``pid`` (and their descendants) as part of the workload too.
+
+        For ``resource-tracker run``: the CLI is the subreaper of the command, so processes
+        that double-fork away from the command's tree become its children. Call before
+        start(); the C sampler only (the psutil sampler ignores it).
+        """
+        if self.method == "procfs" and self._sampler.state == "new":
+            self._adopted_by = int(pid)
+            self._sampler = self._make_sampler()
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -224,6 +241,8 @@ class ResourceTracker:
         if self._autostarted and self.running:
             self._autostarted = False  # this start() is the one the constructor already did
             return
+        if self._sampler.state == "new":
+            self._cgroup_start = self._read_cgroup()
         self._sampler.start()
         if self.discover_cloud and self._cloud_job is None:
             self._cloud_job = _start_cloud_discovery()
@@ -232,6 +251,8 @@ class ResourceTracker:
         """Stop sampling; the data stays. Safe to call more than once."""
         was_running = self.running
         self._sampler.stop()
+        if was_running:
+            self._cgroup_end = self._read_cgroup()
         if was_running and self.pid != os.getpid():
             # a child seen before its exec showed its parent's command line (or none)
             self.command = _command_line(self.pid) or self.command
@@ -291,6 +312,51 @@ class ResourceTracker:
     def __exit__(self, *exc):
         self.stop()
         return False
+
+    # -- the container ---------------------------------------------------------------
+
+    def _read_cgroup(self):
+        """The cgroup figures of the tracked process now (None: none, or not readable)."""
+        if not self.track_processes:
+            return None
+        try:
+            from .cgroup_usage import locate_cgroup, read_cgroup_at
+
+            if not hasattr(self, "_cgroup_place"):
+                self._cgroup_place = locate_cgroup(
+                    self.pid,
+                    proc_root=os.environ.get("RESOURCE_TRACKER_PROCFS_ROOT") or "/proc",
+                    sys_root=os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None,
+                )
+            return read_cgroup_at(self._cgroup_place)
+        except Exception:  # never let a probe break the caller
+            return None
+
+    @property
+    def cgroup_metrics(self):
+        """What the cgroup of the tracked process saw during the run (a dict), or None.
+
+        Memory now (at stop) and its peak, the memory limit and CPU quota, CPU seconds,
+        CPU throttling (periods, throttled periods and seconds) and OOM kills during the run,
+        and ``dedicated``: whether only the workload was in the cgroup (a container of its
+        own). See docs/metrics.md, "The container (cgroup)".
+        """
+        if hasattr(self, "_cgroup_stored"):
+            return self._cgroup_stored
+        start = getattr(self, "_cgroup_start", None)
+        end = getattr(self, "_cgroup_end", None)
+        if start is None and end is None:
+            return None
+        if end is None and self.running:
+            end = self._read_cgroup()
+        from .cgroup_usage import cgroup_run
+
+        try:
+            return cgroup_run(
+                start, end, self.pid, os.environ.get("RESOURCE_TRACKER_PROCFS_ROOT") or "/proc"
+            )
+        except Exception:
+            return None
 
     # -- data ------------------------------------------------------------------------
 
@@ -357,6 +423,12 @@ class ResourceTracker:
             _arrays(process), _arrays(system), self.start_time or 0.0, self.stop_time or 0.0
         )
         result["data_quality"] = self.data_quality()
+        hwm = self.memory_hwm
+        if hwm and self.track_processes:
+            result["process_memory_hwm"] = {"max": hwm}
+        cgroup = self.cgroup_metrics
+        if cgroup is not None:
+            result["cgroup"] = cgroup
         return result
 
     def data_quality(self):
@@ -378,6 +450,17 @@ class ResourceTracker:
             int(getattr(self._sampler, "pss_denied", 0)),
         )
 
+    @property
+    def memory_hwm(self):
+        """KiB: the largest resident set one process of the workload had during the run, from
+        the kernel's high-water mark (``VmHWM``), so a peak between two samples shows; None
+        where it is not known (psutil backend, old snapshots). One process's peak: a floor
+        of the workload's (see docs/metrics.md)."""
+        if hasattr(self, "_hwm_stored"):
+            return self._hwm_stored
+        value = getattr(self._sampler, "memory_hwm", None)
+        return float(value) if value else None
+
     def recommend_resources(self, historical_stats=None):
         """Recommend optimal resource allocation based on the measured resource tracker data.
 
@@ -387,7 +470,8 @@ class ResourceTracker:
           run shorter than 0.1 s (``SHORT_RUN_S``) gives no CPU figure (its CPU time is
           below what the kernel's clock-tick counters can measure): then 1
         - memory: the peak memory of the process tree + 20%, rounded up to 128, 256, 512
-          or 1024 MiB, or whole GiB beyond that (MiB)
+          or 1024 MiB, or whole GiB beyond that (MiB); the peak is the largest sample, or the
+          kernel's high-water mark of one process when that is higher (a peak between samples)
         - gpu: the peak number of GPUs in use by the process tree
         - vram: the peak VRAM use of the process tree + 20%, rounded as memory (MiB)
 
@@ -398,7 +482,7 @@ class ResourceTracker:
         Returns:
             {'cpu': int, 'memory': int MiB, 'gpu': int, 'vram': int MiB}
         """
-        runs = [self.stats()] + list(historical_stats or [])
+        runs = [_with_kernel_peak(self.stats())] + list(historical_stats or [])
         recommendation = _core.recommend(runs)
         # A run shorter than SHORT_RUN_S has no measurable CPU usage (CPU time is counted in
         # clock ticks of 10 ms): its CPU figure is left out, the minimum stands without others.
@@ -496,6 +580,8 @@ class ResourceTracker:
             "cloud_info": self.cloud_info,
             "extra": dict(self.extra),
             "data_quality": self.data_quality(),
+            "cgroup_metrics": self.cgroup_metrics,
+            "memory_hwm": self.memory_hwm,
         }
 
     @classmethod
@@ -535,6 +621,8 @@ class ResourceTracker:
         self._cloud_info = snapshot.get("cloud_info")
         self._cloud_job = None
         self._autostarted = False
+        self._cgroup_stored = snapshot.get("cgroup_metrics")
+        self._hwm_stored = snapshot.get("memory_hwm")
         process = TinyDataFrame(_decode_columns(snapshot.get("process_metrics")), PROCESS_COLUMNS)
         system = TinyDataFrame(_decode_columns(snapshot.get("system_metrics")), SYSTEM_COLUMNS)
         self._sampler = _StoredRun(
@@ -624,6 +712,16 @@ def _too_short_for_cpu(stats):
     """True for the stats() of a run too short to measure its CPU usage."""
     duration = ((stats or {}).get("timestamp") or {}).get("duration")
     return isinstance(duration, (int, float)) and 0 < duration < SHORT_RUN_S
+
+
+def _with_kernel_peak(stats):
+    """stats() with the memory peak raised to the kernel's high-water mark of one process
+    when the samples missed a higher peak."""
+    hwm = (stats.get("process_memory_hwm") or {}).get("max")
+    memory = stats.get("process_memory")
+    if not hwm or not isinstance(memory, dict) or hwm <= (memory.get("max") or 0):
+        return stats
+    return dict(stats, process_memory=dict(memory, max=hwm))
 
 
 def _arrays(df):

@@ -284,6 +284,7 @@ class _Page:
             [
                 self._header(),
                 self._server(),
+                self._cgroup(),
                 self._cloud(),
                 self._usage(),
                 self._recommendations(),
@@ -424,6 +425,45 @@ class _Page:
             rows.append(["Container limits", f'<span class="rt-limits">{text}</span>'])
         else:
             rows.append(["Container limits", "none set"])
+        out.append(_table(rows))
+        return "".join(out) + "</section>"
+
+    def _cgroup(self):
+        """The container's own figures (stats()["cgroup"]), when the run had a cgroup."""
+        cg = (self.stats or {}).get("cgroup")
+        if not cg:
+            return ""
+        out = ['<section id="rt-cgroup"><h2>Container (cgroup)</h2>']
+        if not cg.get("dedicated"):
+            out.append(
+                _note(
+                    "Other processes shared this cgroup: its figures cover them too, not only "
+                    "the tracked workload."
+                )
+            )
+
+        def seconds(value):
+            return "n/a" if value is None else f"{_num(value)} s"
+
+        throttled = cg.get("cpu_throttled_periods")
+        periods = cg.get("cpu_periods")
+        limit, quota = cg.get("memory_limit_mib"), cg.get("cpu_limit_cores")
+        rows = [
+            ["cgroup", f"<code>{_esc(cg.get('path'))}</code> (v{_esc(cg.get('version'))})"],
+            ["Memory at the end", _mib(cg.get("memory_mib"))],
+            ["Memory peak (kernel high-water mark)", _mib(cg.get("memory_peak_mib"))],
+            ["Memory limit", _mib(limit) if limit else "none"],
+            ["CPU quota", f"{_num(quota)} cores" if quota else "none"],
+            ["CPU time", seconds(cg.get("cpu_seconds"))],
+            [
+                "CPU throttled",
+                "n/a"
+                if throttled is None
+                else f"{_num(throttled, 0)} of {_num(periods, 0)} periods, "
+                f"{seconds(cg.get('cpu_throttled_seconds'))}",
+            ],
+            ["OOM kills", "n/a" if cg.get("oom_kills") is None else _num(cg["oom_kills"], 0)],
+        ]
         out.append(_table(rows))
         return "".join(out) + "</section>"
 
@@ -782,6 +822,7 @@ _USAGE_ROWS = [
     ("Process CPU, peak (cores)", "process_cpu_usage", "max", "", _f2),
     ("Process memory, mean", "process_memory", "mean", "mem", _mibf),
     ("Process memory, peak", "process_memory", "max", "mem", _mibf),
+    ("One process's peak (kernel VmHWM)", "process_memory_hwm", "max", "mem", _mibf),
     ("Process GPU use, mean (GPUs)", "process_gpu_usage", "mean", "", _f2),
     ("Process GPU use, peak (GPUs)", "process_gpu_usage", "max", "", _f2),
     ("Process VRAM, mean (MiB)", "process_gpu_vram", "mean", "", _f2),

@@ -207,3 +207,21 @@ def test_metaflow_step_succeeds_when_tracking_cannot_start(history_runs):
     assert data["process_metrics"] is None
     # history still works without tracking
     assert data["historical_stats"]["runs_analyzed"] == 3
+
+
+def test_metaflow_artifact_carries_the_cgroup_figures(tracked_run):
+    """The step ran in this machine's cgroup: the container's figures ride in the artifact's
+    stats (the two tables keep their seed shape), and the card's tracker rebuilt from the
+    artifact shows them too."""
+    from metaflow_extensions.resource_tracker.plugins.cards.resource_tracker_card import (
+        tracked_resources_card as card,
+    )
+    from resource_tracker.cgroup_usage import read_cgroup
+
+    if read_cgroup(os.getpid()) is None:
+        pytest.skip("this machine shows no cgroup for its processes")
+    data = task_of(tracked_run, "start")["artifacts"]["resource_tracker_data"]
+    cg = data["detailed_stats"]["cgroup"]
+    assert cg["version"] in (1, 2)
+    assert {"memory_peak_mib", "memory_limit_mib", "cpu_throttled_periods", "oom_kills"} <= set(cg)
+    assert card.tracker_from_artifact(data).stats()["cgroup"] == cg

@@ -136,6 +136,7 @@ PROPERTIES = (
     "cpu_seconds",
     "pss_seconds",
     "pss_reads",
+    "memory_hwm",
     "samples_taken",
     "read_errors",
     "rows_dropped",

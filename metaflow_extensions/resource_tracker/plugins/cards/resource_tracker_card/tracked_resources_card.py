@@ -107,6 +107,7 @@ def tracker_from_artifact(data):
     if meta.get("format") == SNAPSHOT_FORMAT:  # the artifact holds the run's snapshot
         return ResourceTracker.from_snapshot(meta)
     # artifacts of earlier versions: a few fields beside the tables
+    stats = data.get("detailed_stats") or data.get("stats") or {}
     return ResourceTracker.from_snapshot(
         {
             "format": SNAPSHOT_FORMAT,
@@ -124,6 +125,9 @@ def tracker_from_artifact(data):
             "server_info": data.get("server_info"),
             "cloud_info": data.get("cloud_info"),
             "extra": {"step_failed": bool(data.get("step_failed"))},
+            # the kernel's figures: in the artifact's stats (the two tables are the seeds')
+            "cgroup_metrics": stats.get("cgroup"),
+            "memory_hwm": (stats.get("process_memory_hwm") or {}).get("max"),
             "process_metrics": data["process_metrics"].to_dict(),
             "system_metrics": data["system_metrics"].to_dict(),
         }
