@@ -72,10 +72,11 @@ def _default_method():
     return "procfs" if _core.HAVE_PROCFS and os.path.exists("/proc/self/stat") else "psutil"
 
 
-def _new_sampler(method, pid, interval, **kwargs):
+def _new_sampler(method, pid, interval, adopted_by=0, **kwargs):
     """The one engine choice: the C procfs sampler or the psutil one (same interface).
 
-    kwargs: children, track_processes, track_system."""
+    kwargs: children, track_processes, track_system. adopted_by: a pid whose children count
+    as the workload's too (the C sampler only; see ResourceTracker._adopt_children_of)."""
     if method == "procfs":
         if not _core.HAVE_PROCFS:
             raise ValueError(
@@ -88,6 +89,7 @@ def _new_sampler(method, pid, interval, **kwargs):
             proc_root=os.environ.get("RESOURCE_TRACKER_PROCFS_ROOT") or None,
             sys_root=os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None,
             nvml_library=os.environ.get("RESOURCE_TRACKER_NVML_LIBRARY") or None,
+            adopted_by=adopted_by,
             **kwargs,
         )
     if method == "psutil":
