@@ -108,16 +108,7 @@ def spawn_big(gib=4):
         "print('ready', flush=True)\n"
         "sys.stdin.read()\n"
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        start_new_session=True,
-    )
-    if proc.stdout.readline().strip() != b"ready":
-        stop_group(proc)
-        raise RuntimeError(f"the {gib} GiB process did not start")
-    return proc
+    return _start_ready(code, f"the {gib} GiB process did not start")
 
 
 def spawn_cow_tree(mib=400, workers=4):
@@ -134,15 +125,7 @@ def spawn_cow_tree(mib=400, workers=4):
         "print('ready', flush=True)\n"
         "sys.stdin.read()\n"
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        start_new_session=True,
-    )
-    if proc.stdout.readline().strip() != b"ready":
-        stop_group(proc)
-        raise RuntimeError("the copy-on-write tree did not start")
+    proc = _start_ready(code, "the copy-on-write tree did not start")
     deadline = time.monotonic() + 20
     while len(child_pids(proc.pid)) < workers and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -185,3 +168,18 @@ def timed_calls_apart(call, n=40, gap=0.05):
         cpu += cpu_now() - c0
         wall += time.perf_counter() - w0
     return n, cpu / n, wall / n
+
+
+def _start_ready(code, failure):
+    """Starts python -c code in a session of its own; returns its Popen once it printed
+    'ready' (RuntimeError(failure) otherwise)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+    )
+    if proc.stdout.readline().strip() != b"ready":
+        stop_group(proc)
+        raise RuntimeError(failure)
+    return proc

@@ -21,6 +21,18 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 EXAMPLES = os.path.join(REPO, "examples", "metaflow")
 LOOPBACK_DEAD_END = "http://127.0.0.1:9"
 
+# the keys of historical_stats, in the order of the seeds' docs page ("Artifacts")
+DOCUMENTED_HISTORY = (
+    "available",
+    "runs_analyzed",
+    "avg_cpu_mean",
+    "max_memory_max",
+    "avg_gpu_mean",
+    "max_vram_max",
+    "max_gpu_count",
+    "avg_duration",
+)
+
 
 def hermetic_env(root, **extra):
     """The environment of a flow run rooted at root."""

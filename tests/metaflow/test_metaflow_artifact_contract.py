@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from mf_harness import FLOWS, query, run_flow, task_of
+from mf_harness import DOCUMENTED_HISTORY, FLOWS, query, run_flow, task_of
 
 from resource_tracker import ResourceTracker, TinyDataFrame
 from resource_tracker.rounding import COLUMN_DIGITS
@@ -25,16 +25,6 @@ DOCUMENTED_STATS = {
     "traffic": {"inbound", "outbound"},
     "duration": None,
 }
-DOCUMENTED_HISTORY = (
-    "available",
-    "runs_analyzed",
-    "avg_cpu_mean",
-    "max_memory_max",
-    "avg_gpu_mean",
-    "max_vram_max",
-    "max_gpu_count",
-    "avg_duration",
-)
 
 
 @pytest.fixture(scope="module")

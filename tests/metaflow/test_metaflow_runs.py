@@ -10,7 +10,15 @@ from __future__ import annotations
 import os
 
 import pytest
-from mf_harness import FLOWS, blank_card_texts, chromium_check, query, run_flow, task_of
+from mf_harness import (
+    DOCUMENTED_HISTORY,
+    FLOWS,
+    blank_card_texts,
+    chromium_check,
+    query,
+    run_flow,
+    task_of,
+)
 
 from resource_tracker import TinyDataFrame
 
@@ -23,16 +31,6 @@ ARTIFACT_KEYS = {
     "historical_stats",
     "recommendations",
     "step_failed",
-}
-HISTORY_KEYS = {
-    "available",
-    "runs_analyzed",
-    "avg_cpu_mean",
-    "max_memory_max",
-    "avg_gpu_mean",
-    "max_vram_max",
-    "max_gpu_count",
-    "avg_duration",
 }
 
 
@@ -84,7 +82,7 @@ def test_metaflow_artifact_has_the_documented_shape(tracked_run):
     assert len(data["process_metrics"].columns) == 12
     assert len(data["system_metrics"].columns) == 21
     assert len(data["process_metrics"]) >= 1
-    assert HISTORY_KEYS <= set(data["historical_stats"])
+    assert set(DOCUMENTED_HISTORY) <= set(data["historical_stats"])
     assert data["historical_stats"]["runs_analyzed"] == 0  # first run of this flow
     assert set(data["recommendations"]["resources"]) == {"cpu", "memory", "gpu", "vram"}
     assert data["step_failed"] is False
