@@ -29,6 +29,7 @@ from setuptools.errors import CompileError
 PORTABLE_SOURCES = [
     "csrc/columns.c",
     "csrc/module.c",
+    "csrc/py_columns.c",
     "csrc/py_stats.c",
     "csrc/stats.c",
     "csrc/table.c",

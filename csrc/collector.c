@@ -200,37 +200,43 @@ max2(double a, double b)
     return a > b ? a : b;
 }
 
+/* Merges the row `add` into `into` by each column's fold rule (columns.h); the CPU usage
+ * (FOLD_RATE) is left for the caller, which knows the interval and the cores. */
+static void
+fold_row(const ColumnSpec *columns, int n, double *into, const double *add)
+{
+    int i;
+
+    for (i = 0; i < n; i++) {
+        switch (columns[i].fold) {
+        case FOLD_SUM:
+            into[i] += add[i];
+            break;
+        case FOLD_PEAK:
+            into[i] = max2(into[i], add[i]);
+            break;
+        case FOLD_LATEST:
+            into[i] = add[i];
+            break;
+        case FOLD_RATE:
+            break;
+        }
+    }
+}
+
 void
 collector_fold_rows(const Collector *collector, double *pp, double *ps, const double *p,
                     const double *s, double prev_dt, double part_dt)
 {
-    static const int process_sums[] = {PC_UTIME, PC_STIME, PC_READ_BYTES, PC_WRITE_BYTES};
-    static const int process_peaks[] = {PC_CHILDREN, PC_MEMORY, PC_GPU_USAGE, PC_GPU_VRAM,
-                                        PC_GPU_UTILIZED};
-    static const int system_sums[] = {SC_UTIME,           SC_STIME,
-                                      SC_DISK_READ_BYTES, SC_DISK_WRITE_BYTES,
-                                      SC_NET_RECV_BYTES,  SC_NET_SENT_BYTES};
-    static const int system_peaks[] = {SC_GPU_USAGE, SC_GPU_VRAM, SC_GPU_UTILIZED};
     double dt = prev_dt + part_dt;
-    size_t i;
 
     if (pp) {
-        for (i = 0; i < sizeof(process_sums) / sizeof(int); i++)
-            pp[process_sums[i]] += p[process_sums[i]];
-        for (i = 0; i < sizeof(process_peaks) / sizeof(int); i++)
-            pp[process_peaks[i]] = max2(pp[process_peaks[i]], p[process_peaks[i]]);
+        fold_row(process_columns, PC_COUNT, pp, p);
         pp[PC_CPU_USAGE] = collector_cpu_usage(pp[PC_UTIME] + pp[PC_STIME], dt, collector->tick_s,
                                                collector->process_cores);
-        pp[PC_TIMESTAMP] = p[PC_TIMESTAMP];
     }
     if (ps) {
-        double keep[SC_COUNT];
-        memcpy(keep, ps, sizeof(keep));
-        memcpy(ps, s, sizeof(keep)); /* gauges: the latest reading */
-        for (i = 0; i < sizeof(system_sums) / sizeof(int); i++)
-            ps[system_sums[i]] = keep[system_sums[i]] + s[system_sums[i]];
-        for (i = 0; i < sizeof(system_peaks) / sizeof(int); i++)
-            ps[system_peaks[i]] = max2(keep[system_peaks[i]], s[system_peaks[i]]);
+        fold_row(system_columns, SC_COUNT, ps, s);
         ps[SC_CPU_USAGE] = collector_cpu_usage(ps[SC_UTIME] + ps[SC_STIME], dt, collector->tick_s,
                                                collector->system_cores);
     }

@@ -1,30 +1,67 @@
+/* The column registry (see columns.h): one entry per column, in table order. */
 #include "columns.h"
 
-const char *const process_column_names[PC_COUNT] = {
-    "timestamp", "pid",        "children",    "utime",     "stime",    "cpu_usage",
-    "memory",    "read_bytes", "write_bytes", "gpu_usage", "gpu_vram", "gpu_utilized",
+#define COL(name, label, unit, fold, agg, res, digits)                                             \
+    {                                                                                              \
+        name, label, unit, FOLD_##fold, AGG_##agg, RES_##res, digits                               \
+    }
+
+const ColumnSpec process_columns[PC_COUNT] = {
+    COL("timestamp", "Timestamp", "s", LATEST, NONE, NONE, -1),
+    COL("pid", "Process PID", "", LATEST, NONE, NONE, 0),
+    COL("children", "Process children", "processes", PEAK, MAX, NONE, 0),
+    COL("utime", "Process CPU time (user)", "s", SUM, NONE, NONE, 4),
+    COL("stime", "Process CPU time (system)", "s", SUM, NONE, NONE, 4),
+    COL("cpu_usage", "Process CPU usage", "cores", RATE, DIST, CPU, 4),
+    COL("memory", "Process memory usage", "KiB", PEAK, DIST, MEMORY, 0),
+    COL("read_bytes", "Process disk read", "B", SUM, SUM, NONE, 0),
+    COL("write_bytes", "Process disk write", "B", SUM, SUM, NONE, 0),
+    COL("gpu_usage", "Process GPU usage", "GPUs", PEAK, DIST, NONE, 4),
+    COL("gpu_vram", "Process VRAM used", "MiB", PEAK, DIST, VRAM, 2),
+    COL("gpu_utilized", "Process GPUs in use", "GPUs", PEAK, DIST, GPU, 4),
 };
 
-const char *const system_column_names[SC_COUNT] = {
-    "timestamp",
-    "processes",
-    "utime",
-    "stime",
-    "cpu_usage",
-    "memory_free",
-    "memory_used",
-    "memory_buffers",
-    "memory_cached",
-    "memory_active",
-    "memory_inactive",
-    "disk_read_bytes",
-    "disk_write_bytes",
-    "disk_space_total_gb",
-    "disk_space_used_gb",
-    "disk_space_free_gb",
-    "net_recv_bytes",
-    "net_sent_bytes",
-    "gpu_usage",
-    "gpu_vram",
-    "gpu_utilized",
+const ColumnSpec system_columns[SC_COUNT] = {
+    COL("timestamp", "Timestamp", "s", LATEST, NONE, NONE, -1),
+    COL("processes", "System processes", "processes", LATEST, NONE, NONE, 0),
+    COL("utime", "System CPU time (user)", "s", SUM, NONE, NONE, 4),
+    COL("stime", "System CPU time (system)", "s", SUM, NONE, NONE, 4),
+    COL("cpu_usage", "System CPU usage", "cores", RATE, DIST, NONE, 4),
+    COL("memory_free", "System free memory", "KiB", LATEST, NONE, NONE, 0),
+    COL("memory_used", "System used memory", "KiB", LATEST, DIST, NONE, 0),
+    COL("memory_buffers", "System memory buffers", "KiB", LATEST, NONE, NONE, 0),
+    COL("memory_cached", "System memory page/file cached", "KiB", LATEST, NONE, NONE, 0),
+    COL("memory_active", "System active memory", "KiB", LATEST, NONE, NONE, 0),
+    COL("memory_inactive", "System inactive memory", "KiB", LATEST, NONE, NONE, 0),
+    COL("disk_read_bytes", "System disk read", "B", SUM, SUM, NONE, 0),
+    COL("disk_write_bytes", "System disk write", "B", SUM, SUM, NONE, 0),
+    COL("disk_space_total_gb", "System disk space total", "GB", LATEST, NONE, NONE, 2),
+    COL("disk_space_used_gb", "System disk space used", "GB", LATEST, MAX, NONE, 2),
+    COL("disk_space_free_gb", "System disk space free", "GB", LATEST, NONE, NONE, 2),
+    COL("net_recv_bytes", "System inbound network traffic", "B", SUM, SUM, NONE, 0),
+    COL("net_sent_bytes", "System outbound network traffic", "B", SUM, SUM, NONE, 0),
+    COL("gpu_usage", "System GPU usage", "GPUs", PEAK, DIST, NONE, 4),
+    COL("gpu_vram", "System VRAM used", "MiB", PEAK, DIST, NONE, 2),
+    COL("gpu_utilized", "System GPUs in use", "GPUs", PEAK, DIST, NONE, 4),
 };
+
+const char *
+column_fold_name(enum ColumnFold fold)
+{
+    static const char *const names[] = {"latest", "sum", "peak", "rate"};
+    return names[fold];
+}
+
+const char *
+column_aggregate_name(enum ColumnAggregate aggregate)
+{
+    static const char *const names[] = {"none", "dist", "sum", "max"};
+    return names[aggregate];
+}
+
+const char *
+column_resource_name(enum ColumnResource resource)
+{
+    static const char *const names[] = {"", "cpu", "memory", "gpu", "vram"};
+    return names[resource];
+}

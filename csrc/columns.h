@@ -1,4 +1,10 @@
-/* The metric columns of the two tables (names and order are the public contract). */
+/* The column registry: every metric column of the two tables, declared once.
+ *
+ * A column's name, label, unit, how rows fold when the sampler merges ticks, how stats()
+ * aggregates it, which resource it feeds in the recommendation and how many decimals the
+ * rounded views keep all live in the one entry in columns.c. The enums give the order of
+ * the columns (names and order are the public contract); Python reads the registry as
+ * _core.COLUMN_REGISTRY (resource_tracker/registry.py). */
 #ifndef RT_COLUMNS_H
 #define RT_COLUMNS_H
 
@@ -43,7 +49,40 @@ enum SystemColumn {
     SC_COUNT
 };
 
-extern const char *const process_column_names[PC_COUNT];
-extern const char *const system_column_names[SC_COUNT];
+/* How two consecutive rows merge into one (a tick that covers a late one). */
+enum ColumnFold {
+    FOLD_LATEST, /* a gauge or a key: the later reading */
+    FOLD_SUM,    /* an amount during the interval: the two add up */
+    FOLD_PEAK,   /* a level the recommendation sizes for: the higher one */
+    FOLD_RATE    /* cpu_usage: recomputed from the summed utime + stime */
+};
+
+/* What stats() reports for the column. */
+enum ColumnAggregate {
+    AGG_NONE, /* not in stats() */
+    AGG_DIST, /* time-weighted mean, max, p50, p90, p99 */
+    AGG_SUM,  /* the total */
+    AGG_MAX   /* the highest value */
+};
+
+/* The resource a process column sizes in the recommendation. */
+enum ColumnResource { RES_NONE, RES_CPU, RES_MEMORY, RES_GPU, RES_VRAM };
+
+typedef struct ColumnSpec {
+    const char *name;  /* the column's name in its table */
+    const char *label; /* for people, as the seeds print it: "System CPU usage" */
+    const char *unit;  /* "s", "cores", "KiB", "MiB", "B", "GB", "GPUs", "%", "count", "" */
+    enum ColumnFold fold;
+    enum ColumnAggregate aggregate;
+    enum ColumnResource resource;
+    int digits; /* decimals in the rounded views; -1 keeps the value as it is */
+} ColumnSpec;
+
+extern const ColumnSpec process_columns[PC_COUNT];
+extern const ColumnSpec system_columns[SC_COUNT];
+
+const char *column_fold_name(enum ColumnFold fold);
+const char *column_aggregate_name(enum ColumnAggregate aggregate);
+const char *column_resource_name(enum ColumnResource resource);
 
 #endif

@@ -1,32 +1,11 @@
 /* The _core module: registers the binding files' types and functions, nothing else. */
 #include "py_core.h"
 
-#include "columns.h"
 #include "platform.h"
 
 #ifndef RT_VERSION
 #define RT_VERSION "0.0.0"
 #endif
-
-/* a tuple of the column names */
-static PyObject *
-names_tuple(const char *const *names, Py_ssize_t n)
-{
-    PyObject *tuple = PyTuple_New(n);
-    Py_ssize_t i;
-
-    if (tuple == NULL)
-        return NULL;
-    for (i = 0; i < n; i++) {
-        PyObject *name = PyUnicode_FromString(names[i]);
-        if (name == NULL) {
-            Py_DECREF(tuple);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(tuple, i, name);
-    }
-    return tuple;
-}
 
 /* 0, or -1 with an exception */
 static int
@@ -60,9 +39,7 @@ static int
 core_exec(PyObject *module)
 {
     if (add_object(module, "__version__", PyUnicode_FromString(RT_VERSION)) ||
-        add_object(module, "PROCESS_COLUMNS", names_tuple(process_column_names, PC_COUNT)) ||
-        add_object(module, "SYSTEM_COLUMNS", names_tuple(system_column_names, SC_COUNT)) ||
-        rt_add_stats(module) || add_platform_parts(module))
+        rt_add_columns(module) || rt_add_stats(module) || add_platform_parts(module))
         return -1;
     return 0;
 }

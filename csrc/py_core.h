@@ -11,6 +11,7 @@ typedef struct CoreState {
 } CoreState;
 
 /* Each binding file adds its types and functions to the module: 0, or -1 with an exception. */
+int rt_add_columns(PyObject *module);
 int rt_add_sampler(PyObject *module);
 int rt_add_stats(PyObject *module);
 int rt_add_gpu(PyObject *module);

@@ -5,26 +5,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "columns.h"
 #include "stats.h"
-
-enum Aggregate { AGG_DIST, AGG_SUM, AGG_MAX };
-
-/* What stats() reports: "<table>_<column>" -> the aggregates. */
-static const struct StatSpec {
-    const char *table;
-    const char *column;
-    enum Aggregate agg;
-} stat_specs[] = {
-    {"process", "cpu_usage", AGG_DIST},      {"process", "memory", AGG_DIST},
-    {"process", "gpu_usage", AGG_DIST},      {"process", "gpu_vram", AGG_DIST},
-    {"process", "gpu_utilized", AGG_DIST},   {"process", "children", AGG_MAX},
-    {"process", "read_bytes", AGG_SUM},      {"process", "write_bytes", AGG_SUM},
-    {"system", "cpu_usage", AGG_DIST},       {"system", "memory_used", AGG_DIST},
-    {"system", "gpu_usage", AGG_DIST},       {"system", "gpu_vram", AGG_DIST},
-    {"system", "gpu_utilized", AGG_DIST},    {"system", "disk_read_bytes", AGG_SUM},
-    {"system", "disk_write_bytes", AGG_SUM}, {"system", "disk_space_used_gb", AGG_MAX},
-    {"system", "net_recv_bytes", AGG_SUM},   {"system", "net_sent_bytes", AGG_SUM},
-};
 
 /* 0, or -1 with TypeError */
 int
@@ -94,7 +76,7 @@ set_float(PyObject *dict, const char *key, double value)
 
 /* A dict of the aggregates of a summary. */
 static PyObject *
-summary_dict(const Summary *s, enum Aggregate agg)
+summary_dict(const Summary *s, enum ColumnAggregate agg)
 {
     PyObject *d = PyDict_New();
 
@@ -134,6 +116,9 @@ static int
 add_table_stats(PyObject *result, const char *table, PyObject *columns, double start,
                 Py_ssize_t *rows, double *first_ts, double *last_ts)
 {
+    int is_process = strcmp(table, "process") == 0;
+    const ColumnSpec *specs = is_process ? process_columns : system_columns;
+    size_t n_specs = is_process ? PC_COUNT : SC_COUNT;
     PyObject *ts_obj;
     double *ts = NULL, *w = NULL;
     Py_ssize_t n = 0;
@@ -152,22 +137,22 @@ add_table_stats(PyObject *result, const char *table, PyObject *columns, double s
         *first_ts = ts[0];
         *last_ts = ts[n - 1];
     }
-    for (k = 0; n > 0 && k < sizeof(stat_specs) / sizeof(*stat_specs); k++) {
-        const struct StatSpec *spec = &stat_specs[k];
+    for (k = 0; n > 0 && k < n_specs; k++) {
+        const ColumnSpec *spec = &specs[k];
         PyObject *col, *d;
         double *values = NULL;
         Py_ssize_t m;
         Summary s;
         char key[96];
-        if (strcmp(spec->table, table) != 0)
+        if (spec->aggregate == AGG_NONE)
             continue;
-        col = PyMapping_GetItemString(columns, spec->column);
+        col = PyMapping_GetItemString(columns, spec->name);
         if (col == NULL) {
             PyErr_Clear();
             continue;
         }
         m = 0;
-        if (rt_as_doubles(col, spec->column, &values, &m) < 0) {
+        if (rt_as_doubles(col, spec->name, &values, &m) < 0) {
             Py_DECREF(col);
             goto done;
         }
@@ -178,8 +163,8 @@ add_table_stats(PyObject *result, const char *table, PyObject *columns, double s
             goto done;
         }
         PyMem_Free(values);
-        snprintf(key, sizeof(key), "%s_%s", table, spec->column);
-        d = summary_dict(&s, spec->agg);
+        snprintf(key, sizeof(key), "%s_%s", table, spec->name);
+        d = summary_dict(&s, spec->aggregate);
         if (d == NULL || PyDict_SetItemString(result, key, d) < 0) {
             Py_XDECREF(d);
             goto done;

@@ -12,35 +12,11 @@ from __future__ import annotations
 
 from array import array
 
-#: Decimals per column (both tables) in the rounded views; None keeps the value as it is.
-COLUMN_DIGITS = {
-    "timestamp": None,
-    "pid": 0,
-    "children": 0,
-    "processes": 0,
-    "utime": 4,
-    "stime": 4,
-    "cpu_usage": 4,
-    "memory": 0,
-    "memory_free": 0,
-    "memory_used": 0,
-    "memory_buffers": 0,
-    "memory_cached": 0,
-    "memory_active": 0,
-    "memory_inactive": 0,
-    "read_bytes": 0,
-    "write_bytes": 0,
-    "disk_read_bytes": 0,
-    "disk_write_bytes": 0,
-    "disk_space_total_gb": 2,
-    "disk_space_used_gb": 2,
-    "disk_space_free_gb": 2,
-    "net_recv_bytes": 0,
-    "net_sent_bytes": 0,
-    "gpu_usage": 4,
-    "gpu_vram": 2,
-    "gpu_utilized": 4,
-}
+from .registry import COLUMNS
+
+#: Decimals per column name (both tables; the registry's digits) in the rounded views; None
+#: keeps the value as it is.
+COLUMN_DIGITS = {c.name: c.digits for c in COLUMNS}
 
 #: Decimals of the means and maxes in the documented summary.
 STATS_DIGITS = 2

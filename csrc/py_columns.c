@@ -1,0 +1,77 @@
+/* _core.PROCESS_COLUMNS, SYSTEM_COLUMNS and COLUMN_REGISTRY: the registry (columns.h) for Python.
+ */
+#include "py_core.h"
+
+#include "columns.h"
+
+/* a tuple of the names of n columns */
+static PyObject *
+names_tuple(const ColumnSpec *columns, Py_ssize_t n)
+{
+    PyObject *tuple = PyTuple_New(n);
+    Py_ssize_t i;
+
+    if (tuple == NULL)
+        return NULL;
+    for (i = 0; i < n; i++) {
+        PyObject *name = PyUnicode_FromString(columns[i].name);
+        if (name == NULL) {
+            Py_DECREF(tuple);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(tuple, i, name);
+    }
+    return tuple;
+}
+
+/* (table, name, label, unit, fold, aggregate, resource, digits) */
+static PyObject *
+entry_tuple(const char *table, const ColumnSpec *c)
+{
+    return Py_BuildValue("(sssssssi)", table, c->name, c->label, c->unit, column_fold_name(c->fold),
+                         column_aggregate_name(c->aggregate), column_resource_name(c->resource),
+                         c->digits);
+}
+
+/* Every column of both tables, process table first, as entry tuples. */
+static PyObject *
+registry_tuple(void)
+{
+    PyObject *tuple = PyTuple_New(PC_COUNT + SC_COUNT);
+    Py_ssize_t i;
+
+    if (tuple == NULL)
+        return NULL;
+    for (i = 0; i < PC_COUNT + SC_COUNT; i++) {
+        PyObject *entry = i < PC_COUNT ? entry_tuple("process", &process_columns[i])
+                                       : entry_tuple("system", &system_columns[i - PC_COUNT]);
+        if (entry == NULL) {
+            Py_DECREF(tuple);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(tuple, i, entry);
+    }
+    return tuple;
+}
+
+static int
+add_tuple(PyObject *module, const char *name, PyObject *value)
+{
+    if (value == NULL)
+        return -1;
+    if (PyModule_AddObject(module, name, value) < 0) {
+        Py_DECREF(value);
+        return -1;
+    }
+    return 0;
+}
+
+int
+rt_add_columns(PyObject *module)
+{
+    return add_tuple(module, "PROCESS_COLUMNS", names_tuple(process_columns, PC_COUNT)) ||
+                   add_tuple(module, "SYSTEM_COLUMNS", names_tuple(system_columns, SC_COUNT)) ||
+                   add_tuple(module, "COLUMN_REGISTRY", registry_tuple())
+               ? -1
+               : 0;
+}
