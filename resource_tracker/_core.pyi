@@ -17,7 +17,10 @@ STOP_TIMEOUT: float  # seconds stop() waits for the thread at most: 2.0
 _Values = Union[Sequence[float], memoryview, Any]
 
 class Sampler:
-    """The C sampler: a thread that reads procfs every `interval` seconds."""
+    """The C sampler: a thread that reads procfs every `interval` seconds.
+
+    A ``resource_tracker.sampling.Sampler`` (the Protocol the tracker drives), as
+    ``PsutilSampler`` and ``StoredRun`` are; ``sample_now`` is for the CSV trackers."""
 
     def __init__(
         self,
@@ -62,6 +65,8 @@ class Sampler:
     def io_denied(self) -> float: ...
     @property
     def pss_denied(self) -> float: ...
+    @property
+    def memory_hwm(self) -> float: ...
 
 def stats(
     process: Optional[Mapping[str, _Values]],

@@ -1,8 +1,9 @@
 """PidTracker and SystemTracker: write samples as CSV lines, in the calling thread.
 
 They start no thread of their own: ``run()`` (or iterating) takes one reading per interval,
-aligned to the start, and writes it as one CSV line to stdout or a file. Use them in a
-process of their own, e.g. ``python -c "from resource_tracker import SystemTracker;
+aligned to the start (the samplers' grid: ``sampling.next_tick``), and writes it as one CSV
+line to stdout or a file. Use them in a process of their own, e.g.
+``python -c "from resource_tracker import SystemTracker;
 SystemTracker(output_file='system.csv').run()"``.
 """
 
@@ -13,6 +14,7 @@ import sys
 import time
 
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
+from .sampling import next_tick
 from .tracker import _check_interval, _check_pid, _default_method, _new_sampler
 
 
@@ -29,16 +31,10 @@ class _CsvTracker:
     def __iter__(self):
         """Yields one row dict per interval, forever (the first after one interval)."""
         self._sampler.sample_now()  # baseline
-        start = time.monotonic()
-        k = 0
+        start = deadline = time.monotonic()
         while True:
-            k += 1
-            delay = start + k * self.interval - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            else:  # fell behind: skip to the next tick of the grid
-                k = int((time.monotonic() - start) / self.interval) + 1
-                time.sleep(max(0.0, start + k * self.interval - time.monotonic()))
+            deadline = next_tick(start, deadline, time.monotonic(), self.interval)
+            time.sleep(max(0.0, deadline - time.monotonic()))
             rows = self._sampler.sample_now()
             yield dict(zip(self._columns, rows[self._row_index]))
 

@@ -1,13 +1,15 @@
 """PsutilSampler: the sampler for machines without procfs (macOS, Windows), built on psutil.
 
-It has the interface of ``_core.Sampler`` that ResourceTracker uses (start, stop, wait,
-columns, sample_now, state, n_samples, start_time, stop_time, interval, cpu_seconds) and
-fills the same columns with the same units, following the rules of the C sampler:
+It is a :class:`resource_tracker.sampling.Sampler` as ``_core.Sampler`` is (plus
+``sample_now`` for the CSV trackers) and fills the same columns with the same units,
+following the rules of the C sampler:
 
 - Ticks on a fixed grid aligned to the start (tick k at start + k * interval; a late tick
-  skips ahead). The thread sleeps on an Event with the remaining time, so stop() wakes it at
-  once; it then takes a last reading for the partial interval, folded into the previous row
-  when shorter than a quarter interval.
+  skips ahead: ``sampling.next_tick``). The thread sleeps on an Event with the remaining
+  time, so stop() wakes it at once; it then takes a last reading for the partial interval,
+  folded into the previous row when shorter than a quarter interval
+  (``sampling.FOLD_SHARE``), column by column as the registry's ``fold`` rule says (latest,
+  sum, peak, or CPU usage recomputed).
 - The workload is the root process and its descendants (``Process.children(recursive=True)``);
   a member stays a member while it lives, also after its parent exits (orphans are followed).
 - CPU time and I/O bytes are conserved: the workload total is the sum over live members of
@@ -31,19 +33,16 @@ psutil is imported when a PsutilSampler is created, never at package import.
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 import time
 import weakref
 from array import array
 
+from . import registry
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
+from .sampling import FINAL_MIN_SECONDS, FOLD_MIN_SECONDS, FOLD_SHARE, STOP_TIMEOUT, next_tick
 
-FOLD_SHARE = 0.25
-FOLD_MIN_SECONDS = 0.1  # a final interval this short is too short to measure CPU time
-FINAL_MIN_SECONDS = 0.001
-STOP_TIMEOUT = 2.0  # seconds stop() waits for the thread (as the C sampler)
 SYSTEM_REFRESH_SECONDS = 60.0
 PSS_BUDGET_SHARE = 0.005
 PSS_BUDGET_BURST = 0.100
@@ -52,20 +51,17 @@ SKIPPED_DISK_PREFIXES = ("loop", "ram", "zram", "fd")
 
 _P = {name: i for i, name in enumerate(PROCESS_COLUMNS)}
 _S = {name: i for i, name in enumerate(SYSTEM_COLUMNS)}
-_PROCESS_SUMS = [_P[n] for n in ("utime", "stime", "read_bytes", "write_bytes")]
-_PROCESS_PEAKS = [_P[n] for n in ("children", "memory", "gpu_usage", "gpu_vram", "gpu_utilized")]
-_SYSTEM_SUMS = [
-    _S[n]
-    for n in (
-        "utime",
-        "stime",
-        "disk_read_bytes",
-        "disk_write_bytes",
-        "net_recv_bytes",
-        "net_sent_bytes",
-    )
-]
-_SYSTEM_PEAKS = [_S[n] for n in ("gpu_usage", "gpu_vram", "gpu_utilized")]
+
+
+def _fold_plan(table):
+    """{fold rule: [column index]} of one table, from the column registry."""
+    plan = {"latest": [], "sum": [], "peak": [], "rate": []}
+    for i, col in enumerate(registry.columns(table)):
+        plan[col.fold].append(i)
+    return plan
+
+
+_FOLDS = {table: _fold_plan(table) for table in ("process", "system")}
 
 _ENGINES = weakref.WeakSet()
 
@@ -536,24 +532,28 @@ _TICK_S = 0.01
 _MACHINE_CPUS = os.cpu_count() or 1
 
 
+def _fold_row(table, kept, later, dt):
+    """Folds the row ``later`` into ``kept`` (in place) by the registry's fold rules: the
+    latest reading of a gauge, the sum of an amount, the higher of a peak, and CPU usage
+    recomputed from the summed CPU time over the whole ``dt`` (as csrc/collector.c)."""
+    plan = _FOLDS[table]
+    for i in plan["latest"]:
+        kept[i] = later[i]
+    for i in plan["sum"]:
+        kept[i] += later[i]
+    for i in plan["peak"]:
+        kept[i] = max(kept[i], later[i])
+    index = _P if table == "process" else _S
+    for i in plan["rate"]:
+        kept[i] = _cpu_usage(kept[index["utime"]] + kept[index["stime"]], dt)
+
+
 def _fold(pp, ps, p, s, prev_dt, part_dt):
     """Folds a short last reading into the previous rows (in place), like the C sampler."""
-    dt = prev_dt + part_dt
     if pp is not None:
-        for i in _PROCESS_SUMS:
-            pp[i] += p[i]
-        for i in _PROCESS_PEAKS:
-            pp[i] = max(pp[i], p[i])
-        pp[_P["cpu_usage"]] = _cpu_usage(pp[_P["utime"]] + pp[_P["stime"]], dt)
-        pp[_P["timestamp"]] = p[_P["timestamp"]]
+        _fold_row("process", pp, p, prev_dt + part_dt)
     if ps is not None:
-        keep = list(ps)
-        ps[:] = s  # gauges: the latest reading
-        for i in _SYSTEM_SUMS:
-            ps[i] = keep[i] + s[i]
-        for i in _SYSTEM_PEAKS:
-            ps[i] = max(keep[i], s[i])
-        ps[_S["cpu_usage"]] = _cpu_usage(ps[_S["utime"]] + ps[_S["stime"]], dt)
+        _fold_row("system", ps, s, prev_dt + part_dt)
 
 
 class _Engine:
@@ -646,13 +646,7 @@ class _Engine:
         self.take_sample(True, False)  # baseline
         deadline = self.start_mono
         while True:
-            now = time.monotonic()
-            deadline += self.interval
-            if deadline <= now:  # fell behind: the next tick of the grid
-                deadline = (
-                    self.start_mono
-                    + (math.floor((now - self.start_mono) / self.interval) + 1) * self.interval
-                )
+            deadline = next_tick(self.start_mono, deadline, time.monotonic(), self.interval)
             if self._sleep_until(deadline):
                 break
             self.take_sample(True, False)
@@ -709,7 +703,7 @@ if hasattr(os, "register_at_fork"):
 
 
 class PsutilSampler:
-    """A sampler thread built on psutil, with the interface of ``_core.Sampler``.
+    """A sampler thread built on psutil: a ``sampling.Sampler``, as ``_core.Sampler`` is.
 
     Args:
         pid: root process of the workload.
@@ -835,6 +829,11 @@ class PsutilSampler:
     def read_errors(self):
         """Readings that failed as a whole (and gave no row)."""
         return self._engine.read_errors
+
+    # What the psutil sampler does not measure (the Sampler interface's counters): no row is
+    # ever dropped (rows are Python arrays), refused reads keep the last values, and psutil
+    # has no kernel high-water mark of a process's memory (0: unknown).
+    rows_dropped = io_denied = pss_denied = memory_hwm = 0.0
 
     def __del__(self):
         engine = getattr(self, "_engine", None)

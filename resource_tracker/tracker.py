@@ -14,6 +14,8 @@ from array import array
 from . import _core
 from ._version import __version__
 from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABELS
+from .sampling import Sampler
+from .sampling import StoredRun as _StoredRun
 from .tiny_data_frame import TinyDataFrame
 
 #: Runs shorter than this (seconds) have no measurable CPU usage (10 clock ticks of 10 ms).
@@ -72,8 +74,9 @@ def _default_method():
     return "procfs" if _core.HAVE_PROCFS and os.path.exists("/proc/self/stat") else "psutil"
 
 
-def _new_sampler(method, pid, interval, adopted_by=0, **kwargs):
-    """The one engine choice: the C procfs sampler or the psutil one (same interface).
+def _new_sampler(method, pid, interval, adopted_by=0, **kwargs) -> Sampler:
+    """The one engine choice: the C procfs sampler or the psutil one (both a
+    ``sampling.Sampler``).
 
     kwargs: children, track_processes, track_system. adopted_by: a pid whose children count
     as the workload's too (the C sampler only; see ResourceTracker._adopt_children_of)."""
@@ -112,40 +115,6 @@ def _command_line(pid):
         except Exception:
             return ""
     return raw.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace")
-
-
-class _StoredRun:
-    """A finished run held in memory (from a snapshot): the sampler interface, read-only."""
-
-    state = "stopped"
-
-    def __init__(self, process, system, start_time, stop_time, interval, data_quality=None):
-        self._tables = {"process": process, "system": system}
-        self.data_quality = data_quality
-        self.start_time = start_time
-        self.stop_time = stop_time
-        self.interval = interval
-        self.cpu_seconds = 0.0
-
-    @property
-    def n_samples(self):
-        return max(len(self._tables["process"]), len(self._tables["system"]))
-
-    def columns(self, table):
-        df = self._tables[table]
-        names = PROCESS_COLUMNS if table == "process" else SYSTEM_COLUMNS
-        if len(df) == 0:
-            return [b""] * len(names)
-        return [array("d", df.column_array(n)).tobytes() for n in names]
-
-    def start(self):
-        raise RuntimeError("a tracker loaded from a snapshot cannot be started; create a new one")
-
-    def stop(self):
-        pass
-
-    def wait(self, n, timeout):
-        return self.n_samples >= n
 
 
 class ResourceTracker:
@@ -199,7 +168,7 @@ class ResourceTracker:
         self._server_info = None
         self._cloud_info = None
         self._cloud_job = None
-        self._sampler = self._make_sampler()
+        self._sampler: Sampler = self._make_sampler()
         self._autostarted = False
         if autostart:
             self.start()
@@ -443,13 +412,11 @@ class ResourceTracker:
         - process_memory: /proc/<pid>/smaps_rollup refused: memory shared between the
           tracked processes is counted once per process (an over-estimate).
         """
-        stored = getattr(self._sampler, "data_quality", None)
-        if stored is not None:
-            return stored
+        sampler = self._sampler
+        if isinstance(sampler, _StoredRun) and sampler.data_quality is not None:
+            return sampler.data_quality
         return _data_quality(
-            int(getattr(self._sampler, "rows_dropped", 0)),
-            int(getattr(self._sampler, "io_denied", 0)),
-            int(getattr(self._sampler, "pss_denied", 0)),
+            int(sampler.rows_dropped), int(sampler.io_denied), int(sampler.pss_denied)
         )
 
     @property
@@ -460,7 +427,7 @@ class ResourceTracker:
         of the workload's (see docs/metrics.md)."""
         if hasattr(self, "_hwm_stored"):
             return self._hwm_stored
-        value = getattr(self._sampler, "memory_hwm", None)
+        value = self._sampler.memory_hwm
         return float(value) if value else None
 
     def recommend_resources(self, historical_stats=None):

@@ -1,0 +1,192 @@
+"""What a sampler is: the one interface ResourceTracker and the CSV trackers drive.
+
+Three classes implement :class:`Sampler`:
+
+- ``_core.Sampler``: the C sampler (a thread reading procfs that never takes the GIL);
+- ``psutil_sampler.PsutilSampler``: the same rules on psutil, where procfs is missing;
+- :class:`StoredRun`: a finished run read back from a snapshot (``from_snapshot``/``loads``).
+
+A sampler fills two tables, ``process`` and ``system``, whose columns are the registry's
+(:mod:`resource_tracker.registry`), in its order; ``columns(table)`` hands each column over
+as a buffer of native float64 values. This module also holds what the two Python samplers
+share with the C one: the tick schedule (:func:`next_tick`) and the constants of the last,
+partial interval.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Tuple, runtime_checkable
+
+from . import _core
+from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
+
+__all__ = [
+    "Sampler",
+    "StoredRun",
+    "TABLES",
+    "FOLD_SHARE",
+    "FOLD_MIN_SECONDS",
+    "FINAL_MIN_SECONDS",
+    "STOP_TIMEOUT",
+    "next_tick",
+    "table_columns",
+]
+
+#: The two tables a sampler fills.
+TABLES: Tuple[str, str] = ("process", "system")
+
+# The last, partial interval (when stop() comes between two ticks), as csrc/sampler.c has it:
+#: a final reading this much of an interval long or shorter is folded into the previous row;
+FOLD_SHARE = 0.25
+#: so is one this short (seconds) whatever the interval: too short to measure CPU time in
+#: clock ticks (10 ms);
+FOLD_MIN_SECONDS = 0.1
+#: and a final reading closer than this (seconds) to the last one is not taken at all.
+FINAL_MIN_SECONDS = 0.001
+#: Seconds stop() waits for the sampler thread at most (the C sampler's value where built).
+STOP_TIMEOUT: float = float(getattr(_core, "STOP_TIMEOUT", 2.0))
+
+
+@runtime_checkable
+class Sampler(Protocol):
+    """A sampler of one workload (a process tree) and the machine.
+
+    Lifecycle: ``state`` goes ``'new'`` -> ``'running'`` (``start()``) -> ``'stopped'``
+    (``stop()``, idempotent; it takes a last reading of the partial interval). A stopped
+    sampler cannot start again (``RuntimeError``). The first reading after start is a
+    baseline that stores no row; then one row per table per tick of the grid
+    ``start + k * interval`` (:func:`next_tick`).
+
+    The counters ``rows_dropped``, ``io_denied``, ``pss_denied`` feed
+    ``ResourceTracker.data_quality()``; ``memory_hwm`` is the largest resident set (KiB) one
+    process of the workload had (the kernel's high-water mark), 0 where unknown.
+    """
+
+    def start(self) -> None:
+        """Starts sampling in the background (RuntimeError when started before)."""
+
+    def stop(self) -> None:
+        """Stops sampling after a last reading; the rows stay (safe to call again)."""
+
+    def wait(self, n: int, timeout: float) -> bool:
+        """Waits up to timeout seconds until n rows are stored: True when there are."""
+
+    def columns(self, table: str) -> List[bytes]:
+        """One buffer of float64 values per column of ``table`` ('process' or 'system')."""
+
+    @property
+    def state(self) -> str:
+        """'new', 'running' or 'stopped'."""
+
+    @property
+    def n_samples(self) -> int:
+        """Rows stored so far (the larger of the two tables)."""
+
+    @property
+    def start_time(self) -> float:
+        """Start, seconds since the epoch (0.0 before start)."""
+
+    @property
+    def stop_time(self) -> float:
+        """Stop, seconds since the epoch (0.0 while running)."""
+
+    @property
+    def interval(self) -> float:
+        """Seconds between samples."""
+
+    @property
+    def cpu_seconds(self) -> float:
+        """CPU time the sampler itself used."""
+
+    @property
+    def rows_dropped(self) -> float:
+        """Rows lost because memory ran out."""
+
+    @property
+    def io_denied(self) -> float:
+        """Reads of a process's I/O counters that were refused."""
+
+    @property
+    def pss_denied(self) -> float:
+        """Reads of a process's shared-memory figures (PSS) that were refused."""
+
+    @property
+    def memory_hwm(self) -> float:
+        """KiB: the kernel's high-water mark of one process of the workload (0: unknown)."""
+
+
+def table_columns(table: str) -> Tuple[str, ...]:
+    """The column names of ``table`` ('process' or 'system'); ValueError for another."""
+    if table == "process":
+        return PROCESS_COLUMNS
+    if table == "system":
+        return SYSTEM_COLUMNS
+    raise ValueError(f"table must be 'process' or 'system', got {table!r}")
+
+
+def next_tick(start: float, previous: float, now: float, interval: float) -> float:
+    """The next tick of the grid ``start + k * interval`` (monotonic seconds).
+
+    The tick after ``previous``; when that one has passed already (a reading took longer
+    than an interval) the first tick after ``now``: a late sampler skips ahead on the grid
+    and never bunches readings to catch up. The C sampler keeps the same schedule
+    (csrc/sampler.c, next_deadline)."""
+    deadline = previous + interval
+    if deadline <= now:
+        deadline = start + (math.floor((now - start) / interval) + 1) * interval
+    return deadline
+
+
+class StoredRun:
+    """A finished run held in memory (from a snapshot): a :class:`Sampler`, read-only.
+
+    Args:
+        process, system: the two tables (TinyDataFrames with the registry's columns).
+        start_time, stop_time: seconds since the epoch (0.0: unknown).
+        interval: seconds between the samples.
+        data_quality: the stored ``data_quality()`` dict, given back as it was.
+        memory_hwm: the stored high-water mark (KiB; 0: unknown).
+    """
+
+    state = "stopped"
+    cpu_seconds = 0.0
+    rows_dropped = io_denied = pss_denied = 0.0
+
+    def __init__(
+        self,
+        process: Any,
+        system: Any,
+        start_time: float,
+        stop_time: float,
+        interval: float,
+        data_quality: Optional[Dict[str, Any]] = None,
+        memory_hwm: float = 0.0,
+    ) -> None:
+        self._tables: Mapping[str, Any] = {"process": process, "system": system}
+        self.data_quality = data_quality
+        self.start_time = start_time
+        self.stop_time = stop_time
+        self.interval = interval
+        self.memory_hwm = memory_hwm
+
+    @property
+    def n_samples(self) -> int:
+        return max(len(self._tables["process"]), len(self._tables["system"]))
+
+    def columns(self, table: str) -> List[bytes]:
+        names = table_columns(table)
+        df = self._tables[table]
+        if len(df) == 0:
+            return [b""] * len(names)
+        return [array("d", df.column_array(n)).tobytes() for n in names]
+
+    def start(self) -> None:
+        raise RuntimeError("a tracker loaded from a snapshot cannot be started; create a new one")
+
+    def stop(self) -> None:
+        pass
+
+    def wait(self, n: int, timeout: float) -> bool:
+        return self.n_samples >= n
