@@ -1,4 +1,12 @@
-"""Test-wide set-up: the network safety rule and common helpers.
+"""Test-wide set-up: the network safety rule, the sampler backends and common helpers.
+
+The backends: a test that takes the ``backend`` fixture runs once per sampler backend,
+``c`` (the C procfs sampler, ``_core.Sampler``) and ``psutil`` (``PsutilSampler``), as
+coverage.py runs its suite once per tracer: every tracker the test makes (also in
+subprocesses: the choice is RESOURCE_TRACKER_METHOD) uses that backend. ``--backend c`` or
+``--backend psutil`` runs one of them (default: both); a backend this machine lacks (the C
+sampler in a portable build, psutil not installed) is skipped with the reason. Tests about one
+backend's own machinery do not take the fixture and say why in their docstring or marker.
 
 Every outbound endpoint of the product points at loopback for the whole session (set in
 pytest_configure, before any fixture of any scope runs, and inherited by every subprocess)
@@ -14,6 +22,7 @@ import os
 import shutil
 import sys
 import tempfile
+from dataclasses import dataclass
 
 import pytest
 
@@ -33,6 +42,51 @@ sys.path.insert(0, DATA_DIR)  # make_data: the readers of the repository's catal
 PROXIES = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
 
 _SESSION_CACHE = None
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One sampler backend of the suite: its id and the tracker's ``method`` for it."""
+
+    name: str
+    method: str
+
+
+BACKENDS = {"c": Backend("c", "procfs"), "psutil": Backend("psutil", "psutil")}
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--backend",
+        choices=["both", *BACKENDS],
+        default="both",
+        help="the sampler backend(s) the tests taking the `backend` fixture run over: "
+        "c (the C procfs sampler), psutil, or both (default)",
+    )
+
+
+def pytest_generate_tests(metafunc):
+    """One run per selected backend of every test taking the ``backend`` fixture."""
+    if "backend" in metafunc.fixturenames:
+        chosen = metafunc.config.getoption("backend")
+        names = list(BACKENDS) if chosen == "both" else [chosen]
+        metafunc.parametrize("backend", names, indirect=True, ids=names)
+
+
+@pytest.fixture
+def backend(request, monkeypatch):
+    """The sampler backend of this run of the test (a Backend); every ResourceTracker,
+    PidTracker and SystemTracker made without ``method`` uses it, also in subprocesses."""
+    chosen = BACKENDS[request.param]
+    if chosen.name == "c":
+        from resource_tracker import _core
+
+        if not _core.HAVE_PROCFS:
+            pytest.skip("the C sampler: this build of the core has no procfs readers")
+    else:
+        pytest.importorskip("psutil", reason="the psutil backend needs psutil")
+    monkeypatch.setenv("RESOURCE_TRACKER_METHOD", chosen.method)
+    return chosen
 
 
 def pytest_configure(config):

@@ -25,7 +25,7 @@ def _track(workload, interval=0.25, **kwargs):
     return tracker
 
 
-def test_one_busy_core_reads_one_core():
+def test_one_busy_core_reads_one_core(backend):
     w = Workload(
         """
         t0 = time.monotonic(); c0 = sum(os.times()[:2])
@@ -54,7 +54,7 @@ def test_one_busy_core_reads_one_core():
     assert max(busy_rows) <= 1.03  # one thread never reads more than one core
 
 
-def test_two_busy_children_read_two_cores_and_two_children():
+def test_two_busy_children_read_two_cores_and_two_children(backend):
     w = Workload(
         """
         import subprocess
@@ -84,7 +84,7 @@ def test_two_busy_children_read_two_cores_and_two_children():
     assert sum(middle) / len(middle) == pytest.approx(got, abs=0.25)
 
 
-def test_descendants_at_any_depth_are_counted():
+def test_descendants_at_any_depth_are_counted(backend):
     w = Workload(
         """
         import subprocess
@@ -109,7 +109,7 @@ def test_descendants_at_any_depth_are_counted():
     assert children == 2  # the child and the grandchild, found by parent-id scan
 
 
-def test_touched_500_mib_buffer_reads_within_3_percent():
+def test_touched_500_mib_buffer_reads_within_3_percent(backend):
     w = Workload(
         """
         report(rss=rss_kib())
@@ -140,7 +140,7 @@ def test_touched_500_mib_buffer_reads_within_3_percent():
     assert grown_kib == pytest.approx(500 * MIB_KIB, rel=0.03)
 
 
-def test_forked_workers_sharing_a_buffer_are_not_double_counted():
+def test_forked_workers_sharing_a_buffer_are_not_double_counted(backend):
     w = Workload(
         """
         buf = bytearray(400 * 1024 * 1024)
@@ -174,7 +174,7 @@ def test_forked_workers_sharing_a_buffer_are_not_double_counted():
     assert max(with_workers) == pytest.approx(400 * MIB_KIB, rel=0.10)
 
 
-def test_written_100_mib_with_fsync_shows_in_write_bytes(tmp_path):
+def test_written_100_mib_with_fsync_shows_in_write_bytes(backend, tmp_path):
     target = tmp_path / "data.bin"
     w = Workload(
         f"""
@@ -203,7 +203,7 @@ def test_written_100_mib_with_fsync_shows_in_write_bytes(tmp_path):
     assert 0.95 * 100 * 1024 * 1024 <= system_written < 3 * 100 * 1024 * 1024
 
 
-def test_short_lived_children_cpu_is_counted():
+def test_short_lived_children_cpu_is_counted(backend):
     w = Workload(
         """
         import subprocess
@@ -228,7 +228,7 @@ def test_short_lived_children_cpu_is_counted():
     assert measured > 15 * 0.08 * 0.8
 
 
-def test_tracker_does_not_count_its_own_thread():
+def test_tracker_does_not_count_its_own_thread(backend):
     """The sampler runs (5 ms interval) until it has used 0.06 s of CPU, however long that takes
     on a busy machine, while this thread sleeps: none of that CPU is the workload's."""
     tracker = ResourceTracker(interval=0.005, discover_cloud=False, discover_server=False)
@@ -243,7 +243,7 @@ def test_tracker_does_not_count_its_own_thread():
     assert recorded < 0.02 + 0.1 * own
 
 
-def test_disk_space_matches_statvfs():
+def test_disk_space_matches_statvfs(backend):
     tracker = ResourceTracker(interval=0.1, discover_cloud=False, discover_server=False)
     assert tracker.wait_for_samples(2)
     tracker.stop()
@@ -254,7 +254,7 @@ def test_disk_space_matches_statvfs():
     assert row["disk_space_free_gb"] > 0
 
 
-def test_loopback_traffic_is_not_network_traffic():
+def test_loopback_traffic_is_not_network_traffic(backend):
     import socket
     import threading
 

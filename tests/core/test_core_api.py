@@ -48,7 +48,7 @@ def test_pid_that_does_not_exist_is_a_clear_value_error():
         quiet(pid=-5)
 
 
-def test_start_twice_and_restart_are_runtime_errors_and_stop_is_idempotent():
+def test_start_twice_and_restart_are_runtime_errors_and_stop_is_idempotent(backend):
     tracker = quiet(interval=0.05)
     tracker.start()  # after autostart: a no-op (code for the 0.4 series calls it)
     with pytest.raises(RuntimeError, match="already running"):
@@ -61,7 +61,7 @@ def test_start_twice_and_restart_are_runtime_errors_and_stop_is_idempotent():
         tracker.start()
 
 
-def test_autostart_false_and_context_manager():
+def test_autostart_false_and_context_manager(backend):
     tracker = quiet(interval=0.05, autostart=False)
     assert tracker.status == "new" and not tracker.running
     with tracker as t:
@@ -70,7 +70,7 @@ def test_autostart_false_and_context_manager():
     assert not tracker.running and tracker.n_samples >= 2
 
 
-def test_stop_wakes_the_sampler_at_once():
+def test_stop_wakes_the_sampler_at_once(backend):
     tracker = quiet(interval=30.0)
     time.sleep(0.05)
     started = time.monotonic()
@@ -80,7 +80,7 @@ def test_stop_wakes_the_sampler_at_once():
     assert tracker.n_samples == 1  # the partial interval, recorded at stop
 
 
-def test_samples_stay_on_the_grid_without_drift():
+def test_samples_stay_on_the_grid_without_drift(backend):
     tracker = quiet(interval=0.02)
     assert tracker.wait_for_samples(60, timeout=10)
     tracker.stop()
@@ -93,7 +93,7 @@ def test_samples_stay_on_the_grid_without_drift():
     assert round(offsets[-1]) >= 60
 
 
-def test_the_tracked_process_exiting_mid_run_does_not_stop_sampling():
+def test_the_tracked_process_exiting_mid_run_does_not_stop_sampling(backend):
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.4)"])
     tracker = quiet(pid=proc.pid, interval=0.1)
     proc.wait()
@@ -125,7 +125,7 @@ def test_garbage_collecting_a_running_tracker_stops_its_thread():
     assert during == before + 1 and after == before
 
 
-def test_fork_in_a_tracked_process_is_safe():
+def test_fork_in_a_tracked_process_is_safe(backend):
     out = run_python(
         """
         import os, time
@@ -153,7 +153,7 @@ def test_fork_in_a_tracked_process_is_safe():
     assert out.stdout.strip() == "ok"
 
 
-def test_snapshot_round_trip_loses_nothing():
+def test_snapshot_round_trip_loses_nothing(backend):
     tracker = quiet(interval=0.05)
     assert tracker.wait_for_samples(5)
     tracker.stop()
@@ -179,7 +179,7 @@ def test_loading_something_else_is_a_clear_error():
         ResourceTracker.from_snapshot({"hello": 1})
 
 
-def test_tables_have_the_documented_columns_and_combined_names():
+def test_tables_have_the_documented_columns_and_combined_names(backend):
     tracker = quiet(interval=0.05)
     assert tracker.wait_for_samples(2)
     tracker.stop()
@@ -196,7 +196,7 @@ def test_tables_have_the_documented_columns_and_combined_names():
     assert all(row[k] == 0 for k in row if "GPU" in k or "VRAM" in k)  # no GPU here
 
 
-def test_stats_and_recommendation_follow_the_rules():
+def test_stats_and_recommendation_follow_the_rules(backend):
     tracker = quiet(interval=0.05)
     ballast = bytearray(900 * 1024 * 1024)
     for i in range(0, len(ballast), 4096):
@@ -237,7 +237,7 @@ def test_memory_rounding_steps():
     ]
 
 
-def test_no_samples_is_a_clear_error_not_a_crash():
+def test_no_samples_is_a_clear_error_not_a_crash(backend):
     tracker = quiet(interval=60, autostart=False)
     tracker.stop()
     assert tracker.n_samples == 0
@@ -246,7 +246,7 @@ def test_no_samples_is_a_clear_error_not_a_crash():
         tracker.recommend_resources()
 
 
-def test_the_seeds_quick_start_runs_as_written():
+def test_the_seeds_quick_start_runs_as_written(backend):
     out = run_python(
         """
         from resource_tracker import ResourceTracker
@@ -276,7 +276,7 @@ def _cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def test_pid_and_system_trackers_write_csv_lines(tmp_path):
+def test_pid_and_system_trackers_write_csv_lines(backend, tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-c", "import time\nend=time.time()+3\nwhile time.time()<end: pass"]
     )
@@ -302,7 +302,7 @@ def test_pid_and_system_trackers_write_csv_lines(tmp_path):
     assert float(slines[1].split(",")[1]) > 10  # processes on the machine
 
 
-def test_system_tracker_writes_to_stdout():
+def test_system_tracker_writes_to_stdout(backend):
     out = run_python(
         "from resource_tracker import SystemTracker\n"
         "SystemTracker(interval=0.05).run(n_samples=2)\n"
@@ -311,9 +311,29 @@ def test_system_tracker_writes_to_stdout():
     assert lines[0].startswith("timestamp,processes,") and len(lines) == 3
 
 
-def test_tiny_data_frame_is_returned_everywhere():
+def test_tiny_data_frame_is_returned_everywhere(backend):
     tracker = quiet(interval=0.05)
     tracker.wait_for_samples(1)
     tracker.stop()
     assert isinstance(tracker.process_metrics, TinyDataFrame)
     assert isinstance(tracker.get_combined_metrics(), TinyDataFrame)
+
+
+def test_every_backend_is_a_sampler_and_the_fixture_chooses_it(backend):
+    """The suite's backend fixture really switches the engine, and each engine (and the
+    stored-run reader of a loaded snapshot) satisfies the one sampler interface."""
+    from resource_tracker.psutil_sampler import PsutilSampler
+    from resource_tracker.sampling import Sampler, StoredRun
+
+    tracker = quiet(interval=0.05)
+    assert tracker.method == backend.method
+    expected = _core.Sampler if backend.name == "c" else PsutilSampler
+    assert type(tracker._sampler) is expected
+    assert isinstance(tracker._sampler, Sampler)
+    assert tracker.wait_for_samples(2)
+    tracker.stop()
+    loaded = ResourceTracker.loads(tracker.dumps())
+    assert isinstance(loaded._sampler, StoredRun) and isinstance(loaded._sampler, Sampler)
+    assert loaded.n_samples == tracker.n_samples and loaded.status == "finished"
+    assert loaded._sampler.columns("process") == tracker._sampler.columns("process")
+    assert loaded.data_quality() == tracker.data_quality()

@@ -37,7 +37,7 @@ def test_registry_covers_both_tables_in_order():
         registry.columns("gpu")
 
 
-def test_stats_report_exactly_the_registry_aggregates():
+def test_stats_report_exactly_the_registry_aggregates(backend):
     """A real tracked run: stats() has one entry per aggregated column, with its fields."""
     with ResourceTracker(interval=0.05) as tracker:
         spin(0.3)
@@ -50,7 +50,7 @@ def test_stats_report_exactly_the_registry_aggregates():
         assert set(fields) <= set(got[key]), key
 
 
-def test_sum_columns_add_up_over_the_run():
+def test_sum_columns_add_up_over_the_run(backend):
     """A sum-folded column's total in stats() is the sum of its rows (nothing lost in folds)."""
     with ResourceTracker(interval=0.05) as tracker:
         t0 = time.monotonic()

@@ -1,5 +1,6 @@
 """The system counters' rules, checked on a fake procfs and sysfs tree (the sampler reads
-them through the same paths as the real ones, via proc_root / sys_root)."""
+them through the same paths as the real ones, via proc_root / sys_root). The C sampler only:
+psutil reads the real /proc and /sys and has no other root to point at."""
 
 from __future__ import annotations
 
