@@ -10,6 +10,8 @@ Quick start::
     tracker.report().browse()
 """
 
+from typing import Any, Dict, Optional
+
 from . import _core
 from ._version import __version__
 
@@ -24,14 +26,14 @@ from .tiny_data_frame import TinyDataFrame  # noqa: E402
 from .tracker import ResourceTracker  # noqa: E402
 
 
-def get_server_info(pid=None):
+def get_server_info(pid: Optional[int] = None) -> Dict[str, Any]:
     """CPUs, memory, GPUs, OS and container limits of this machine (see server_info.py)."""
     from .server_info import get_server_info as _get
 
     return _get(pid=pid)
 
 
-def get_cloud_info(timeout=2.0):
+def get_cloud_info(timeout: float = 2.0) -> Dict[str, Any]:
     """Cloud vendor, instance type and region ('unknown' where not found), and the
     discovery_time in seconds; no network request unless local evidence points at a cloud."""
     from .cloud import get_cloud_info as _get

@@ -17,18 +17,20 @@ alicloud and upcloud, and its ``api_reference`` (or alias) for gcp and hcloud.
 from __future__ import annotations
 
 import os
+import threading
+from typing import Any, Dict, Optional
 
 DEFAULT_TIMEOUT = 2.0
 _KEYS = ("vendor", "instance_type", "region", "discovery_time")
 
 
-def discovery_enabled():
+def discovery_enabled() -> bool:
     """False when ``RESOURCE_TRACKER_DISCOVER_CLOUD`` is 0/false/no/off."""
     value = os.environ.get("RESOURCE_TRACKER_DISCOVER_CLOUD", "1").strip().lower()
     return value not in ("0", "false", "no", "off")
 
 
-def discover_cloud(timeout=DEFAULT_TIMEOUT):
+def discover_cloud(timeout: float = DEFAULT_TIMEOUT) -> Optional[Dict[str, Any]]:
     """Discover the cloud now (blocking at most about ``timeout`` seconds).
 
     Returns ``{'vendor', 'instance_type', 'region', 'discovery_time'}`` (vendor
@@ -52,11 +54,11 @@ def discover_cloud(timeout=DEFAULT_TIMEOUT):
 class CloudDiscovery:
     """A discovery running in a background thread (the C code runs without the GIL)."""
 
-    def __init__(self, timeout=DEFAULT_TIMEOUT):
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.timeout = float(timeout)
-        self._result = None
-        self._error = None
-        self._thread = None
+        self._result: Optional[Dict[str, Any]] = None
+        self._error: Optional[BaseException] = None
+        self._thread: Optional[threading.Thread] = None
         if not discovery_enabled():
             self._done = True
             return
@@ -68,25 +70,23 @@ class CloudDiscovery:
             self._result = discover_cloud(self.timeout)
             self._done = True
             return
-        import threading
-
         self._done = False
         self._thread = threading.Thread(
             target=self._run, name="resource-tracker-cloud", daemon=True
         )
         self._thread.start()
 
-    def _run(self):
+    def _run(self) -> None:
         try:
             self._result = discover_cloud(self.timeout)
         except Exception as exc:  # reported by result(), never raised in the thread
             self._error = exc
 
-    def done(self):
+    def done(self) -> bool:
         """True once the answer is there."""
-        return self._done or not self._thread.is_alive()
+        return self._done or self._thread is None or not self._thread.is_alive()
 
-    def result(self, timeout=None):
+    def result(self, timeout: Optional[float] = None) -> Optional[Dict[str, Any]]:
         """The discovery's dict (None when switched off or still running after ``timeout``).
 
         ``timeout=None`` waits for the discovery, which itself gives up after its own
@@ -106,7 +106,7 @@ class CloudDiscovery:
         return self._result
 
 
-def get_cloud_info(timeout=DEFAULT_TIMEOUT):
+def get_cloud_info(timeout: float = DEFAULT_TIMEOUT) -> Dict[str, Any]:
     """The cloud this runs on, as the seeds document it (blocking at most about ``timeout`` s).
 
     Returns ``{'vendor', 'instance_type', 'region', 'discovery_time'}`` with ``'unknown'``
@@ -116,15 +116,17 @@ def get_cloud_info(timeout=DEFAULT_TIMEOUT):
     return documented_cloud_info(discover_cloud(timeout))
 
 
-def documented_cloud_info(info):
+def documented_cloud_info(info: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     """A cloud_info dict (or None) with 'unknown' for every vendor/instance_type/region
     that is missing, and discovery_time as a number of seconds (0.0 when unknown)."""
     info = dict(info or {})
-    out = {key: info.get(key) or "unknown" for key in ("vendor", "instance_type", "region")}
+    out: Dict[str, Any] = {
+        key: info.get(key) or "unknown" for key in ("vendor", "instance_type", "region")
+    }
     out["discovery_time"] = float(info.get("discovery_time") or 0.0)
     return out
 
 
-def start_discovery(timeout=DEFAULT_TIMEOUT):
+def start_discovery(timeout: float = DEFAULT_TIMEOUT) -> CloudDiscovery:
     """Start discovering in the background; ``.result(timeout=None)`` gives the dict."""
     return CloudDiscovery(timeout)

@@ -12,23 +12,30 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import Dict, Iterator, Optional, Tuple
 
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
-from .sampling import next_tick
+from .sampling import RowSampler, next_tick
 from .tracker import _check_interval, _check_pid, _default_method, _new_sampler
 
 
 class _CsvTracker:
-    _columns = ()
+    _columns: Tuple[str, ...] = ()
     _row_index = 0
 
-    def __init__(self, sampler, interval, output_file=None, header=True):
+    def __init__(
+        self,
+        sampler: RowSampler,
+        interval: float,
+        output_file: Optional[str] = None,
+        header: bool = True,
+    ) -> None:
         self.interval = interval
         self.output_file = output_file
         self.header = header
         self._sampler = sampler
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Dict[str, float]]:
         """Yields one row dict per interval, forever (the first after one interval)."""
         self._sampler.sample_now()  # baseline
         start = deadline = time.monotonic()
@@ -36,9 +43,11 @@ class _CsvTracker:
             deadline = next_tick(start, deadline, time.monotonic(), self.interval)
             time.sleep(max(0.0, deadline - time.monotonic()))
             rows = self._sampler.sample_now()
+            if rows is None:  # only the first reading is a baseline
+                continue
             yield dict(zip(self._columns, rows[self._row_index]))
 
-    def run(self, n_samples=None, duration=None):
+    def run(self, n_samples: Optional[int] = None, duration: Optional[float] = None) -> None:
         """Write samples as CSV lines until n_samples or duration seconds (default: forever)."""
         out = open(self.output_file, "a", encoding="utf-8") if self.output_file else sys.stdout
         try:
@@ -72,7 +81,14 @@ class PidTracker(_CsvTracker):
     _columns = PROCESS_COLUMNS
     _row_index = 0
 
-    def __init__(self, pid=None, interval=1.0, children=True, output_file=None, header=True):
+    def __init__(
+        self,
+        pid: Optional[int] = None,
+        interval: float = 1.0,
+        children: bool = True,
+        output_file: Optional[str] = None,
+        header: bool = True,
+    ) -> None:
         interval = _check_interval(interval)
         pid = _check_pid(pid)
         sampler = _new_sampler(
@@ -93,7 +109,9 @@ class SystemTracker(_CsvTracker):
     _columns = SYSTEM_COLUMNS
     _row_index = 1
 
-    def __init__(self, interval=1.0, output_file=None, header=True):
+    def __init__(
+        self, interval: float = 1.0, output_file: Optional[str] = None, header: bool = True
+    ) -> None:
         interval = _check_interval(interval)
         sampler = _new_sampler(_default_method(), os.getpid(), interval, track_processes=False)
         super().__init__(sampler, interval, output_file, header)

@@ -24,6 +24,7 @@ from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
 
 __all__ = [
     "Sampler",
+    "RowSampler",
     "StoredRun",
     "TABLES",
     "FOLD_SHARE",
@@ -115,6 +116,16 @@ class Sampler(Protocol):
     @property
     def memory_hwm(self) -> float:
         """KiB: the kernel's high-water mark of one process of the workload (0: unknown)."""
+
+
+@runtime_checkable
+class RowSampler(Sampler, Protocol):
+    """A live sampler that can also take one reading in the calling thread (the C and the
+    psutil sampler; the CSV trackers drive it so, without a thread of their own)."""
+
+    def sample_now(self) -> Optional[Tuple[List[float], List[float]]]:
+        """One reading now: (process row, system row), or None for the baseline (the first
+        reading). RuntimeError while the sampler's own thread runs."""
 
 
 def table_columns(table: str) -> Tuple[str, ...]:

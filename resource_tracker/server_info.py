@@ -6,11 +6,17 @@ Everything is read from /proc, /sys and NVML in a few milliseconds; no subproces
 from __future__ import annotations
 
 import os
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+
+#: A cgroup mount: (root of the mount, mount point).
+Mount = Tuple[str, str]
 
 _UNLIMITED = 1 << 62  # cgroup v1 writes "no limit" as a page-aligned 2**63 - 1
 
 
-def get_server_info(pid=None, nvml_library=None, proc_root="/proc"):
+def get_server_info(
+    pid: Optional[int] = None, nvml_library: Optional[str] = None, proc_root: str = "/proc"
+) -> Dict[str, Any]:
     """Describe the server and the cgroup limits that apply to ``pid`` (default: this process).
 
     Returns a dict: ``vcpus``, ``memory_mb``, ``gpu_count``, ``gpu_names`` (list),
@@ -48,7 +54,7 @@ def get_server_info(pid=None, nvml_library=None, proc_root="/proc"):
     }
 
 
-def _read(path):
+def _read(path: str) -> Optional[str]:
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             return f.read()
@@ -56,7 +62,7 @@ def _read(path):
         return None
 
 
-def _memory_mb(proc_root):
+def _memory_mb(proc_root: str) -> Optional[int]:
     text = _read(os.path.join(proc_root, "meminfo")) or ""
     for line in text.splitlines():
         if line.startswith("MemTotal:"):
@@ -69,9 +75,9 @@ def _memory_mb(proc_root):
         return None
 
 
-def _cpu_model(proc_root):
+def _cpu_model(proc_root: str) -> Optional[str]:
     text = _read(os.path.join(proc_root, "cpuinfo")) or ""
-    found = {}
+    found: Dict[str, str] = {}
     for line in text.splitlines():
         key, sep, value = line.partition(":")
         key = key.strip()
@@ -83,7 +89,7 @@ def _cpu_model(proc_root):
     return None
 
 
-def _os_name(uname):
+def _os_name(uname: os.uname_result) -> str:
     text = _read("/etc/os-release") or _read("/usr/lib/os-release") or ""
     for line in text.splitlines():
         if line.startswith("PRETTY_NAME="):
@@ -95,7 +101,9 @@ def _os_name(uname):
 # -- cgroups -----------------------------------------------------------------------------
 
 
-def cgroup_limits(pid, proc_root="/proc", fs_root=""):
+def cgroup_limits(
+    pid: Union[int, str], proc_root: str = "/proc", fs_root: str = ""
+) -> Dict[str, Any]:
     """The tightest CPU and memory limits of ``pid``'s cgroup and its ancestors.
 
     Reads ``<proc_root>/<pid>/cgroup`` and ``<proc_root>/<pid>/mountinfo`` to find where
@@ -103,22 +111,24 @@ def cgroup_limits(pid, proc_root="/proc", fs_root=""):
     tests). cgroup v2: ``cpu.max``, ``memory.max``; v1: ``cpu.cfs_quota_us`` /
     ``cpu.cfs_period_us``, ``memory.limit_in_bytes``.
     """
-    result = {"version": None, "cpu_limit_cores": None, "memory_limit_mb": None}
+    result: Dict[str, Any] = {"version": None, "cpu_limit_cores": None, "memory_limit_mb": None}
     found = _cgroup_places(pid, proc_root, fs_root)
     if found is None:
         return result
     version, places = found
     result["version"] = version
     if version == 1:
-        result["cpu_limit_cores"] = _walk(*places.get("cpu", (None, None)), _v1_cpu)
-        result["memory_limit_mb"] = _walk(*places.get("memory", (None, None)), _v1_memory)
+        result["cpu_limit_cores"] = _walk_place(places.get("cpu"), _v1_cpu)
+        result["memory_limit_mb"] = _walk_place(places.get("memory"), _v1_memory)
     else:
-        result["cpu_limit_cores"] = _walk(*places["unified"], _v2_cpu)
-        result["memory_limit_mb"] = _walk(*places["unified"], _v2_memory)
+        result["cpu_limit_cores"] = _walk_place(places["unified"], _v2_cpu)
+        result["memory_limit_mb"] = _walk_place(places["unified"], _v2_memory)
     return result
 
 
-def _cgroup_places(pid, proc_root, fs_root):
+def _cgroup_places(
+    pid: Union[int, str], proc_root: str, fs_root: str
+) -> Optional[Tuple[int, Dict[str, Tuple[Mount, str]]]]:
     """(version, {controller: (mount, path)}) of pid's cgroups, or None when none is found.
 
     v1: the ``cpu``, ``cpuacct`` and ``memory`` hierarchies that are mounted (v1 wins when a
@@ -129,7 +139,8 @@ def _cgroup_places(pid, proc_root, fs_root):
     mountinfo = _read(os.path.join(proc_root, str(pid), "mountinfo"))
     if not membership or not mountinfo:
         return None
-    v1_paths, v2_path = {}, None
+    v1_paths: Dict[str, str] = {}
+    v2_path: Optional[str] = None
     for line in membership.splitlines():
         parts = line.split(":", 2)
         if len(parts) != 3:
@@ -139,7 +150,8 @@ def _cgroup_places(pid, proc_root, fs_root):
         else:
             for controller in parts[1].split(","):
                 v1_paths[controller] = parts[2]
-    v1_mounts, v2_mount = {}, None
+    v1_mounts: Dict[str, Mount] = {}
+    v2_mount: Optional[Mount] = None
     for line in mountinfo.splitlines():
         fields = line.split()
         if " - " not in line or len(fields) < 5:
@@ -163,11 +175,11 @@ def _cgroup_places(pid, proc_root, fs_root):
     return None
 
 
-def _unescape(path):
+def _unescape(path: str) -> str:
     return path.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n")
 
 
-def _relative_parts(mount, path):
+def _relative_parts(mount: Mount, path: str) -> Tuple[str, List[str]]:
     """(mount point, [directory names]) of a cgroup path below its mount."""
     root, mount_point = mount
     if root != "/" and (path == root or path.startswith(root.rstrip("/") + "/")):
@@ -177,18 +189,27 @@ def _relative_parts(mount, path):
     return mount_point, (rel.split("/") if rel else [])
 
 
-def cgroup_directory(mount, path):
+def cgroup_directory(mount: Mount, path: str) -> str:
     """The directory of a cgroup (``mount`` and ``path`` from ``_cgroup_places``)."""
     mount_point, parts = _relative_parts(mount, path)
     return os.path.join(mount_point, *parts)
 
 
-def _walk(mount, path, reader):
+def _walk_place(
+    place: Optional[Tuple[Mount, str]], reader: Callable[[str], Optional[float]]
+) -> Optional[float]:
+    """_walk over ``place`` (a cgroup's mount and path; None: no such cgroup)."""
+    return None if place is None else _walk(place[0], place[1], reader)
+
+
+def _walk(
+    mount: Optional[Mount], path: Optional[str], reader: Callable[[str], Optional[float]]
+) -> Optional[float]:
     """The smallest limit ``reader`` finds from the cgroup directory up to the mount point."""
     if mount is None or path is None:
         return None
     mount_point, parts = _relative_parts(mount, path)
-    best = None
+    best: Optional[float] = None
     for depth in range(len(parts), -1, -1):
         directory = os.path.join(mount_point, *parts[:depth])
         value = reader(directory)
@@ -197,14 +218,14 @@ def _walk(mount, path, reader):
     return best
 
 
-def _number(text):
+def _number(text: Optional[str]) -> Optional[int]:
     try:
-        return int(text.strip())
-    except (AttributeError, ValueError):
+        return int(text.strip()) if text is not None else None
+    except ValueError:
         return None
 
 
-def _v2_cpu(directory):
+def _v2_cpu(directory: str) -> Optional[float]:
     text = _read(os.path.join(directory, "cpu.max"))
     if not text:
         return None
@@ -218,13 +239,13 @@ def _v2_cpu(directory):
     return round(quota / period, 3)
 
 
-def _v2_memory(directory):
+def _v2_memory(directory: str) -> Optional[int]:
     text = _read(os.path.join(directory, "memory.max"))
     value = _number(text) if text and text.strip() != "max" else None
     return _mib(value)
 
 
-def _v1_cpu(directory):
+def _v1_cpu(directory: str) -> Optional[float]:
     quota = _number(_read(os.path.join(directory, "cpu.cfs_quota_us")))
     period = _number(_read(os.path.join(directory, "cpu.cfs_period_us")))
     if not quota or not period or quota <= 0 or period <= 0:
@@ -232,11 +253,11 @@ def _v1_cpu(directory):
     return round(quota / period, 3)
 
 
-def _v1_memory(directory):
+def _v1_memory(directory: str) -> Optional[int]:
     return _mib(_number(_read(os.path.join(directory, "memory.limit_in_bytes"))))
 
 
-def _mib(value):
+def _mib(value: Optional[int]) -> Optional[int]:
     if value is None or value <= 0 or value >= _UNLIMITED:
         return None
     return value // (1024 * 1024)

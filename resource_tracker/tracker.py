@@ -14,7 +14,7 @@ from array import array
 from . import _core
 from ._version import __version__
 from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABELS
-from .sampling import Sampler
+from .sampling import RowSampler, Sampler
 from .sampling import StoredRun as _StoredRun
 from .tiny_data_frame import TinyDataFrame
 
@@ -74,7 +74,7 @@ def _default_method():
     return "procfs" if _core.HAVE_PROCFS and os.path.exists("/proc/self/stat") else "psutil"
 
 
-def _new_sampler(method, pid, interval, adopted_by=0, **kwargs) -> Sampler:
+def _new_sampler(method, pid, interval, adopted_by=0, **kwargs) -> RowSampler:
     """The one engine choice: the C procfs sampler or the psutil one (both a
     ``sampling.Sampler``).
 

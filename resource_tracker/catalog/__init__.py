@@ -30,6 +30,7 @@ imports (sqlite3, urllib, ...) inside functions anyway.
 from __future__ import annotations
 
 import os
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from . import _embedded
 
@@ -78,10 +79,14 @@ class NoMatchingServerError(ValueError):
     """The catalog has no server (with a price) that meets the resources and filters."""
 
 
+#: A server record (the Spare Cores shape, with catalog_source and price_source).
+Server = Dict[str, Any]
+
+
 # -- configuration ---------------------------------------------------------------------------
 
 
-def cache_dir():
+def cache_dir() -> str:
     """The user cache directory of resource-tracker (RESOURCE_TRACKER_CACHE_DIR overrides)."""
     explicit = os.environ.get(ENV_CACHE_DIR)
     if explicit:
@@ -94,7 +99,7 @@ def cache_dir():
 MAX_EUR_USD_RATE = 1000.0
 
 
-def eur_usd_rate(rate=None):
+def eur_usd_rate(rate: Optional[float] = None) -> float:
     """USD per EUR: the argument, else RESOURCE_TRACKER_EUR_USD, else DEFAULT_EUR_USD_RATE."""
     if rate is None:
         text = os.environ.get(ENV_EUR_USD)
@@ -118,7 +123,7 @@ def eur_usd_rate(rate=None):
     return float(rate)
 
 
-def keeper_url():
+def keeper_url() -> Optional[str]:
     """The Keeper base URL, or None when switched off (RESOURCE_TRACKER_KEEPER_URL=off)."""
     url = os.environ.get(ENV_KEEPER_URL)
     if url is None or url == "":
@@ -128,12 +133,12 @@ def keeper_url():
     return url.rstrip("/")
 
 
-def catalog_url():
+def catalog_url() -> str:
     """The URL of the dump that update_catalog() downloads (RESOURCE_TRACKER_CATALOG_URL)."""
     return os.environ.get(ENV_CATALOG_URL) or DEFAULT_CATALOG_URL
 
 
-def _sparecores_data_paths():
+def _sparecores_data_paths() -> List[str]:
     """Where an installed sparecores-data package keeps its database (without importing it)."""
     import importlib.util
 
@@ -143,7 +148,7 @@ def _sparecores_data_paths():
         spec = None
     if spec is None:
         return []
-    paths = []
+    paths: List[str] = []
     custom = os.environ.get("SC_DATA_DB_PATH")
     if custom:
         paths.append(custom)
@@ -156,17 +161,19 @@ def _sparecores_data_paths():
     return paths
 
 
-def find_catalog(catalog=None):
+def find_catalog(
+    catalog: Optional[Union[str, os.PathLike[str]]] = None,
+) -> Tuple[Optional[str], Optional[str]]:
     """(path or "keeper" or None, source): the catalog to use, by the resolution order."""
     if catalog is not None:
-        catalog = os.fspath(catalog)
-        if catalog == KEEPER:
+        given = os.fspath(catalog)
+        if given == KEEPER:
             return KEEPER, "argument"
-        if not os.path.isfile(catalog):
+        if not os.path.isfile(given):
             raise CatalogUnavailableError(
-                f"no catalog file at {catalog!r} (catalog= argument). {HOW_TO_GET}"
+                f"no catalog file at {given!r} (catalog= argument). {HOW_TO_GET}"
             )
-        return catalog, "argument"
+        return given, "argument"
     env = os.environ.get(ENV_CATALOG)
     if env:
         if env == KEEPER:
@@ -189,8 +196,14 @@ def find_catalog(catalog=None):
 
 
 def recommend_server(
-    resources, *, n=None, order_by="price", catalog=None, eur_usd_rate=None, **filters
-):
+    resources: Mapping[str, Any],
+    *,
+    n: Optional[int] = None,
+    order_by: str = "price",
+    catalog: Optional[str] = None,
+    eur_usd_rate: Optional[float] = None,
+    **filters: Any,
+) -> Union[Server, List[Server]]:
     """The cheapest server that meets resources (a dict), or the best n as a list.
 
     resources: {'cpu': vCPUs, 'memory': MiB, 'gpu': count, 'vram': MiB (total)}.
@@ -208,11 +221,11 @@ def recommend_server(
         return _keeper_answer(request, url, rate, local_missing=False)
     if path is not None:
         return _tagged(_query.recommend_local(path, request, rate), source, path)
-    keeper_error = None
-    url = keeper_url()
-    if url is not None:
+    keeper_error: Optional[CatalogUnavailableError] = None
+    online = keeper_url()
+    if online is not None:
         try:
-            return _keeper_answer(request, url, rate, local_missing=True)
+            return _keeper_answer(request, online, rate, local_missing=True)
         except CatalogUnavailableError as exc:
             keeper_error = exc
     embedded = _embedded.path()
@@ -223,18 +236,20 @@ def recommend_server(
     return _tagged(_query.recommend_local(embedded, request, rate), _embedded.SOURCE, embedded)
 
 
-def source_text(source, path=None):
+def source_text(source: Optional[str], path: Optional[str] = None) -> str:
     """One line naming a catalog source, with the date of its prices where known."""
     if source == _embedded.SOURCE:
         meta = _embedded.describe()
-        return meta.get("description") or "snapshot embedded in resource-tracker"
+        return str(meta.get("description") or "snapshot embedded in resource-tracker")
     if source == KEEPER:
         return "Spare Cores Keeper API (current prices)"
     where = {"argument": "catalog=", ENV_CATALOG: ENV_CATALOG, "cache": "catalog update"}
-    return f"Spare Cores catalog {path} ({where.get(source, source)})"
+    return f"Spare Cores catalog {path} ({where.get(source or '', source)})"
 
 
-def _tagged(found, source, path):
+def _tagged(
+    found: Union[Server, List[Server]], source: Optional[str], path: Optional[str]
+) -> Union[Server, List[Server]]:
     """found (a record or a list of them) with catalog_source and price_source set."""
     text = source_text(source, path)
     for rec in found if isinstance(found, list) else [found]:
@@ -243,7 +258,9 @@ def _tagged(found, source, path):
     return found
 
 
-def _keeper_answer(request, url, rate, local_missing):
+def _keeper_answer(
+    request: Any, url: str, rate: float, local_missing: bool
+) -> Union[Server, List[Server]]:
     from . import _keeper
 
     try:
@@ -256,7 +273,13 @@ def _keeper_answer(request, url, rate, local_missing):
         raise
 
 
-def run_costs(duration_s, cloud_info, server, catalog=None, eur_usd_rate=None):
+def run_costs(
+    duration_s: Optional[float],
+    cloud_info: Optional[Mapping[str, Any]],
+    server: Union[Server, List[Server], None],
+    catalog: Optional[str] = None,
+    eur_usd_rate: Optional[float] = None,
+) -> Dict[str, Any]:
     """The cost of this run (duration_s seconds) where it ran and on server, in USD.
 
     Keys: current_hourly_usd, current_price_note, current_price_source (the catalog and the
@@ -267,13 +290,15 @@ def run_costs(duration_s, cloud_info, server, catalog=None, eur_usd_rate=None):
     rate = globals()["eur_usd_rate"](eur_usd_rate)
     if isinstance(server, list):
         server = server[0] if server else None
-    hours = None
+    hours: Optional[float] = None
     try:
         if duration_s is not None and float(duration_s) >= 0:
             hours = float(duration_s) / 3600.0
     except (TypeError, ValueError):
         hours = None
-    current, note, where = None, None, None
+    current: Optional[float] = None
+    note: Optional[str] = None
+    where: Optional[str] = None
     info = cloud_info if isinstance(cloud_info, dict) else {}
     vendor, itype = info.get("vendor"), info.get("instance_type")
     if not vendor or not itype:
@@ -283,7 +308,7 @@ def run_costs(duration_s, cloud_info, server, catalog=None, eur_usd_rate=None):
             current, note, where = _current_price(catalog, vendor, itype, info.get("region"), rate)
         except CatalogUnavailableError:
             note = "no server catalog to look up the price of this server"
-    recommended = None
+    recommended: Optional[float] = None
     if isinstance(server, dict) and server.get("price") is not None:
         recommended = float(server["price"])
     run_cost = current * hours if current is not None and hours is not None else None
@@ -301,7 +326,9 @@ def run_costs(duration_s, cloud_info, server, catalog=None, eur_usd_rate=None):
     }
 
 
-def _current_price(catalog, vendor, itype, region, rate):
+def _current_price(
+    catalog: Optional[str], vendor: str, itype: str, region: Optional[str], rate: float
+) -> Tuple[Optional[float], Optional[str], str]:
     """(USD per hour or None, note, source line) of vendor/itype, by the resolution order."""
     from . import _query
 
@@ -323,7 +350,12 @@ def _current_price(catalog, vendor, itype, region, rate):
     return price, note, source_text(_embedded.SOURCE)
 
 
-def update_catalog(url=None, timeout=600.0, max_bytes=None, max_seconds=None):
+def update_catalog(
+    url: Optional[str] = None,
+    timeout: float = 600.0,
+    max_bytes: Optional[int] = None,
+    max_seconds: Optional[float] = None,
+) -> Dict[str, Any]:
     """Downloads the Spare Cores dump (.db.bz2, .sql.xz, .db) into the cache, atomically.
 
     Args:
@@ -348,11 +380,11 @@ def update_catalog(url=None, timeout=600.0, max_bytes=None, max_seconds=None):
     )
 
 
-def catalog_info(catalog=None):
+def catalog_info(catalog: Optional[str] = None) -> Dict[str, Any]:
     """Where the catalog is and what it holds, as a dict (never raises)."""
     from . import _query
 
-    info = {}
+    info: Dict[str, Any] = {}
     try:
         path, source = find_catalog(catalog)
     except CatalogUnavailableError as exc:
@@ -360,8 +392,7 @@ def catalog_info(catalog=None):
         info["error"] = str(exc)
     if path == KEEPER:
         info.update(path=None, source=f"online Keeper API ({source})", keeper_url=keeper_url())
-    elif path is None and "error" not in info and _embedded.path() is not None:
-        embedded = _embedded.path()
+    elif path is None and "error" not in info and (embedded := _embedded.path()) is not None:
         info.update(path=embedded, source=_embedded.SOURCE)
         info.update(_query.describe(embedded))
         info["description"] = source_text(_embedded.SOURCE)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any, Dict, Optional
 
 from . import CatalogUnavailableError
 
@@ -310,7 +311,13 @@ def _alive(pid):
     return True
 
 
-def update(url, dest, timeout, max_bytes=None, max_seconds=None):
+def update(
+    url: str,
+    dest: str,
+    timeout: float,
+    max_bytes: Optional[int] = None,
+    max_seconds: Optional[float] = None,
+) -> Dict[str, Any]:
     """Downloads url into dest atomically; the summary dict."""
     import sqlite3
     import tempfile

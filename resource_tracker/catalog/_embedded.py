@@ -11,6 +11,7 @@ the cache cannot be written. Data: (c) Spare Cores, CC BY-SA 4.0.
 from __future__ import annotations
 
 import os
+from typing import Any, Dict, Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA_FILE = os.path.join(HERE, "data", "embedded-catalog.db.gz")
@@ -26,7 +27,7 @@ def enabled():
     return value not in ("0", "off", "no", "false", "none")
 
 
-def path():
+def path() -> Optional[str]:
     """Path of the decompressed embedded catalog, or None when it is switched off or missing."""
     if not enabled() or not os.path.isfile(DATA_FILE):
         return None
@@ -86,7 +87,7 @@ def _unlink(name):
         pass
 
 
-def describe():
+def describe() -> Dict[str, Any]:
     """What the embedded catalog says about itself (its rt_meta table), {} when unreadable."""
     import sqlite3
 

@@ -8,6 +8,7 @@ cJSON in C. Failures raise CatalogUnavailableError.
 from __future__ import annotations
 
 import os
+from typing import Any, Optional, Tuple
 
 from .._text import printable
 from . import CatalogUnavailableError, NoMatchingServerError
@@ -111,7 +112,7 @@ def _normalise(item, req):
     return rec
 
 
-def recommend(base_url, req, rate):
+def recommend(base_url: str, req: Any, rate: float) -> Any:
     """recommend_server() answered by the Keeper at base_url."""
     args = query_args(req)
     try:
@@ -137,7 +138,9 @@ def recommend(base_url, req, rate):
     return records[: req.n]
 
 
-def current_price(base_url, vendor, instance_type, region, rate):
+def current_price(
+    base_url: str, vendor: str, instance_type: str, region: Optional[str], rate: float
+) -> Tuple[Optional[float], Optional[str]]:
     """(USD per hour or None, note): the on-demand price of the server from the Keeper."""
     try:
         _url, rows = _call(base_url, "keeper_prices", vendor, instance_type)

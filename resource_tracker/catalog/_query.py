@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from . import CatalogUnavailableError, NoMatchingServerError, cache_dir
 
@@ -109,7 +110,13 @@ class Request:
     )
 
     @classmethod
-    def build(cls, resources, n=None, order_by="price", filters=None):
+    def build(
+        cls,
+        resources: Mapping[str, Any],
+        n: Optional[int] = None,
+        order_by: str = "price",
+        filters: Optional[Mapping[str, Any]] = None,
+    ) -> Request:
         """The request; ValueError naming the valid names or values for anything unknown."""
         self = cls()
         if not isinstance(resources, dict):
@@ -701,7 +708,7 @@ def _round(value):
     return None if value is None else float(value)
 
 
-def recommend_local(path, req, rate):
+def recommend_local(path: str, req: Request, rate: float) -> Any:
     """recommend_server() on the local catalog at path."""
     conn, px = open_catalog(path)
     try:
@@ -748,7 +755,9 @@ def _no_match_text(req):
 # -- the price of the server a run ran on ---------------------------------------------------------
 
 
-def current_price(path, vendor, instance_type, region, rate):
+def current_price(
+    path: str, vendor: str, instance_type: str, region: Optional[str], rate: float
+) -> Tuple[Optional[float], Optional[str]]:
     """(USD per hour or None, note) of the on-demand price of vendor/instance_type in region."""
     conn, px = open_catalog(path)
     try:
@@ -793,7 +802,7 @@ def current_price(path, vendor, instance_type, region, rate):
         conn.close()
 
 
-def describe(path):
+def describe(path: str) -> Dict[str, Any]:
     """What the catalog at path holds: counts and dates (errors as an 'error' key)."""
     out = {}
     try:
