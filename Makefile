@@ -77,12 +77,13 @@ $(STAMPS)/deps-test.stamp: pyproject.toml setup.py | $(PY)
 	$(PY) -m pip install -q -e '.[test]'
 	@touch $@ $(STAMPS)/deps.stamp
 
-lint: deps-test  ## clang-format check of csrc/, ruff check and format check of Python; no outside folder
+lint: deps-test  ## clang-format check of csrc/, ruff check and format check of Python, mypy --strict on the public API; no outside folder
 	@if git grep -n -e '\.\.[/]shared' -- . ; then \
 	  echo "lint: the files above name the shared folder beside the repository: a clone alone must build and test; put fixtures in tests/data/" >&2; exit 1; fi
 	clang-format --dry-run --Werror csrc/*.c csrc/*.h
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m mypy  # the modules and rules: [tool.mypy] in pyproject.toml
 
 format: deps-test  ## rewrite C and Python in the project style
 	clang-format -i csrc/*.c csrc/*.h
