@@ -795,6 +795,18 @@ class PsutilSampler:
             cols = e.process if table == "process" else e.system
             return [c.tobytes() for c in cols]
 
+    def column_views(self, table):
+        """Read-only float64 views of the stored columns (no copy; the rows are final from
+        then on), or None while the sampler is not stopped."""
+        e = self._engine
+        if table not in ("process", "system"):
+            raise ValueError(f"table must be 'process' or 'system', got {table!r}")
+        with e.lock:
+            if e.state != "stopped" or (e.thread is not None and e.thread.is_alive()):
+                return None
+            cols = e.process if table == "process" else e.system
+            return [memoryview(c).toreadonly() for c in cols]
+
     @property
     def state(self):
         """'new', 'running' or 'stopped'."""

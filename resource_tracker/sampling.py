@@ -150,6 +150,15 @@ def next_tick(start: float, previous: float, now: float, interval: float) -> flo
     return deadline
 
 
+def _float64(col: Any) -> Any:
+    """col as a float64 buffer (itself when it is one)."""
+    if isinstance(col, memoryview) and col.format == "d":
+        return col
+    if isinstance(col, array) and col.typecode == "d":
+        return col
+    return array("d", col)
+
+
 class StoredRun:
     """A finished run held in memory (from a snapshot): a :class:`Sampler`, read-only.
 
@@ -192,6 +201,13 @@ class StoredRun:
         if len(df) == 0:
             return [b""] * len(names)
         return [array("d", df.column_array(n)).tobytes() for n in names]
+
+    def column_views(self, table: str) -> List[Any]:
+        """The stored columns themselves (float64 buffers, no copy), in the registry's order;
+        an empty column for one the snapshot lacks."""
+        names = table_columns(table)
+        df = self._tables[table]
+        return [_float64(df.column_array(n)) if n in df else array("d") for n in names]
 
     def start(self) -> None:
         raise RuntimeError("a tracker loaded from a snapshot cannot be started; create a new one")

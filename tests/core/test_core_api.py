@@ -336,4 +336,6 @@ def test_every_backend_is_a_sampler_and_the_fixture_chooses_it(backend):
     assert isinstance(loaded._sampler, StoredRun) and isinstance(loaded._sampler, Sampler)
     assert loaded.n_samples == tracker.n_samples and loaded.status == "finished"
     assert loaded._sampler.columns("process") == tracker._sampler.columns("process")
+    views = loaded._sampler.column_views("system")
+    assert [bytes(v) for v in views] == tracker._sampler.columns("system")
     assert loaded.data_quality() == tracker.data_quality()

@@ -60,6 +60,22 @@ def test_bad_interval_and_pid_are_value_errors(interval):
         PsutilSampler(-3, 1.0)
 
 
+def test_column_views_are_the_stored_rows_once_stopped():
+    """column_views(): None until the sampler stopped, then read-only views of its rows."""
+    sampler = PsutilSampler(os.getpid(), 0.05)
+    assert sampler.column_views("process") is None
+    sampler.start()
+    assert sampler.wait(2, 5)
+    assert sampler.column_views("system") is None  # rows still come
+    sampler.stop()
+    for table in ("process", "system"):
+        views = sampler.column_views(table)
+        assert all(v.readonly and v.format == "d" for v in views)
+        assert [bytes(v) for v in views] == sampler.columns(table)
+    with pytest.raises(ValueError, match="'process' or 'system'"):
+        sampler.column_views("gpu")
+
+
 def test_sample_now_gives_rows_in_the_calling_thread():
     sampler = PsutilSampler(os.getpid(), 1.0)
     assert sampler.sample_now() is None  # the baseline
