@@ -38,6 +38,7 @@ import threading
 import time
 import weakref
 from array import array
+from typing import List, Optional, Tuple
 
 from . import registry
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
@@ -713,7 +714,14 @@ class PsutilSampler:
         track_system: fill the system table.
     """
 
-    def __init__(self, pid, interval, children=True, track_processes=True, track_system=True):
+    def __init__(
+        self,
+        pid: int,
+        interval: float,
+        children: bool = True,
+        track_processes: bool = True,
+        track_system: bool = True,
+    ) -> None:
         from .tracker import MAX_PID, _check_interval
 
         interval = _check_interval(interval)  # bounded: a timed wait cannot overflow
@@ -733,7 +741,7 @@ class PsutilSampler:
         )
         _ENGINES.add(self._engine)
 
-    def start(self):
+    def start(self) -> None:
         """Starts the sampler thread (RuntimeError when it was started before)."""
         e = self._engine
         with e.lock:
@@ -748,7 +756,7 @@ class PsutilSampler:
             e.thread = threading.Thread(target=e.run, name="resource-tracker-psutil", daemon=True)
         e.thread.start()
 
-    def stop(self):
+    def stop(self) -> None:
         """Stops the thread after a last reading and joins it, waiting at most STOP_TIMEOUT
         seconds: a reading that hangs longer is left to end on its own (idempotent)."""
         e = self._engine
@@ -761,7 +769,7 @@ class PsutilSampler:
                     e.stop_wall = time.time()
                     e.rows_changed.notify_all()
 
-    def sample_now(self):
+    def sample_now(self) -> Optional[Tuple[List[float], List[float]]]:
         """One reading in this thread: (process_row, system_row), or None for the baseline."""
         e = self._engine
         with e.lock:
@@ -772,7 +780,7 @@ class PsutilSampler:
         rows = e.take_sample(False, False)
         return None if rows is None else (list(rows[0]), list(rows[1]))
 
-    def wait(self, n, timeout):
+    def wait(self, n: int, timeout: float) -> bool:
         """Waits up to timeout seconds until n rows are stored: True when there are."""
         if n < 0 or not timeout >= 0:
             raise ValueError("wait_for_samples needs n >= 0 and timeout >= 0")
@@ -786,7 +794,7 @@ class PsutilSampler:
                 e.rows_changed.wait(min(left, 0.1))
             return e.rows() >= n
 
-    def columns(self, table):
+    def columns(self, table: str) -> List[bytes]:
         """One bytes object of float64 values per column of 'process' or 'system'."""
         e = self._engine
         if table not in ("process", "system"):
@@ -795,7 +803,7 @@ class PsutilSampler:
             cols = e.process if table == "process" else e.system
             return [c.tobytes() for c in cols]
 
-    def column_views(self, table):
+    def column_views(self, table: str) -> Optional[List[memoryview]]:
         """Read-only float64 views of the stored columns (no copy; the rows are final from
         then on), or None while the sampler is not stopped."""
         e = self._engine
@@ -808,46 +816,49 @@ class PsutilSampler:
             return [memoryview(c).toreadonly() for c in cols]
 
     @property
-    def state(self):
+    def state(self) -> str:
         """'new', 'running' or 'stopped'."""
         return self._engine.state
 
     @property
-    def n_samples(self):
+    def n_samples(self) -> int:
         """Rows stored so far."""
         return self._engine.rows()
 
     @property
-    def start_time(self):
+    def start_time(self) -> float:
         """Start, seconds since the epoch (0.0 before start)."""
         return self._engine.start_wall
 
     @property
-    def stop_time(self):
+    def stop_time(self) -> float:
         """Stop, seconds since the epoch (0.0 while running)."""
         return self._engine.stop_wall
 
     @property
-    def interval(self):
+    def interval(self) -> float:
         """Seconds between samples."""
         return self._engine.interval
 
     @property
-    def cpu_seconds(self):
+    def cpu_seconds(self) -> float:
         """CPU time of the sampler thread."""
         return self._engine.cpu_seconds
 
     @property
-    def read_errors(self):
+    def read_errors(self) -> float:
         """Readings that failed as a whole (and gave no row)."""
         return self._engine.read_errors
 
     # What the psutil sampler does not measure (the Sampler interface's counters): no row is
     # ever dropped (rows are Python arrays), refused reads keep the last values, and psutil
     # has no kernel high-water mark of a process's memory (0: unknown).
-    rows_dropped = io_denied = pss_denied = memory_hwm = 0.0
+    rows_dropped: float = 0.0
+    io_denied: float = 0.0
+    pss_denied: float = 0.0
+    memory_hwm: float = 0.0
 
-    def __del__(self):
+    def __del__(self) -> None:
         engine = getattr(self, "_engine", None)
         if engine is not None and engine.state == "running":
             # no lock here: the collector may run in any thread, even one holding it

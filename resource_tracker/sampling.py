@@ -17,7 +17,17 @@ from __future__ import annotations
 
 import math
 from array import array
-from typing import Any, Dict, List, Mapping, Optional, Protocol, Tuple, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Protocol,
+    Tuple,
+    runtime_checkable,
+)
 
 from . import _core
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
@@ -217,3 +227,12 @@ class StoredRun:
 
     def wait(self, n: int, timeout: float) -> bool:
         return self.n_samples >= n
+
+
+if TYPE_CHECKING:  # mypy proves the three samplers are what this module says they are
+    from .psutil_sampler import PsutilSampler
+
+    def _implementations(
+        c: _core.Sampler, p: PsutilSampler, stored: StoredRun
+    ) -> Tuple[RowSampler, RowSampler, Sampler]:
+        return c, p, stored

@@ -61,8 +61,11 @@ echo "  imports no Linux-only symbol ($(echo "$imported" | wc -l) symbols checke
 say "pytest: tests/psutil + the core tests that apply (sampler: psutil)"
 cd "$work/src/tests"
 if [ $# -eq 0 ]; then
-  # test_core_system_rules.py is left out: it feeds fake procfs trees to the C sampler
-  set -- psutil core/test_core_api.py core/test_core_tiny_data_frame.py portable
+  # the core behaviour tests run with the psutil backend (their `backend` fixture); left out:
+  # test_core_system_rules.py (fake procfs trees for the C sampler) and the other modules
+  # about the C sampler's own machinery (kernel high-water mark, CPU affinity cap)
+  set -- psutil core/test_core_api.py core/test_core_accuracy.py core/test_core_registry.py \
+    core/test_core_tiny_data_frame.py portable --backend psutil
 fi
 "$py" -m pytest -q -p no:cacheprovider "$@"
 say "passed"
