@@ -140,6 +140,8 @@ class _Collector:
         self.refreshed_at = 0.0
         self.has_baseline = False
         self.last_mono = 0.0
+        self.io_denied = 0  # reads of a member's I/O counters refused (another user's)
+        self.pss_denied = 0  # reads of a member's PSS refused
 
     # -- the process tree ------------------------------------------------------------
 
@@ -232,7 +234,9 @@ class _Collector:
                     io = proc.io_counters()
                     member.read = float(getattr(io, "read_bytes", 0))
                     member.write = float(getattr(io, "write_bytes", 0))
-                except (ps.AccessDenied, ps.ZombieProcess, AttributeError, NotImplementedError):
+                except ps.AccessDenied:
+                    self.io_denied += 1  # keep the last values (0 where never readable)
+                except (ps.ZombieProcess, AttributeError, NotImplementedError):
                     pass  # keep the last values (0 where never readable)
         except ps.ZombieProcess:
             member.zombie = True
@@ -315,6 +319,8 @@ class _Collector:
             pss = getattr(full, "pss", None)
             if pss is not None:
                 member.excess = max(0.0, (full.rss - pss) / 1024.0)
+        except self.ps.AccessDenied:
+            self.pss_denied += 1
         except (self.ps.Error, AttributeError, NotImplementedError, OSError):
             pass
         self.pss_allowance -= time.monotonic() - started
@@ -850,12 +856,20 @@ class PsutilSampler:
         """Readings that failed as a whole (and gave no row)."""
         return self._engine.read_errors
 
+    @property
+    def io_denied(self) -> float:
+        """Reads of a member's I/O counters that were refused (another user's process)."""
+        return float(self._engine.collector.io_denied)
+
+    @property
+    def pss_denied(self) -> float:
+        """Reads of a member's PSS (memory_full_info) that were refused."""
+        return float(self._engine.collector.pss_denied)
+
     # What the psutil sampler does not measure (the Sampler interface's counters): no row is
-    # ever dropped (rows are Python arrays), refused reads keep the last values, and psutil
-    # has no kernel high-water mark of a process's memory (0: unknown).
+    # ever dropped (rows are Python arrays), and psutil has no kernel high-water mark of a
+    # process's memory (0: unknown).
     rows_dropped: float = 0.0
-    io_denied: float = 0.0
-    pss_denied: float = 0.0
     memory_hwm: float = 0.0
 
     def __del__(self) -> None:

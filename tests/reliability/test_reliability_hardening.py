@@ -441,10 +441,10 @@ def _nobody():
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or _nobody() is None, reason="needs root and user nobody")
-def test_hardening_other_users_processes_are_reported_incomplete(tmp_path):
+def test_hardening_other_users_processes_are_reported_incomplete(backend, tmp_path):
     """A tracker running as nobody tracks a tree of root's processes (a shell and a child):
     /proc/<pid>/io and smaps_rollup are refused. stats(), the report and the CLI summary name
-    the incomplete columns and why."""
+    the incomplete columns and why (both backends: psutil's AccessDenied counts too)."""
     import pwd
 
     pwd_entry = pwd.getpwnam("nobody")
@@ -455,7 +455,8 @@ def test_hardening_other_users_processes_are_reported_incomplete(tmp_path):
         # interpreter's files under /root)
         code = f"""
             import base64, json, os
-            import resource_tracker.server_info
+            import psutil, psutil._pslinux  # before the switch: nobody cannot read the venv
+            import resource_tracker.psutil_sampler, resource_tracker.server_info
             from resource_tracker import ResourceTracker
             os.setgid({pwd_entry.pw_gid}); os.setuid({pwd_entry.pw_uid})
             t = ResourceTracker(pid={workload.pid}, interval=0.05, discover_cloud=False)
@@ -469,6 +470,7 @@ def test_hardening_other_users_processes_are_reported_incomplete(tmp_path):
         workload.wait()
     assert rc == 0, err[-2000:]
     loaded = ResourceTracker.loads(out.strip().splitlines()[-1])
+    assert loaded.method == backend.method
     incomplete = loaded.stats()["data_quality"]["incomplete_columns"]
     assert "process_read_bytes" in incomplete and "process_write_bytes" in incomplete
     assert "permission denied reading /proc/<pid>/io" in incomplete["process_read_bytes"]
