@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from array import array
+from typing import Any
 
 from . import _core
 from ._version import __version__
@@ -34,7 +35,7 @@ MAX_INTERVAL = 86400.0
 MAX_PID = 2**31 - 1
 
 
-def _check_interval(interval):
+def _check_interval(interval: Any) -> float:
     """The interval as a float, or ValueError saying what is wrong."""
     if isinstance(interval, bool) or not isinstance(interval, (int, float)):
         raise ValueError(f"interval must be a number of seconds, got {interval!r}; use e.g. 1.0")
@@ -50,7 +51,7 @@ def _check_interval(interval):
     return value
 
 
-def _check_pid(pid):
+def _check_pid(pid: Any) -> int:
     """The pid to track (None: this process), or ValueError when there is no such process."""
     if pid is None:
         return os.getpid()
@@ -65,7 +66,7 @@ def _check_pid(pid):
     return pid
 
 
-def _default_method():
+def _default_method() -> str:
     """'procfs' on Linux (with the C core's procfs sampler), else 'psutil';
     RESOURCE_TRACKER_METHOD overrides."""
     forced = os.environ.get("RESOURCE_TRACKER_METHOD", "").strip().lower()
@@ -74,7 +75,9 @@ def _default_method():
     return "procfs" if _core.HAVE_PROCFS and os.path.exists("/proc/self/stat") else "psutil"
 
 
-def _new_sampler(method, pid, interval, adopted_by=0, **kwargs) -> RowSampler:
+def _new_sampler(
+    method: str, pid: int, interval: float, adopted_by: int = 0, **kwargs: bool
+) -> RowSampler:
     """The one engine choice: the C procfs sampler or the psutil one (both a
     ``sampling.Sampler``).
 
