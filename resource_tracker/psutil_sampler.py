@@ -38,7 +38,7 @@ import threading
 import time
 import weakref
 from array import array
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from . import registry
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
@@ -54,9 +54,9 @@ _P = {name: i for i, name in enumerate(PROCESS_COLUMNS)}
 _S = {name: i for i, name in enumerate(SYSTEM_COLUMNS)}
 
 
-def _fold_plan(table):
+def _fold_plan(table: str) -> Dict[str, List[int]]:
     """{fold rule: [column index]} of one table, from the column registry."""
-    plan = {"latest": [], "sum": [], "peak": [], "rate": []}
+    plan: Dict[str, List[int]] = {"latest": [], "sum": [], "peak": [], "rate": []}
     for i, col in enumerate(registry.columns(table)):
         plan[col.fold].append(i)
     return plan
@@ -64,10 +64,10 @@ def _fold_plan(table):
 
 _FOLDS = {table: _fold_plan(table) for table in ("process", "system")}
 
-_ENGINES = weakref.WeakSet()
+_ENGINES: weakref.WeakSet[_Engine] = weakref.WeakSet()
 
 
-def _own_thread_cpu():
+def _own_thread_cpu() -> Tuple[float, float]:
     """(user, system) CPU seconds of the calling thread."""
     try:
         import resource
@@ -78,7 +78,7 @@ def _own_thread_cpu():
         return time.thread_time(), 0.0  # no split available: count it all as user time
 
 
-def _is_loopback(nic):
+def _is_loopback(nic: str) -> bool:
     """True for a loopback interface name (lo on Linux, lo0 on macOS, Loopback on Windows)."""
     return nic == "lo" or (nic.startswith("lo") and nic[2:].isdigit()) or nic.startswith("Loopback")
 
@@ -101,7 +101,7 @@ class _Member:
         "cmdline",
     )
 
-    def __init__(self, proc):
+    def __init__(self, proc: Any) -> None:
         self.proc = proc
         self.pid = proc.pid
         self.ppid = 0
@@ -110,33 +110,35 @@ class _Member:
         self.zombie = False
         self.excess = 0.0
         self.checked_at = 0.0
-        self.cmdline = None  # read when first needed
+        self.cmdline: Optional[Tuple[str, ...]] = None  # read when first needed
 
 
 class _Collector:
     """One pass over the process tree and the machine per call; keeps the state between."""
 
-    def __init__(self, psutil, pid, children, track_processes, track_system):
+    def __init__(
+        self, psutil: Any, pid: int, children: bool, track_processes: bool, track_system: bool
+    ) -> None:
         self.ps = psutil
         self.pid = pid
         self.children = children
         self.track_processes = track_processes
         self.track_system = track_system
         self.self_pid = os.getpid()
-        self.members = {}  # pid -> _Member
-        self.known = {}  # pid -> is a member, for every process of the last listing
+        self.members: Dict[int, _Member] = {}
+        self.known: Dict[int, bool] = {}  # pid -> is a member, for every process listed last
         self.listed = False
         self.dead = [0.0, 0.0, 0.0, 0.0]
-        self.high_water = None  # [cpu seconds, read bytes, write bytes]
+        self.high_water: Optional[List[float]] = None  # [cpu seconds, read bytes, write bytes]
         self.last_split = (0.0, 0.0)  # user and system totals at the last reading
         self.generation = 0
         self.pss_allowance = PSS_BUDGET_START
         self.round_at = 0.0  # when every member's PSS was last read
         self.round_generation = -1
         self.pss_refilled_at = 0.0
-        self.system_prev = None
-        self.disks = None
-        self.mounts = []
+        self.system_prev: Optional[Dict[str, Any]] = None
+        self.disks: Optional[Set[str]] = None
+        self.mounts: List[str] = []
         self.refreshed_at = 0.0
         self.has_baseline = False
         self.last_mono = 0.0
@@ -145,7 +147,7 @@ class _Collector:
 
     # -- the process tree ------------------------------------------------------------
 
-    def _classify(self, pid, new, depth=0):
+    def _classify(self, pid: int, new: Dict[int, Any], depth: int = 0) -> bool:
         """True when the new process pid belongs to the tree (its parent does)."""
         if pid in self.known:
             return self.known[pid]
@@ -168,7 +170,7 @@ class _Collector:
             self.generation += 1
         return member
 
-    def _discover(self, pids):
+    def _discover(self, pids: Sequence[int]) -> List[_Member]:
         """Updates self.known/self.members from the process list: the vanished members."""
         ps = self.ps
         current = set(pids)
@@ -205,7 +207,7 @@ class _Collector:
             self._classify(pid, new)
         return vanished
 
-    def _read_member(self, member):
+    def _read_member(self, member: _Member) -> bool:
         """Reads one member's counters: False when the process is gone (or its pid reused)."""
         ps = self.ps
         proc = member.proc
@@ -247,7 +249,9 @@ class _Collector:
             pass  # it exists: keep what was read
         return True
 
-    def _reaped_by_member(self, gone, live_by_pid, vanished_by_pid):
+    def _reaped_by_member(
+        self, gone: _Member, live_by_pid: Dict[int, _Member], vanished_by_pid: Dict[int, _Member]
+    ) -> bool:
         """True when a vanished member's counters went to a live member (its reaper)."""
         ppid = gone.ppid
         for _ in range(256):
@@ -261,7 +265,9 @@ class _Collector:
             ppid = parent.ppid
         return False
 
-    def _tree(self, now, own, pids):
+    def _tree(
+        self, now: float, own: Optional[Tuple[float, float]], pids: Sequence[int]
+    ) -> Tuple[List[float], float, int, bool]:
         """(interval [user, sys, read, write], memory KiB, live members, root alive)."""
         vanished = self._discover(pids)
         for pid, member in list(self.members.items()):
@@ -311,7 +317,7 @@ class _Collector:
         self.last_split = (total[0], total[1])
         return interval, self._memory(now, live), live, root_alive
 
-    def _check_pss(self, member, now):
+    def _check_pss(self, member: _Member, now: float) -> None:
         """Measures how much of a member's RSS is shared (RSS - PSS), within the budget."""
         started = time.monotonic()
         try:
@@ -326,7 +332,7 @@ class _Collector:
         self.pss_allowance -= time.monotonic() - started
         member.checked_at = now
 
-    def _pss_round(self, now, members):
+    def _pss_round(self, now: float, members: List[_Member]) -> None:
         """Reads PSS of every member at once, when due and the budget has something left."""
         if self.pss_refilled_at > 0:
             self.pss_allowance += (now - self.pss_refilled_at) * PSS_BUDGET_SHARE
@@ -344,15 +350,17 @@ class _Collector:
                 self._check_pss(m, now)
         self.round_at, self.round_generation = now, self.generation
 
-    def _command_line(self, member):
-        if member.cmdline is None:
+    def _command_line(self, member: _Member) -> Tuple[str, ...]:
+        cmdline = member.cmdline
+        if cmdline is None:
             try:
-                member.cmdline = tuple(member.proc.cmdline())
+                cmdline = tuple(member.proc.cmdline())
             except (self.ps.Error, OSError):
-                member.cmdline = ()
-        return member.cmdline
+                cmdline = ()
+            member.cmdline = cmdline
+        return cmdline
 
-    def _own_memory(self, m):
+    def _own_memory(self, m: _Member) -> float:
         """A member's own memory (KiB): RSS less its shared pages at its last PSS read; before
         that, for a forked copy of a member, what it holds beyond its parent."""
         if m.checked_at > 0:
@@ -363,7 +371,7 @@ class _Collector:
                 return max(0.0, m.rss - parent.rss)
         return m.rss
 
-    def _memory(self, now, live):
+    def _memory(self, now: float, live: int) -> float:
         """Memory of the tree in KiB: RSS, less pages shared inside the tree (PSS)."""
         members = list(self.members.values())
         if live > 1:
@@ -374,10 +382,10 @@ class _Collector:
 
     # -- the machine -----------------------------------------------------------------
 
-    def _refresh_devices(self):
+    def _refresh_devices(self) -> None:
         """Whole disks (names) and one mount point per real filesystem."""
         ps = self.ps
-        disks = None
+        disks: Optional[Set[str]] = None
         if os.path.isdir("/sys/block"):
             disks = set()
             for name in os.listdir("/sys/block"):
@@ -390,7 +398,7 @@ class _Collector:
                     pass
                 disks.add(name)
         self.disks = disks
-        mounts = {}
+        mounts: Dict[str, str] = {}
         try:
             partitions = ps.disk_partitions(all=False)
         except Exception:
@@ -410,7 +418,7 @@ class _Collector:
                 mounts[key] = part.mountpoint
         self.mounts = list(mounts.values()) or [os.path.abspath(os.sep)]
 
-    def _counters(self):
+    def _counters(self) -> Dict[str, Any]:
         """Cumulative system counters: cpu user/sys seconds, per-disk and per-nic bytes."""
         ps = self.ps
         prev = self.system_prev or {"cpu": (0.0, 0.0), "disks": {}, "nics": {}}
@@ -444,7 +452,7 @@ class _Collector:
             pass
         return out
 
-    def _system(self, now):
+    def _system(self, now: float) -> Dict[str, float]:
         """The system row's values (without timestamp and processes) as a dict."""
         ps = self.ps
         row = dict.fromkeys(SYSTEM_COLUMNS, 0.0)
@@ -491,7 +499,9 @@ class _Collector:
 
     # -- one reading -----------------------------------------------------------------
 
-    def sample(self, mono, wall, own, own_memory_kib):
+    def sample(
+        self, mono: float, wall: float, own: Optional[Tuple[float, float]], own_memory_kib: float
+    ) -> Optional[Tuple[List[float], List[float]]]:
         """(process row, system row) as lists, or None for the baseline."""
         dt = mono - self.last_mono
         try:
@@ -527,7 +537,7 @@ class _Collector:
         return prow, [float(srow[name]) for name in SYSTEM_COLUMNS]
 
 
-def _cpu_usage(cpu_s, dt):
+def _cpu_usage(cpu_s: float, dt: float) -> float:
     """Cores in use over dt, as the C sampler computes it: over at least one clock tick
     (10 ms, the resolution of CPU time counters) and never more than the machine's CPUs."""
     if dt <= 0:
@@ -539,7 +549,7 @@ _TICK_S = 0.01
 _MACHINE_CPUS = os.cpu_count() or 1
 
 
-def _fold_row(table, kept, later, dt):
+def _fold_row(table: str, kept: List[float], later: List[float], dt: float) -> None:
     """Folds the row ``later`` into ``kept`` (in place) by the registry's fold rules: the
     latest reading of a gauge, the sum of an amount, the higher of a peak, and CPU usage
     recomputed from the summed CPU time over the whole ``dt`` (as csrc/collector.c)."""
@@ -555,7 +565,14 @@ def _fold_row(table, kept, later, dt):
         kept[i] = _cpu_usage(kept[index["utime"]] + kept[index["stime"]], dt)
 
 
-def _fold(pp, ps, p, s, prev_dt, part_dt):
+def _fold(
+    pp: Optional[List[float]],
+    ps: Optional[List[float]],
+    p: List[float],
+    s: List[float],
+    prev_dt: float,
+    part_dt: float,
+) -> None:
     """Folds a short last reading into the previous rows (in place), like the C sampler."""
     if pp is not None:
         _fold_row("process", pp, p, prev_dt + part_dt)
@@ -566,14 +583,16 @@ def _fold(pp, ps, p, s, prev_dt, part_dt):
 class _Engine:
     """The sampler's state and thread body (the PsutilSampler wrapper may be collected)."""
 
-    def __init__(self, collector, interval, track_processes, track_system):
+    def __init__(
+        self, collector: _Collector, interval: float, track_processes: bool, track_system: bool
+    ) -> None:
         self.collector = collector
         self.interval = interval
         self.track_processes = track_processes
         self.track_system = track_system
         self._reinit_sync()
         self.state = "new"
-        self.thread = None
+        self.thread: Optional[threading.Thread] = None
         self.start_wall = self.start_mono = self.stop_wall = 0.0
         self.last_sample_mono = 0.0
         self.last_row_dt = 0.0
@@ -585,19 +604,19 @@ class _Engine:
         self.system = [array("d") for _ in SYSTEM_COLUMNS]
         self.nrows_p = self.nrows_s = 0
 
-    def _reinit_sync(self):
+    def _reinit_sync(self) -> None:
         self.lock = threading.Lock()
         self.rows_changed = threading.Condition(self.lock)
         self.wake = threading.Event()
         self.sample_lock = threading.Lock()
 
-    def rows(self):
+    def rows(self) -> int:
         return max(self.nrows_p, self.nrows_s)
 
-    def _own_memory_kib(self):
+    def _own_memory_kib(self) -> float:
         return (self.nrows_p * len(PROCESS_COLUMNS) + self.nrows_s * len(SYSTEM_COLUMNS)) * 8 / 1024
 
-    def _store(self, prow, srow, dt, may_fold):
+    def _store(self, prow: List[float], srow: List[float], dt: float, may_fold: bool) -> None:
         with self.lock:
             fold = (
                 may_fold
@@ -627,7 +646,9 @@ class _Engine:
                 self.last_row_dt = dt
             self.rows_changed.notify_all()
 
-    def take_sample(self, in_thread, may_fold):
+    def take_sample(
+        self, in_thread: bool, may_fold: bool
+    ) -> Optional[Tuple[List[float], List[float]]]:
         """One reading now; stores rows unless it is the baseline. The rows, or None."""
         with self.sample_lock:
             mono, wall = time.monotonic(), time.time()
@@ -649,7 +670,7 @@ class _Engine:
                 self.cpu_seconds = time.thread_time()
             return rows
 
-    def run(self):
+    def run(self) -> None:
         self.take_sample(True, False)  # baseline
         deadline = self.start_mono
         while True:
@@ -668,7 +689,7 @@ class _Engine:
                 self.state = "stopped"
             self.rows_changed.notify_all()
 
-    def _sleep_until(self, deadline):
+    def _sleep_until(self, deadline: float) -> bool:
         """Sleeps until the monotonic deadline or a stop request (True then). Waits in slices
         of at most a minute, and treats any error of a wait as a short pause: no timeout
         value can overflow, and the loop cannot spin."""
@@ -682,7 +703,7 @@ class _Engine:
             except (OverflowError, ValueError):  # pragma: no cover - defensive
                 time.sleep(0.01)
 
-    def request_stop(self):
+    def request_stop(self) -> bool:
         """Wakes the thread; True when there is a thread to join."""
         with self.lock:
             self.wake.set()
@@ -691,7 +712,7 @@ class _Engine:
                 self.stop_wall = time.time()
             return self.thread is not None
 
-    def after_fork_in_child(self):
+    def after_fork_in_child(self) -> None:
         """In a forked child: no sampler thread; a running sampler reads as stopped."""
         self._reinit_sync()
         self.thread = None
@@ -700,7 +721,7 @@ class _Engine:
             self.stop_wall = time.time()
 
 
-def _after_fork_in_child():
+def _after_fork_in_child() -> None:
     for engine in list(_ENGINES):
         engine.after_fork_in_child()
 
@@ -766,10 +787,11 @@ class PsutilSampler:
         """Stops the thread after a last reading and joins it, waiting at most STOP_TIMEOUT
         seconds: a reading that hangs longer is left to end on its own (idempotent)."""
         e = self._engine
-        if e.request_stop() and e.thread is not threading.current_thread():
-            e.thread.join(STOP_TIMEOUT)
+        thread = e.thread if e.request_stop() else None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(STOP_TIMEOUT)
             with e.lock:
-                if e.thread.is_alive() and e.state == "running":
+                if thread.is_alive() and e.state == "running":
                     e.abandoned = True
                     e.state = "stopped"
                     e.stop_wall = time.time()
