@@ -312,10 +312,7 @@ def track_command(
     ``method``, ``discover_cloud`` ...). CommandStartError (``status`` 127 or 126) when the
     command cannot be started. See ``ResourceTracker.run()``.
     """
-    for name in ("pid", "autostart"):
-        if name in tracker_options:
-            raise TypeError(f"track_command() sets {name} itself: leave it out")
-    interval = tracker_options.get("interval", 1.0)
+    interval = _check_options(tracker_options)
     supervisor = Supervisor(
         command,
         lambda pid, adopt: start_tracker(pid, adopt, **tracker_options),
@@ -325,3 +322,23 @@ def track_command(
     )
     with supervisor as result:
         return result
+
+
+def _check_options(tracker_options: dict) -> float:
+    """The interval; TypeError/ValueError for options ResourceTracker would refuse, before
+    the command starts (afterwards, a failure to track leaves the command untracked)."""
+    import inspect
+
+    from .tracker import ResourceTracker, _check_interval
+
+    for name in ("pid", "autostart"):
+        if name in tracker_options:
+            raise TypeError(f"running a command sets {name} itself: leave it out")
+    known = inspect.signature(ResourceTracker.__init__).parameters
+    unknown = sorted(set(tracker_options) - set(known))
+    if unknown:
+        raise TypeError(
+            f"unknown ResourceTracker option(s) {', '.join(unknown)}: "
+            f"use {', '.join(n for n in known if n not in ('self', 'pid', 'autostart'))}"
+        )
+    return _check_interval(tracker_options.get("interval", 1.0))

@@ -230,6 +230,33 @@ class ResourceTracker:
             self._adopted_by = int(pid)
             self._sampler = self._make_sampler()
 
+    @classmethod
+    def run(cls, command, *, adopt_orphans=False, forward_signals=None, **options):
+        """Runs ``command`` (a list: program and arguments) to its end and tracks it.
+
+        Returns a ``CommandRun`` (resource_tracker.supervise): ``status`` is the command's
+        exit status (128+N when signal N killed it), ``tracker`` the stopped tracker of its
+        process tree (None when tracking could not start: ``not_tracked`` says why),
+        ``signals_forwarded`` the signals passed on to it. ``options`` are this class's
+        (``interval``, ``method``, ``discover_cloud`` ...; not ``pid`` or ``autostart``).
+        In the main thread, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are passed
+        on to the command while it runs. ``adopt_orphans`` (Linux) makes this process the
+        subreaper of the command so that processes which double-fork away from it are
+        tracked, waited for and reaped (it changes who reaps orphans for the whole program:
+        off by default). Raises ``CommandStartError`` (``status`` 127: not found, 126: not
+        executable) when the command cannot be started, ValueError/TypeError for bad options.
+
+        Example:
+            >>> run = ResourceTracker.run(["python", "train.py"], interval=0.5)
+            >>> run.status, run.tracker.recommend_resources()
+            (0, {'cpu': 1, 'memory': 256, 'gpu': 0, 'vram': 0})
+        """
+        from .supervise import track_command
+
+        return track_command(
+            command, adopt_orphans=adopt_orphans, forward_signals=forward_signals, **options
+        )
+
     # -- lifecycle -------------------------------------------------------------------
 
     def start(self):
