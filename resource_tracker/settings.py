@@ -16,14 +16,19 @@ Kinds, each with one parser:
 - ``number``: a finite number within ``bounds``;
 - ``list``: comma-separated words of ``choices`` (any case; a tuple, in order, no repeats).
 
-An unset or empty variable gives the default. Any other text that does not parse is a
-:class:`SettingError` (a ValueError) naming the variable, the value and what it accepts.
+An unset or empty variable gives the default. Text that does not parse is reported naming
+the variable, the value and what it accepts: for a ``flag`` as a :class:`SettingWarning`
+(once per variable and value), and the default is used — an on/off switch of a side feature
+(cloud discovery, the embedded catalog) must not cost a job its tracking; for every other
+kind as a :class:`SettingError` (a ValueError) — a backend, a number, an address or an
+exporter that was asked for has no right guess.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -34,6 +39,13 @@ FALSE_WORDS = ("0", "false", "no", "off")
 
 class SettingError(ValueError):
     """An environment variable of resource-tracker holds a value it cannot use."""
+
+
+class SettingWarning(UserWarning):
+    """An on/off variable holds neither an on nor an off word: its default is used."""
+
+
+_warned: set = set()
 
 
 @dataclass(frozen=True)
@@ -60,7 +72,14 @@ class Setting:
 
 
 def _flag(setting: Setting, text: str) -> bool:
-    return parse_flag(text, setting)
+    try:
+        return parse_flag(text, setting)
+    except SettingError as exc:
+        if (setting.name, text) not in _warned:
+            _warned.add((setting.name, text))
+            state = "on" if setting.default else "off"
+            warnings.warn(f"{exc}; using the default ({state})", SettingWarning, stacklevel=5)
+        return bool(setting.default)
 
 
 def parse_flag(text: str, setting: Optional[Setting] = None) -> bool:

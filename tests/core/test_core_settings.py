@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 
 import pytest
 
 from resource_tracker import ResourceTracker, cloud, settings
 from resource_tracker.catalog import _embedded, _keeper, eur_usd_rate, keeper_url
-from resource_tracker.settings import SETTINGS, SettingError, parse_flag
+from resource_tracker.settings import SETTINGS, SettingError, SettingWarning, parse_flag
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PACKAGES = ("resource_tracker", "metaflow_extensions")
@@ -54,11 +55,28 @@ def test_discover_cloud_on_or_unset(monkeypatch, text):
     assert ResourceTracker(autostart=False, discover_cloud=True).discover_cloud is True
 
 
-def test_an_invalid_flag_is_one_clear_error_in_every_reader(monkeypatch):
+@pytest.mark.parametrize("text", ["maybe", "2", "none"])
+def test_an_invalid_flag_is_a_warning_and_the_default(monkeypatch, text):
+    """A typo in an on/off switch must not cost the job its tracking: the default (on),
+    with one warning naming the variable and the words it accepts."""
+    monkeypatch.setenv("RESOURCE_TRACKER_DISCOVER_CLOUD", text)
+    monkeypatch.setattr(settings, "_warned", set())
+    pattern = rf"RESOURCE_TRACKER_DISCOVER_CLOUD='{text}'.*0/false/no/off.*default \(on\)"
+    with pytest.warns(SettingWarning, match=pattern):
+        assert cloud.discovery_enabled() is True
+    tracker = ResourceTracker(autostart=False, discover_cloud=True)  # once per value
+    assert tracker.discover_cloud is True
+    monkeypatch.setenv("RESOURCE_TRACKER_EMBEDDED_CATALOG", text)
+    with pytest.warns(SettingWarning, match="EMBEDDED_CATALOG"):
+        assert _embedded.enabled() is True
+
+
+def test_a_tracked_command_with_an_invalid_flag_is_still_tracked(monkeypatch):
     monkeypatch.setenv("RESOURCE_TRACKER_DISCOVER_CLOUD", "maybe")
-    for read in (cloud.discovery_enabled, lambda: ResourceTracker(autostart=False)):
-        with pytest.raises(ValueError, match=r"RESOURCE_TRACKER_DISCOVER_CLOUD='maybe'"):
-            read()
+    monkeypatch.setattr(settings, "_warned", set())
+    with pytest.warns(SettingWarning):
+        run = ResourceTracker.run([sys.executable, "-c", "pass"], interval=0.1)
+    assert run.status == 0 and run.tracker is not None and run.not_tracked is None
 
 
 def test_settings_are_read_at_call_time(monkeypatch):
