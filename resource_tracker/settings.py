@@ -29,7 +29,6 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from dataclasses import dataclass
 from typing import Any, Optional
 
 PREFIX = "RESOURCE_TRACKER_"
@@ -48,18 +47,39 @@ class SettingWarning(UserWarning):
 _warned: set = set()
 
 
-@dataclass(frozen=True)
 class Setting:
-    """One environment variable: how it is parsed, its default, what it means."""
+    """One environment variable: how it is parsed (``kind``), its default, what it means.
 
-    name: str
-    kind: str
-    meaning: str
-    default: Any = None
-    choices: tuple = ()
-    bounds: Optional[tuple] = None  # (lowest, highest); lowest excluded when low_open
-    low_open: bool = False
-    can_be_off: bool = False
+    ``choices``: the words of a choice or list; ``bounds``: (lowest, highest) of a number,
+    the lowest excluded with ``low_open``; ``can_be_off``: a url that an off word switches
+    off. (A plain class: a dataclass would cost the package's import a millisecond.)
+    """
+
+    __slots__ = ("name", "kind", "meaning", "default", "choices", "bounds", "low_open",
+                 "can_be_off")  # fmt: skip
+
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        meaning: str,
+        default: Any = None,
+        choices: tuple = (),
+        bounds: Optional[tuple] = None,
+        low_open: bool = False,
+        can_be_off: bool = False,
+    ):
+        self.name = name
+        self.kind = kind
+        self.meaning = meaning
+        self.default = default
+        self.choices = choices
+        self.bounds = bounds
+        self.low_open = low_open
+        self.can_be_off = can_be_off
+
+    def __repr__(self) -> str:
+        return f"Setting({self.name!r}, {self.kind!r}, default={self.default!r})"
 
     def parse(self, text: Optional[str]) -> Any:
         """The value of text (None or '' : the default); SettingError when it is invalid."""
