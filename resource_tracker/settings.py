@@ -44,7 +44,7 @@ class SettingWarning(UserWarning):
     """An on/off variable holds neither an on nor an off word: its default is used."""
 
 
-_warned: set = set()
+_warned: set[tuple[str, str]] = set()
 
 
 class Setting:
@@ -64,8 +64,8 @@ class Setting:
         kind: str,
         meaning: str,
         default: Any = None,
-        choices: tuple = (),
-        bounds: Optional[tuple] = None,
+        choices: tuple[str, ...] = (),
+        bounds: Optional[tuple[float, float]] = None,
         low_open: bool = False,
         can_be_off: bool = False,
     ):
@@ -148,7 +148,7 @@ def _number(setting: Setting, text: str) -> float:
     return value
 
 
-def _list(setting: Setting, text: str) -> tuple:
+def _list(setting: Setting, text: str) -> tuple[str, ...]:
     words = [w.strip().lower() for w in text.split(",") if w.strip()]
     unknown = [w for w in words if w not in setting.choices]
     if unknown:
@@ -166,7 +166,7 @@ _PARSERS = {
 }
 
 
-def _declare(*settings: Setting) -> dict:
+def _declare(*settings: Setting) -> dict[str, Setting]:
     return {s.name: s for s in settings}
 
 
