@@ -135,8 +135,14 @@ class Supervisor:
         self.start_tracker = start_tracker
         self.interval = interval
         self.adopt_orphans = adopt_orphans
+        main_thread = threading.current_thread() is threading.main_thread()
         if forward_signals is None:  # Python handles signals in the main thread only
-            forward_signals = threading.current_thread() is threading.main_thread()
+            forward_signals = main_thread
+        elif forward_signals and not main_thread:
+            raise ValueError(
+                "forward_signals=True needs the main thread (Python handles signals there "
+                "only): leave it out to run the command without passing signals on"
+            )
         self.forward_signals = forward_signals
         self.waited = set(FORWARDED_SIGNALS) | {signal.SIGCHLD}
         self.blocking = forward_signals and hasattr(signal, "sigtimedwait")  # Linux

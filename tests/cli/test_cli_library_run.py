@@ -129,6 +129,17 @@ def test_run_from_another_thread_waits_without_signal_handling(tmp_path):
     assert sum(df["utime"]) + sum(df["stime"]) >= json.loads(out.read_text())["cpu"] * 0.9
     assert signal.getsignal(signal.SIGUSR1) is before
 
+    def forced():
+        try:
+            ResourceTracker.run([sys.executable, "-c", "pass"], forward_signals=True)
+        except ValueError as exc:
+            results["error"] = str(exc)
+
+    thread = threading.Thread(target=forced)
+    thread.start()
+    thread.join(60)
+    assert "needs the main thread" in results["error"]
+
 
 LIBRARY_RUN = """
 import json, sys
