@@ -172,6 +172,7 @@ class RunSummary:
         ``data`` is not one (or of a newer version)."""
         if not isinstance(data, Mapping) or data.get("version") != SUMMARY_VERSION:
             raise ValueError("not a resource-tracker run summary (or of another version)")
+        _check_stored(data)
         try:
             history = data.get("history")
             return cls(
@@ -193,6 +194,34 @@ class RunSummary:
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a resource-tracker run summary: damaged ({exc!r})") from None
+
+
+def _check_stored(data: Mapping[str, Any]) -> None:
+    """ValueError when a stored summary holds values the renderers could not write (a
+    damaged or hand-made snapshot): then a new summary is built from the data instead."""
+
+    def bad(what: str) -> None:
+        raise ValueError(f"not a resource-tracker run summary: {what}")
+
+    for row in data.get("rows") or ():
+        if not isinstance(row, Mapping):
+            bad("a row is not an object")
+        for name in ("value", "past"):
+            value = row.get(name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float))
+            ):
+                bad(f"row {name} {value!r:.40} is not a number")
+        if not all(isinstance(row.get(name), str) for name in ("key", "field", "label", "unit")):
+            bad("a row's key, field, label or unit is not text")
+    server = data.get("server")
+    if not isinstance(server, Mapping) or not all(
+        isinstance(s, Mapping) for s in server.get("servers") or ()
+    ):
+        bad("server is not an object with a list of server records")
+    for name in ("stats", "resources", "server_info", "cloud_info"):
+        if data.get(name) is not None and not isinstance(data[name], Mapping):
+            bad(f"{name} is not an object")
 
 
 def _history_from_dict(data: Mapping[str, Any]) -> History:

@@ -226,3 +226,17 @@ def test_summary_round_trips_through_json_and_rows_follow_the_registry():
     for row in summary.rows:
         if row.key in labels:
             assert row.label.startswith(labels[row.key])
+
+
+def test_a_damaged_stored_summary_is_rebuilt_not_rendered():
+    tracker = ResourceTracker.from_snapshot(long_run_snapshot(rows=60))
+    tracker.summary()
+    snap = json.loads(tracker.dumps())
+    assert snap["summary"]["cache_key"]
+    good = ResourceTracker.loads(json.dumps(snap)).report()  # the stored summary
+    snap["summary"]["rows"][0]["value"] = "<script>1</script>"
+    with pytest.raises(ValueError, match="row value"):
+        RunSummary.from_dict(snap["summary"])
+    loaded = ResourceTracker.loads(json.dumps(snap))
+    assert loaded.report() == good  # rebuilt from the tables, same figures
+    assert isinstance(loaded.summary().rows[0].value, float)

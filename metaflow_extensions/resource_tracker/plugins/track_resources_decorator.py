@@ -342,6 +342,38 @@ def build_artifact(tracker, history, failed, error=None, label=None):
     }
 
 
+def _card_command(deco, mode, data_file, timeout):
+    """The `card create` command line rendering the card of `deco` in `mode` from data_file."""
+    import json
+
+    from metaflow import current
+
+    runspec = "/".join([str(current.run_id), current.step_name, str(current.task_id)])
+    cmd = [sys.executable, sys.argv[0]]
+    cmd += deco._create_top_level_args(deco.task_flow)
+    cmd += [
+        "card",
+        "create",
+        runspec,
+        "--delete-input-files",
+        "--card-uuid",
+        deco._card_uuid,
+        "--mode",
+        mode,
+        "--type",
+        deco.attributes["type"],
+        "--timeout",
+        str(int(timeout)),
+        "--data-file",
+        data_file,
+    ]
+    if deco.card_options:
+        cmd += ["--options", json.dumps(deco.card_options)]
+    if deco._user_set_card_id is not None:
+        cmd += ["--id", str(deco._user_set_card_id)]
+    return cmd
+
+
 _CARD_CLASS = None
 
 
@@ -377,34 +409,7 @@ def _card_decorator_class():
 
         def card_command(self, mode, data_file, timeout=LIVE_RENDER_TIMEOUT_S):
             """The `card create` command line rendering this card in `mode` from data_file."""
-            import json
-
-            from metaflow import current
-
-            runspec = "/".join([str(current.run_id), current.step_name, str(current.task_id)])
-            cmd = [sys.executable, sys.argv[0]]
-            cmd += self._create_top_level_args(self.task_flow)
-            cmd += [
-                "card",
-                "create",
-                runspec,
-                "--delete-input-files",
-                "--card-uuid",
-                self._card_uuid,
-                "--mode",
-                mode,
-                "--type",
-                self.attributes["type"],
-                "--timeout",
-                str(int(timeout)),
-                "--data-file",
-                data_file,
-            ]
-            if self.card_options:
-                cmd += ["--options", json.dumps(self.card_options)]
-            if self._user_set_card_id is not None:
-                cmd += ["--id", str(self._user_set_card_id)]
-            return cmd
+            return _card_command(self, mode, data_file, timeout)
 
     # @card keeps per-task state in class attributes (counters, the card creator) and sets
     # them through classmethods; called on this subclass they would set separate copies
