@@ -13,6 +13,7 @@ from __future__ import annotations
 from array import array
 
 from .registry import COLUMNS, stat_columns
+from .summary import traffic_columns
 
 #: Decimals per column name (both tables; the registry's digits) in the rounded views; None
 #: keeps the value as it is.
@@ -73,8 +74,7 @@ def documented_stats(stats: dict | None) -> dict | None:
     }
     out["disk_usage"] = {"max": _value(stats, "system_disk_space_used_gb", "max", STATS_DIGITS)}
     out["traffic"] = {
-        "inbound": _value(stats, "system_net_recv_bytes", "sum", 0),
-        "outbound": _value(stats, "system_net_sent_bytes", "sum", 0),
+        direction: _value(stats, col.key, "sum", 0) for direction, col in traffic_columns().items()
     }
     out["duration"] = _value(stats, "timestamp", "duration", STATS_DIGITS)
     return out

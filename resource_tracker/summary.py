@@ -39,6 +39,10 @@ __all__ = [
     "stat_specs",
     "lookup_servers",
     "METAFLOW_HISTORY_KEYS",
+    "traffic_columns",
+    "cached_summary",
+    "stored_summary",
+    "summary_cache_key",
 ]
 
 #: Version of the ``to_dict()`` form (stored in snapshots and Metaflow artifacts).
@@ -286,6 +290,19 @@ def history_values(runs: Sequence[Mapping[str, Any]]) -> Dict[str, Dict[str, flo
             value = max(seen) if spec.field == "max" else sum(seen) / len(seen)
             out.setdefault(spec.key, {})[spec.field] = value
     return out
+
+
+def traffic_columns() -> Dict[str, Column]:
+    """The machine's network columns by direction, ``{'inbound': ..., 'outbound': ...}``: the
+    registry's byte totals labelled as network traffic, told apart by their labels (the
+    words the seeds' documented ``traffic`` summary uses)."""
+    found = {}
+    for col in stat_columns("system"):
+        if col.aggregate == "sum" and "network" in col.label:
+            for direction in ("inbound", "outbound"):
+                if direction in col.label:
+                    found[direction] = col
+    return found
 
 
 def _metaflow_history_keys() -> Dict[str, Tuple[str, str]]:
