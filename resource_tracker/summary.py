@@ -397,7 +397,12 @@ def lookup_servers(
     return result["choice"]
 
 
-def _ask_catalog(resources, duration, cloud_info, n) -> ServerChoice:
+def _ask_catalog(
+    resources: Optional[Mapping[str, int]],
+    duration: Optional[float],
+    cloud_info: Optional[Mapping[str, Any]],
+    n: int,
+) -> ServerChoice:
     try:
         from .catalog import (
             CatalogUnavailableError,

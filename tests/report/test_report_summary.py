@@ -240,3 +240,36 @@ def test_a_damaged_stored_summary_is_rebuilt_not_rendered():
     loaded = ResourceTracker.loads(json.dumps(snap))
     assert loaded.report() == good  # rebuilt from the tables, same figures
     assert isinstance(loaded.summary().rows[0].value, float)
+
+
+def test_cli_run_looks_up_once_and_report_renders_the_stored_summary(keeper, tmp_path):
+    """`resource-tracker run` builds the summary once (its lines, the page and the JSON share
+    it); `resource-tracker report` of that JSON renders it with the catalog broken."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    burn = "import time\nend = time.time() + 0.6\nwhile time.time() < end: pass"
+    cmd = [sys.executable, "-m", "resource_tracker"]
+    out = subprocess.run(
+        cmd + ["run", "--interval", "0.1", "--output", str(tmp_path), "--format", "json,html",
+               "--", sys.executable, "-c", burn],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    asked = keeper.requests
+    assert asked == 1, "one Keeper request (servers; no cloud, so no price lookup)"
+    saved = ResourceTracker.loads((tmp_path / "resource-tracker.json").read_text())
+    best = saved.summary().server.best
+    assert keeper.requests == asked  # the stored summary
+    assert f"server      {best['vendor_id']} {best['server_id']} " in out.stderr
+    env.update(RESOURCE_TRACKER_CATALOG=MISSING_CATALOG, RESOURCE_TRACKER_EMBEDDED_CATALOG="off")
+    page = tmp_path / "again.html"
+    again = subprocess.run(
+        cmd + ["report", str(tmp_path / "resource-tracker.json"), "-o", str(page)],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert keeper.requests == asked
+    assert page.read_text() == (tmp_path / "resource-tracker.html").read_text()
