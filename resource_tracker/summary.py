@@ -27,6 +27,7 @@ __all__ = [
     "SUMMARY_VERSION",
     "SERVER_CHOICES",
     "SERVER_TIMEOUT_S",
+    "DURATION",
     "StatRow",
     "History",
     "ServerChoice",

@@ -15,6 +15,8 @@ from __future__ import annotations
 import math
 import os
 
+from ..summary import DURATION
+
 #: Most points per table sent to the browser; longer runs keep the min and max of each bucket.
 MAX_POINTS = 2400
 
@@ -508,7 +510,7 @@ def _usage(view):
     head = ["Metric", "This run"]
     if hist:
         head += [f"Earlier runs ({hist.runs})", "Change"]
-    duration = s.row("timestamp", "duration")
+    duration = s.row(*DURATION)
     rows = []
     for row in s.rows:
         if row.value is None and row is not duration:
