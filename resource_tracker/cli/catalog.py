@@ -39,6 +39,11 @@ def main(args: argparse.Namespace) -> int:
     from .servers import import_catalog
 
     catalog = import_catalog()
+    if catalog is None:
+        raise CliError(
+            "catalog: the server catalog is not part of this installation "
+            "(no resource_tracker.catalog module)"
+        )
     name = "update_catalog" if args.action == "update" else "catalog_info"
     func = getattr(catalog, name, None)
     if func is None:

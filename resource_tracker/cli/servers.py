@@ -32,9 +32,14 @@ def find_servers(resources: dict, n=None, strict: bool = False, **filters):
 
 
 def import_catalog():
-    """The resource_tracker.catalog module; CliError when it cannot be loaded."""
+    """The resource_tracker.catalog package, or None when this installation has none."""
     try:
         from .. import catalog
+    except ModuleNotFoundError as exc:
+        if exc.name in ("resource_tracker.catalog", "resource_tracker"):
+            return None
+        raise CliError(f"the server catalog cannot be loaded: {exc}") from None
     except ImportError as exc:
         raise CliError(f"the server catalog cannot be loaded: {exc}") from None
     return catalog
+
