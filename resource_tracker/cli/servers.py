@@ -42,4 +42,3 @@ def import_catalog():
     except ImportError as exc:
         raise CliError(f"the server catalog cannot be loaded: {exc}") from None
     return catalog
-
