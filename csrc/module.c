@@ -44,24 +44,13 @@ core_exec(PyObject *module)
     return 0;
 }
 
-static int
-core_traverse(PyObject *module, visitproc visit, void *arg)
-{
-    CoreState *state = PyModule_GetState(module);
-    Py_VISIT(state->sampler_type);
-    return 0;
-}
-
-static int
-core_clear(PyObject *module)
-{
-    CoreState *state = PyModule_GetState(module);
-    Py_CLEAR(state->sampler_type);
-    return 0;
-}
-
 static PyModuleDef_Slot core_slots[] = {
     {Py_mod_exec, core_exec},
+#ifdef Py_mod_gil
+    /* The GIL stays on under a free-threaded build: the bindings were not audited for it
+     * (module-level caches, borrowed references in the stats and catalog parsers). */
+    {Py_mod_gil, Py_MOD_GIL_USED},
+#endif
     {0, NULL},
 };
 
@@ -69,10 +58,8 @@ static struct PyModuleDef core_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "resource_tracker._core",
     .m_doc = "C core of resource_tracker: the sampler thread, procfs readers, statistics.",
-    .m_size = sizeof(CoreState),
+    .m_size = 0,
     .m_slots = core_slots,
-    .m_traverse = core_traverse,
-    .m_clear = core_clear,
 };
 
 PyMODINIT_FUNC

@@ -5,11 +5,6 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-/* Per-module state (PEP 489): the types the module owns. */
-typedef struct CoreState {
-    PyTypeObject *sampler_type;
-} CoreState;
-
 /* Each binding file adds its types and functions to the module: 0, or -1 with an exception. */
 int rt_add_columns(PyObject *module);
 int rt_add_sampler(PyObject *module);

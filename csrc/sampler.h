@@ -30,13 +30,19 @@
 enum SamplerState { SAMPLER_NEW, SAMPLER_RUNNING, SAMPLER_STOPPED };
 enum SamplerTable { SAMPLER_PROCESS, SAMPLER_SYSTEM };
 
-typedef struct Sampler {
-    Collector collector;
-    double interval;
-    pthread_mutex_t lock;         /* the fields below, the tables */
+/* The sampler's locks and condition variables, on the heap: after fork() the child replaces
+ * them with a new set and leaks the old one (see atfork_child in sampler.c). */
+typedef struct SamplerSync {
+    pthread_mutex_t lock;         /* the sampler's fields below, the tables */
     pthread_mutex_t collect_lock; /* the collector: one reading at a time */
     pthread_cond_t wake;          /* stop requests */
     pthread_cond_t rows_changed;  /* new rows, or the thread ended */
+} SamplerSync;
+
+typedef struct Sampler {
+    Collector collector;
+    double interval;
+    SamplerSync *sync;
     pthread_t thread;
     int thread_alive; /* a thread to join or detach (cleared by the stop() that does it) */
     int thread_done;  /* the thread has finished its work */
