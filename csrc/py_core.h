@@ -13,6 +13,10 @@ int rt_add_gpu(PyObject *module);
 int rt_add_cloud(PyObject *module);
 int rt_add_catalog(PyObject *module);
 
+/* Read-only memoryviews of a final table's columns, each keeping owner alive (py_views.c). */
+struct Table;
+PyObject *rt_column_views(PyObject *owner, const struct Table *table);
+
 /* Reads a buffer of float64 (array('d'), memoryview) or a sequence of numbers into a new C array
  * (free it with PyMem_Free): 0, or -1 with TypeError naming what. */
 int rt_as_doubles(PyObject *obj, const char *what, double **out, Py_ssize_t *n);

@@ -272,6 +272,37 @@ sampler_columns_py(SamplerObject *self, PyObject *arg)
     return list;
 }
 
+/* 0 and which (SAMPLER_PROCESS or SAMPLER_SYSTEM) from a table name, or -1 with ValueError */
+static int
+table_from_name(PyObject *arg, int *which)
+{
+    const char *name = PyUnicode_AsUTF8(arg);
+
+    if (name == NULL)
+        return -1;
+    if (strcmp(name, "process") == 0 || strcmp(name, "system") == 0) {
+        *which = name[0] == 'p' ? SAMPLER_PROCESS : SAMPLER_SYSTEM;
+        return 0;
+    }
+    PyErr_Format(PyExc_ValueError, "table must be 'process' or 'system', got %R", arg);
+    return -1;
+}
+
+static PyObject *
+sampler_column_views_py(SamplerObject *self, PyObject *arg)
+{
+    Sampler *s = get_sampler(self);
+    const Table *table;
+    int which;
+
+    if (s == NULL || table_from_name(arg, &which) < 0)
+        return NULL;
+    table = sampler_final_table(s, which);
+    if (table == NULL)
+        Py_RETURN_NONE;
+    return rt_column_views((PyObject *)self, table);
+}
+
 static PyObject *
 sampler_get_state(SamplerObject *self, void *closure)
 {
@@ -349,6 +380,9 @@ static PyMethodDef sampler_methods[] = {
      "wait(n, timeout) -> bool: wait until n rows are stored."},
     {"columns", (PyCFunction)sampler_columns_py, METH_O,
      "columns('process'|'system') -> list of bytes, one float64 array per column."},
+    {"column_views", (PyCFunction)sampler_column_views_py, METH_O,
+     "column_views('process'|'system') -> list of read-only float64 memoryviews of the stored "
+     "columns (no copy; the rows are final from then on), or None while not stopped."},
     {NULL, NULL, 0, NULL},
 };
 

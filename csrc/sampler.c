@@ -240,7 +240,7 @@ store_rows(Sampler *sampler, double *prow, double *srow, double dt, int may_fold
                (dt < FOLD_SHARE * sampler->interval || dt < FOLD_MIN_SECONDS);
 
     pthread_mutex_lock(&sampler->sync->lock);
-    if (sampler->abandoned) {
+    if (sampler->abandoned || sampler->tables_final) {
         pthread_mutex_unlock(&sampler->sync->lock); /* stop() has returned: the data is final */
         return;
     }
@@ -558,6 +558,20 @@ void
 sampler_unlock(Sampler *sampler)
 {
     pthread_mutex_unlock(&sampler->sync->lock);
+}
+
+const Table *
+sampler_final_table(Sampler *sampler, int which)
+{
+    const Table *table = NULL;
+
+    pthread_mutex_lock(&sampler->sync->lock);
+    if (sampler->state == SAMPLER_STOPPED) {
+        sampler->tables_final = 1;
+        table = which == SAMPLER_PROCESS ? &sampler->process : &sampler->system;
+    }
+    pthread_mutex_unlock(&sampler->sync->lock);
+    return table;
 }
 
 int

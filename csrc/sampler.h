@@ -50,6 +50,7 @@ typedef struct Sampler {
     int refs;         /* the owner and the thread: the last one frees */
     int stop_requested;
     int state;
+    int tables_final; /* stopped and handed out as views: no row is stored or folded any more */
     Table process, system;
     double start_wall, start_mono, stop_wall;
     double last_sample_mono, last_row_dt;
@@ -85,6 +86,11 @@ int sampler_wait_rows(Sampler *sampler, size_t n, double timeout);
 /* The table under the sampler's lock: call sampler_unlock() when done with it. */
 const Table *sampler_lock_table(Sampler *sampler, int which);
 void sampler_unlock(Sampler *sampler);
+
+/* The table of a stopped sampler, final from now on (a reading still under way in another
+ * thread stores nothing): safe to read without the lock for the sampler's lifetime. NULL while
+ * the sampler is new or running. */
+const Table *sampler_final_table(Sampler *sampler, int which);
 
 int sampler_state(Sampler *sampler);
 size_t sampler_rows(Sampler *sampler);

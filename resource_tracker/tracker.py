@@ -16,8 +16,9 @@ from ._version import __version__
 from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABELS
 from .tiny_data_frame import TinyDataFrame
 
-#: Runs shorter than this (seconds) have no measurable CPU usage (10 clock ticks of 10 ms).
-SHORT_RUN_S = 0.1
+#: Runs shorter than this (seconds) have no measurable CPU usage (10 clock ticks of 10 ms);
+#: the rule lives in the C core (csrc/stats.c), which says how short.
+SHORT_RUN_S = _core.SHORT_RUN_S
 
 SNAPSHOT_FORMAT = "resource-tracker-snapshot"
 SNAPSHOT_VERSION = 1
@@ -137,6 +138,12 @@ class _StoredRun:
         if len(df) == 0:
             return [b""] * len(names)
         return [array("d", df.column_array(n)).tobytes() for n in names]
+
+    def column_views(self, table):
+        """The stored columns themselves (no copy), in the registry's order."""
+        df = self._tables[table]
+        names = PROCESS_COLUMNS if table == "process" else SYSTEM_COLUMNS
+        return [df.column_array(n) if n in df else array("d") for n in names]
 
     def start(self):
         raise RuntimeError("a tracker loaded from a snapshot cannot be started; create a new one")
@@ -362,14 +369,41 @@ class ResourceTracker:
 
     # -- data ------------------------------------------------------------------------
 
+    def _cached(self, what, compute):
+        """compute() once per state of the samples: recomputed when a row was added (or the
+        run stopped), else the value of the last call."""
+        sampler = self._sampler
+        key = (sampler, sampler.n_samples, sampler.state)
+        cache = self.__dict__.setdefault("_data_cache", {})
+        hit = cache.get(what)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        value = compute()
+        cache[what] = (key, value)
+        return value
+
+    def _table_columns(self, table):
+        """{column: float64 column} of a table. A stopped run's columns are read-only views
+        of the sampler's own storage (the samples cross into Python once, uncopied); while
+        running, one copy per new row count (cached until the next row)."""
+
+        def load():
+            names = PROCESS_COLUMNS if table == "process" else SYSTEM_COLUMNS
+            views = getattr(self._sampler, "column_views", None)
+            raw = views(table) if views is not None else None
+            if raw is not None:
+                return dict(zip(names, raw))
+            arrays = {}
+            for name, data in zip(names, self._sampler.columns(table)):
+                col = array("d")
+                col.frombytes(data)
+                arrays[name] = col
+            return arrays
+
+        return self._cached(table, load)
+
     def _table(self, table):
-        names = PROCESS_COLUMNS if table == "process" else SYSTEM_COLUMNS
-        arrays = {}
-        for name, raw in zip(names, self._sampler.columns(table)):
-            col = array("d")
-            col.frombytes(raw)
-            arrays[name] = col
-        return TinyDataFrame._from_arrays(arrays)
+        return TinyDataFrame._from_arrays(self._table_columns(table))
 
     @property
     def process_metrics(self):
@@ -418,12 +452,23 @@ class ResourceTracker:
         return TinyDataFrame._from_arrays(combined)
 
     def stats(self):
-        """Summaries of the samples: mean/max/percentiles, sums, peak disk use, duration."""
-        process = self.process_metrics if self.track_processes else None
-        system = self.system_metrics if self.track_system else None
-        result = _core.stats(
-            _arrays(process), _arrays(system), self.start_time or 0.0, self.stop_time or 0.0
-        )
+        """Summaries of the samples: mean/max/percentiles, sums, peak disk use, duration.
+
+        Computed once per state of the samples (a stopped run: once), on the sampler's own
+        column buffers; each call returns a new dict."""
+
+        def compute():
+            return _core.stats(
+                self._table_columns("process") if self.track_processes else None,
+                self._table_columns("system") if self.track_system else None,
+                self.start_time or 0.0,
+                self.stop_time or 0.0,
+            )
+
+        result = {
+            k: dict(v) if isinstance(v, dict) else v
+            for k, v in self._cached("stats", compute).items()
+        }
         result["data_quality"] = self.data_quality()
         hwm = self.memory_hwm
         if hwm and self.track_processes:
@@ -485,13 +530,7 @@ class ResourceTracker:
             {'cpu': int, 'memory': int MiB, 'gpu': int, 'vram': int MiB}
         """
         runs = [_with_kernel_peak(self.stats())] + list(historical_stats or [])
-        recommendation = _core.recommend(runs)
-        # A run shorter than SHORT_RUN_S has no measurable CPU usage (CPU time is counted in
-        # clock ticks of 10 ms): its CPU figure is left out, the minimum stands without others.
-        measurable = [s for s in runs if not _too_short_for_cpu(s)]
-        if len(measurable) < len(runs):
-            recommendation["cpu"] = _core.recommend(measurable)["cpu"] if measurable else 1
-        return recommendation
+        return _core.recommend(runs)  # the rules: csrc/stats.c (recommend_runs)
 
     def recommend_server(self, n=None, historical_stats=None, **filters):
         """The cheapest cloud server that fits recommend_resources() (Spare Cores catalog).
@@ -708,12 +747,6 @@ def data_quality_notes(stats):
     for reason, columns in by_reason.items():
         notes.append(f"{', '.join(columns)} incomplete: {reason}")
     return notes
-
-
-def _too_short_for_cpu(stats):
-    """True for the stats() of a run too short to measure its CPU usage."""
-    duration = ((stats or {}).get("timestamp") or {}).get("duration")
-    return isinstance(duration, (int, float)) and 0 < duration < SHORT_RUN_S
 
 
 def _with_kernel_peak(stats):
