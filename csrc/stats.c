@@ -90,7 +90,7 @@ quantiles(double *a, size_t n, const double *q, double *out, size_t nq)
         select_kth(a, 0, hi, (ptrdiff_t)lo);
         below = a[lo];
         above = lo + 1 < n ? min_from(a, lo + 1, n) : below;
-        out[j] = below + (above - below) * (pos - (double)lo);
+        out[j] = above == below ? below : below + (above - below) * (pos - (double)lo);
         hi = (ptrdiff_t)lo;
     }
 }

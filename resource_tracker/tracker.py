@@ -143,7 +143,7 @@ class _StoredRun:
         """The stored columns themselves (no copy), in the registry's order."""
         df = self._tables[table]
         names = PROCESS_COLUMNS if table == "process" else SYSTEM_COLUMNS
-        return [df.column_array(n) if n in df else array("d") for n in names]
+        return [_float64(df.column_array(n)) if n in df else array("d") for n in names]
 
     def start(self):
         raise RuntimeError("a tracker loaded from a snapshot cannot be started; create a new one")
@@ -594,10 +594,14 @@ class ResourceTracker:
     # -- persistence -----------------------------------------------------------------
 
     def snapshot(self):
-        """Everything about this run as a dict of plain Python values (lossless)."""
+        """Everything about this run as a dict of plain Python values (lossless).
+
+        The tables are stored as dumps() stores them: ``{"encoding": "float64-le-base64",
+        "rows": n, "columns": {name: base64 text}}`` (every float bit for bit, about 11 bytes
+        a value; a list of floats would take 32)."""
         snap = self._snapshot_fields()
-        snap["process_metrics"] = self.process_metrics.to_dict()
-        snap["system_metrics"] = self.system_metrics.to_dict()
+        for key, table in _TABLE_KEYS:
+            snap[key] = _encode_columns(self._table_columns(table))
         return snap
 
     def _snapshot_fields(self):
@@ -664,8 +668,8 @@ class ResourceTracker:
         self._autostarted = False
         self._cgroup_stored = snapshot.get("cgroup_metrics")
         self._hwm_stored = snapshot.get("memory_hwm")
-        process = TinyDataFrame(_decode_columns(snapshot.get("process_metrics")), PROCESS_COLUMNS)
-        system = TinyDataFrame(_decode_columns(snapshot.get("system_metrics")), SYSTEM_COLUMNS)
+        process = _stored_table(snapshot.get("process_metrics"), PROCESS_COLUMNS)
+        system = _stored_table(snapshot.get("system_metrics"), SYSTEM_COLUMNS)
         self._sampler = _StoredRun(
             process,
             system,
@@ -677,13 +681,25 @@ class ResourceTracker:
         return self
 
     def dumps(self):
-        """The snapshot as compact JSON text (columns as base64 float64: lossless)."""
+        """The snapshot as compact JSON text (columns as base64 float64: lossless).
+
+        Written in one piece by a streaming encoder: the text of the columns is made from the
+        samples directly (no float lists, no intermediate bytes)."""
         import json
 
-        snap = self.snapshot()
-        for key in ("process_metrics", "system_metrics"):
-            snap[key] = _encode_columns(getattr(self, key))
-        return json.dumps(snap, separators=(",", ":"), allow_nan=False, default=_json_default)
+        head = json.dumps(
+            self._snapshot_fields(), separators=(",", ":"), allow_nan=False, default=_json_default
+        )
+        pieces = [head[:-1]]  # without its closing brace: the tables follow
+        for key, table in _TABLE_KEYS:
+            columns = self._table_columns(table)
+            rows = len(next(iter(columns.values()), ()))
+            pieces.append(f',"{key}":{{"encoding":"{_ENCODING}","rows":{rows},"columns":{{')
+            for i, (name, col) in enumerate(columns.items()):
+                pieces += [("," if i else "") + json.dumps(name) + ':"', _float64(col), '"']
+            pieces.append("}}")
+        pieces.append("}")
+        return _core.float64_text(pieces)
 
     @classmethod
     def loads(cls, text):
@@ -699,6 +715,10 @@ class ResourceTracker:
                 "not a resource-tracker snapshot: JSON nested too deeply to be one"
             ) from None
         try:
+            if isinstance(snapshot, dict):  # decode the tables now, dropping each text as it goes
+                for key, _ in _TABLE_KEYS:
+                    if isinstance(snapshot.get(key), dict):
+                        snapshot[key] = _decode_columns(snapshot[key], consume=True)
             return cls.from_snapshot(snapshot)
         except (KeyError, TypeError, AttributeError, RecursionError) as exc:  # fuzz_snapshot.py
             raise ValueError(f"not a resource-tracker snapshot: damaged ({exc!r})") from None
@@ -757,13 +777,6 @@ def _with_kernel_peak(stats):
     if not hwm or not isinstance(memory, dict) or hwm <= (memory.get("max") or 0):
         return stats
     return dict(stats, process_memory=dict(memory, max=hwm))
-
-
-def _arrays(df):
-    """A TinyDataFrame's columns as arrays (None for a missing table)."""
-    if df is None:
-        return None
-    return {name: df.column_array(name) for name in df.columns}
 
 
 # the latest start/stop time taken as real: year 5138 (a larger one breaks dates and durations)
@@ -825,56 +838,88 @@ def _nonnegative_int(value, name):
     return int(value)
 
 
-def _encode_columns(df):
-    import base64
+_ENCODING = "float64-le-base64"
+_TABLE_KEYS = (("process_metrics", "process"), ("system_metrics", "system"))
 
+
+def _float64(col):
+    """col as a float64 buffer (itself when it is one)."""
+    if isinstance(col, memoryview) and col.format == "d":
+        return col
+    if isinstance(col, array) and col.typecode == "d":
+        return col
+    return array("d", col)
+
+
+def _encode_columns(columns):
+    """A table ({name: float64 column}) as base64 of little-endian float64, one text a column."""
     return {
-        "encoding": "float64-le-base64",
-        "rows": len(df),
-        "columns": {
-            name: base64.b64encode(_little_endian(df.column_array(name))).decode("ascii")
-            for name in df.columns
-        },
+        "encoding": _ENCODING,
+        "rows": len(next(iter(columns.values()), ())),
+        "columns": {name: _core.float64_text([_float64(col)]) for name, col in columns.items()},
     }
 
 
-def _little_endian(col):
-    import sys
-
-    data = array("d", col)
-    if sys.byteorder != "little":
-        data.byteswap()
-    return data.tobytes()
-
-
-def _decode_columns(data):
+def _decode_columns(data, consume=False):
     """{column: values} from a snapshot's table (plain lists, base64 float64, or a
-    TinyDataFrame as in the Metaflow artifact)."""
+    TinyDataFrame as in the Metaflow artifact). consume: drop each column's text from data
+    once decoded (loads(): the decoded tables never sit beside all of their text)."""
     if isinstance(data, TinyDataFrame):
         return {name: data.column_array(name) for name in data.columns}
     if not data:
         return {}
-    if isinstance(data, dict) and data.get("encoding") == "float64-le-base64":
+    if isinstance(data, dict) and data.get("encoding") == _ENCODING:
         import base64
         import sys
 
         out = {}
-        for name, text in data["columns"].items():
+        texts = data["columns"]
+        for name in list(texts):
             col = array("d")
-            col.frombytes(base64.b64decode(text))
+            col.frombytes(base64.b64decode(texts.pop(name) if consume else texts[name]))
             if sys.byteorder != "little":
                 col.byteswap()
             out[name] = col
         return out
     if isinstance(data, dict):  # plain lists: numbers only (stats() and report() sum them)
         try:
-            return {name: array("d", values) for name, values in data.items()}
+            return {
+                name: values
+                if isinstance(values, array) and values.typecode == "d"
+                # (decoded arrays are used as they are; anything else is copied)
+                else array("d", values)
+                for name, values in data.items()
+            }
         except TypeError:
             raise ValueError(
                 "not a resource-tracker snapshot: a metrics column holds something other than "
                 "numbers"
             ) from None
     return data
+
+
+def _stored_table(data, names):
+    """A snapshot's table as a TinyDataFrame of float64 columns in the registry's order."""
+    copied = isinstance(data, TinyDataFrame)  # the caller's arrays: copy them
+    columns = _decode_columns(data)
+    if not isinstance(columns, dict):  # rows (a list of dicts): the frame sorts them out
+        return TinyDataFrame(columns, names)
+    table = {}
+    for name in names:
+        col = columns.get(name, ())
+        if copied or not (isinstance(col, array) and col.typecode == "d"):
+            try:
+                col = array("d", col)
+            except TypeError:
+                raise ValueError(
+                    f"not a resource-tracker snapshot: column {name} holds something other "
+                    "than numbers"
+                ) from None
+        table[name] = col
+    lengths = {len(col) for col in table.values()}
+    if len(lengths) > 1:
+        raise ValueError(f"columns must be equally long, got lengths {sorted(lengths)}")
+    return TinyDataFrame._from_arrays(table)
 
 
 def _json_default(value):
