@@ -842,13 +842,17 @@ _ENCODING = "float64-le-base64"
 _TABLE_KEYS = (("process_metrics", "process"), ("system_metrics", "system"))
 
 
+def _is_float64(col):
+    """True for a float64 column: array('d') or a float64 memoryview (a stopped sampler's
+    columns, a loaded snapshot's decoded text)."""
+    if isinstance(col, memoryview):
+        return col.format == "d"
+    return isinstance(col, array) and col.typecode == "d"
+
+
 def _float64(col):
     """col as a float64 buffer (itself when it is one)."""
-    if isinstance(col, memoryview) and col.format == "d":
-        return col
-    if isinstance(col, array) and col.typecode == "d":
-        return col
-    return array("d", col)
+    return col if _is_float64(col) else array("d", col)
 
 
 def _encode_columns(columns):
@@ -875,19 +879,23 @@ def _decode_columns(data, consume=False):
         out = {}
         texts = data["columns"]
         for name in list(texts):
+            raw = base64.b64decode(texts.pop(name) if consume else texts[name])
+            if len(raw) % 8:
+                raise ValueError(
+                    f"not a resource-tracker snapshot: column {name} is not float64 values"
+                )
+            if sys.byteorder == "little":  # the decoded bytes themselves: exact size, no copy
+                out[name] = memoryview(raw).cast("d")
+                continue
             col = array("d")
-            col.frombytes(base64.b64decode(texts.pop(name) if consume else texts[name]))
-            if sys.byteorder != "little":
-                col.byteswap()
+            col.frombytes(raw)
+            col.byteswap()
             out[name] = col
         return out
     if isinstance(data, dict):  # plain lists: numbers only (stats() and report() sum them)
         try:
-            return {
-                name: values
-                if isinstance(values, array) and values.typecode == "d"
-                # (decoded arrays are used as they are; anything else is copied)
-                else array("d", values)
+            return {  # decoded columns are used as they are; anything else is copied
+                name: values if _is_float64(values) else array("d", values)
                 for name, values in data.items()
             }
         except TypeError:
@@ -907,7 +915,7 @@ def _stored_table(data, names):
     table = {}
     for name in names:
         col = columns.get(name, ())
-        if copied or not (isinstance(col, array) and col.typecode == "d"):
+        if copied or not _is_float64(col):
             try:
                 col = array("d", col)
             except TypeError:
