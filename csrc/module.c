@@ -28,8 +28,8 @@ add_platform_parts(PyObject *module)
     if (add_object(module, "HAVE_PROCFS", PyBool_FromLong(RT_HAVE_PROCFS)))
         return -1;
 #if RT_HAVE_PROCFS
-    if (rt_add_sampler(module) || rt_add_gpu(module) || rt_add_cloud(module) ||
-        rt_add_catalog(module))
+    if (rt_add_views(module) || rt_add_sampler(module) || rt_add_gpu(module) ||
+        rt_add_cloud(module) || rt_add_catalog(module))
         return -1;
 #endif
     return 0;
@@ -42,6 +42,22 @@ core_exec(PyObject *module)
         rt_add_columns(module) || rt_add_stats(module) || rt_add_encode(module) ||
         add_platform_parts(module))
         return -1;
+    return 0;
+}
+
+static int
+core_traverse(PyObject *module, visitproc visit, void *arg)
+{
+    CoreState *state = PyModule_GetState(module);
+    Py_VISIT(state->column_view_type);
+    return 0;
+}
+
+static int
+core_clear(PyObject *module)
+{
+    CoreState *state = PyModule_GetState(module);
+    Py_CLEAR(state->column_view_type);
     return 0;
 }
 
@@ -59,8 +75,10 @@ static struct PyModuleDef core_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "resource_tracker._core",
     .m_doc = "C core of resource_tracker: the sampler thread, procfs readers, statistics.",
-    .m_size = 0,
+    .m_size = sizeof(CoreState),
     .m_slots = core_slots,
+    .m_traverse = core_traverse,
+    .m_clear = core_clear,
 };
 
 PyMODINIT_FUNC

@@ -293,6 +293,7 @@ sampler_column_views_py(SamplerObject *self, PyObject *arg)
 {
     Sampler *s = get_sampler(self);
     const Table *table;
+    CoreState *state;
     int which;
 
     if (s == NULL || table_from_name(arg, &which) < 0)
@@ -300,7 +301,8 @@ sampler_column_views_py(SamplerObject *self, PyObject *arg)
     table = sampler_final_table(s, which);
     if (table == NULL)
         Py_RETURN_NONE;
-    return rt_column_views((PyObject *)self, table);
+    state = PyType_GetModuleState(Py_TYPE(self));
+    return state ? rt_column_views(state, (PyObject *)self, table) : NULL;
 }
 
 static PyObject *

@@ -60,22 +60,17 @@ static PyType_Spec column_view_spec = {
     .slots = column_view_slots,
 };
 
-static PyTypeObject *column_view_type;
-
 /* a memoryview of n values at data, keeping owner alive */
 static PyObject *
-column_memoryview(PyObject *owner, const double *data, size_t n)
+column_memoryview(PyTypeObject *type, PyObject *owner, const double *data, size_t n)
 {
     ColumnView *view;
     PyObject *mv;
 
-    if (column_view_type == NULL &&
-        (column_view_type = (PyTypeObject *)PyType_FromSpec(&column_view_spec)) == NULL)
-        return NULL;
-    view = PyObject_New(ColumnView, column_view_type);
+    view = PyObject_New(ColumnView, type);
     if (view == NULL)
         return NULL;
-    Py_INCREF(column_view_type); /* each instance holds its heap type */
+    Py_INCREF(type); /* each instance holds its heap type */
     Py_INCREF(owner);
     view->owner = owner;
     view->data = n ? data : empty_column;
@@ -88,17 +83,31 @@ column_memoryview(PyObject *owner, const double *data, size_t n)
 
 /* A list of memoryviews, one per column of table (final: see sampler_final_table). */
 PyObject *
-rt_column_views(PyObject *owner, const Table *table)
+rt_column_views(CoreState *state, PyObject *owner, const Table *table)
 {
     PyObject *list = PyList_New((Py_ssize_t)table->ncols);
     size_t i;
 
     for (i = 0; list && i < table->ncols; i++) {
-        PyObject *mv = column_memoryview(owner, table->cols[i], table->nrows);
+        PyObject *mv =
+            column_memoryview(state->column_view_type, owner, table->cols[i], table->nrows);
         if (mv == NULL)
             Py_CLEAR(list);
         else
             PyList_SET_ITEM(list, (Py_ssize_t)i, mv);
     }
     return list;
+}
+
+/* 0, or -1 with an exception */
+int
+rt_add_views(PyObject *module)
+{
+    CoreState *state = PyModule_GetState(module);
+    PyObject *type = PyType_FromModuleAndSpec(module, &column_view_spec, NULL);
+
+    if (type == NULL)
+        return -1;
+    state->column_view_type = (PyTypeObject *)type; /* the module state's reference */
+    return 0;
 }
