@@ -87,6 +87,10 @@ class Sampler(Protocol):
     def columns(self, table: str) -> List[bytes]:
         """One buffer of float64 values per column of ``table`` ('process' or 'system')."""
 
+    def column_views(self, table: str) -> Optional[List[Any]]:
+        """The stored columns of ``table`` themselves (read-only float64 buffers, no copy)
+        once the rows are final (stopped), else None: then ``columns()`` copies them."""
+
     @property
     def state(self) -> str:
         """'new', 'running' or 'stopped'."""
