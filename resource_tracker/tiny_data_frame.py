@@ -10,21 +10,37 @@ artifacts) and converts to pandas when pandas is installed.
 from __future__ import annotations
 
 import numbers
+import os
 from array import array
+from typing import (
+    Any,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Tuple,
+    Union,
+    overload,
+)
+
+#: A stored column: array('d') of numbers, array('q') of whole numbers, else a list.
+Column = Union["array[float]", "array[int]", List[Any]]
 
 _PRINT_ROWS = 10
 _URL_TIMEOUT_S = 30.0
 
 
-def _is_int(value):
+def _is_int(value: Any) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-def _is_number(value):
+def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def _as_column(values):
+def _as_column(values: Iterable[Any]) -> Column:
     """array('q') when every value is a whole number (int), array('d') when every value is
     a number, else a list (the values as given)."""
     if isinstance(values, array) and values.typecode in ("d", "q"):
@@ -42,14 +58,14 @@ def _as_column(values):
     return values
 
 
-def _float_array(view):
+def _float_array(view: memoryview) -> array[float]:
     """A writable array('d') copy of a float64 buffer (one memcpy)."""
     col = array("d")
     col.frombytes(view.cast("B"))
     return col
 
 
-def _csv_field(value, sep):
+def _csv_field(value: Any, sep: str) -> str:
     """One CSV field: numbers as written by repr (lossless), strings quoted, None empty."""
     if value is None:
         return ""
@@ -60,14 +76,14 @@ def _csv_field(value, sep):
     return '"' + str(value).replace('"', '""') + '"'
 
 
-def _csv_name(name, sep):
+def _csv_name(name: str, sep: str) -> str:
     """A header field: quoted only when it has to be."""
     if any(ch in name for ch in (sep, '"', "\n", "\r")) or name != name.strip():
         return _csv_field(name, sep)
     return name
 
 
-def _split_csv(text, sep):
+def _split_csv(text: str, sep: str) -> List[List[Tuple[str, bool]]]:
     """Rows of (field, was_quoted) pairs from CSV text (quotes may hold sep and newlines)."""
     rows, row, field, quoted, in_quotes, i = [], [], [], False, False, 0
     n = len(text)
@@ -104,7 +120,7 @@ def _split_csv(text, sep):
     return rows
 
 
-def _csv_value(text, quoted):
+def _csv_value(text: str, quoted: bool) -> Any:
     """A field's value: quoted -> str; else int, float, None (empty) or the text itself."""
     if quoted:
         return text
@@ -121,7 +137,7 @@ def _csv_value(text, quoted):
         return text
 
 
-def _read_csv_source(source, sep):
+def _read_csv_source(source: Union[str, os.PathLike[str]], sep: str) -> Dict[str, List[Any]]:
     """{column: values} from a CSV file path or an http(s)/file URL."""
     import os
 
@@ -140,14 +156,14 @@ def _read_csv_source(source, sep):
     return _parse_csv(text, sep, source)
 
 
-def _parse_csv(text, sep, where="CSV text"):
+def _parse_csv(text: str, sep: str, where: str = "CSV text") -> Dict[str, List[Any]]:
     rows = _split_csv(text, sep)
     if not rows:
         return {}
     names = [name for name, _ in rows[0]]
     if len(set(names)) != len(names):
         raise ValueError(f"{where}: the header names a column twice: {names}")
-    columns = {name: [] for name in names}
+    columns: Dict[str, List[Any]] = {name: [] for name in names}
     for line, row in enumerate(rows[1:], start=2):
         if len(row) != len(names):
             raise ValueError(
@@ -158,7 +174,7 @@ def _parse_csv(text, sep, where="CSV text"):
     return columns
 
 
-def _fmt(value):
+def _fmt(value: Any) -> str:
     """A short text for one table cell (numbers rounded to 4 decimals for display only)."""
     if isinstance(value, float):
         return repr(round(value, 4))
@@ -174,8 +190,16 @@ class TinyDataFrame:
 
     __slots__ = ("_data",)
 
-    def __init__(self, data=None, columns=None, csv_file_path=None, sep=","):
-        self._data = {}
+    def __init__(
+        self,
+        data: Union[
+            Mapping[str, Iterable[Any]], Iterable[Mapping[str, Any]], TinyDataFrame, None
+        ] = None,
+        columns: Optional[Iterable[str]] = None,
+        csv_file_path: Optional[Union[str, os.PathLike[str]]] = None,
+        sep: str = ",",
+    ) -> None:
+        self._data: Dict[str, Any] = {}
         if csv_file_path is not None:
             if data is not None:
                 raise ValueError("give either data or csv_file_path, not both")
@@ -188,7 +212,7 @@ class TinyDataFrame:
             for name, values in data.items():
                 self._data[str(name)] = _as_column(values)
         else:
-            rows = list(data)
+            rows: List[Any] = list(data)
             names = list(columns) if columns is not None else (list(rows[0]) if rows else [])
             for name in names:
                 self._data[str(name)] = _as_column(row[name] for row in rows)
@@ -199,34 +223,40 @@ class TinyDataFrame:
             raise ValueError(f"columns must be equally long, got lengths {sorted(lengths)}")
 
     @classmethod
-    def _from_arrays(cls, arrays):
+    def _from_arrays(cls, arrays: Mapping[str, Any]) -> TinyDataFrame:
         """Wraps a dict of columns without copying (internal use)."""
         df = cls.__new__(cls)
         df._data = dict(arrays)
         return df
 
     @property
-    def columns(self):
+    def columns(self) -> List[str]:
         """The column names, in order."""
         return list(self._data)
 
-    def __len__(self):
+    def __len__(self) -> int:
         for col in self._data.values():
             return len(col)
         return 0
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._data)
 
-    def __contains__(self, name):
+    def __contains__(self, name: object) -> bool:
         return name in self._data
 
-    def column_array(self, name):
+    def column_array(self, name: str) -> Any:
         """The column itself (an array('d') for numbers, or a read-only float64 memoryview
         of a stopped tracker's samples), without copying."""
         return self._data[name]
 
-    def __getitem__(self, key):
+    @overload
+    def __getitem__(self, key: str) -> List[Any]: ...
+    @overload
+    def __getitem__(self, key: int) -> Dict[str, Any]: ...
+    @overload
+    def __getitem__(self, key: Union[slice, List[str], Tuple[str, ...]]) -> TinyDataFrame: ...
+    def __getitem__(self, key: Any) -> Any:
         if isinstance(key, str):
             try:
                 return list(self._data[key])
@@ -247,7 +277,7 @@ class TinyDataFrame:
             return {k: v[index] for k, v in self._data.items()}
         raise TypeError(f"TinyDataFrame indices are str, list of str, int or slice, not {key!r}")
 
-    def __setitem__(self, name, values):
+    def __setitem__(self, name: str, values: Any) -> None:
         """Sets (or adds) a column: a list of len(df) values, or one value for every row."""
         if not isinstance(name, str):
             raise TypeError(f"column names are str, got {name!r}")
@@ -260,13 +290,13 @@ class TinyDataFrame:
             )
         self._data[name] = column
 
-    def __delitem__(self, name):
+    def __delitem__(self, name: str) -> None:
         try:
             del self._data[name]
         except KeyError:
             raise KeyError(f"no column {name!r}; columns: {', '.join(self._data)}") from None
 
-    def rename(self, columns, inplace=False):
+    def rename(self, columns: Mapping[str, str], inplace: bool = False) -> Optional[TinyDataFrame]:
         """The frame with columns renamed by the {old: new} mapping (names not in the frame
         are ignored); a new frame, or this one changed when inplace=True."""
         if not isinstance(columns, dict):
@@ -279,24 +309,26 @@ class TinyDataFrame:
             return None
         return TinyDataFrame._from_arrays(renamed)
 
-    def head(self, n=5):
+    def head(self, n: int = 5) -> TinyDataFrame:
         """The first n rows."""
         return self[: max(n, 0)]
 
-    def tail(self, n=5):
+    def tail(self, n: int = 5) -> TinyDataFrame:
         """The last n rows."""
         return self[len(self) - max(n, 0) :] if n > 0 else self[:0]
 
-    def rows(self):
+    def rows(self) -> Iterator[Dict[str, Any]]:
         """Iterates over the rows as dicts."""
         for i in range(len(self)):
             yield self[i]
 
-    def to_dict(self):
+    def to_dict(self) -> Dict[str, List[Any]]:
         """{column: list of values}."""
         return {k: list(v) for k, v in self._data.items()}
 
-    def to_csv(self, path=None, sep=","):
+    def to_csv(
+        self, path: Optional[Union[str, os.PathLike[str]]] = None, sep: str = ","
+    ) -> Optional[str]:
         """The table as CSV text; written to path when given (then None is returned).
 
         Numbers are written losslessly (floats with repr, ints as ints), strings in double
@@ -317,7 +349,7 @@ class TinyDataFrame:
             f.write(text)
         return None
 
-    def to_pandas(self):
+    def to_pandas(self) -> Any:
         """A pandas.DataFrame with the same columns (needs pandas)."""
         try:
             import pandas as pd
@@ -325,7 +357,7 @@ class TinyDataFrame:
             raise ImportError("to_pandas() needs pandas: pip install pandas") from exc
         return pd.DataFrame({k: list(v) for k, v in self._data.items()})
 
-    def _table_lines(self, max_rows=_PRINT_ROWS):
+    def _table_lines(self, max_rows: int = _PRINT_ROWS) -> List[str]:
         names = list(self._data)
         shown = min(len(self), max_rows)
         cells = [[_fmt(self._data[n][i]) for n in names] for i in range(shown)]
@@ -337,26 +369,26 @@ class TinyDataFrame:
             lines.append("...")
         return lines
 
-    def _size_text(self):
+    def _size_text(self) -> str:
         # always "rows"/"columns", as the seeds print it (scripts may match the text)
         return f"TinyDataFrame with {len(self)} rows and {len(self._data)} columns"
 
-    def _empty_text(self):
+    def _empty_text(self) -> str:
         if not self._data:
             return "Empty TinyDataFrame: no columns, no rows"
         return f"Empty TinyDataFrame: no rows; columns: {', '.join(self._data)}"
 
-    def __str__(self):
+    def __str__(self) -> str:
         if len(self) == 0:
             return self._empty_text()
         return self._size_text() + ":\n" + "\n".join(self._table_lines())
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if len(self) == 0:
             return self._empty_text()
         return f"{self._size_text()}. First row as a dict: {self[0]}"
 
-    def _repr_html_(self, max_rows=_PRINT_ROWS):
+    def _repr_html_(self, max_rows: int = _PRINT_ROWS) -> str:
         from html import escape
 
         names = list(self._data)
@@ -373,20 +405,20 @@ class TinyDataFrame:
             f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}</div>"
         )
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, TinyDataFrame):
             return NotImplemented
         return self.to_dict() == other.to_dict()
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # mutable: not hashable
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Any, Tuple[Dict[str, Any]]]:
         data = {
             k: _float_array(v) if isinstance(v, memoryview) else v for k, v in self._data.items()
         }
         return (_rebuild, (data,))
 
 
-def _rebuild(data):
+def _rebuild(data: Dict[str, Any]) -> TinyDataFrame:
     """Unpickles a TinyDataFrame."""
     return TinyDataFrame._from_arrays(data)

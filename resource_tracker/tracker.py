@@ -10,7 +10,21 @@ from __future__ import annotations
 
 import os
 from array import array
-from typing import Any
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    List,
+    Literal,
+    Mapping,
+    NoReturn,
+    Optional,
+    Sequence,
+    TypeVar,
+    Union,
+    cast,
+)
 
 from . import _core, settings
 from ._version import __version__
@@ -18,6 +32,12 @@ from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABEL
 from .sampling import RowSampler, Sampler
 from .sampling import StoredRun as _StoredRun
 from .tiny_data_frame import TinyDataFrame
+
+_T = TypeVar("_T")  # what _cached() keeps
+
+if TYPE_CHECKING:  # for the annotations only
+    from .summary import RunSummary
+    from .supervise import CommandRun
 
 #: Runs shorter than this (seconds) have no measurable CPU usage (10 clock ticks of 10 ms);
 #: the rule lives in the C core (csrc/stats.c), which says how short.
@@ -70,7 +90,7 @@ def _check_pid(pid: Any) -> int:
 def _default_method() -> str:
     """'procfs' on Linux (with the C core's procfs sampler), else 'psutil';
     RESOURCE_TRACKER_METHOD overrides."""
-    forced = settings.get("RESOURCE_TRACKER_METHOD")
+    forced: Optional[str] = settings.get("RESOURCE_TRACKER_METHOD")
     if forced:
         return forced
     return "procfs" if _core.HAVE_PROCFS and os.path.exists("/proc/self/stat") else "psutil"
@@ -106,7 +126,7 @@ def _new_sampler(
     raise ValueError(f"method must be 'procfs' or 'psutil', got {method!r}")
 
 
-def _command_line(pid):
+def _command_line(pid: int) -> str:
     """The command line of pid as one string ('' when unreadable)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -144,18 +164,24 @@ class ResourceTracker:
         {'cpu': 1, 'memory': 256, 'gpu': 0, 'vram': 0}
     """
 
+    # set by from_snapshot() only (a stored run's figures); hasattr() tells which
+    _cgroup_stored: Optional[Dict[str, Any]]
+    _hwm_stored: Optional[float]
+    # the run summary once summary() made it (or a snapshot held it)
+    _summary: Any  # a RunSummary (Any: read through getattr, which mypy cannot narrow)
+
     def __init__(
         self,
-        pid=None,
-        children=True,
-        interval=1.0,
-        autostart=True,
-        track_processes=True,
-        track_system=True,
-        discover_server=True,
-        discover_cloud=True,
-        method=None,
-    ):
+        pid: Optional[int] = None,
+        children: bool = True,
+        interval: float = 1.0,
+        autostart: bool = True,
+        track_processes: bool = True,
+        track_system: bool = True,
+        discover_server: bool = True,
+        discover_cloud: bool = True,
+        method: Optional[str] = None,
+    ) -> None:
         self.interval = _check_interval(interval)
         self.pid = _check_pid(pid)
         self.children = bool(children)
@@ -167,18 +193,18 @@ class ResourceTracker:
         )
         self.method = method or _default_method()
         self.command = _command_line(self.pid)
-        self.label = None
-        self.extra = {}
-        self._server_info = None
-        self._cloud_info = None
-        self._cloud_job = None
+        self.label: Optional[str] = None
+        self.extra: Dict[str, Any] = {}
+        self._server_info: Optional[Dict[str, Any]] = None
+        self._cloud_info: Optional[Dict[str, Any]] = None
+        self._cloud_job: Optional[Any] = None
         self._sampler: Sampler = self._make_sampler()
         self._autostarted = False
         if autostart:
             self.start()
             self._autostarted = True
 
-    def _make_sampler(self):
+    def _make_sampler(self) -> RowSampler:
         kwargs = dict(
             children=self.children,
             track_processes=self.track_processes,
@@ -192,7 +218,7 @@ class ResourceTracker:
             **kwargs,
         )
 
-    def _adopt_children_of(self, pid):
+    def _adopt_children_of(self, pid: int) -> None:
         """Counts the children of ``pid`` (and their descendants) as part of the workload too.
 
         For ``resource-tracker run``: the CLI is the subreaper of the command, so processes
@@ -204,7 +230,14 @@ class ResourceTracker:
             self._sampler = self._make_sampler()
 
     @classmethod
-    def run(cls, command, *, adopt_orphans=False, forward_signals=None, **options):
+    def run(
+        cls,
+        command: Sequence[str],
+        *,
+        adopt_orphans: bool = False,
+        forward_signals: Optional[bool] = None,
+        **options: Any,
+    ) -> CommandRun:
         """Runs ``command`` (a list: program and arguments) to its end and tracks it.
 
         Returns a ``CommandRun`` (resource_tracker.supervise): ``status`` is the command's
@@ -232,7 +265,7 @@ class ResourceTracker:
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def start(self):
+    def start(self) -> None:
         """Start sampling (and cloud discovery in the background).
 
         On a tracker that started itself (``autostart=True``, the default) the first
@@ -249,7 +282,7 @@ class ResourceTracker:
         if self.discover_cloud and self._cloud_job is None:
             self._cloud_job = _start_cloud_discovery()
 
-    def stop(self):
+    def stop(self) -> None:
         """Stop sampling; the data stays. Safe to call more than once."""
         was_running = self.running
         self._sampler.stop()
@@ -260,22 +293,22 @@ class ResourceTracker:
             self.command = _command_line(self.pid) or self.command
 
     @property
-    def running(self):
+    def running(self) -> bool:
         """True while the sampler runs."""
         return self._sampler.state == "running"
 
     @property
-    def status(self):
+    def status(self) -> str:
         """'running', 'finished' or 'new' (created with autostart=False)."""
         state = self._sampler.state
         return {"stopped": "finished"}.get(state, state)
 
     @property
-    def n_samples(self):
+    def n_samples(self) -> int:
         """Samples stored so far."""
         return self._sampler.n_samples
 
-    def wait_for_samples(self, n=1, timeout=None):
+    def wait_for_samples(self, n: int = 1, timeout: Optional[float] = None) -> bool:
         """Block until n samples are stored or timeout seconds pass; True when there are n.
 
         Raises ValueError for an n that is not a whole number from 0 to 2**62, or a timeout
@@ -297,27 +330,27 @@ class ResourceTracker:
         return self._sampler.wait(n, timeout)
 
     @property
-    def start_time(self):
+    def start_time(self) -> Optional[float]:
         """When sampling started (seconds since the epoch), None before start."""
         return self._sampler.start_time or None
 
     @property
-    def stop_time(self):
+    def stop_time(self) -> Optional[float]:
         """When sampling stopped (seconds since the epoch), None while running."""
         return self._sampler.stop_time or None
 
-    def __enter__(self):
+    def __enter__(self) -> ResourceTracker:
         if self._sampler.state == "new":
             self.start()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.stop()
         return False
 
     # -- the container ---------------------------------------------------------------
 
-    def _read_cgroup(self):
+    def _read_cgroup(self) -> Any:
         """The cgroup figures of the tracked process now (None: none, or not readable)."""
         if not self.track_processes:
             return None
@@ -335,7 +368,7 @@ class ResourceTracker:
             return None
 
     @property
-    def cgroup_metrics(self):
+    def cgroup_metrics(self) -> Optional[Dict[str, Any]]:
         """What the cgroup of the tracked process saw during the run (a dict), or None.
 
         Memory now (at stop) and its peak, the memory limit and CPU quota, CPU seconds,
@@ -354,15 +387,16 @@ class ResourceTracker:
         from .cgroup_usage import cgroup_run
 
         try:
-            return cgroup_run(
+            figures: Optional[Dict[str, Any]] = cgroup_run(
                 start, end, self.pid, settings.get("RESOURCE_TRACKER_PROCFS_ROOT") or "/proc"
             )
+            return figures
         except Exception:
             return None
 
     # -- data ------------------------------------------------------------------------
 
-    def _cached(self, what, compute):
+    def _cached(self, what: str, compute: Callable[[], _T]) -> _T:
         """compute() once per state of the samples: recomputed when a row was added (or the
         run stopped), else the value of the last call."""
         sampler = self._sampler
@@ -370,22 +404,22 @@ class ResourceTracker:
         cache = self.__dict__.setdefault("_data_cache", {})
         hit = cache.get(what)
         if hit is not None and hit[0] == key:
-            return hit[1]
+            return cast(_T, hit[1])
         value = compute()
         cache[what] = (key, value)
         return value
 
-    def _table_columns(self, table):
+    def _table_columns(self, table: str) -> Dict[str, Any]:
         """{column: float64 column} of a table. A stopped run's columns are read-only views
         of the sampler's own storage (the samples cross into Python once, uncopied); while
         running, one copy per new row count (cached until the next row)."""
 
-        def load():
+        def load() -> Dict[str, Any]:
             names = PROCESS_COLUMNS if table == "process" else SYSTEM_COLUMNS
             raw = self._sampler.column_views(table)
             if raw is not None:
                 return dict(zip(names, raw))
-            arrays = {}
+            arrays: Dict[str, Any] = {}
             for name, data in zip(names, self._sampler.columns(table)):
                 col = array("d")
                 col.frombytes(data)
@@ -394,20 +428,20 @@ class ResourceTracker:
 
         return self._cached(table, load)
 
-    def _table(self, table):
+    def _table(self, table: str) -> TinyDataFrame:
         return TinyDataFrame._from_arrays(self._table_columns(table))
 
     @property
-    def process_metrics(self):
+    def process_metrics(self) -> TinyDataFrame:
         """Samples of the tracked process tree (TinyDataFrame; columns in DESIGN.md)."""
         return self._table("process")
 
     @property
-    def system_metrics(self):
+    def system_metrics(self) -> TinyDataFrame:
         """Samples of the whole machine (TinyDataFrame)."""
         return self._table("system")
 
-    def get_combined_metrics(self, human_names=False):
+    def get_combined_metrics(self, human_names: bool = False) -> TinyDataFrame:
         """System and process samples side by side, one row per timestamp.
 
         A view for people: values are rounded as the seeds print them (CPU usage and CPU
@@ -443,13 +477,13 @@ class ResourceTracker:
             combined[key] = round_column(name, process.column_array(name)[:n])
         return TinyDataFrame._from_arrays(combined)
 
-    def stats(self):
+    def stats(self) -> Dict[str, Any]:
         """Summaries of the samples: mean/max/percentiles, sums, peak disk use, duration.
 
         Computed once per state of the samples (a stopped run: once), on the sampler's own
         column buffers; each call returns a new dict."""
 
-        def compute():
+        def compute() -> Dict[str, Any]:
             return _core.stats(
                 self._table_columns("process") if self.track_processes else None,
                 self._table_columns("system") if self.track_system else None,
@@ -470,7 +504,7 @@ class ResourceTracker:
             result["cgroup"] = cgroup
         return result
 
-    def data_quality(self):
+    def data_quality(self) -> Dict[str, Any]:
         """What is missing from the data, and why: ``{'samples_dropped': int,
         'incomplete_columns': {stats key: reason}}`` (empty when nothing is).
 
@@ -488,7 +522,7 @@ class ResourceTracker:
         )
 
     @property
-    def memory_hwm(self):
+    def memory_hwm(self) -> Optional[float]:
         """KiB: the largest resident set one process of the workload had during the run, from
         the kernel's high-water mark (``VmHWM``), so a peak between two samples shows; None
         where it is not known (psutil backend, old snapshots). One process's peak: a floor
@@ -498,7 +532,9 @@ class ResourceTracker:
         value = self._sampler.memory_hwm
         return float(value) if value else None
 
-    def recommend_resources(self, historical_stats=None):
+    def recommend_resources(
+        self, historical_stats: Optional[Sequence[Mapping[str, Any]]] = None
+    ) -> Dict[str, int]:
         """Recommend optimal resource allocation based on the measured resource tracker data.
 
         The rules:
@@ -522,7 +558,12 @@ class ResourceTracker:
         runs = [_with_kernel_peak(self.stats())] + list(historical_stats or [])
         return _core.recommend(runs)  # the rules: csrc/stats.c (recommend_runs)
 
-    def recommend_server(self, n=None, historical_stats=None, **filters):
+    def recommend_server(
+        self,
+        n: Optional[int] = None,
+        historical_stats: Optional[Sequence[Mapping[str, Any]]] = None,
+        **filters: Any,
+    ) -> Any:
         """The cheapest cloud server that fits recommend_resources() (Spare Cores catalog).
 
         Filters: vendor, region/regions, country, architecture, allocation,
@@ -535,12 +576,12 @@ class ResourceTracker:
 
     def report(
         self,
-        historical_stats=None,
+        historical_stats: Optional[Sequence[Mapping[str, Any]]] = None,
         *,
         status: str | None = None,
         integration: str | None = None,
         status_failed: bool = False,
-    ):
+    ) -> Any:
         """The self-contained HTML report (a Report: str with save(), browse()).
 
         Args:
@@ -558,7 +599,7 @@ class ResourceTracker:
             self, historical_stats=historical_stats, status=status, integration=integration
         )
 
-    def summary(self, historical_stats=None, *, lookup_server: bool = True):
+    def summary(self, historical_stats: Any = None, *, lookup_server: bool = True) -> RunSummary:
         """The run summary (a frozen ``resource_tracker.summary.RunSummary``): statistics,
         earlier runs, recommendation, cheapest servers and costs, warnings. Built once and
         cached while the run does not change (new samples, stop, label, history); the
@@ -576,7 +617,7 @@ class ResourceTracker:
     # -- machine ---------------------------------------------------------------------
 
     @property
-    def server_info(self):
+    def server_info(self) -> Optional[Dict[str, Any]]:
         """CPU, memory, GPUs, OS and container limits of the machine (None if switched off)."""
         if self._server_info is None and self.discover_server:
             try:
@@ -590,7 +631,7 @@ class ResourceTracker:
         return self._server_info
 
     @property
-    def cloud_info(self):
+    def cloud_info(self) -> Optional[Dict[str, Any]]:
         """Cloud vendor, region and instance type (None if switched off)."""
         if self._cloud_info is None and self._cloud_job is not None:
             self._cloud_info = self._cloud_job.result()
@@ -598,7 +639,7 @@ class ResourceTracker:
 
     # -- persistence -----------------------------------------------------------------
 
-    def snapshot(self):
+    def snapshot(self) -> Dict[str, Any]:
         """Everything about this run as a dict of plain Python values (lossless).
 
         The tables are stored as dumps() stores them: ``{"encoding": "float64-le-base64",
@@ -609,7 +650,7 @@ class ResourceTracker:
             snap[key] = _encode_columns(self._table_columns(table))
         return snap
 
-    def _snapshot_fields(self):
+    def _snapshot_fields(self) -> Dict[str, Any]:
         """snapshot() without the two tables."""
         return {
             "format": SNAPSHOT_FORMAT,
@@ -637,7 +678,7 @@ class ResourceTracker:
         }
 
     @classmethod
-    def from_snapshot(cls, snapshot):
+    def from_snapshot(cls, snapshot: Mapping[str, Any]) -> ResourceTracker:
         """A stopped tracker holding the data of snapshot() (report, stats, ... all work).
 
         Also takes the ``tracker`` entry of the Metaflow artifact (a snapshot whose tables
@@ -690,7 +731,7 @@ class ResourceTracker:
         )
         return self
 
-    def dumps(self):
+    def dumps(self) -> str:
         """The snapshot as compact JSON text (columns as base64 float64: lossless).
 
         Written in one piece by a streaming encoder: the text of the columns is made from the
@@ -712,7 +753,7 @@ class ResourceTracker:
         return _core.float64_text(pieces)
 
     @classmethod
-    def loads(cls, text):
+    def loads(cls, text: Union[str, bytes]) -> ResourceTracker:
         """A stopped tracker from dumps() text (str or bytes)."""
         import json
 
@@ -733,16 +774,16 @@ class ResourceTracker:
         except (KeyError, TypeError, AttributeError, RecursionError) as exc:  # fuzz_snapshot.py
             raise ValueError(f"not a resource-tracker snapshot: damaged ({exc!r})") from None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (
             f"<ResourceTracker pid={self.pid} interval={self.interval} status={self.status} "
             f"samples={self.n_samples}>"
         )
 
 
-def _data_quality(rows_dropped, io_denied, pss_denied):
+def _data_quality(rows_dropped: int, io_denied: int, pss_denied: int) -> Dict[str, Any]:
     """The data_quality() dict from the sampler's counters."""
-    incomplete = {}
+    incomplete: Dict[str, str] = {}
     if io_denied:
         reason = (
             f"permission denied reading /proc/<pid>/io ({io_denied} reads): processes of "
@@ -759,7 +800,7 @@ def _data_quality(rows_dropped, io_denied, pss_denied):
     return {"samples_dropped": int(rows_dropped), "incomplete_columns": incomplete}
 
 
-def data_quality_notes(stats):
+def data_quality_notes(stats: Optional[Mapping[str, Any]]) -> List[str]:
     """One line per problem in stats()['data_quality'] (for the report and the CLI)."""
     quality = (stats or {}).get("data_quality") or {}
     if not isinstance(quality, dict):
@@ -771,7 +812,7 @@ def data_quality_notes(stats):
             f"{dropped} samples were dropped because memory ran out (recording resumed "
             "when memory was available again)"
         )
-    by_reason = {}
+    by_reason: Dict[str, List[str]] = {}
     for column, reason in (quality.get("incomplete_columns") or {}).items():
         by_reason.setdefault(str(reason), []).append(str(column))
     for reason, columns in by_reason.items():
@@ -779,7 +820,7 @@ def data_quality_notes(stats):
     return notes
 
 
-def _with_kernel_peak(stats):
+def _with_kernel_peak(stats: Dict[str, Any]) -> Dict[str, Any]:
     """stats() with the memory peak raised to the kernel's high-water mark of one process
     when the samples missed a higher peak."""
     hwm = (stats.get("process_memory_hwm") or {}).get("max")
@@ -793,16 +834,16 @@ def _with_kernel_peak(stats):
 _MAX_EPOCH = 1e11
 
 
-def _validate_snapshot(snapshot):
+def _validate_snapshot(snapshot: Mapping[str, Any]) -> None:
     """ValueError naming the first field of a snapshot that later calls (stats(), report())
     could not use: times, interval, pid, the info dicts and the texts."""
 
-    def bad(key, what):
+    def bad(key: str, what: str) -> NoReturn:
         raise ValueError(
             f"not a resource-tracker snapshot: {key} must be {what}, got {snapshot.get(key)!r:.80}"
         )
 
-    def number(value):
+    def number(value: Any) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
 
     for key in ("start_time", "stop_time"):
@@ -828,7 +869,7 @@ def _validate_snapshot(snapshot):
             bad(key, "a table")
 
 
-def _stored_quality(value):
+def _stored_quality(value: Any) -> Dict[str, Any]:
     """A snapshot's data_quality (missing in older snapshots: nothing known to be missing)."""
     if value is None:
         return _data_quality(0, 0, 0)
@@ -842,7 +883,7 @@ def _stored_quality(value):
     }
 
 
-def _nonnegative_int(value, name):
+def _nonnegative_int(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 2**63:
         raise ValueError(f"not a resource-tracker snapshot: {name} must be a count, got {value!r}")
     return int(value)
@@ -852,7 +893,7 @@ _ENCODING = "float64-le-base64"
 _TABLE_KEYS = (("process_metrics", "process"), ("system_metrics", "system"))
 
 
-def _is_float64(col):
+def _is_float64(col: Any) -> bool:
     """True for a float64 column: array('d') or a float64 memoryview (a stopped sampler's
     columns, a loaded snapshot's decoded text)."""
     if isinstance(col, memoryview):
@@ -860,12 +901,12 @@ def _is_float64(col):
     return isinstance(col, array) and col.typecode == "d"
 
 
-def _float64(col):
+def _float64(col: Any) -> Any:
     """col as a float64 buffer (itself when it is one)."""
     return col if _is_float64(col) else array("d", col)
 
 
-def _encode_columns(columns):
+def _encode_columns(columns: Mapping[str, Any]) -> Dict[str, Any]:
     """A table ({name: float64 column}) as base64 of little-endian float64, one text a column."""
     return {
         "encoding": _ENCODING,
@@ -874,7 +915,7 @@ def _encode_columns(columns):
     }
 
 
-def _decode_columns(data, consume=False):
+def _decode_columns(data: Any, consume: bool = False) -> Any:
     """{column: values} from a snapshot's table (plain lists, base64 float64, or a
     TinyDataFrame as in the Metaflow artifact). consume: drop each column's text from data
     once decoded (loads(): the decoded tables never sit beside all of their text)."""
@@ -886,7 +927,7 @@ def _decode_columns(data, consume=False):
         import base64
         import sys
 
-        out = {}
+        out: Dict[str, Any] = {}
         texts = data["columns"]
         for name in list(texts):
             raw = base64.b64decode(texts.pop(name) if consume else texts[name])
@@ -916,13 +957,13 @@ def _decode_columns(data, consume=False):
     return data
 
 
-def _stored_table(data, names):
+def _stored_table(data: Any, names: Sequence[str]) -> TinyDataFrame:
     """A snapshot's table as a TinyDataFrame of float64 columns in the registry's order."""
     copied = isinstance(data, TinyDataFrame)  # the caller's arrays: copy them
     columns = _decode_columns(data)
     if not isinstance(columns, dict):  # rows (a list of dicts): the frame sorts them out
         return TinyDataFrame(columns, names)
-    table = {}
+    table: Dict[str, Any] = {}
     for name in names:
         col = columns.get(name, ())
         if copied or not _is_float64(col):
@@ -940,13 +981,13 @@ def _stored_table(data, names):
     return TinyDataFrame._from_arrays(table)
 
 
-def _json_default(value):
+def _json_default(value: Any) -> Any:
     if isinstance(value, array):
         return list(value)
     raise TypeError(f"cannot store {type(value).__name__} in a snapshot")
 
 
-def _start_cloud_discovery():
+def _start_cloud_discovery() -> Any:
     """A background cloud discovery job, or a job answering None when it is unavailable."""
     try:
         from .cloud import start_discovery
@@ -959,5 +1000,5 @@ def _start_cloud_discovery():
 
 
 class _NoCloud:
-    def result(self, timeout=None):
+    def result(self, timeout: Optional[float] = None) -> None:
         return None
