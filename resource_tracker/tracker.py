@@ -244,7 +244,7 @@ class ResourceTracker:
             self._autostarted = False  # this start() is the one the constructor already did
             return
         if self._sampler.state == "new":
-            self._cgroup_start = self._read_cgroup()
+            self._cgroup_job = _in_background(self._read_cgroup_start)
         self._sampler.start()
         if self.discover_cloud and self._cloud_job is None:
             self._cloud_job = _start_cloud_discovery()
@@ -254,6 +254,7 @@ class ResourceTracker:
         was_running = self.running
         self._sampler.stop()
         if was_running:
+            self._wait_cgroup_start()
             self._cgroup_end = self._read_cgroup()
         if was_running and self.pid != os.getpid():
             # a child seen before its exec showed its parent's command line (or none)
@@ -278,6 +279,7 @@ class ResourceTracker:
     def wait_for_samples(self, n=1, timeout=None):
         """Block until n samples are stored or timeout seconds pass; True when there are n.
 
+        Once one sample is stored, the cgroup's start figures (read beside start()) are too.
         Raises ValueError for an n that is not a whole number from 0 to 2**62, or a timeout
         that is not a number of seconds >= 0."""
         if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 2**62:
@@ -294,7 +296,10 @@ class ResourceTracker:
             raise ValueError(
                 f"wait_for_samples: timeout must be seconds from 0 to 1e9, got {timeout!r}"
             )
-        return self._sampler.wait(n, timeout)
+        stored = self._sampler.wait(n, timeout)
+        if stored and n >= 1:
+            self._wait_cgroup_start()  # a run's first sample comes with its start figures
+        return stored
 
     @property
     def start_time(self):
@@ -316,6 +321,17 @@ class ResourceTracker:
         return False
 
     # -- the container ---------------------------------------------------------------
+
+    def _read_cgroup_start(self):
+        """The cgroup figures at the start, read beside the caller (start() does not wait
+        for the import, the cgroup's location and its files: ~3 ms)."""
+        self._cgroup_start = self._read_cgroup()
+
+    def _wait_cgroup_start(self):
+        """Waits for the reading of the start figures, when one is under way."""
+        job = getattr(self, "_cgroup_job", None)
+        if job is not None:
+            job.wait()
 
     def _read_cgroup(self):
         """The cgroup figures of the tracked process now (None: none, or not readable)."""
@@ -345,6 +361,7 @@ class ResourceTracker:
         """
         if hasattr(self, "_cgroup_stored"):
             return self._cgroup_stored
+        self._wait_cgroup_start()
         start = getattr(self, "_cgroup_start", None)
         end = getattr(self, "_cgroup_end", None)
         if start is None and end is None:
@@ -848,6 +865,39 @@ def _json_default(value):
     if isinstance(value, array):
         return list(value)
     raise TypeError(f"cannot store {type(value).__name__} in a snapshot")
+
+
+_CGROUP_WAIT_S = 2.0  # the longest stop() waits for the start figures (a stuck read)
+
+
+class _BackgroundJob:
+    """One function run in a thread of its own; wait() returns when it finished (at most
+    _CGROUP_WAIT_S later), in the process that started it (a forked child does not wait for
+    a thread it does not have)."""
+
+    def __init__(self, fn):
+        import _thread
+
+        self._done = _thread.allocate_lock()
+        self._done.acquire()
+        self._owner = os.getpid()
+        self._fn = fn
+        _thread.start_new_thread(self._run, ())
+
+    def _run(self):
+        try:
+            self._fn()
+        finally:
+            self._done.release()
+
+    def wait(self):
+        if os.getpid() == self._owner and self._done.acquire(timeout=_CGROUP_WAIT_S):
+            self._done.release()
+
+
+def _in_background(fn):
+    """Runs fn in a thread of its own: the _BackgroundJob to wait() on."""
+    return _BackgroundJob(fn)
 
 
 def _start_cloud_discovery():
