@@ -78,6 +78,7 @@ collector_init(Collector *collector, const CollectorConfig *cfg)
     if (proc_tree_init(&collector->tree, cfg->proc_root, cfg->track_processes ? cfg->pid : -1,
                        cfg->track_processes && cfg->follow_children) != 0)
         return -1;
+    collector->tree.count_processes = cfg->track_system;
     if (cfg->track_processes && cfg->follow_children && cfg->adopter > 0)
         proc_tree_adopt_children_of(&collector->tree, cfg->adopter);
     if (system_stats_init(&collector->system, cfg->proc_root,

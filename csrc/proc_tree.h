@@ -43,13 +43,27 @@
 /* The /proc listing is skipped while no process was created (the fork counter of
  * /proc/stat did not move), but made at least this often (it refreshes the process count). */
 #define LISTING_MAX_AGE 5.0
+/* ... and, when new pids are found by probing (below) and nobody reads the process count (no
+ * system table), only this often: a safety net, not a cost that grows with the machine. */
+#define PROBED_LISTING_MAX_AGE 60.0
+
+/* When processes were created since the last tick, the new pids (the range since the last
+ * pid the kernel handed out, /proc/loadavg) are looked up one by one instead of listing all of
+ * procfs, while the range holds at most this many (else, or after a pid wrap, a listing). */
+#define PROBE_MAX_PIDS 512
 
 /* A member's VmHWM is read when it faulted in this many pages since the last read (a peak
  * between two ticks needs page faults; a quiet process costs no read). */
 #define HWM_READ_FAULTS 256
 
-/* Members whose stat and io files stay open between ticks (two descriptors each). */
-#define KEPT_OPEN_MEMBERS 32
+/* Members whose stat and io files stay open between ticks (two descriptors each): the fd
+ * budget is at most KEPT_FD_BUDGET descriptors, and only numbers that leave a margin of
+ * max(FD_MARGIN_MIN, RLIMIT_NOFILE / 4) free above them. When the application itself comes
+ * within half that margin of the limit, every kept descriptor is closed and none is kept
+ * again for KEEP_RETRY_S (members are read by path meanwhile). */
+#define KEPT_FD_BUDGET 4096
+#define FD_MARGIN_MIN 16
+#define KEEP_RETRY_S 60.0
 
 typedef struct TreeTotals {
     double user_s, sys_s;   /* CPU seconds */
@@ -100,6 +114,7 @@ typedef struct ProcTree {
     pid_t root;
     pid_t adopter; /* > 0: its children are members too (a subreaper running the root) */
     int follow_children;
+    int count_processes; /* the processes on the system are wanted (the system table) */
     pid_t self_pid;
     TreeTotals self_offset; /* the sampler's own CPU, taken off its own process */
     double ticks_per_s;
@@ -126,9 +141,16 @@ typedef struct ProcTree {
     unsigned long read_errors;
     /* io / smaps_rollup reads refused (EACCES, EPERM): another user's processes */
     unsigned long io_denied, pss_denied;
-    int kept_open; /* members with open descriptors */
-    int stat_fd;   /* <proc_root>/stat, for the fork counter */
-    unsigned long long forks_at_listing;
+    int kept_open;                       /* members with open descriptors */
+    long fd_limit;                       /* RLIMIT_NOFILE this tick (-1: none) */
+    double now;                          /* monotonic time of the tick under way */
+    double keep_blocked_til;             /* no descriptor kept before this time (after a shed) */
+    unsigned long fd_sheds;              /* times every kept descriptor was given back */
+    int stat_fd;                         /* <proc_root>/stat, for the fork counter */
+    unsigned long long forks_at_listing; /* the fork counter when new pids were last found */
+    int loadavg_fd;                      /* <proc_root>/loadavg (the last pid), -1: no probing */
+    long last_pid;                       /* the last pid handed out at that time (-1: unknown) */
+    unsigned long probes;                /* ticks that found new pids by probing */
     double listed_at;
     int listed_count;
     unsigned long listings;

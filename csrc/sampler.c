@@ -263,6 +263,10 @@ take_sample(Sampler *sampler, int in_thread, int may_fold, double *prow, double 
         sampler->collector.tree.read_errors + sampler->collector.system.read_errors;
     sampler->io_denied = sampler->collector.tree.io_denied;
     sampler->pss_denied = sampler->collector.tree.pss_denied;
+    sampler->listings = sampler->collector.tree.listings;
+    sampler->probes = sampler->collector.tree.probes;
+    sampler->fd_sheds = sampler->collector.tree.fd_sheds;
+    sampler->kept_open = (unsigned long)sampler->collector.tree.kept_open;
     pthread_mutex_unlock(&sampler->lock);
     if (filled)
         store_rows(sampler, prow, srow, dt, may_fold);
