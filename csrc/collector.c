@@ -195,6 +195,12 @@ collector_sample(Collector *collector, double mono, double wall, const OwnUsage 
     return 1;
 }
 
+void
+collector_last_reading(Collector *collector)
+{
+    proc_tree_read_everything(&collector->tree);
+}
+
 static double
 max2(double a, double b)
 {

@@ -563,12 +563,27 @@ verify_reused(ProcTree *tree, ProcEntry *entry)
     return 0;
 }
 
-/* Reads /proc/<pid>/io of a member; keeps the last values when it is unreadable. */
+/* Non-zero when a member's io may have moved since its last read: it used CPU since, or that
+ * read is old, or it exited, or this is the run's last reading. */
+static int
+io_due(const ProcTree *tree, const ProcEntry *entry, unsigned long long cpu_ticks)
+{
+    return tree->read_all_io || entry->io_read_at == 0 || cpu_ticks != entry->cpu_at_io ||
+           entry->stat.state == 'Z' || tree->now - entry->io_read_at >= IO_MAX_AGE;
+}
+
+/* Reads /proc/<pid>/io of a member when due; keeps the last values when it is unreadable. */
 static void
 read_io(ProcTree *tree, ProcEntry *entry)
 {
+    const PidStat *st = &entry->stat;
+    unsigned long long cpu_ticks = st->utime + st->stime + st->cutime + st->cstime;
     PidIo io;
 
+    if (!io_due(tree, entry, cpu_ticks))
+        return;
+    entry->cpu_at_io = cpu_ticks;
+    entry->io_read_at = tree->now;
     if (read_pid_file(tree, entry->io_fd, entry->pid, "io") < 0 ||
         parse_pid_io(tree->buf.data, &io) != 0) {
         if (errno == EACCES || errno == EPERM)
@@ -972,7 +987,14 @@ proc_tree_sample(ProcTree *tree, double now, ProcTreeReading *out)
         out->interval.write_b = rise(total.write_b, &tree->high_water.write_b);
     }
     tree->last_total = total;
+    tree->read_all_io = 0;
     out->memory_kib = tree_memory(tree, now, out->members);
+}
+
+void
+proc_tree_read_everything(ProcTree *tree)
+{
+    tree->read_all_io = 1;
 }
 
 /* non-zero when pid is a live member */

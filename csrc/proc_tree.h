@@ -52,6 +52,11 @@
  * procfs, while the range holds at most this many (else, or after a pid wrap, a listing). */
 #define PROBE_MAX_PIDS 512
 
+/* A member's io is re-read when its CPU time moved since the last read (I/O takes CPU), or
+ * that read is this many seconds old (a process doing I/O with less than a clock tick of CPU
+ * shows it at most this late), and at the last reading of a run. */
+#define IO_MAX_AGE 2.0
+
 /* A member's VmHWM is read when it faulted in this many pages since the last read (a peak
  * between two ticks needs page faults; a quiet process costs no read). */
 #define HWM_READ_FAULTS 256
@@ -93,6 +98,8 @@ typedef struct ProcEntry {
     long long round_excess;           /* RSS - PSS read in the round under way (-1: none) */
     unsigned char round_read;         /* read in the round under way */
     unsigned char hwm_read;           /* VmHWM was read once */
+    unsigned long long cpu_at_io;     /* CPU clock ticks (own + children) at the io read */
+    double io_read_at;                /* monotonic time of that read; 0 = never */
 } ProcEntry;
 
 typedef struct EntryVec {
@@ -115,6 +122,7 @@ typedef struct ProcTree {
     pid_t adopter; /* > 0: its children are members too (a subreaper running the root) */
     int follow_children;
     int count_processes; /* the processes on the system are wanted (the system table) */
+    int read_all_io;     /* the next reading re-reads every member's io (the run's last) */
     pid_t self_pid;
     TreeTotals self_offset; /* the sampler's own CPU, taken off its own process */
     double ticks_per_s;
@@ -172,6 +180,9 @@ int proc_tree_contains(const ProcTree *tree, pid_t pid);
 
 /* Copies up to cap member pids (ascending) into out: how many there are. */
 size_t proc_tree_member_pids(const ProcTree *tree, pid_t *out, size_t cap);
+
+/* The next reading is the run's last: every member's io is read (none is left for later). */
+void proc_tree_read_everything(ProcTree *tree);
 
 /* Heap bytes the tree's own bookkeeping holds. */
 size_t proc_tree_bytes(const ProcTree *tree);

@@ -334,8 +334,10 @@ finish_thread(Sampler *sampler, double *prow, double *srow)
      * measured over at least one clock tick: no division by a tiny interval) */
     if (!abandoned &&
         (clock_seconds(CLOCK_MONOTONIC) - sampler->last_sample_mono >= FINAL_MIN_SECONDS ||
-         no_rows))
+         no_rows)) {
+        collector_last_reading(&sampler->collector);
         thread_sample(sampler, 1, prow, srow);
+    }
     pthread_mutex_lock(&sampler->collect_lock);
     collector_release(&sampler->collector);
     pthread_mutex_unlock(&sampler->collect_lock);

@@ -183,3 +183,40 @@ def test_sampler_counters_exist_on_a_fresh_sampler():
     s = _core.Sampler(os.getpid(), 1.0)
     assert (s.listings, s.probes, s.fd_sheds, s.kept_open) == (0, 0, 0, 0)
     s.stop()
+
+
+def test_small_writes_of_an_idle_member_all_counted_by_the_last_reading(tmp_path):
+    """A member's io is re-read when its CPU time moved (or its last read is 2 s old): a
+    sleeping child writing 256 KiB with less than a clock tick of CPU, right before the run
+    stops, still has every byte counted (the run's last reading re-reads every member's io),
+    whatever the order of the readings."""
+    target = tmp_path / "small.bin"
+    w = Workload(
+        f"""
+        import subprocess
+        code = ("import os, sys, time\\nsys.stdin.readline()\\n"
+                "fd = os.open({str(target)!r}, os.O_WRONLY | os.O_CREAT)\\n"
+                "os.write(fd, b'x' * 262144); os.fsync(fd); os.close(fd)\\n"
+                "print('written', flush=True); time.sleep(60)\\n")
+        kid = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True)
+        time.sleep(1.0)  # the child idles under the tracker's eyes first
+        kid.stdin.write("go\\n"); kid.stdin.flush()
+        kid.stdout.readline()
+        report(written=262144)
+        sys.stdin.readline()
+        kid.kill(); kid.wait()
+        """
+    )
+    tracker = ResourceTracker(
+        pid=w.pid, interval=0.1, discover_cloud=False, discover_server=False, track_system=False
+    )
+    try:
+        assert tracker.wait_for_samples(1, timeout=10)
+        w.go()
+        truth = w.read_report()
+        tracker.stop()  # within IO_MAX_AGE of the write
+    finally:
+        w.kill()
+    written = sum(tracker.process_metrics["write_bytes"])
+    assert written == pytest.approx(truth["written"], rel=0.05)
