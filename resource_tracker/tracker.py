@@ -244,7 +244,9 @@ class ResourceTracker:
             self._autostarted = False  # this start() is the one the constructor already did
             return
         if self._sampler.state == "new":
-            self._cgroup_job = _in_background(self._read_cgroup_start)
+            from ._background import submit
+
+            self._cgroup_job = submit(self._read_cgroup_start)
         self._sampler.start()
         if self.discover_cloud and self._cloud_job is None:
             self._cloud_job = _start_cloud_discovery()
@@ -865,39 +867,6 @@ def _json_default(value):
     if isinstance(value, array):
         return list(value)
     raise TypeError(f"cannot store {type(value).__name__} in a snapshot")
-
-
-_CGROUP_WAIT_S = 2.0  # the longest stop() waits for the start figures (a stuck read)
-
-
-class _BackgroundJob:
-    """One function run in a thread of its own; wait() returns when it finished (at most
-    _CGROUP_WAIT_S later), in the process that started it (a forked child does not wait for
-    a thread it does not have)."""
-
-    def __init__(self, fn):
-        import _thread
-
-        self._done = _thread.allocate_lock()
-        self._done.acquire()
-        self._owner = os.getpid()
-        self._fn = fn
-        _thread.start_new_thread(self._run, ())
-
-    def _run(self):
-        try:
-            self._fn()
-        finally:
-            self._done.release()
-
-    def wait(self):
-        if os.getpid() == self._owner and self._done.acquire(timeout=_CGROUP_WAIT_S):
-            self._done.release()
-
-
-def _in_background(fn):
-    """Runs fn in a thread of its own: the _BackgroundJob to wait() on."""
-    return _BackgroundJob(fn)
 
 
 def _start_cloud_discovery():
