@@ -378,15 +378,6 @@ merge_listing(ProcTree *tree)
     return 0;
 }
 
-/* Reads the fork counter: 0, or -1 when it cannot be read (then every tick lists). */
-static int
-read_forks(ProcTree *tree, unsigned long long *forks)
-{
-    if (tree->stat_fd < 0 || textbuf_read_fd(&tree->buf, tree->stat_fd) < 0)
-        return -1;
-    return parse_proc_stat_forks(tree->buf.data, forks);
-}
-
 /* Carries the known entries over unchanged (no listing this tick): they move to scratch
  * (the entries' vector is not read again before scratch becomes the entries). */
 static int
@@ -414,6 +405,22 @@ read_last_pid(ProcTree *tree)
         return -1;
     space = strrchr(tree->buf.data, ' ');
     return space != NULL ? strtol(space + 1, NULL, 10) : -1;
+}
+
+/* What moves when a process (or thread) is created: the last pid handed out (/proc/loadavg,
+ * one short line), else the fork counter of /proc/stat (which grows with the CPUs and the
+ * interrupts). Sets *last_pid (-1: unknown): 0, or -1 when neither can be read. */
+static int
+read_forks(ProcTree *tree, unsigned long long *forks, long *last_pid)
+{
+    *last_pid = read_last_pid(tree);
+    if (*last_pid >= 0) {
+        *forks = (unsigned long long)*last_pid;
+        return 0;
+    }
+    if (tree->stat_fd < 0 || textbuf_read_fd(&tree->buf, tree->stat_fd) < 0)
+        return -1;
+    return parse_proc_stat_forks(tree->buf.data, forks);
 }
 
 /* Non-zero when pid (whose stat was just read) is a thread of another process: procfs
@@ -472,7 +479,7 @@ probe_new_pids(ProcTree *tree, long last_pid, int *count)
     long pid;
 
     if (last_pid < 0 || tree->last_pid < 0 || last_pid < tree->last_pid ||
-        last_pid - tree->last_pid > PROBE_MAX_PIDS || carry_entries(tree) != 0)
+        (last_pid - tree->last_pid) * 2 > tree->listed_count || carry_entries(tree) != 0)
         return -1;
     carried = tree->scratch.len;
     for (pid = tree->last_pid + 1; pid <= last_pid; pid++) {
@@ -507,8 +514,8 @@ static int
 update_entries(ProcTree *tree, double now, int *count)
 {
     unsigned long long forks = 0;
-    int have_forks = read_forks(tree, &forks) == 0;
-    long last_pid = have_forks ? read_last_pid(tree) : -1; /* after the fork counter */
+    long last_pid;
+    int have_forks = read_forks(tree, &forks, &last_pid) == 0;
     long listed;
 
     if (have_forks && tree->has_baseline && now - tree->listed_at < listing_max_age(tree)) {

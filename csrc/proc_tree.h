@@ -40,8 +40,9 @@
 #define PSS_FAULT_KIB 16384.0
 #define PSS_FAULT_SHARE 0.02
 
-/* The /proc listing is skipped while no process was created (the fork counter of
- * /proc/stat did not move), but made at least this often (it refreshes the process count). */
+/* The /proc listing is skipped while no process was created (the last pid handed out, in
+ * /proc/loadavg, or the fork counter of /proc/stat did not move), but made at least this
+ * often (it refreshes the process count). */
 #define LISTING_MAX_AGE 5.0
 /* ... and, when new pids are found by probing (below) and nobody reads the process count (no
  * system table), only this often: a safety net, not a cost that grows with the machine. */
@@ -49,8 +50,8 @@
 
 /* When processes were created since the last tick, the new pids (the range since the last
  * pid the kernel handed out, /proc/loadavg) are looked up one by one instead of listing all of
- * procfs, while the range holds at most this many (else, or after a pid wrap, a listing). */
-#define PROBE_MAX_PIDS 512
+ * procfs, while the range holds at most half as many pids as the listing had processes (a
+ * lookup of a gone pid costs about two listed entries); else, or after a pid wrap, a listing. */
 
 /* A member's io is re-read when its CPU time moved since the last read (I/O takes CPU), or
  * that read is this many seconds old (a process doing I/O with less than a clock tick of CPU

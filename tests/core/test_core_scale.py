@@ -84,7 +84,9 @@ def test_children_found_without_listing_proc_while_a_neighbour_forks():
     assert max(df["children"]) >= 1
     assert total_cpu(df) == pytest.approx(truth["children_cpu"], rel=0.1, abs=0.05)
     assert sampler.probes >= 10  # new processes came, found by their pids
-    assert sampler.listings <= 2  # the first reading (and at most one safety listing)
+    # the first reading, and at most a pid wrap's (pid_max 32768: another engineer's busy
+    # machine hands out pids fast) and a burst's
+    assert sampler.listings <= 3
 
 
 def test_many_children_all_counted_and_kept_open_within_the_budget():
