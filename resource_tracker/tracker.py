@@ -13,7 +13,7 @@ from array import array
 
 # cgroup_usage is imported here: in the worker thread that reads the start figures it would
 # grow that thread's own C heap (~650 KiB of RSS), in start() it would cost ~2.5 ms
-from . import _core
+from . import _core, settings
 from . import cgroup_usage as _cgroup
 from ._version import __version__
 from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABELS
@@ -69,7 +69,7 @@ def _check_pid(pid):
 def _default_method():
     """'procfs' on Linux (with the C core's procfs sampler), else 'psutil';
     RESOURCE_TRACKER_METHOD overrides."""
-    forced = os.environ.get("RESOURCE_TRACKER_METHOD", "").strip().lower()
+    forced = settings.get("RESOURCE_TRACKER_METHOD")
     if forced:
         return forced
     return "procfs" if _core.HAVE_PROCFS and os.path.exists("/proc/self/stat") else "psutil"
@@ -89,9 +89,9 @@ def _new_sampler(method, pid, interval, adopted_by=0, **kwargs):
         return _core.Sampler(
             pid,
             interval,
-            proc_root=os.environ.get("RESOURCE_TRACKER_PROCFS_ROOT") or None,
-            sys_root=os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None,
-            nvml_library=os.environ.get("RESOURCE_TRACKER_NVML_LIBRARY") or None,
+            proc_root=settings.get("RESOURCE_TRACKER_PROCFS_ROOT"),
+            sys_root=settings.get("RESOURCE_TRACKER_SYSFS_ROOT"),
+            nvml_library=settings.get("RESOURCE_TRACKER_NVML_LIBRARY"),
             adopted_by=adopted_by,
             **kwargs,
         )
@@ -192,9 +192,9 @@ class ResourceTracker:
         self.track_processes = bool(track_processes)
         self.track_system = bool(track_system)
         self.discover_server = bool(discover_server)
-        self.discover_cloud = bool(discover_cloud) and os.environ.get(
-            "RESOURCE_TRACKER_DISCOVER_CLOUD", "1"
-        ).strip() not in ("0", "false", "no")
+        self.discover_cloud = bool(discover_cloud) and settings.get(
+            "RESOURCE_TRACKER_DISCOVER_CLOUD"
+        )
         self.method = method or _default_method()
         self.command = _command_line(self.pid)
         self.label = None
@@ -232,6 +232,33 @@ class ResourceTracker:
         if self.method == "procfs" and self._sampler.state == "new":
             self._adopted_by = int(pid)
             self._sampler = self._make_sampler()
+
+    @classmethod
+    def run(cls, command, *, adopt_orphans=False, forward_signals=None, **options):
+        """Runs ``command`` (a list: program and arguments) to its end and tracks it.
+
+        Returns a ``CommandRun`` (resource_tracker.supervise): ``status`` is the command's
+        exit status (128+N when signal N killed it), ``tracker`` the stopped tracker of its
+        process tree (None when tracking could not start: ``not_tracked`` says why),
+        ``signals_forwarded`` the signals passed on to it. ``options`` are this class's
+        (``interval``, ``method``, ``discover_cloud`` ...; not ``pid`` or ``autostart``).
+        In the main thread, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are passed
+        on to the command while it runs. ``adopt_orphans`` (Linux) makes this process the
+        subreaper of the command so that processes which double-fork away from it are
+        tracked, waited for and reaped (it changes who reaps orphans for the whole program:
+        off by default). Raises ``CommandStartError`` (``status`` 127: not found, 126: not
+        executable) when the command cannot be started, ValueError/TypeError for bad options.
+
+        Example:
+            >>> run = ResourceTracker.run(["python", "train.py"], interval=0.5)
+            >>> run.status, run.tracker.recommend_resources()
+            (0, {'cpu': 1, 'memory': 256, 'gpu': 0, 'vram': 0})
+        """
+        from .supervise import track_command
+
+        return track_command(
+            command, adopt_orphans=adopt_orphans, forward_signals=forward_signals, **options
+        )
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -347,8 +374,8 @@ class ResourceTracker:
             if not hasattr(self, "_cgroup_place"):
                 self._cgroup_place = _cgroup.locate_cgroup(
                     self.pid,
-                    proc_root=os.environ.get("RESOURCE_TRACKER_PROCFS_ROOT") or "/proc",
-                    sys_root=os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None,
+                    proc_root=settings.get("RESOURCE_TRACKER_PROCFS_ROOT") or "/proc",
+                    sys_root=settings.get("RESOURCE_TRACKER_SYSFS_ROOT"),
                 )
             return _cgroup.read_cgroup_at(self._cgroup_place)
         except Exception:  # never let a probe break the caller
@@ -374,7 +401,7 @@ class ResourceTracker:
             end = self._read_cgroup()
         try:
             return _cgroup.cgroup_run(
-                start, end, self.pid, os.environ.get("RESOURCE_TRACKER_PROCFS_ROOT") or "/proc"
+                start, end, self.pid, settings.get("RESOURCE_TRACKER_PROCFS_ROOT") or "/proc"
             )
         except Exception:
             return None
@@ -548,6 +575,21 @@ class ResourceTracker:
             self, historical_stats=historical_stats, status=status, integration=integration
         )
 
+    def summary(self, historical_stats=None, *, lookup_server: bool = True):
+        """The run summary (a frozen ``resource_tracker.summary.RunSummary``): statistics,
+        earlier runs, recommendation, cheapest servers and costs, warnings. Built once and
+        cached while the run does not change (new samples, stop, label, history); the
+        report, the Metaflow card and artifact and the CLI take it.
+
+        Args:
+            historical_stats: earlier runs (a list of ``stats()`` dicts, or the Metaflow
+                artifact's ``historical_stats`` summary).
+            lookup_server: ask the server catalog (False: no catalog lookup at all).
+        """
+        from .summary import cached_summary
+
+        return cached_summary(self, historical_stats, lookup_server=lookup_server)
+
     # -- machine ---------------------------------------------------------------------
 
     @property
@@ -558,7 +600,7 @@ class ResourceTracker:
                 from .server_info import get_server_info
 
                 self._server_info = get_server_info(
-                    pid=self.pid, nvml_library=os.environ.get("RESOURCE_TRACKER_NVML_LIBRARY")
+                    pid=self.pid, nvml_library=settings.get("RESOURCE_TRACKER_NVML_LIBRARY")
                 )
             except Exception as exc:  # never let a probe break the caller
                 self._server_info = {"error": f"{type(exc).__name__}: {exc}"}
@@ -603,6 +645,8 @@ class ResourceTracker:
             "data_quality": self.data_quality(),
             "cgroup_metrics": self.cgroup_metrics,
             "memory_hwm": self.memory_hwm,
+            # the run summary, when one was made (so a loaded run shows the same servers)
+            "summary": self._summary.to_dict() if getattr(self, "_summary", None) else None,
         }
 
     @classmethod
@@ -644,6 +688,9 @@ class ResourceTracker:
         self._autostarted = False
         self._cgroup_stored = snapshot.get("cgroup_metrics")
         self._hwm_stored = snapshot.get("memory_hwm")
+        from .summary import stored_summary
+
+        self._summary = stored_summary(snapshot.get("summary"))
         process = TinyDataFrame(_decode_columns(snapshot.get("process_metrics")), PROCESS_COLUMNS)
         system = TinyDataFrame(_decode_columns(snapshot.get("system_metrics")), SYSTEM_COLUMNS)
         self._sampler = _StoredRun(

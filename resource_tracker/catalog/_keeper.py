@@ -7,8 +7,7 @@ cJSON in C. Failures raise CatalogUnavailableError.
 
 from __future__ import annotations
 
-import os
-
+from .. import settings
 from .._text import printable
 from . import CatalogUnavailableError, NoMatchingServerError
 
@@ -27,11 +26,8 @@ _failure = {}  # base_url -> (monotonic time until which it is not asked, messag
 
 
 def _timeout():
-    try:
-        value = float(os.environ.get(TIMEOUT_ENV) or 10.0)
-    except ValueError:
-        value = 10.0
-    return min(max(value, 0.1), 600.0)
+    """Seconds per request: RESOURCE_TRACKER_KEEPER_TIMEOUT (0.1 to 600, default 10)."""
+    return settings.get(TIMEOUT_ENV)
 
 
 def _call(base_url, name, *args, **kwargs):
@@ -76,7 +72,7 @@ def query_args(req):
         vcpus_min=int(max(req.cpu, 1)),
         memory_min_mib=float(req.memory),
         gpu_min=int(req.gpu),
-        gpu_memory_min_mib=float(req.per_gpu_vram),
+        gpu_memory_min_mib=float(req.vram_each_gpu),
         gpu_memory_total_mib=float(req.vram),
         vendors=req.vendors,
         regions=req.regions,
