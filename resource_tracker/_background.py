@@ -14,9 +14,22 @@ from typing import Callable
 WAIT_S = 2.0  # the longest a caller waits for a job (a stuck read never stalls stop())
 IDLE_S = 0.5  # the worker ends after this long without a job
 
-_lock = _thread.allocate_lock()
-_queue = None
-_owner = 0  # the process whose worker serves _queue (0: no worker)
+_lock = _thread.allocate_lock()  # guards _jobs and _owner
+_wake = _thread.allocate_lock()  # released: a job may be waiting (a binary semaphore)
+_wake.acquire()
+_jobs: list = []
+_owner = 0  # the process whose worker serves _jobs (0: no worker)
+
+
+def _after_fork_in_child() -> None:
+    """The child has no worker, and _lock may have been held by it at the fork: fresh state."""
+    global _lock, _owner
+    _lock = _thread.allocate_lock()
+    _jobs.clear()
+    _owner = 0
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Job:
@@ -43,32 +56,40 @@ class Job:
             self._done.release()
 
 
-def _work(queue) -> None:
+def _next_job():
+    """The next job, or None (then the worker ended itself when it had waited IDLE_S)."""
     global _owner
-    from _queue import Empty
-
     while True:
-        try:
-            job = queue.get(timeout=IDLE_S)
-        except Empty:
-            with _lock:  # submit() puts under the lock: nothing can slip in unseen
-                if queue.empty():
+        with _lock:
+            if _jobs:
+                return _jobs.pop(0)
+        if not _wake.acquire(timeout=IDLE_S):
+            with _lock:  # submit() appends under the lock: nothing can slip in unseen
+                if not _jobs:
                     _owner = 0
-                    return
-            continue
+                    return None
+
+
+def _work() -> None:
+    job = _next_job()
+    while job is not None:
         job.run()
-        del job
+        job = _next_job()
 
 
 def submit(fn: Callable[[], object]) -> Job:
-    """Runs fn in the shared worker thread: the Job to wait() on."""
-    global _queue, _owner
+    """Runs fn in the shared worker thread: the Job to wait() on. Only _thread is used (the
+    _queue extension module alone costs a ~4 ms load)."""
+    global _owner, _wake
     job = Job(fn)
     with _lock:
-        if _owner != os.getpid():
-            from _queue import SimpleQueue
-
-            _queue, _owner = SimpleQueue(), os.getpid()
-            _thread.start_new_thread(_work, (_queue,))
-        _queue.put(job)
+        if _owner != os.getpid():  # none yet, or a forked child: a worker of its own
+            _jobs.clear()
+            _wake = _thread.allocate_lock()
+            _wake.acquire()
+            _owner = os.getpid()
+            _thread.start_new_thread(_work, ())
+        _jobs.append(job)
+        if _wake.locked():
+            _wake.release()
     return job

@@ -13,7 +13,7 @@ from array import array
 
 # cgroup_usage is imported here: in the worker thread that reads the start figures it would
 # grow that thread's own C heap (~650 KiB of RSS), in start() it would cost ~2.5 ms
-from . import _core, settings
+from . import _background, _core, settings
 from . import cgroup_usage as _cgroup
 from ._version import __version__
 from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABELS
@@ -278,9 +278,7 @@ class ResourceTracker:
         if self.discover_cloud and self._cloud_job is None:
             self._cloud_job = _start_cloud_discovery()
         if first:  # last: the worker takes the interpreter lock once start() returned
-            from ._background import submit
-
-            self._cgroup_job = submit(self._read_cgroup_start)
+            self._cgroup_job = _background.submit(self._read_cgroup_start)
 
     def stop(self):
         """Stop sampling; the data stays. Safe to call more than once."""
