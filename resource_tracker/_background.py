@@ -1,9 +1,8 @@
 """One shared worker thread for the tracker's slow side reads (the cgroup's start figures):
 start() hands them over and returns at once; whoever needs the result waits for it.
 
-One thread per process, made when a job comes and ending after IDLE_S without one (a thread
-per tracker would leave a stack each in the C library's cache; a thread that stays would
-outlive every tracker); a forked child makes its own."""
+One thread at a time per process, made when a job comes and ending as soon as no job is
+left (a thread that stayed would outlive every tracker); a forked child makes its own."""
 
 from __future__ import annotations
 
@@ -12,11 +11,8 @@ import os
 from typing import Callable
 
 WAIT_S = 2.0  # the longest a caller waits for a job (a stuck read never stalls stop())
-IDLE_S = 0.5  # the worker ends after this long without a job
 
 _lock = _thread.allocate_lock()  # guards _jobs and _owner
-_wake = _thread.allocate_lock()  # released: a job may be waiting (a binary semaphore)
-_wake.acquire()
 _jobs: list = []
 _owner = 0  # the process whose worker serves _jobs (0: no worker)
 
@@ -57,17 +53,14 @@ class Job:
 
 
 def _next_job():
-    """The next job, or None (then the worker ended itself when it had waited IDLE_S)."""
+    """The next job, or None: none is left and the worker ends (submit() appends under the
+    lock, so a job either is seen here or starts a new worker)."""
     global _owner
-    while True:
-        with _lock:
-            if _jobs:
-                return _jobs.pop(0)
-        if not _wake.acquire(timeout=IDLE_S):
-            with _lock:  # submit() appends under the lock: nothing can slip in unseen
-                if not _jobs:
-                    _owner = 0
-                    return None
+    with _lock:
+        if _jobs:
+            return _jobs.pop(0)
+        _owner = 0
+        return None
 
 
 def _work() -> None:
@@ -80,16 +73,12 @@ def _work() -> None:
 def submit(fn: Callable[[], object]) -> Job:
     """Runs fn in the shared worker thread: the Job to wait() on. Only _thread is used (the
     _queue extension module alone costs a ~4 ms load)."""
-    global _owner, _wake
+    global _owner
     job = Job(fn)
     with _lock:
-        if _owner != os.getpid():  # none yet, or a forked child: a worker of its own
+        if _owner != os.getpid():  # none running, or a forked child: a worker of its own
             _jobs.clear()
-            _wake = _thread.allocate_lock()
-            _wake.acquire()
             _owner = os.getpid()
             _thread.start_new_thread(_work, ())
         _jobs.append(job)
-        if _wake.locked():
-            _wake.release()
     return job
