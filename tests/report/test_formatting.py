@@ -56,8 +56,14 @@ def test_rates_and_registry_units():
 
 @pytest.mark.parametrize(
     "count, word, text",
-    [(1, "vCPU", "1 vCPU"), (2, "vCPU", "2 vCPUs"), (5, "earlier run", "5 earlier runs"),
-     (1, "earlier run", "1 earlier run"), (0, "sample", "0 samples"), (1500, "sample", "1,500 samples")],
+    [
+        (1, "vCPU", "1 vCPU"),
+        (2, "vCPU", "2 vCPUs"),
+        (5, "earlier run", "5 earlier runs"),
+        (1, "earlier run", "1 earlier run"),
+        (0, "sample", "0 samples"),
+        (1500, "sample", "1,500 samples"),
+    ],
 )
 def test_plural(count, word, text):
     assert fmt.plural(count, word) == text
@@ -69,8 +75,14 @@ def test_plural_irregular():
 
 @pytest.mark.parametrize(
     "seconds, text",
-    [(0.25, "0.25 s"), (42.12, "42.1 s"), (185, "3 min 05 s"), (3725, "1 h 02 min"),
-     (86_400, "24 h 00 min"), (None, "n/a")],
+    [
+        (0.25, "0.25 s"),
+        (42.12, "42.1 s"),
+        (185, "3 min 05 s"),
+        (3725, "1 h 02 min"),
+        (86_400, "24 h 00 min"),
+        (None, "n/a"),
+    ],
 )
 def test_duration(seconds, text):
     assert fmt.duration(seconds) == text
@@ -78,10 +90,20 @@ def test_duration(seconds, text):
 
 @pytest.mark.parametrize(
     "usd, per, text",
-    [(0.0, "", "$0"), (0.00003, "", "< $0.01"), (0.004, "", "< $0.01"), (0.0051, "", "$0.01"),
-     (0.42, "", "$0.42"), (1234.5, "", "$1,234.50"), (-0.00002, "", "> -$0.01"),
-     (-0.5, "", "-$0.50"), (0.0052, "h", "$0.0052/h"), (0.192, "h", "$0.192/h"),
-     (3.06, "h", "$3.06/h"), (None, "", "n/a")],
+    [
+        (0.0, "", "$0"),
+        (0.00003, "", "< $0.01"),
+        (0.004, "", "< $0.01"),
+        (0.0051, "", "$0.01"),
+        (0.42, "", "$0.42"),
+        (1234.5, "", "$1,234.50"),
+        (-0.00002, "", "> -$0.01"),
+        (-0.5, "", "-$0.50"),
+        (0.0052, "h", "$0.0052/h"),
+        (0.192, "h", "$0.192/h"),
+        (3.06, "h", "$3.06/h"),
+        (None, "", "n/a"),
+    ],
 )
 def test_money_never_prints_zeros(usd, per, text):
     assert fmt.money(usd, per) == text
