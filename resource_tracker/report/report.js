@@ -64,12 +64,15 @@
       return maxv >= 2048 ? { div: 1024, label: "GiB" } : { div: 1, label: "MiB" };
     }
     if (unit === "Bps") {
-      var labels = ["B/s", "kB/s", "MB/s", "GB/s", "TB/s"];
+      /* binary units, as everywhere else (resource_tracker.formatting) */
+      var labels = ["B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"];
       var div = 1, i = 0;
-      while (maxv / div >= 1000 && i < labels.length - 1) { div *= 1000; i++; }
+      while (maxv / div >= 1024 && i < labels.length - 1) { div *= 1024; i++; }
       return { div: div, label: labels[i] };
     }
-    if (unit === "gb") { return { div: 1, label: "GB" }; }
+    if (unit === "gb") {  /* disk space: GB (10^9 bytes) from the sampler, shown in GiB */
+      return { div: 1.073741824, label: "GiB" };
+    }
     if (unit === "gpus") { return { div: 1, label: "GPUs" }; }
     return { div: 1, label: "cores" };
   }

@@ -177,6 +177,23 @@ class Browser:
             self.pump(0.02)
         raise TimeoutError(f"page not ready after {timeout} s: {url}")
 
+    def viewport(self, width, height=800, dark=False, media=""):
+        """Sets the window size and the emulated media: prefers-color-scheme dark or light,
+        and 'print' or screen."""
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
+        scheme = "dark" if dark else "light"
+        self.call(
+            "Emulation.setEmulatedMedia",
+            media=media,
+            features=[{"name": "prefers-color-scheme", "value": scheme}],
+        )
+
     def mouse(self, kind, x, y, buttons=0, button="none", click_count=0):
         self.call(
             "Input.dispatchMouseEvent",
