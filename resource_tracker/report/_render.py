@@ -488,7 +488,7 @@ def _row_value(summary, row, value):
 def _usage(view):
     s = view.s
     if not s.stats or s.n_samples == 0:
-        note = _note("Not enough data: no samples, so there are no statistics.")
+        note = _note("No statistics: no samples were recorded.")
         return _fold("rt-usage", "Usage statistics", note, "none", open_=True)
     hist = s.history
     head = ["Metric", "This run"]
@@ -542,11 +542,9 @@ def _servers(view):
 
 
 def _charts(summary, downsampled):
+    if summary.n_samples < 2:
+        return ""  # the header's note says why there are no charts, once
     out = ['<section id="rt-charts"><h2>Usage over time</h2>']
-    n = summary.n_samples
-    if n < 2:
-        out.append(_note(f"Not enough data to draw charts: {_samples_note(n)}.", "warn"))
-        return "".join(out) + "</section>"
     out.append(
         '<p class="rt-help">Hover a chart to read all charts at that time; drag across a '
         "chart to zoom in; double-click (or the button) to zoom out. Times are in your "
@@ -629,7 +627,7 @@ def _chart_data(summary, process, system):
             ("system", system, summary.n_system),
         ):
             if n >= 2:
-                data, points = _table_data(name, df, interval)
+                data, points = _table_data(name, df, interval, _vcpus(summary))
                 tables[_TABLE_KEYS[name]] = data
                 downsampled.append((name, data["rows"], points))
     charts = []
@@ -648,8 +646,16 @@ def _chart_data(summary, process, system):
     return {"t0": t0, "tables": tables, "charts": charts}, downsampled
 
 
-def _series_values(col, values, dts):
-    """A column as drawn: KiB in MiB, amounts per interval as rates per second."""
+def _vcpus(summary):
+    vcpus = (summary.server_info or {}).get("vcpus")
+    return float(vcpus) if isinstance(vcpus, (int, float)) and vcpus > 0 else None
+
+
+def _series_values(col, values, dts, vcpus=None):
+    """A column as drawn: KiB in MiB, amounts per interval as rates per second, the
+    machine's CPU never above its vCPUs (sampling jitter)."""
+    if col.unit == "cores" and col.table == "system" and vcpus:
+        return [min(v, vcpus) for v in values]
     if col.unit == "KiB":
         return [v / 1024.0 for v in values]
     if col.fold == "sum":
@@ -657,7 +663,7 @@ def _series_values(col, values, dts):
     return values
 
 
-def _table_data(name, df, interval):
+def _table_data(name, df, interval, vcpus=None):
     """(one table's chart data, points drawn per series)."""
     from ..registry import columns
 
@@ -669,7 +675,7 @@ def _table_data(name, df, interval):
         if any(select(col) for *_, select in _CHARTS) and _drawn(col):
             values = _column(df, col.name)
             if len(values) == n:
-                cols[col.name] = _series_values(col, values, dts)
+                cols[col.name] = _series_values(col, values, dts, vcpus)
     t_out, cols_out = _downsample(t, cols, MAX_POINTS)
     t0 = math.floor(t[0]) if n else 0
     data = {

@@ -294,7 +294,7 @@ def test_report_not_enough_data_for_empty_and_one_sample():
     page = one.report()
     text = " ".join(_text(page).split())
     assert "Not enough data: 1 sample recorded" in text
-    assert "Not enough data to draw charts: 1 sample" in text
+    assert text.count("Not enough data") == 1 and "Charts need at least 2 samples" in text
     assert "Process CPU usage, peak 1.5 cores" in text  # statistics of the one sample still shown
 
 
