@@ -181,8 +181,9 @@ def server_price(server) -> str:
     text = _esc(fmt.money(_price(server), "h"))
     allocation = server.get("price_allocation") if isinstance(server, dict) else None
     if allocation and text != fmt.NA:
-        text += f" ({_esc(str(allocation).lower().replace('ondemand', 'on-demand'))})"
-    return text
+        kind = _esc(str(allocation).lower().replace("ondemand", "on-demand"))
+        text += f' <span class="rt-nowrap">({kind})</span>'
+    return f'<span class="rt-nowrap">{text}</span>' if " " not in text else text
 
 
 def server_shape(server) -> str:

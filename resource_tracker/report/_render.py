@@ -528,7 +528,7 @@ def _servers(view):
     rows = [
         [_server_name(srv), _server_shape(srv), _server_price(srv)] for srv in choice.servers[:4]
     ]
-    head = ["Server", "vCPUs · memory · GPUs", "Hourly price"]
+    head = ["Server", "Shape", "Hourly price"]
     content = _table(rows, head=head, cls="rt-servers")
     costs = choice.costs or {}
     eur = any(
