@@ -550,17 +550,13 @@ def _charts(summary, downsampled):
         "chart to zoom in; double-click (or the button) to zoom out. Times are in your "
         'local time zone. <button type="button" id="rt-reset">Reset zoom</button></p>'
     )
-    down = [
-        f"{name}: {rows:,} samples shown as {pts:,} points (min and max of each interval)"
-        for name, rows, pts in downsampled
-        if pts < rows
-    ]
+    down = sorted({(rows, pts) for _, rows, pts in downsampled if pts < rows})
     if down:
+        drawn = "; ".join(f"{rows:,} samples drawn as {pts:,} points" for rows, pts in down)
         out.append(
             _note(
-                "Long run: "
-                + "; ".join(_esc(d) for d in down)
-                + ". Every peak is kept; the statistics use all samples."
+                f"Long run: {_esc(drawn)} (the lowest and highest of each interval: every "
+                "peak is kept; the statistics use all samples)."
             )
         )
     out.append('<div id="rt-chart-grid" class="rt-grid"></div>')
