@@ -140,7 +140,10 @@ def _recommendation(summary) -> str:
     rec = summary.resources
     if rec is None:
         return ""
-    parts = [fmt.plural(rec.get("cpu") or 1, "CPU"), f"{fmt.quantity(rec.get('memory'), 'MiB')} memory"]
+    parts = [
+        fmt.plural(rec.get("cpu") or 1, "CPU"),
+        f"{fmt.quantity(rec.get('memory'), 'MiB')} memory",
+    ]
     if rec.get("gpu"):
         parts += [fmt.plural(rec["gpu"], "GPU"), f"{fmt.quantity(rec.get('vram'), 'MiB')} VRAM"]
     basis = "this run"
@@ -189,7 +192,10 @@ def server_price(server) -> str:
 def server_shape(server) -> str:
     if not isinstance(server, dict):
         return fmt.NA
-    parts = [fmt.plural(server.get("vcpus"), "vCPU"), fmt.quantity(server.get("memory_amount"), "MiB")]
+    parts = [
+        fmt.plural(server.get("vcpus"), "vCPU"),
+        fmt.quantity(server.get("memory_amount"), "MiB"),
+    ]
     if server.get("gpu_count"):
         parts.append(fmt.plural(server["gpu_count"], "GPU"))
     return _esc(" · ".join(parts))

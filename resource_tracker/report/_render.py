@@ -333,10 +333,8 @@ def _failure_text(view):
     text += f" ({_esc(_samples_note(s.n_samples))}); the figures cover it up to the failure."
     cg = (s.stats or {}).get("cgroup") or {}
     if cg.get("oom_kills"):
-        text += (
-            f" The kernel's OOM killer ended {_esc(fmt.plural(cg['oom_kills'], 'process', 'processes'))}"
-            ": it ran out of memory."
-        )
+        killed = fmt.plural(cg["oom_kills"], "process", "processes")
+        text += f" The kernel's OOM killer ended {_esc(killed)}: it ran out of memory."
     _, mem_mib, _, where = _headline.capacity(s)
     peak = _headline._stat(s, "process", "max", resource="memory")
     if mem_mib and peak and peak / 1024.0 >= 0.9 * mem_mib:

@@ -54,9 +54,7 @@ INSIGHTS = (
         "The step used at most 2.5 GiB of its 16 GiB memory limit: 6 GiB would do.",
         {"peak_mib": 2520.0, "limit_mib": 16384.0},
     ),
-    InsightLike(
-        "changed", "info", "CPU use doubled against the 2 earlier runs.", {"ratio": 2.0}
-    ),
+    InsightLike("changed", "info", "CPU use doubled against the 2 earlier runs.", {"ratio": 2.0}),
 )
 
 

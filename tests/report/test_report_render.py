@@ -4,8 +4,6 @@ stopped tracker made by ResourceTracker.from_snapshot from snapshot data."""
 
 from __future__ import annotations
 
-from resource_tracker import formatting as fmt
-
 import html
 import json
 import os
@@ -19,6 +17,7 @@ import pytest
 from report_data import CLOUD_INFO, PEAK_CPU, PEAK_NET, XSS, long_run_snapshot, tracked_xss_run
 
 from resource_tracker import ResourceTracker
+from resource_tracker import formatting as fmt
 from resource_tracker.report import Report, render_report
 from resource_tracker.report._render import MAX_POINTS, _downsample
 
