@@ -339,8 +339,8 @@ def _failure_text(view):
     peak = _headline._stat(s, "process", "max", resource="memory")
     if mem_mib and peak and peak / 1024.0 >= 0.9 * mem_mib:
         text += (
-            f" Peak memory {_esc(fmt.quantity(peak, 'KiB'))} was at the {_esc(where)}'s "
-            f"{_esc(fmt.quantity(mem_mib, 'MiB'))}."
+            f" Peak memory {_esc(fmt.quantity(peak, 'KiB'))} was near the {_esc(where)} "
+            f"({_esc(fmt.quantity(mem_mib, 'MiB'))})."
         )
     return text
 

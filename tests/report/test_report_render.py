@@ -4,6 +4,7 @@ stopped tracker made by ResourceTracker.from_snapshot from snapshot data."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import os
@@ -409,6 +410,23 @@ def test_report_status_failed_and_running():
     assert "Status running" in text and "End running" in text
 
 
+def test_report_failed_run_says_when_and_the_memory_clue():
+    """A failed run's page opens with when it failed, what the figures cover, the kernel's
+    OOM kills and a memory peak at the container's limit (not just "The run failed")."""
+    snap = long_run_snapshot(rows=60)
+    snap["extra"] = {"step_failed": True}
+    snap["cgroup_metrics"] = {"oom_kills": 2, "dedicated": True, "version": 2, "path": "/x"}
+    limits = {"version": 2, "cpu_limit_cores": 4.0, "memory_limit_mb": 2600}
+    snap["server_info"] = dict(snap["server_info"], cgroup=limits)
+    text = " ".join(_text(render_report(ResourceTracker.from_snapshot(snap))).split())
+    assert (
+        "The run failed after 1 min 00 s (60 samples); the figures cover it up to the failure. "
+        "The kernel's OOM killer ended 2 processes: it ran out of memory. Peak memory 2.39 GiB "
+        "was near the container limit (2.54 GiB)."
+    ) in text
+    assert text.count("failed after") == 1
+
+
 def test_report_with_a_real_catalog_file(tmp_path, monkeypatch):
     """The real resource_tracker.catalog on a Spare Cores SQLite catalog built at test time by
     the catalog tests' builder (real 2026-01 server records and real 2024-02 AWS on-demand
@@ -447,3 +465,27 @@ def test_report_with_a_real_catalog_file(tmp_path, monkeypatch):
 
 def _esc_id(text):
     return html.escape(text, quote=True)
+
+
+def test_report_renders_the_summarys_insights_most_severe_first():
+    """summary.insights (issue 17's Insight values, or their dicts after a JSON trip) are
+    rendered one line each with their severity, escaped; none -> no insights list."""
+    from report_states import InsightLike, SummaryWithInsights
+
+    from resource_tracker.report._render import render_summary
+    from resource_tracker.summary import RunSummary
+
+    tracker = ResourceTracker.from_snapshot(long_run_snapshot(rows=60))
+    summary = tracker.summary(lookup_server=False)
+    assert 'id="rt-insights"' not in render_summary(summary)
+    fields = {f.name: getattr(summary, f.name) for f in dataclasses.fields(RunSummary)}
+    insights = (
+        InsightLike("phases", "info", "Two phases: <b>load</b> then train.", {"phases": 2}),
+        {"kind": "at_risk", "severity": "critical", "message": "Memory at 97% of the limit.",
+         "numbers": {"ratio": 0.97}},
+    )  # fmt: skip
+    page = render_summary(SummaryWithInsights(**fields, insights=insights))
+    text = " ".join(_text(page).split())
+    assert "critical Memory at 97% of the limit. info Two phases: <b>load</b> then train." in text
+    assert "<b>load</b>" not in page  # escaped
+    assert page.index('id="rt-insights"') < page.index('id="rt-charts"')  # in the headline
