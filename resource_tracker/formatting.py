@@ -38,6 +38,8 @@ __all__ = [
     "quantity",
     "unit_bytes",
     "change",
+    "CATALOG_FIX",
+    "catalog_problem",
 ]
 
 #: What a value that is not known is shown as.
@@ -211,3 +213,18 @@ def change(now: object, past: object, unit: str) -> Optional[Change]:
         return Change("up" if diff > 0 else "down", "new" if diff > 0 else "gone")
     pct = diff / abs(p) * 100.0
     return Change("up" if diff > 0 else "down", f"{pct:+.0f}%")
+
+
+#: The fix for a missing server catalog, said once wherever it is missing.
+CATALOG_FIX = "run `resource-tracker catalog update` once while online"
+
+
+def catalog_problem(text: str) -> str:
+    """A catalog warning (``summary.warnings_about('catalog')``) as one short line: the first
+    sentence of why, then the fix once: 'No server prices: <why>. Fix: <CATALOG_FIX>.'"""
+    why = str(text).replace("catalog unavailable: ", "", 1)
+    cut = why.find(". ")
+    why = why if cut < 0 else why[:cut]
+    if len(why) > 160:
+        why = why[:157] + "..."
+    return f"No server prices: {why.rstrip('.')}. Fix: {CATALOG_FIX}."

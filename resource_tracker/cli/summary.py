@@ -184,6 +184,8 @@ def server_lines(summary) -> list:
 
     choice = summary.server
     if choice.best is None:
+        if choice.unavailable and not choice.no_match:
+            return [_row("server", printable(fmt.catalog_problem(choice.unavailable)))]
         why = choice.no_match or choice.unavailable or "no server recommendation"
         return [_row("server", printable(why.splitlines()[0]))]
     first = choice.best

@@ -22,8 +22,6 @@ __all__ = [
     "catalog_problem",
 ]
 
-#: The fix for a missing catalog, said once.
-CATALOG_FIX = "run <code>resource-tracker catalog update</code> once while online"
 _SEVERITIES = ("critical", "warning", "info")
 
 
@@ -268,13 +266,10 @@ def insights_html(summary) -> str:
 
 
 def catalog_problem(text: str) -> str:
-    """A catalog warning as one short line: the first sentence of why, then the fix once."""
-    why = text.replace("catalog unavailable: ", "", 1)
-    cut = why.find(". ")
-    why = why if cut < 0 else why[:cut]
-    if len(why) > 160:
-        why = why[:157] + "..."
-    return f"No server prices: {_esc(why.rstrip('.'))}. Fix: {CATALOG_FIX}."
+    """A catalog warning as one short line (formatting.catalog_problem), as HTML."""
+    line = _esc(fmt.catalog_problem(text))
+    code = _esc("`resource-tracker catalog update`")
+    return line.replace(code, "<code>resource-tracker catalog update</code>")
 
 
 def problems(summary) -> List[str]:

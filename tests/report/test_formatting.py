@@ -129,3 +129,39 @@ def test_number():
     assert fmt.number(0.123456) == "0.123"
     assert fmt.number(2.0) == "2"
     assert fmt.number("x") == "n/a"
+
+
+def test_catalog_problem_is_one_line_with_the_fix_once():
+    from resource_tracker.catalog import HOW_TO_GET
+
+    text = f"catalog unavailable: no server catalog found. {HOW_TO_GET}"
+    line = fmt.catalog_problem(text)
+    assert line == (
+        "No server prices: no server catalog found. "
+        "Fix: run `resource-tracker catalog update` once while online."
+    )
+    assert "\n" not in line and line.count("catalog update") == 1
+
+
+def test_cli_lines_use_the_same_numbers():
+    """The CLI's summary lines and the report show a run's figures through one module."""
+    from report_data import long_run_snapshot
+
+    from resource_tracker import ResourceTracker
+    from resource_tracker.cli.summary import describe_costs, describe_resources, lines_of
+
+    tracker = ResourceTracker.from_snapshot(long_run_snapshot(rows=120))
+    summary = tracker.summary(lookup_server=False)
+    text = "\n".join(lines_of(summary, server=False))
+    write = summary.row("process_write_bytes", "sum").value
+    assert f"written {fmt.nbytes(write)}" in text  # the same text as the page's statistics
+    assert "2 min 00 s, 120 samples every 1 s" in text
+    assert "(machine: 8 vCPUs" in text
+    assert describe_resources({"cpu": 1, "memory": 3072, "gpu": 1, "vram": 5120}) == (
+        "1 CPU, 3 GiB memory, 1 GPU, 5 GiB VRAM"
+    )
+    costs = {"run_cost_usd": 0.00002, "recommended_run_cost_usd": 0.0, "saving_usd": 0.00002}
+    assert describe_costs(costs) == (
+        "this run < $0.01 on this server, $0 on the recommended server, saving < $0.01"
+    )
+    assert "0.0000" not in describe_costs(costs)
