@@ -489,3 +489,22 @@ def test_report_renders_the_summarys_insights_most_severe_first():
     assert "critical Memory at 97% of the limit. info Two phases: <b>load</b> then train." in text
     assert "<b>load</b>" not in page  # escaped
     assert page.index('id="rt-insights"') < page.index('id="rt-charts"')  # in the headline
+
+
+@pytest.mark.parametrize("rows, bar", [(60, 300_000), (86_400, 2_000_000)])
+def test_card_size_and_no_network(rows, bar):
+    """The Metaflow card's page (its own renderer) for a short step and a 24 h step stays
+    under the bars (300 KB, 2 MB) and refers to nothing on the network."""
+    pytest.importorskip("metaflow")
+    from metaflow_extensions.resource_tracker.plugins.cards.resource_tracker_card import (
+        tracked_resources_card as card,
+    )
+
+    tracker = ResourceTracker.from_snapshot(long_run_snapshot(rows=rows))
+    data = {"tracker": {"summary": tracker.summary(lookup_server=False).to_dict()}}
+    html_text = card._report_html(tracker, data)
+    size = len(html_text.encode("utf-8"))
+    print(f"\n[report] card of {rows:,} samples: {size / 1e3:,.0f} kB (bar {bar / 1e3:,.0f} kB)")
+    assert size < bar
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html_text)
+    assert "@import" not in html_text and not re.search(r"url\((?!#)", html_text)
