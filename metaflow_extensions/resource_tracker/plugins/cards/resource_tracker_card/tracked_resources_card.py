@@ -166,8 +166,10 @@ def _report_html(tracker, data, banner=None, failed=False, live=False):
         summary = stored_summary(((data or {}).get("tracker") or {}).get("summary"))
         if summary is None:
             summary = tracker.summary(historical_stats=history)
-        html = str(render_report(tracker, summary=summary))
+        html = str(render_report(tracker, summary=summary, integration="Metaflow"))
         note = None
+        if failed and not live:
+            banner = None  # the report opens with "The step failed after ...", said once
     except Exception as exc:  # the report package is missing or broke: still show the data
         status = "running" if live else ("failed" if failed else "finished")
         html = _summary_html(tracker, summary, data, status)
