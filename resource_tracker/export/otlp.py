@@ -25,6 +25,19 @@ SEND_TIMEOUT_S = 5.0
 SERVICE_NAME = "resource-tracker"
 
 
+def _quiet_sdk_logs() -> None:
+    """The SDK logs every failed export; without logging set up Python would print each to
+    stderr (its last-resort handler). A NullHandler (what a library adds) keeps the job's
+    output clean; an application that configures logging still gets the records, and
+    stats()['export'] counts the failures either way."""
+    import logging
+
+    for name in ("opentelemetry.exporter.otlp", "opentelemetry.sdk.metrics"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+            logger.addHandler(logging.NullHandler())
+
+
 def _reader_class():
     from opentelemetry.sdk.metrics.export import MetricExportResult, MetricReader
 
@@ -74,6 +87,7 @@ class OtlpSink:
 
         from .. import __version__
 
+        _quiet_sdk_logs()
         exporter = OTLPMetricExporter(timeout=None if _timeout_from_env() else SEND_TIMEOUT_S)
         self._reader = _reader_class()(exporter)
         self._provider = MeterProvider(

@@ -112,11 +112,11 @@ class RowReader:
 class Channel:
     """One target's bounded queue and sender thread."""
 
-    def __init__(self, sink, capacity: int = QUEUE_POINTS):
+    def __init__(self, sink, capacity: Optional[int] = None):
         self.sink = sink
         self.name = sink.name
         self._queue: deque = deque()
-        self._capacity = capacity
+        self._capacity = capacity or QUEUE_POINTS
         self._cond = threading.Condition()
         self._final = None
         self._closing = False
@@ -230,6 +230,7 @@ class Exporter:
         self._finished = False
         self._error: Optional[str] = None
         self.period = max(MIN_PERIOD_S, float(tracker.interval))
+        self.started = time.monotonic()
         self._thread = threading.Thread(
             target=self._run, name="resource-tracker-export", daemon=True
         )

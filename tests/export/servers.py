@@ -135,7 +135,7 @@ class OtlpReceiver:
     """OTLP/HTTP metrics receiver on 127.0.0.1 (see the module docstring).
 
     mode: 'ok' (decode, keep, answer 200), 'fail' (answer 500) or 'hang' (never answer
-    until closed). requests: the decoded ExportMetricsServiceRequest messages; headers: the
+    until closed); the fault modes answer a Pushgateway's PUT the same way. requests: the decoded ExportMetricsServiceRequest messages; headers: the
     HTTP headers of each request."""
 
     def __init__(self, mode: str = "ok"):
@@ -172,6 +172,9 @@ class OtlpReceiver:
                 self.send_header("Content-Length", str(len(reply)))
                 self.end_headers()
                 self.wfile.write(reply)
+
+            def do_PUT(self):  # the Pushgateway's method, for the fault modes
+                self.do_POST()
 
             def log_message(self, *args):
                 pass
