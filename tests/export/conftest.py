@@ -8,7 +8,9 @@ import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "metaflow"))  # mf_harness
 
 from servers import start_prometheus, start_pushgateway  # noqa: E402
 
