@@ -310,20 +310,14 @@ def _alive(pid):
     return True
 
 
-def update(url, dest, timeout, max_bytes=None, max_seconds=None):
-    """Downloads url into dest atomically; the summary dict."""
+def _install(url, dest, timeout, max_bytes, deadline):
+    """Fetches url into a temp file beside dest, unpacks and checks it, then moves it onto
+    dest: (bytes downloaded, format, servers, prices). CatalogDownloadError on any failure,
+    with the temp files removed."""
     import sqlite3
     import tempfile
 
-    started = time.monotonic()
-    max_bytes = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
-    max_seconds = DEFAULT_MAX_SECONDS if max_seconds is None else max_seconds
     folder = os.path.dirname(dest)
-    try:
-        os.makedirs(folder, exist_ok=True)
-    except OSError as exc:
-        raise _fail(url, f"cannot create {folder} ({exc})") from None
-    _remove_stale(folder)
     tag = f"{os.getpid()}-"
     raw_fd, raw_path = tempfile.mkstemp(dir=folder, prefix=RAW_PREFIX + tag, suffix=RAW_SUFFIX)
     db_fd, db_path = tempfile.mkstemp(dir=folder, prefix=DB_PREFIX + tag, suffix=DB_SUFFIX)
@@ -331,7 +325,7 @@ def update(url, dest, timeout, max_bytes=None, max_seconds=None):
     os.close(db_fd)
     try:
         try:
-            size = _fetch(url, raw_path, timeout, max_bytes, started + max_seconds)
+            size = _fetch(url, raw_path, timeout, max_bytes, deadline)
         except Exception as exc:  # urllib/http.client/socket errors of every kind
             raise _fail(url, f"{type(exc).__name__}: {exc}") from None
         try:
@@ -349,20 +343,42 @@ def update(url, dest, timeout, max_bytes=None, max_seconds=None):
                 os.unlink(path)
             except OSError:
                 pass
+    return size, kind, servers, prices
+
+
+def _write_meta(dest, meta):
+    """dest.json: where and when the catalog came from (best effort)."""
     import json
 
-    meta = {
-        "url": url,
-        "downloaded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "bytes": size,
-        "format": kind,
-    }
     try:
         with open(dest + ".json.tmp", "w") as f:
             json.dump(meta, f)
         os.replace(dest + ".json.tmp", dest + ".json")
     except OSError:
         pass
+
+
+def update(url, dest, timeout, max_bytes=None, max_seconds=None):
+    """Downloads url into dest atomically; the summary dict."""
+    started = time.monotonic()
+    max_bytes = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
+    max_seconds = DEFAULT_MAX_SECONDS if max_seconds is None else max_seconds
+    folder = os.path.dirname(dest)
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        raise _fail(url, f"cannot create {folder} ({exc})") from None
+    _remove_stale(folder)
+    size, kind, servers, prices = _install(url, dest, timeout, max_bytes, started + max_seconds)
+    _write_meta(
+        dest,
+        {
+            "url": url,
+            "downloaded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "bytes": size,
+            "format": kind,
+        },
+    )
     return {
         "path": dest,
         "url": url,

@@ -87,6 +87,27 @@ def _number(name, value):
 MAX_RESULTS = 1_000_000
 
 
+def _known_filters(filters):
+    """The filters given (None values dropped); ValueError naming the valid ones."""
+    filters = dict(filters or {})
+    unknown = sorted(set(filters) - set(FILTERS))
+    if unknown:
+        raise ValueError(
+            f"unknown filter(s) {', '.join(unknown)}; valid filters: {', '.join(FILTERS)}"
+            ", plus n, order_by, catalog, eur_usd_rate"
+        )
+    return {k: v for k, v in filters.items() if v is not None}
+
+
+def _regions(filters):
+    """The regions asked for by `region` and/or `regions`, or None for any region."""
+    regions = None
+    for key in ("region", "regions"):
+        if key in filters:
+            regions = (regions or []) + _as_list(key, filters[key])
+    return regions
+
+
 class Request:
     """A validated recommendation request (resources + filters), independent of the source."""
 
@@ -112,6 +133,21 @@ class Request:
     def build(cls, resources, n=None, order_by="price", filters=None):
         """The request; ValueError naming the valid names or values for anything unknown."""
         self = cls()
+        self._set_resources(resources)
+        if n is not None and (
+            isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_RESULTS
+        ):
+            raise ValueError(
+                f"n must be a positive integer up to {MAX_RESULTS} or None, got {n!r:.40}"
+            )
+        self.n = n
+        if order_by not in ORDER_BY:
+            raise ValueError(f"unknown order_by {order_by!r}; valid: {', '.join(ORDER_BY)}")
+        self.order_by = order_by
+        self._set_filters(_known_filters(filters))
+        return self
+
+    def _set_resources(self, resources):
         if not isinstance(resources, dict):
             raise ValueError(
                 "resources must be a dict like {'cpu': 2, 'memory': 4096, 'gpu': 0, 'vram': 0}"
@@ -125,34 +161,9 @@ class Request:
         for key in ("cpu", "memory", "gpu", "vram"):
             value = resources.get(key) or 0
             setattr(self, key, _number(f"resources[{key!r}]", value))
-        if n is not None and (
-            isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_RESULTS
-        ):
-            raise ValueError(
-                f"n must be a positive integer up to {MAX_RESULTS} or None, got {n!r:.40}"
-            )
-        self.n = n
-        if order_by not in ORDER_BY:
-            raise ValueError(f"unknown order_by {order_by!r}; valid: {', '.join(ORDER_BY)}")
-        self.order_by = order_by
-        filters = dict(filters or {})
-        unknown = sorted(set(filters) - set(FILTERS))
-        if unknown:
-            raise ValueError(
-                f"unknown filter(s) {', '.join(unknown)}; valid filters: {', '.join(FILTERS)}"
-                ", plus n, order_by, catalog, eur_usd_rate"
-            )
-        filters = {k: v for k, v in filters.items() if v is not None}
-        if "region" in filters and "regions" in filters:
-            regions = _as_list("region", filters["region"]) + _as_list(
-                "regions", filters["regions"]
-            )
-        elif "region" in filters or "regions" in filters:
-            key = "region" if "region" in filters else "regions"
-            regions = _as_list(key, filters[key])
-        else:
-            regions = None
-        self.regions = regions
+
+    def _set_filters(self, filters):
+        self.regions = _regions(filters)
         self.vendors = (
             _as_list("vendor", filters["vendor"], lower=True) if "vendor" in filters else None
         )
@@ -161,11 +172,8 @@ class Request:
         )
         self.architectures = None
         if "architecture" in filters:
-            archs = [
-                ARCH_ALIASES.get(a, a)
-                for a in _as_list("architecture", filters["architecture"], lower=True)
-            ]
-            self.architectures = archs
+            archs = _as_list("architecture", filters["architecture"], lower=True)
+            self.architectures = [ARCH_ALIASES.get(a, a) for a in archs]
         allocation = filters.get("allocation", "any")
         if not isinstance(allocation, str) or allocation.lower() not in ALLOCATIONS:
             raise ValueError(f"unknown allocation {allocation!r}; valid: {', '.join(ALLOCATIONS)}")
@@ -185,7 +193,6 @@ class Request:
         self.max_price = (
             _number("max_price", filters["max_price"]) if "max_price" in filters else None
         )
-        return self
 
     @property
     def per_gpu_vram(self):
@@ -536,17 +543,33 @@ def _query_parts(conn, px, req, rate, per_row=False, only=None):
     or None when no server can pass the filters. per_row: the price rows themselves, cheapest
     first through ORDER_INDEX (else the per-server summary where no region is asked for);
     only: the price rows of these (vendor_id, server_id) pairs alone."""
-    params = []
     alloc = {"any": "1", "spot": "p.allocation = 'SPOT'", "ondemand": "p.allocation = 'ONDEMAND'"}[
         req.allocation
     ]
+    usd = f"(p.price * (CASE p.currency WHEN 'USD' THEN 1.0 ELSE {float(rate)!r} END))"
+    server_filter = _server_conditions(conn, req)
+    if server_filter is None:
+        return None
+    where, params = server_filter
+    pairs = _region_pairs(conn, req)
+    where.append("p.currency IN ('USD', 'EUR')")
+    if per_row or only is not None:
+        source = _price_row_source(conn, px, pairs, only, where)
+    else:
+        source = _server_source(conn, px, pairs, where, params)
+    if source is None:
+        return None
+    return source, where, params, alloc, usd
+
+
+def _server_conditions(conn, req):
+    """(where, params) of the server filters, or None when no vendor passes them."""
     where = [
         "(s.status IS NULL OR s.status = 'ACTIVE')",
         "s.vcpus >= ?",
         "s.memory_amount >= ?",
     ]
-    params += [req.cpu, req.memory]
-    usd = f"(p.price * (CASE p.currency WHEN 'USD' THEN 1.0 ELSE {float(rate)!r} END))"
+    params = [req.cpu, req.memory]
     if req.gpu > 0:
         where.append("COALESCE(s.gpu_count, 0) >= ?")
         params.append(req.gpu)
@@ -563,56 +586,63 @@ def _query_parts(conn, px, req, rate, per_row=False, only=None):
     if archs is not None:
         where.append(f"s.cpu_architecture IN ({','.join('?' * len(archs))})")
         params += archs
-    pairs = _region_pairs(conn, req)
-    where.append("p.currency IN ('USD', 'EUR')")
-    if per_row or only is not None:
-        if pairs is not None and not pairs:
-            return None
-        if only is not None:
-            _fill_pairs(conn, "rt_only", "server_id", only)
-            source = (
-                f"temp.rt_only o CROSS JOIN {px}.{SERVER_TABLE} s ON s.vendor_id = o.vendor_id "
-                f"AND s.server_id = o.server_id CROSS JOIN {px}.{PRICE_TABLE} p "
-                "ON p.vendor_id = s.vendor_id AND p.server_id = s.server_id"
-            )
-        else:
-            source = (
-                f"{px}.{PRICE_TABLE} AS p INDEXED BY {ORDER_INDEX} CROSS JOIN "
-                f"{px}.{SERVER_TABLE} s ON s.vendor_id = p.vendor_id AND s.server_id = p.server_id"
-            )
-        if pairs:
-            _fill_allowed(conn, pairs)
-            where.append(
-                "EXISTS (SELECT 1 FROM temp.rt_allowed a WHERE a.vendor_id = p.vendor_id "
-                "AND a.region_id = p.region_id)"
-            )
-    elif pairs is None:
-        # no region filter: the per-server summary is enough (far fewer rows to visit)
+    return where, params
+
+
+def _price_row_source(conn, px, pairs, only, where):
+    """The FROM clause walking price rows (cheapest first, or only the given servers'); None
+    when the region filters allow no region. Adds the region condition to where."""
+    if pairs is not None and not pairs:
+        return None
+    if only is not None:
+        _fill_pairs(conn, "rt_only", "server_id", only)
         source = (
+            f"temp.rt_only o CROSS JOIN {px}.{SERVER_TABLE} s ON s.vendor_id = o.vendor_id "
+            f"AND s.server_id = o.server_id CROSS JOIN {px}.{PRICE_TABLE} p "
+            "ON p.vendor_id = s.vendor_id AND p.server_id = s.server_id"
+        )
+    else:
+        source = (
+            f"{px}.{PRICE_TABLE} AS p INDEXED BY {ORDER_INDEX} CROSS JOIN "
+            f"{px}.{SERVER_TABLE} s ON s.vendor_id = p.vendor_id AND s.server_id = p.server_id"
+        )
+    if pairs:
+        _fill_allowed(conn, pairs)
+        where.append(
+            "EXISTS (SELECT 1 FROM temp.rt_allowed a WHERE a.vendor_id = p.vendor_id "
+            "AND a.region_id = p.region_id)"
+        )
+    return source
+
+
+def _server_source(conn, px, pairs, where, params):
+    """The FROM clause walking servers then prices, chosen by how many regions are allowed;
+    None when none is. Adds the region condition to where and params."""
+    if pairs is None:
+        # no region filter: the per-server summary is enough (far fewer rows to visit)
+        return (
             f"{px}.{SERVER_TABLE} s JOIN {px}.{SERVER_PRICE_TABLE} p "
             "ON p.vendor_id = s.vendor_id AND p.server_id = s.server_id"
         )
-    elif not pairs:
+    if not pairs:
         return None
-    elif len(pairs) <= max(8, _region_count(conn) // 4):
+    if len(pairs) <= max(8, _region_count(conn) // 4):
         # a few regions: walk their prices (region index), then look up each server
         _fill_allowed(conn, pairs)
-        source = (
+        return (
             f"temp.rt_allowed a CROSS JOIN {px}.{PRICE_TABLE} AS p INDEXED BY {REGION_INDEX} "
             "ON p.vendor_id = a.vendor_id AND p.region_id = a.region_id "
             f"CROSS JOIN {px}.{SERVER_TABLE} s "
             "ON s.vendor_id = p.vendor_id AND s.server_id = p.server_id"
         )
-    else:
-        # many regions: walk the fitting servers, then their prices
-        source = (
-            f"{px}.{SERVER_TABLE} s JOIN {px}.{PRICE_TABLE} p "
-            "ON p.vendor_id = s.vendor_id AND p.server_id = s.server_id"
-        )
-        where.append(f"(p.vendor_id, p.region_id) IN (VALUES {','.join(['(?, ?)'] * len(pairs))})")
-        for pair in sorted(pairs):
-            params += list(pair)
-    return source, where, params, alloc, usd
+    # many regions: walk the fitting servers, then their prices
+    where.append(f"(p.vendor_id, p.region_id) IN (VALUES {','.join(['(?, ?)'] * len(pairs))})")
+    for pair in sorted(pairs):
+        params += list(pair)
+    return (
+        f"{px}.{SERVER_TABLE} s JOIN {px}.{PRICE_TABLE} p "
+        "ON p.vendor_id = s.vendor_id AND p.server_id = s.server_id"
+    )
 
 
 def _fill_allowed(conn, pairs):

@@ -1,0 +1,51 @@
+"""The command-line tool: ``resource-tracker`` (also ``python -m resource_tracker``).
+
+Commands: ``run`` (track any command), ``report`` / ``stats`` / ``recommend`` (work on saved
+runs), ``watch`` (a live view) and ``catalog`` (the Spare Cores server catalog). Every error
+is one line on stderr with a non-zero exit status (2 for usage errors); ``run`` exits with
+the tracked command's status, 127 when it is not found and 126 when it cannot be executed.
+
+One module per command (``run``, ``report``, ``stats``, ``recommend``, ``watch``,
+``catalog``: each has ``add_parser()`` and ``main(args)``), the parser in ``parser``, the
+summary and watch lines in ``summary``, the catalog lookups in ``servers``, what they share
+in ``common``. The process supervision of ``run`` is ``resource_tracker.supervise`` (the
+library's ``ResourceTracker.run()`` uses it too).
+
+This package is not imported by ``resource_tracker/__init__.py``: its imports (argparse,
+subprocess, ...) cost nothing to users of the Python API.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional, Sequence
+
+from .common import CliError, error_line, quiet_stdout, say
+
+__all__ = ["main", "CliError"]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs the tool with argv (default: sys.argv[1:]); returns the exit status."""
+    from .parser import build_parser
+
+    if argv is None:
+        argv = sys.argv[1:]
+    try:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help, --version
+            return exc.code if isinstance(exc.code, int) else 0
+        if args.cmd is None:
+            parser.print_help(sys.stderr)
+            return 2
+        return args.handler(args)
+    except CliError as exc:
+        say(error_line(str(exc)))
+        return exc.status
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        quiet_stdout()
+        return 0

@@ -1,0 +1,170 @@
+"""`run`: run a command and track it, its children and the machine."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from .common import PROG, SNAPSHOT_NAME, CliError, render_report, say, short, write_text
+from .parser import FORMATTER, add_interval, formats
+
+EXAMPLES = f"""\
+examples:
+  {PROG} run -- python train.py --epochs 3
+  {PROG} run --interval 0.5 --output runs/ --format html,json,csv -- ./batch.sh input.csv
+  {PROG} run --quiet --format json -- Rscript model.R
+
+The command's stdin, stdout and stderr are untouched; the summary goes to stderr.
+Exit status: the command's own (128+N when it is killed by signal N); 127 when the
+command is not found, 126 when it cannot be executed (as shells and GNU time); 2 for
+usage errors.
+SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are passed on to the command;
+what was gathered is still written.
+Outputs (in --output): resource-tracker.json (snapshot: '{PROG} report/stats/recommend'
+read it), resource-tracker.html (report), resource-tracker-process.csv and
+resource-tracker-system.csv (one row per sample).
+"""
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    """The `run` sub-parser."""
+    run = sub.add_parser(
+        "run",
+        usage=f"{PROG} run [-h] [--interval S] [--output DIR] [--format LIST] [--quiet] "
+        "-- COMMAND [ARGS ...]",
+        help="run a command and track it, its children and the machine",
+        description="Run COMMAND, track it with all its descendants and the whole machine, "
+        "print a summary to stderr and write the chosen outputs.",
+        epilog=EXAMPLES,
+        formatter_class=FORMATTER,
+    )
+    add_interval(run)
+    run.add_argument(
+        "--output",
+        "-o",
+        default=".",
+        metavar="DIR",
+        help="directory for the outputs (default: the current directory; created when missing)",
+    )
+    run.add_argument(
+        "--format", "-f", type=formats, default=("html", "json"), metavar="LIST",
+        help="outputs to write: html,json,csv in any combination, or none (default: html,json)",
+    )  # fmt: skip
+    run.add_argument("--quiet", "-q", action="store_true", help="no summary on stderr")
+    run.add_argument(
+        "command", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the command and its "
+        "arguments (everything after the command's name is the command's)",
+    )  # fmt: skip
+    return run
+
+
+def main(args: argparse.Namespace) -> int:
+    """`run`: the tracked command's exit status."""
+    from ..supervise import CommandStartError, Supervisor, start_tracker
+
+    command = _command(args)
+    if args.format:
+        _check_outdir(args.output)
+
+    def start(pid, adopt):
+        return start_tracker(pid, adopt, interval=args.interval)
+
+    supervisor = Supervisor(command, start, interval=args.interval, adopt_orphans=True)
+    try:
+        with supervisor as result:
+            # signals stay blocked until the outputs are written and the summary is shown
+            _finish(result, args)
+    except CommandStartError as exc:
+        raise CliError(f"run: {exc}", exc.status) from None
+    return result.status
+
+
+def _command(args: argparse.Namespace) -> list:
+    """The command to run (after '--'); CliError when there is none."""
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise CliError("run: no command given: e.g. resource-tracker run -- python job.py")
+    return command
+
+
+def _check_outdir(outdir: str) -> None:
+    """Creates the output directory; CliError when it cannot be created or written to."""
+    try:
+        os.makedirs(outdir, exist_ok=True)
+    except OSError as exc:
+        raise CliError(
+            f"run: cannot create the output directory {outdir}: {exc.strerror}"
+        ) from None
+    if not os.access(outdir, os.W_OK | os.X_OK):
+        raise CliError(f"run: the output directory {outdir} is not writable")
+
+
+def _finish(result, args: argparse.Namespace) -> None:
+    """Writes the outputs and shows the summary (or the notes, with --quiet)."""
+    tracker = result.tracker
+    written, notes = (
+        ([], []) if tracker is None else write_outputs(tracker, args.output, args.format)
+    )
+    if not args.quiet:
+        say("\n".join(_summary(result) + _written_lines(written, notes)))
+    elif notes:
+        say("\n".join(f"{PROG}: {n}" for n in notes))
+
+
+def _summary(result) -> list:
+    """The summary's lines: the command and its status, then the figures."""
+    import shlex
+
+    from .summary import describe_status, summary_lines
+
+    head = f"{PROG}: `{short(shlex.join(result.command))}` " + describe_status(result.status)
+    lines = [head]
+    if result.tracker is None:
+        lines.append(f"  not tracked: {result.not_tracked}")
+    else:
+        try:
+            lines += summary_lines(result.tracker)
+        except Exception as exc:  # the exit status and the files matter more
+            lines.append(f"  no summary: {type(exc).__name__}: {exc}")
+    return lines
+
+
+def _written_lines(written: list, notes: list) -> list:
+    lines = [f"  {'written':<11} {', '.join(written)}"] if written else []
+    return lines + [f"  {'note':<11} {n}" for n in notes]
+
+
+def write_outputs(tracker, outdir: str, formats: tuple) -> tuple:
+    """Writes the chosen outputs; returns (paths written, notes on what was skipped)."""
+    written: list = []
+    notes: list = []
+    if "json" in formats:
+        path = os.path.join(outdir, SNAPSHOT_NAME)
+        try:
+            write_text(path, tracker.dumps())
+            written.append(path)
+        except Exception as exc:
+            notes.append(f"json not written: {type(exc).__name__}: {exc}")
+    if "csv" in formats:
+        for table in ("process", "system"):
+            path = os.path.join(outdir, f"resource-tracker-{table}.csv")
+            try:
+                getattr(tracker, f"{table}_metrics").to_csv(path)
+                written.append(path)
+            except Exception as exc:
+                notes.append(f"csv not written: {type(exc).__name__}: {exc}")
+    if "html" in formats:
+        _write_html(tracker, os.path.join(outdir, "resource-tracker.html"), written, notes)
+    return written, notes
+
+
+def _write_html(tracker, path: str, written: list, notes: list) -> None:
+    try:
+        render_report(tracker).save(path)
+        written.append(path)
+    except CliError as exc:
+        notes.append(f"html skipped: {exc}")
+    except Exception as exc:  # a failing report must not lose the exit status or the data
+        notes.append(f"html not written: {type(exc).__name__}: {exc}")
