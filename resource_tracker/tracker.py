@@ -291,6 +291,7 @@ class ResourceTracker:
                 exporter.finish(failed=failed)
             except Exception as exc:  # never into the caller
                 self._export_error = f"export could not finish: {type(exc).__name__}: {exc}"
+            self.extra["export"] = self.export_report()  # kept by snapshot() / dumps()
 
     def export_report(self):
         """What the export did (None without export): per target the points sent, failed
@@ -298,7 +299,8 @@ class ResourceTracker:
         exporter = getattr(self, "_exporter", None)
         error = getattr(self, "_export_error", None)
         if exporter is None and error is None:
-            return None
+            stored = (getattr(self, "extra", None) or {}).get("export")
+            return stored if isinstance(stored, dict) else None
         report = exporter.report() if exporter is not None else {"targets": {}, "rows_dropped": 0}
         if error is not None:
             report["error"] = error
