@@ -16,6 +16,8 @@ No exception leaves this module into the caller's code once the exporter is buil
 
 from __future__ import annotations
 
+import atexit
+import sys
 import threading
 import time
 from array import array
@@ -243,7 +245,13 @@ class Exporter:
         for channel in self._channels:
             channel.start()
         self._thread.start()
+        atexit.register(self._at_exit)
         return self
+
+    def _at_exit(self) -> None:
+        """A script that ends without stop() still sends its final push (bounded as
+        always); an exception that ended it marks the run failed."""
+        self.finish(failed=getattr(sys, "last_value", None) is not None or None)
 
     def _run(self) -> None:
         wait = self.period
@@ -269,6 +277,7 @@ class Exporter:
         if self._finished:
             return
         self._finished = True
+        atexit.unregister(self._at_exit)
         deadline = time.monotonic() + timeout
         self._stop.set()
         try:

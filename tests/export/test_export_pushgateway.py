@@ -92,3 +92,34 @@ def test_pushgateway_final_push_on_failure(prom_stack, monkeypatch):
     assert tracker.stats()["export"]["targets"]["pushgateway"]["final"] == "sent"
     failed = prom_wait(prometheus, f'resource_tracker_run_failed{{pid="{work.pid}"}}')
     assert float(failed[0]["value"][1]) == 1.0
+
+
+def test_pushgateway_final_push_at_exit_without_stop(prom_stack, tmp_path):
+    """A script that dies of an uncaught exception without calling stop(): the final push
+    still happens at interpreter exit, marked failed; the script's own exit status and
+    traceback are untouched."""
+    import os
+    import subprocess
+    import sys
+
+    pushgateway, prometheus = prom_stack
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import os, time\n"
+        "from resource_tracker import ResourceTracker\n"
+        "tracker = ResourceTracker(interval=0.2, export='pushgateway')\n"
+        "print(os.getpid(), flush=True)\n"
+        "time.sleep(1.5)\n"
+        "raise RuntimeError('the job broke')\n"
+    )
+    env = dict(os.environ, RESOURCE_TRACKER_PUSHGATEWAY_URL=pushgateway.url)
+    done = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1
+    assert "RuntimeError: the job broke" in done.stderr
+    pid = done.stdout.split()[0]
+    failed = prom_wait(prometheus, f'resource_tracker_run_failed{{pid="{pid}"}}')
+    assert float(failed[0]["value"][1]) == 1.0
+    peak = prom_query(prometheus, f'resource_tracker_run_process_memory_peak_bytes{{pid="{pid}"}}')
+    assert float(peak[0]["value"][1]) > 0

@@ -70,10 +70,7 @@ def _check_export(value):
         return None
     from resource_tracker.export import parse_targets
 
-    try:
-        return ",".join(parse_targets(value)) or ""
-    except ValueError as exc:
-        raise ValueError(f"@track_resources(export=...): {exc}") from None
+    return ",".join(parse_targets(value, "@track_resources(export=...)"))
 
 
 def _describe(exc):
