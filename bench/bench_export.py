@@ -79,11 +79,15 @@ def configurations(folder):
     try:
         gateway = start_pushgateway(folder)
         closers.append(gateway.stop)
-        configs.append(("pushgateway ok", "pushgateway", {"RESOURCE_TRACKER_PUSHGATEWAY_URL": gateway.url}))
+        configs.append(
+            ("pushgateway ok", "pushgateway", {"RESOURCE_TRACKER_PUSHGATEWAY_URL": gateway.url})
+        )
     except BaseException as exc:  # pytest.skip when the binary is missing
         print(f"(no Pushgateway: {exc})", file=sys.stderr)
     for fault, url in (("down", DEAD), ("500", fail.url), ("hanging", hang.url)):
-        configs.append((f"pushgateway {fault}", "pushgateway", {"RESOURCE_TRACKER_PUSHGATEWAY_URL": url}))
+        configs.append(
+            (f"pushgateway {fault}", "pushgateway", {"RESOURCE_TRACKER_PUSHGATEWAY_URL": url})
+        )
     configs.append(("otlp ok", "otlp", {"OTEL_EXPORTER_OTLP_ENDPOINT": ok.url}))
     for fault, url in (("down", DEAD), ("500", fail.url), ("hanging", hang.url)):
         configs.append((f"otlp {fault}", "otlp", {"OTEL_EXPORTER_OTLP_ENDPOINT": url}))
@@ -114,7 +118,8 @@ def table(results):
     noise_wall = max(max(base_wall) - min(base_wall), 0.05 * statistics.median(base_wall))
     noise_cpu = max(max(base_cpu) - min(base_cpu), 0.05 * statistics.median(base_cpu))
     rows = []
-    print(f"{'configuration':<22}{'wall s':>9}{'CPU s':>9}{'stop s (max)':>14}  {'dropped rows':>12}  verdict")
+    head = f"{'configuration':<22}{'wall s':>9}{'CPU s':>9}{'stop s (max)':>14}"
+    print(f"{head}  {'dropped rows':>12}  verdict")
     for name, runs in results.items():
         wall = statistics.median(r[0] for r in runs)
         cpu = statistics.median(r[1] for r in runs)

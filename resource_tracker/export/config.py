@@ -30,7 +30,9 @@ class ExportSettings:
     pushgateway_job: str
 
 
-def parse_targets(value: Union[None, str, Iterable[str]], source: str = "export") -> Tuple[str, ...]:
+def parse_targets(
+    value: Union[None, str, Iterable[str]], source: str = "export"
+) -> Tuple[str, ...]:
     """The targets named by a comma list (or a list of names), or ValueError naming the bad
     one. Empty, ``none``, ``off``, ``0`` or ``false`` mean no export."""
     if value is None:

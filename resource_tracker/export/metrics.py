@@ -6,7 +6,8 @@ OpenTelemetry semantic conventions define the quantity, :data:`SEMCONV` (the one
 table) gives the convention's name, unit and attributes. Values are converted to base units
 (bytes, seconds): KiB, MiB and GB columns are scaled here, nowhere else.
 
-- OTLP names: the semantic-convention name where one exists, else ``resource_tracker.<table>.<column>``.
+- OTLP names: the semantic-convention name where one exists, else
+  ``resource_tracker.<table>.<column>``.
 - Prometheus names: ``resource_tracker_<table>_<column>`` with the base-unit suffix
   (``_bytes``, ``_seconds``, ``_cores``), ``_total`` for the cumulative counters.
 """
@@ -82,12 +83,8 @@ SEMCONV: Dict[Tuple[str, str], SemConv] = {
     ("system", "memory_cached"): SemConv(
         "system.memory.usage", "By", {"system.memory.state": "cached"}, instrument=UPDOWN
     ),
-    ("system", "disk_read_bytes"): SemConv(
-        "system.disk.io", "By", {"disk.io.direction": "read"}
-    ),
-    ("system", "disk_write_bytes"): SemConv(
-        "system.disk.io", "By", {"disk.io.direction": "write"}
-    ),
+    ("system", "disk_read_bytes"): SemConv("system.disk.io", "By", {"disk.io.direction": "read"}),
+    ("system", "disk_write_bytes"): SemConv("system.disk.io", "By", {"disk.io.direction": "write"}),
     ("system", "disk_space_total_gb"): SemConv("system.filesystem.limit", "By", instrument=UPDOWN),
     ("system", "disk_space_used_gb"): SemConv(
         "system.filesystem.usage", "By", {"system.filesystem.state": "used"}, instrument=UPDOWN
@@ -235,7 +232,12 @@ def summary_metric(col: Column, stat: str) -> Tuple[str, str, float]:
 
 #: recommend_resources() key -> (Prometheus name, OTLP name, OTLP unit, scale to base unit)
 RECOMMENDATION = {
-    "cpu": ("resource_tracker_recommended_cpu_cores", "resource_tracker.recommended.cpu", "{cpu}", 1.0),
+    "cpu": (
+        "resource_tracker_recommended_cpu_cores",
+        "resource_tracker.recommended.cpu",
+        "{cpu}",
+        1.0,
+    ),
     "memory": (
         "resource_tracker_recommended_memory_bytes",
         "resource_tracker.recommended.memory",

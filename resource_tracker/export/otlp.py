@@ -1,4 +1,6 @@
-"""OTLP/HTTP metrics export through the OpenTelemetry SDK (``pip install 'resource-tracker[otlp]'``).
+"""OTLP/HTTP metrics export through the OpenTelemetry SDK.
+
+Install with ``pip install 'resource-tracker[otlp]'``.
 
 The SDK's own OTLP/HTTP exporter sends, so the standard variables hold:
 ``OTEL_EXPORTER_OTLP_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` (where),
@@ -74,7 +76,8 @@ def make_resource(identity: Identity):
 
 def _timeout_from_env() -> bool:
     return any(
-        os.environ.get(v) for v in ("OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT")
+        os.environ.get(v)
+        for v in ("OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT")
     )
 
 

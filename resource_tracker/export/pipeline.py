@@ -241,7 +241,7 @@ class Exporter:
     def targets(self) -> List[str]:
         return [c.name for c in self._channels]
 
-    def start(self) -> "Exporter":
+    def start(self) -> Exporter:
         for channel in self._channels:
             channel.start()
         self._thread.start()

@@ -135,8 +135,8 @@ class OtlpReceiver:
     """OTLP/HTTP metrics receiver on 127.0.0.1 (see the module docstring).
 
     mode: 'ok' (decode, keep, answer 200), 'fail' (answer 500) or 'hang' (never answer
-    until closed); the fault modes answer a Pushgateway's PUT the same way. requests: the decoded ExportMetricsServiceRequest messages; headers: the
-    HTTP headers of each request."""
+    until closed); the fault modes answer a Pushgateway's PUT the same way. requests: the
+    decoded ExportMetricsServiceRequest messages; headers: the HTTP headers of each request."""
 
     def __init__(self, mode: str = "ok"):
         from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
@@ -207,7 +207,9 @@ def data_points(requests):
                                 "unit": metric.unit,
                                 "kind": kind,
                                 "monotonic": getattr(getattr(metric, kind), "is_monotonic", None),
-                                "attributes": {kv.key: _any_value(kv.value) for kv in dp.attributes},
+                                "attributes": {
+                                    kv.key: _any_value(kv.value) for kv in dp.attributes
+                                },
                                 "value": dp.as_double
                                 if dp.WhichOneof("value") == "as_double"
                                 else dp.as_int,

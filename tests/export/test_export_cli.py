@@ -17,8 +17,7 @@ def _run(args, env, **kw):
     return subprocess.run(
         [sys.executable, "-m", "resource_tracker", "run", *args],
         env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        capture_output=True,
         text=True,
         timeout=120,
         **kw,

@@ -31,7 +31,7 @@ max by (run_id) (
 def test_metaflow_step_series_carry_the_task_ids(prom_stack, tmp_path):
     pushgateway, prometheus = prom_stack
     env = {"RESOURCE_TRACKER_PUSHGATEWAY_URL": pushgateway.url}
-    for i in range(2):
+    for _ in range(2):
         done = run_flow(tmp_path, FLOW, env=env)
         assert done.returncode == 0, done.stdout[-4000:]
     runs = query(tmp_path, "ExportFlow", all_runs=True)

@@ -9,10 +9,10 @@ import os
 
 import pytest
 from servers import OtlpReceiver, data_points
+from workloads import Workload
 
 from resource_tracker import ResourceTracker
 from resource_tracker.export.metrics import EXPORTED, SEMCONV
-from workloads import Workload
 
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 

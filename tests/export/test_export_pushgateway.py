@@ -8,9 +8,9 @@ import time
 
 import pytest
 from servers import prom_query, prom_wait
+from workloads import Workload
 
 from resource_tracker import ResourceTracker
-from workloads import Workload
 
 MIB = 1024 * 1024
 
@@ -64,7 +64,9 @@ def test_pushgateway_live_gauges_and_final_summary_reach_prometheus(prom_stack, 
     labels = result[0]["metric"]
     assert labels["job"] == "resource_tracker"
     assert labels["instance"] and labels["pid"] == str(work.pid)
-    duration = float(_series(prometheus, "resource_tracker_run_duration_seconds", work.pid)[0]["value"][1])
+    duration = float(
+        _series(prometheus, "resource_tracker_run_duration_seconds", work.pid)[0]["value"][1]
+    )
     assert duration == pytest.approx(stats["timestamp"]["duration"], rel=0.01)
     recommended = tracker.recommend_resources()["memory"] * MIB
     got = _series(prometheus, "resource_tracker_recommended_memory_bytes", work.pid)
@@ -85,7 +87,7 @@ def test_pushgateway_final_push_on_failure(prom_stack, monkeypatch):
             with ResourceTracker(pid=work.pid, interval=0.2, export="pushgateway") as tracker:
                 work.go()
                 work.proc.wait(30)
-                1 / 0
+                raise ZeroDivisionError("the job broke")
     finally:
         if work.proc.poll() is None:
             work.proc.kill()

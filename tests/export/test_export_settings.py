@@ -72,7 +72,9 @@ def test_every_registry_column_is_exported_once_under_registry_units():
         assert m.prometheus_name.endswith("_total") == (m.kind == "counter")
     assert set(SEMCONV) <= {(m.column.table, m.column.name) for m in EXPORTED}
     memory = next(m for m in EXPORTED if m.key == "process_memory")
-    assert memory.scale == 1024 and memory.prometheus_name == "resource_tracker_process_memory_bytes"
+    assert (
+        memory.scale == 1024 and memory.prometheus_name == "resource_tracker_process_memory_bytes"
+    )
 
 
 def test_export_with_the_psutil_backend(monkeypatch):
