@@ -17,6 +17,7 @@ No exception leaves this module into the caller's code once the exporter is buil
 from __future__ import annotations
 
 import atexit
+import os
 import sys
 import threading
 import time
@@ -245,12 +246,16 @@ class Exporter:
         for channel in self._channels:
             channel.start()
         self._thread.start()
+        self._owner = os.getpid()
         atexit.register(self._at_exit)
         return self
 
     def _at_exit(self) -> None:
         """A script that ends without stop() still sends its final push (bounded as
-        always); an exception that ended it marks the run failed."""
+        always); an exception that ended it marks the run failed. Not in a forked child:
+        the run is its parent's to report."""
+        if os.getpid() != self._owner:
+            return
         self.finish(failed=getattr(sys, "last_value", None) is not None or None)
 
     def _run(self) -> None:

@@ -66,3 +66,30 @@ def test_metaflow_step_series_carry_the_task_ids(prom_stack, tmp_path):
     newest = max(tasks, key=int)
     last_1 = prom_query(prometheus, LAST_RUNS.format(n=1))
     assert [s["metric"]["run_id"] for s in last_1] == [newest]
+
+
+def test_metaflow_otlp_resource_carries_the_task_ids(tmp_path):
+    """RESOURCE_TRACKER_EXPORT=otlp and no export attribute: the step exports over OTLP to a
+    loopback receiver (official opentelemetry-proto decoding); the resource carries the
+    flow, run, step and task ids beside host.name and process.pid."""
+    from servers import OtlpReceiver, data_points
+
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+    flow = os.path.join(os.path.dirname(FLOW), "mf_otlp_flow.py")
+    receiver = OtlpReceiver()
+    try:
+        env = {"RESOURCE_TRACKER_EXPORT": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}
+        done = run_flow(tmp_path, flow, env=env)
+        assert done.returncode == 0, done.stdout[-4000:]
+    finally:
+        receiver.close()
+    run = query(tmp_path, "OtlpFlow")[0]
+    task = task_of(run, "train")
+    resources = {tuple(sorted(p["resource"].items())) for p in data_points(receiver.requests)}
+    assert len(resources) == 1  # only the tracked step exported
+    resource = dict(next(iter(resources)))
+    assert resource["metaflow.flow_name"] == "OtlpFlow"
+    assert resource["metaflow.run_id"] == str(run["id"])
+    assert resource["metaflow.step_name"] == "train"
+    assert resource["metaflow.task_id"] == str(task["id"])
+    assert resource["host.name"] and resource["process.pid"] > 0
