@@ -46,8 +46,10 @@ def test_faulty_endpoint_costs_the_job_nothing(target, endpoint, monkeypatch):
     began = time.monotonic()
     tracker.stop()
     stopped = time.monotonic() - began
-    assert started < 1.0  # nothing waited for the endpoint
-    assert stopped < 2.5  # 2 s for the final push, at most
+    # a start that waited for the endpoint would take a send's 5 s timeout (hang) or more
+    assert started < 4.0
+    # the final push gets 2 s at most; the rest is the sampler's stop and the run summary
+    assert stopped < 3.0
     report = tracker.stats()["export"]["targets"][target]
     assert report["final"] != "sent", report
     # a send blocks (hang: its 5 s timeout; OTLP retries within it) or backs off after a

@@ -50,7 +50,7 @@ def test_pushgateway_live_gauges_and_final_summary_reach_prometheus(prom_stack, 
             work.proc.kill()
     began = time.monotonic()
     tracker.stop()
-    assert time.monotonic() - began < 2.5
+    assert time.monotonic() - began < 3.0  # the final push waits 2 s at most
     stats = tracker.stats()
     report = stats["export"]["targets"]["pushgateway"]
     assert report["final"] == "sent" and report["failures"] == 0, report
