@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 from ..names import PROCESS_COLUMNS, SYSTEM_COLUMNS
+from ..registry import columns
 from .metrics import fold_rows
 
 QUEUE_POINTS = 16
@@ -80,8 +81,8 @@ class RowReader:
                 self._add(table, rows)
             (point.process if table == "process" else point.system).update(self._current[table])
         self.read_seconds = time.perf_counter() - began
-        if point.rows == 0:
-            return None
+        if point.rows == 0 and not (final and (point.process or point.system)):
+            return None  # nothing new (the final point repeats the newest values)
         point.totals = dict(self.totals)
         return point
 
@@ -104,8 +105,6 @@ class RowReader:
     def _add(self, table: str, rows: Dict[str, List[float]]) -> None:
         folded = fold_rows(table, rows, self._last_time[table])
         self._last_time[table] = rows["timestamp"][-1]
-        from ..registry import columns
-
         for col in columns(table):
             if col.fold == "sum" and col.name in folded:
                 self.totals[col.key] = self.totals.get(col.key, 0.0) + folded[col.name]

@@ -100,3 +100,25 @@ def _assert_folded_peak(value, kib_rows):
     rows = [kib * 1024 for kib in kib_rows]
     assert any(value == pytest.approx(row) for row in rows), (value, rows[-5:])
     assert value >= rows[-1] - 1e-6
+
+
+def test_rows_fold_into_a_point_by_the_registry_rules():
+    """Real rows of a tracked run, folded as the exporter folds the rows between two points:
+    peak columns their highest, sum columns their sum, latest columns the last, CPU usage
+    the CPU seconds over the time covered."""
+    from resource_tracker.export.metrics import fold_rows
+
+    tracker = ResourceTracker(interval=0.05)
+    junk = [bytearray(1024 * 1024) for _ in range(20)]
+    tracker.wait_for_samples(8, timeout=30)
+    tracker.stop()
+    del junk
+    df = tracker.process_metrics
+    rows = {name: list(df[name][2:7]) for name in df.columns}
+    point = fold_rows("process", rows, previous_time=df["timestamp"][1])
+    assert point["memory"] == max(rows["memory"])
+    assert point["read_bytes"] == sum(rows["read_bytes"])
+    assert point["pid"] == rows["pid"][-1] and point["timestamp"] == rows["timestamp"][-1]
+    cpu = sum(rows["utime"]) + sum(rows["stime"])
+    elapsed = rows["timestamp"][-1] - df["timestamp"][1]
+    assert point["cpu_usage"] == pytest.approx(cpu / elapsed)
