@@ -16,16 +16,15 @@ alicloud and upcloud, and its ``api_reference`` (or alias) for gcp and hcloud.
 
 from __future__ import annotations
 
-import os
+from . import settings
 
 DEFAULT_TIMEOUT = 2.0
 _KEYS = ("vendor", "instance_type", "region", "discovery_time")
 
 
 def discovery_enabled():
-    """False when ``RESOURCE_TRACKER_DISCOVER_CLOUD`` is 0/false/no/off."""
-    value = os.environ.get("RESOURCE_TRACKER_DISCOVER_CLOUD", "1").strip().lower()
-    return value not in ("0", "false", "no", "off")
+    """False when ``RESOURCE_TRACKER_DISCOVER_CLOUD`` is 0/false/no/off (settings.py)."""
+    return settings.get("RESOURCE_TRACKER_DISCOVER_CLOUD")
 
 
 def discover_cloud(timeout=DEFAULT_TIMEOUT):
@@ -42,8 +41,8 @@ def discover_cloud(timeout=DEFAULT_TIMEOUT):
     if not hasattr(_core, "discover_cloud"):  # a build without the Linux readers (platform.h)
         return {"vendor": "unknown", "instance_type": None, "region": None, "discovery_time": 0.0}
     raw = _core.discover_cloud(
-        sysfs_root=os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None,
-        metadata_url=(os.environ.get("RESOURCE_TRACKER_METADATA_URL") or "").rstrip("/") or None,
+        sysfs_root=settings.get("RESOURCE_TRACKER_SYSFS_ROOT"),
+        metadata_url=settings.get("RESOURCE_TRACKER_METADATA_URL"),
         timeout=float(timeout),
     )
     return {key: raw[key] for key in _KEYS}
@@ -62,7 +61,7 @@ class CloudDiscovery:
             return
         from . import _core
 
-        sysfs_root = os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None
+        sysfs_root = settings.get("RESOURCE_TRACKER_SYSFS_ROOT")
         if not hasattr(_core, "cloud_evidence") or _core.cloud_evidence(sysfs_root) is None:
             # nothing points at a cloud: answer at once, no thread, no request
             self._result = discover_cloud(self.timeout)

@@ -25,7 +25,9 @@ def get_server_info(pid=None, nvml_library=None, proc_root="/proc"):
 
     pid = os.getpid() if pid is None else int(pid)
     if nvml_library is None:
-        nvml_library = os.environ.get("RESOURCE_TRACKER_NVML_LIBRARY") or None
+        from . import settings
+
+        nvml_library = settings.get("RESOURCE_TRACKER_NVML_LIBRARY")
     try:
         gpus = _core.gpu_inventory(nvml_library)
     except Exception:

@@ -29,7 +29,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from . import _adopt
 
@@ -69,12 +69,12 @@ class CommandRun:
     ``signals_forwarded`` names the signals passed on to the command, in order.
     """
 
-    command: list
+    command: list[str]
     status: int = -1
     pid: Optional[int] = None
     tracker: Any = None
     not_tracked: Optional[str] = None
-    signals_forwarded: list = field(default_factory=list)
+    signals_forwarded: list[str] = field(default_factory=list)
 
 
 def exit_status(returncode: int) -> int:
@@ -90,7 +90,7 @@ def forward(pid: int, sig: int) -> None:
         pass
 
 
-def spawn(command: Sequence[str], **popen_options: Any) -> subprocess.Popen:
+def spawn(command: Sequence[str], **popen_options: Any) -> subprocess.Popen[bytes]:
     """Starts command; CommandStartError (127/126) when it cannot be started."""
     try:
         return subprocess.Popen(list(command), **popen_options)
@@ -135,14 +135,20 @@ class Supervisor:
         self.start_tracker = start_tracker
         self.interval = interval
         self.adopt_orphans = adopt_orphans
+        main_thread = threading.current_thread() is threading.main_thread()
         if forward_signals is None:  # Python handles signals in the main thread only
-            forward_signals = threading.current_thread() is threading.main_thread()
+            forward_signals = main_thread
+        elif forward_signals and not main_thread:
+            raise ValueError(
+                "forward_signals=True needs the main thread (Python handles signals there "
+                "only): leave it out to run the command without passing signals on"
+            )
         self.forward_signals = forward_signals
         self.waited = set(FORWARDED_SIGNALS) | {signal.SIGCHLD}
         self.blocking = forward_signals and hasattr(signal, "sigtimedwait")  # Linux
-        self._old_mask = None
-        self._pid = None
-        self._pending: list = []
+        self._old_mask: Optional[Iterable[int]] = None
+        self._pid: Optional[int] = None
+        self._pending: list[int] = []
         self._result = CommandRun(self.command)
 
     # -- the run --------------------------------------------------------------------------
@@ -194,7 +200,7 @@ class Supervisor:
 
     # -- steps ----------------------------------------------------------------------------
 
-    def _install_handlers(self) -> dict:
+    def _install_handlers(self) -> dict[int, Any]:
         """Before the child exists, signals are remembered and passed on once it does."""
         if not self.forward_signals:
             return {}
@@ -207,7 +213,8 @@ class Supervisor:
             self._send(signum)
 
     def _send(self, sig: int) -> None:
-        forward(self._pid, sig)
+        if self._pid is not None:
+            forward(self._pid, sig)
         self._result.signals_forwarded.append(signal.Signals(sig).name)
 
     def _block_signals(self) -> None:
@@ -223,7 +230,7 @@ class Supervisor:
         except Exception as exc:
             self._result.not_tracked = f"{type(exc).__name__}: {exc}"
 
-    def _wait(self, proc: subprocess.Popen, subreaper: bool) -> None:
+    def _wait(self, proc: subprocess.Popen[bytes], subreaper: bool) -> None:
         """Waits until the command (and, as subreaper, what it left behind) exited."""
         pid = proc.pid
         if self.blocking:
@@ -248,7 +255,7 @@ class Supervisor:
             tracker.extra["signals_forwarded"] = list(self._result.signals_forwarded)
 
 
-def _failed_unreaped(proc: subprocess.Popen) -> Optional[bool]:
+def _failed_unreaped(proc: "subprocess.Popen[bytes]") -> Optional[bool]:
     """Whether the exited child failed (non-zero exit or a signal), read without reaping it
     when it is not reaped yet; None when that cannot be known."""
     if proc.returncode is not None:
@@ -262,7 +269,7 @@ def _failed_unreaped(proc: subprocess.Popen) -> Optional[bool]:
     return not (info.si_code == os.CLD_EXITED and info.si_status == 0)
 
 
-def wait_polling(proc: subprocess.Popen) -> None:
+def wait_polling(proc: subprocess.Popen[bytes]) -> None:
     """Waits until proc exits (without reaping where waitid exists); signal handlers (if
     any) forward."""
     while True:
@@ -277,10 +284,10 @@ def wait_polling(proc: subprocess.Popen) -> None:
         time.sleep(0.1)
 
 
-def wait_forwarding(pid: int, waited: set, reaper: Any = None) -> list:
+def wait_forwarding(pid: int, waited: set[int], reaper: Any = None) -> list[str]:
     """Waits (without reaping) until pid exits, passing signals on; returns the names sent.
     A reaper (of adopted orphans) hears of every SIGCHLD and gets a turn each loop."""
-    sent = []
+    sent: list[str] = []
     while True:
         try:
             if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is not None:
@@ -305,7 +312,8 @@ def start_tracker(pid: int, adopt: bool = False, **tracker_options: Any) -> Any:
     inherits as subreaper) are tracked too."""
     from .tracker import ResourceTracker
 
-    tracker = ResourceTracker(pid=pid, autostart=False, **tracker_options)
+    make: Any = ResourceTracker
+    tracker = make(pid=pid, autostart=False, **tracker_options)
     if adopt:
         tracker._adopt_children_of(os.getpid())
     tracker.start()
@@ -327,10 +335,7 @@ def track_command(
     ``method``, ``discover_cloud`` ...). CommandStartError (``status`` 127 or 126) when the
     command cannot be started. See ``ResourceTracker.run()``.
     """
-    for name in ("pid", "autostart"):
-        if name in tracker_options:
-            raise TypeError(f"track_command() sets {name} itself: leave it out")
-    interval = tracker_options.get("interval", 1.0)
+    interval = _check_options(tracker_options)
     supervisor = Supervisor(
         command,
         lambda pid, adopt: start_tracker(pid, adopt, **tracker_options),
@@ -340,3 +345,24 @@ def track_command(
     )
     with supervisor as result:
         return result
+
+
+def _check_options(tracker_options: dict[str, Any]) -> float:
+    """The interval; TypeError/ValueError for options ResourceTracker would refuse, before
+    the command starts (afterwards, a failure to track leaves the command untracked)."""
+    import inspect
+
+    from .tracker import ResourceTracker, _check_interval
+
+    for name in ("pid", "autostart"):
+        if name in tracker_options:
+            raise TypeError(f"running a command sets {name} itself: leave it out")
+    known = inspect.signature(ResourceTracker.__init__).parameters
+    unknown = sorted(set(tracker_options) - set(known))
+    if unknown:
+        raise TypeError(
+            f"unknown ResourceTracker option(s) {', '.join(unknown)}: "
+            f"use {', '.join(n for n in known if n not in ('self', 'pid', 'autostart'))}"
+        )
+    check: Any = _check_interval
+    return float(check(tracker_options.get("interval", 1.0)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from array import array
 
-from . import _core
+from . import _core, settings
 from ._version import __version__
 from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABELS
 from .tiny_data_frame import TinyDataFrame
@@ -66,7 +66,7 @@ def _check_pid(pid):
 def _default_method():
     """'procfs' on Linux (with the C core's procfs sampler), else 'psutil';
     RESOURCE_TRACKER_METHOD overrides."""
-    forced = os.environ.get("RESOURCE_TRACKER_METHOD", "").strip().lower()
+    forced = settings.get("RESOURCE_TRACKER_METHOD")
     if forced:
         return forced
     return "procfs" if _core.HAVE_PROCFS and os.path.exists("/proc/self/stat") else "psutil"
@@ -86,9 +86,9 @@ def _new_sampler(method, pid, interval, adopted_by=0, **kwargs):
         return _core.Sampler(
             pid,
             interval,
-            proc_root=os.environ.get("RESOURCE_TRACKER_PROCFS_ROOT") or None,
-            sys_root=os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None,
-            nvml_library=os.environ.get("RESOURCE_TRACKER_NVML_LIBRARY") or None,
+            proc_root=settings.get("RESOURCE_TRACKER_PROCFS_ROOT"),
+            sys_root=settings.get("RESOURCE_TRACKER_SYSFS_ROOT"),
+            nvml_library=settings.get("RESOURCE_TRACKER_NVML_LIBRARY"),
             adopted_by=adopted_by,
             **kwargs,
         )
@@ -193,9 +193,9 @@ class ResourceTracker:
         self.track_processes = bool(track_processes)
         self.track_system = bool(track_system)
         self.discover_server = bool(discover_server)
-        self.discover_cloud = bool(discover_cloud) and os.environ.get(
-            "RESOURCE_TRACKER_DISCOVER_CLOUD", "1"
-        ).strip() not in ("0", "false", "no")
+        self.discover_cloud = bool(discover_cloud) and settings.get(
+            "RESOURCE_TRACKER_DISCOVER_CLOUD"
+        )
         self.method = method or _default_method()
         self.command = _command_line(self.pid)
         self.label = None
@@ -235,6 +235,33 @@ class ResourceTracker:
         if self.method == "procfs" and self._sampler.state == "new":
             self._adopted_by = int(pid)
             self._sampler = self._make_sampler()
+
+    @classmethod
+    def run(cls, command, *, adopt_orphans=False, forward_signals=None, **options):
+        """Runs ``command`` (a list: program and arguments) to its end and tracks it.
+
+        Returns a ``CommandRun`` (resource_tracker.supervise): ``status`` is the command's
+        exit status (128+N when signal N killed it), ``tracker`` the stopped tracker of its
+        process tree (None when tracking could not start: ``not_tracked`` says why),
+        ``signals_forwarded`` the signals passed on to it. ``options`` are this class's
+        (``interval``, ``method``, ``discover_cloud`` ...; not ``pid`` or ``autostart``).
+        In the main thread, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are passed
+        on to the command while it runs. ``adopt_orphans`` (Linux) makes this process the
+        subreaper of the command so that processes which double-fork away from it are
+        tracked, waited for and reaped (it changes who reaps orphans for the whole program:
+        off by default). Raises ``CommandStartError`` (``status`` 127: not found, 126: not
+        executable) when the command cannot be started, ValueError/TypeError for bad options.
+
+        Example:
+            >>> run = ResourceTracker.run(["python", "train.py"], interval=0.5)
+            >>> run.status, run.tracker.recommend_resources()
+            (0, {'cpu': 1, 'memory': 256, 'gpu': 0, 'vram': 0})
+        """
+        from .supervise import track_command
+
+        return track_command(
+            command, adopt_orphans=adopt_orphans, forward_signals=forward_signals, **options
+        )
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -374,8 +401,8 @@ class ResourceTracker:
             if not hasattr(self, "_cgroup_place"):
                 self._cgroup_place = locate_cgroup(
                     self.pid,
-                    proc_root=os.environ.get("RESOURCE_TRACKER_PROCFS_ROOT") or "/proc",
-                    sys_root=os.environ.get("RESOURCE_TRACKER_SYSFS_ROOT") or None,
+                    proc_root=settings.get("RESOURCE_TRACKER_PROCFS_ROOT") or "/proc",
+                    sys_root=settings.get("RESOURCE_TRACKER_SYSFS_ROOT"),
                 )
             return read_cgroup_at(self._cgroup_place)
         except Exception:  # never let a probe break the caller
@@ -402,7 +429,7 @@ class ResourceTracker:
 
         try:
             return cgroup_run(
-                start, end, self.pid, os.environ.get("RESOURCE_TRACKER_PROCFS_ROOT") or "/proc"
+                start, end, self.pid, settings.get("RESOURCE_TRACKER_PROCFS_ROOT") or "/proc"
             )
         except Exception:
             return None
@@ -589,7 +616,7 @@ class ResourceTracker:
                 from .server_info import get_server_info
 
                 self._server_info = get_server_info(
-                    pid=self.pid, nvml_library=os.environ.get("RESOURCE_TRACKER_NVML_LIBRARY")
+                    pid=self.pid, nvml_library=settings.get("RESOURCE_TRACKER_NVML_LIBRARY")
                 )
             except Exception as exc:  # never let a probe break the caller
                 self._server_info = {"error": f"{type(exc).__name__}: {exc}"}

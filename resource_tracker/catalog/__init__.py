@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 
+from .. import settings
 from . import _embedded
 
 __all__ = [
@@ -83,11 +84,15 @@ class NoMatchingServerError(ValueError):
 
 def cache_dir():
     """The user cache directory of resource-tracker (RESOURCE_TRACKER_CACHE_DIR overrides)."""
-    explicit = os.environ.get(ENV_CACHE_DIR)
+    explicit = settings.get(ENV_CACHE_DIR)
     if explicit:
-        return os.path.abspath(os.path.expanduser(explicit))
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "resource-tracker")
+        return os.path.abspath(explicit)
+    return os.path.join(_xdg_cache_home(), "resource-tracker")
+
+
+def _xdg_cache_home():
+    """$XDG_CACHE_HOME, else ~/.cache."""
+    return settings.foreign("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
 
 
 # no currency pair is this far apart: a larger rate is a mistake (inf would reach the SQL)
@@ -97,15 +102,9 @@ MAX_EUR_USD_RATE = 1000.0
 def eur_usd_rate(rate=None):
     """USD per EUR: the argument, else RESOURCE_TRACKER_EUR_USD, else DEFAULT_EUR_USD_RATE."""
     if rate is None:
-        text = os.environ.get(ENV_EUR_USD)
-        if not text:
+        rate = settings.get(ENV_EUR_USD)  # a positive number of USD per EUR (settings.py)
+        if rate is None:
             return DEFAULT_EUR_USD_RATE
-        try:
-            rate = float(text)
-        except ValueError:
-            raise ValueError(
-                f"{ENV_EUR_USD} must be a number (USD per EUR), got {text!r}"
-            ) from None
     if (
         isinstance(rate, bool)
         or not isinstance(rate, (int, float))
@@ -120,17 +119,14 @@ def eur_usd_rate(rate=None):
 
 def keeper_url():
     """The Keeper base URL, or None when switched off (RESOURCE_TRACKER_KEEPER_URL=off)."""
-    url = os.environ.get(ENV_KEEPER_URL)
-    if url is None or url == "":
+    if not (settings.raw(ENV_KEEPER_URL) or "").strip():
         return DEFAULT_KEEPER_URL
-    if url.strip().lower() in ("off", "0", "none", "no"):
-        return None
-    return url.rstrip("/")
+    return settings.get(ENV_KEEPER_URL)  # None: switched off (0/false/no/off)
 
 
 def catalog_url():
     """The URL of the dump that update_catalog() downloads (RESOURCE_TRACKER_CATALOG_URL)."""
-    return os.environ.get(ENV_CATALOG_URL) or DEFAULT_CATALOG_URL
+    return settings.get(ENV_CATALOG_URL) or DEFAULT_CATALOG_URL
 
 
 def _sparecores_data_paths():
@@ -144,10 +140,10 @@ def _sparecores_data_paths():
     if spec is None:
         return []
     paths = []
-    custom = os.environ.get("SC_DATA_DB_PATH")
+    custom = settings.foreign("SC_DATA_DB_PATH")
     if custom:
         paths.append(custom)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = _xdg_cache_home()
     for name in ("sc-data-all.db", "sc-data-priceless.db"):
         paths.append(os.path.join(base, "sparecores-data", name))
     for folder in spec.submodule_search_locations or []:
@@ -167,7 +163,7 @@ def find_catalog(catalog=None):
                 f"no catalog file at {catalog!r} (catalog= argument). {HOW_TO_GET}"
             )
         return catalog, "argument"
-    env = os.environ.get(ENV_CATALOG)
+    env = settings.get(ENV_CATALOG)
     if env:
         if env == KEEPER:
             return KEEPER, ENV_CATALOG

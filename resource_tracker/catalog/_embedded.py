@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 
+from .. import settings
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA_FILE = os.path.join(HERE, "data", "embedded-catalog.db.gz")
 ENV_EMBEDDED = "RESOURCE_TRACKER_EMBEDDED_CATALOG"
@@ -22,8 +24,7 @@ _path_cache: dict = {}
 
 def enabled():
     """False when RESOURCE_TRACKER_EMBEDDED_CATALOG switches the embedded catalog off."""
-    value = os.environ.get(ENV_EMBEDDED, "").strip().lower()
-    return value not in ("0", "off", "no", "false", "none")
+    return settings.get(ENV_EMBEDDED)
 
 
 def path():

@@ -7,8 +7,7 @@ cJSON in C. Failures raise CatalogUnavailableError.
 
 from __future__ import annotations
 
-import os
-
+from .. import settings
 from .._text import printable
 from . import CatalogUnavailableError, NoMatchingServerError
 
@@ -27,11 +26,8 @@ _failure = {}  # base_url -> (monotonic time until which it is not asked, messag
 
 
 def _timeout():
-    try:
-        value = float(os.environ.get(TIMEOUT_ENV) or 10.0)
-    except ValueError:
-        value = 10.0
-    return min(max(value, 0.1), 600.0)
+    """Seconds per request: RESOURCE_TRACKER_KEEPER_TIMEOUT (0.1 to 600, default 10)."""
+    return settings.get(TIMEOUT_ENV)
 
 
 def _call(base_url, name, *args, **kwargs):

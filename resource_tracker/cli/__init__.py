@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 from typing import Optional, Sequence
 
-from .common import CliError, error_line, quiet_stdout, say
+from .common import PROG, CliError, error_line, quiet_stdout, say
 
 __all__ = ["main", "CliError"]
 
@@ -31,6 +31,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     if argv is None:
         argv = sys.argv[1:]
+    _one_line_warnings()
     try:
         parser = build_parser()
         try:
@@ -49,3 +50,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except BrokenPipeError:
         quiet_stdout()
         return 0
+
+
+def _one_line_warnings() -> None:
+    """Warnings (e.g. a SettingWarning on a mistyped on/off variable) as one stderr line."""
+    import warnings
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        say(f"{PROG}: warning: {message}")
+
+    warnings.showwarning = show

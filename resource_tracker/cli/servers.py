@@ -10,6 +10,8 @@ def find_servers(resources: dict, n=None, strict: bool = False, **filters):
 
     strict: a bad filter value (ValueError) is a CliError (exit status 2), not a reason.
     """
+    from .._text import printable
+
     try:
         catalog = import_catalog()
     except CliError as exc:
@@ -19,30 +21,27 @@ def find_servers(resources: dict, n=None, strict: bool = False, **filters):
     filters = {k: v for k, v in filters.items() if v is not None}
     try:
         return catalog.recommend_server(resources, n=n, **filters), None
+    except catalog.NoMatchingServerError as exc:
+        return None, printable(f"no server in the catalog fits ({exc})")
+    except catalog.CatalogUnavailableError as exc:
+        return None, printable(str(exc).splitlines()[0] if str(exc) else "no catalog available")
     except Exception as exc:
-        from .._text import printable
-
-        if type(exc).__name__ == "NoMatchingServerError":
-            return None, printable(f"no server in the catalog fits ({exc})")
-        if type(exc).__name__ == "CatalogUnavailableError":
-            return None, printable(str(exc).splitlines()[0] if str(exc) else "no catalog available")
         if strict and isinstance(exc, ValueError):
             raise CliError(f"recommend: {exc}") from None
         return None, printable(f"{type(exc).__name__}: {exc}")
 
 
 def import_catalog():
-    """The resource_tracker.catalog module, or None when it is not installed."""
-    import importlib
-
+    """The resource_tracker.catalog package, or None when this installation has none."""
     try:
-        return importlib.import_module("resource_tracker.catalog")
+        from .. import catalog
     except ModuleNotFoundError as exc:
         if exc.name in ("resource_tracker.catalog", "resource_tracker"):
             return None
         raise CliError(f"the server catalog cannot be loaded: {exc}") from None
     except ImportError as exc:
         raise CliError(f"the server catalog cannot be loaded: {exc}") from None
+    return catalog
 
 
 def run_costs(duration: float, cloud_info, server) -> dict:

@@ -1,14 +1,14 @@
 """The export settings: which targets, and where the Pushgateway is.
 
-Every RESOURCE_TRACKER_* variable of the exporters is read here, in :func:`read_settings`
-(the OpenTelemetry ``OTEL_*`` variables are read by the OpenTelemetry SDK itself).
+The RESOURCE_TRACKER_* variables are read through resource_tracker.settings (declared and
+parsed there, like every other); the OpenTelemetry ``OTEL_*`` variables are read by the
+OpenTelemetry SDK itself.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Optional, Tuple, Union
+from typing import Iterable, Optional, Tuple, Union
 
 #: The export targets, in the order they are started.
 TARGETS: Tuple[str, ...] = ("otlp", "pushgateway")
@@ -27,7 +27,7 @@ class ExportSettings:
 
     targets: Tuple[str, ...]
     pushgateway_url: Optional[str]
-    pushgateway_job: str
+    pushgateway_job: str = "resource_tracker"
 
 
 def parse_targets(
@@ -55,19 +55,18 @@ def parse_targets(
     return tuple(t for t in TARGETS if t in chosen)
 
 
-def read_settings(
-    export: Union[None, str, Iterable[str]] = None, environ: Optional[Mapping[str, str]] = None
-) -> ExportSettings:
-    """The export settings: ``export`` (an argument; None: RESOURCE_TRACKER_EXPORT decides),
-    RESOURCE_TRACKER_PUSHGATEWAY_URL and RESOURCE_TRACKER_PUSHGATEWAY_JOB."""
-    env = os.environ if environ is None else environ
+def read_settings(export: Union[None, str, Iterable[str]] = None) -> ExportSettings:
+    """The export settings: ``export`` (an argument; None: RESOURCE_TRACKER_EXPORT decides)
+    and RESOURCE_TRACKER_PUSHGATEWAY_URL. An invalid variable is a ValueError naming it."""
+    from .. import settings
+
     if export is None:
-        targets = parse_targets(env.get("RESOURCE_TRACKER_EXPORT"), "RESOURCE_TRACKER_EXPORT")
+        chosen = settings.get("RESOURCE_TRACKER_EXPORT")
+        targets = tuple(t for t in TARGETS if t in chosen)
     else:
         targets = parse_targets(export)
-    url = (env.get("RESOURCE_TRACKER_PUSHGATEWAY_URL") or "").strip() or None
-    job = (env.get("RESOURCE_TRACKER_PUSHGATEWAY_JOB") or "").strip() or "resource_tracker"
-    return ExportSettings(targets=targets, pushgateway_url=url, pushgateway_job=job)
+    url = settings.get("RESOURCE_TRACKER_PUSHGATEWAY_URL")
+    return ExportSettings(targets=targets, pushgateway_url=url)
 
 
 def check_settings(settings: ExportSettings) -> None:

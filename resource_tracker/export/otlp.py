@@ -17,7 +17,6 @@ the final export.
 
 from __future__ import annotations
 
-import os
 from typing import Dict, List
 
 from .context import Identity
@@ -75,10 +74,11 @@ def make_resource(identity: Identity):
 
 
 def _timeout_from_env() -> bool:
-    return any(
-        os.environ.get(v)
-        for v in ("OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT")
-    )
+    """True when the user set the OTLP timeout (the SDK reads it); else ours applies."""
+    from .. import settings
+
+    names = ("OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT")
+    return any(settings.foreign(name) for name in names)
 
 
 class OtlpSink:

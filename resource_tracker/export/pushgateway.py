@@ -3,8 +3,8 @@
 Every point replaces the run's group on the Pushgateway (HTTP PUT, as prometheus-client's
 ``push_to_gateway`` does): live gauges of the newest values and cumulative counters while
 the job runs; the final push adds the run summary (duration, peaks, means, totals,
-recommendation, whether it failed, rows the export dropped). The group is ``job`` (default
-``resource_tracker``) and ``instance`` (the host name), plus the Metaflow ids (flow,
+recommendation, whether it failed, rows the export dropped). The group is ``job``
+(``resource_tracker``) and ``instance`` (the host name), plus the Metaflow ids (flow,
 run_id, step, task_id) inside a Metaflow task, else the tracked pid.
 """
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from cli_helpers import assert_one_line_error, run_cli
+from cli_helpers import assert_one_line_error, env_with, run_cli
 
 
 def _catalog_importable():
@@ -98,3 +98,25 @@ def test_catalog_info_without_the_module_is_one_line():
         assert result.stdout.strip()
     else:
         assert_one_line_error(result, "server catalog is not part of this installation")
+
+
+def test_a_mistyped_on_off_variable_is_one_warning_line_and_the_run_is_tracked():
+    result = run_cli(
+        "run", "-f", "none", "--", sys.executable, "-c", "pass",
+        env=env_with(RESOURCE_TRACKER_DISCOVER_CLOUD="maybe"),
+    )  # fmt: skip
+    lines = result.stderr.splitlines()
+    assert result.returncode == 0, result.stderr
+    assert lines[0].startswith("resource-tracker: warning: RESOURCE_TRACKER_DISCOVER_CLOUD=")
+    assert "0/false/no/off" in lines[0] and "Traceback" not in result.stderr
+    assert "exited with status 0" in lines[1] and "recommended" in result.stderr
+
+
+def test_an_invalid_setting_leaves_the_command_running_untracked():
+    result = run_cli(
+        "run", "-f", "none", "--", sys.executable, "-c", "raise SystemExit(5)",
+        env=env_with(RESOURCE_TRACKER_METHOD="bogus"),
+    )  # fmt: skip
+    assert result.returncode == 5
+    assert "not tracked: SettingError: RESOURCE_TRACKER_METHOD='bogus'" in result.stderr
+    assert "procfs, psutil" in result.stderr

@@ -36,7 +36,7 @@ def test_argument_wins_over_the_variable(monkeypatch):
     assert read_settings("").targets == ()
     assert read_settings("pushgateway").targets == ("pushgateway",)
     monkeypatch.setenv("RESOURCE_TRACKER_EXPORT", "statsd")
-    with pytest.raises(ValueError, match="RESOURCE_TRACKER_EXPORT: unknown export target"):
+    with pytest.raises(ValueError, match="RESOURCE_TRACKER_EXPORT='statsd' is not valid"):
         ResourceTracker(autostart=False)
 
 

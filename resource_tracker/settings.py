@@ -1,0 +1,250 @@
+"""Every environment variable resource-tracker reads, declared once and parsed one way.
+
+Each ``RESOURCE_TRACKER_*`` variable is a :class:`Setting`: its kind (how its text is
+parsed), its default and its meaning (the README's table is made from these, see
+:func:`markdown_table`). The package reads them only through :func:`get`, at call time (not
+at import: a test or a program may set a variable and use the package at once), and reads
+variables that are not ours (``XDG_CACHE_HOME``, ``OTEL_*`` ...) through :func:`foreign`.
+
+Kinds, each with one parser:
+
+- ``flag``: ``1``/``true``/``yes``/``on`` or ``0``/``false``/``no``/``off`` (any case);
+- ``path``: a file or directory (``~`` expanded);
+- ``url``: an address (a trailing ``/`` dropped); with ``can_be_off``, a flag's off word
+  (``0``/``false``/``no``/``off``) switches the service off (``get`` gives None);
+- ``choice``: one word of ``choices`` (any case);
+- ``number``: a finite number within ``bounds``;
+- ``list``: comma-separated words of ``choices`` (any case; a tuple, in order, no repeats).
+
+An unset or empty variable gives the default. Text that does not parse is reported naming
+the variable, the value and what it accepts: for a ``flag`` as a :class:`SettingWarning`
+(once per variable and value), and the default is used — an on/off switch of a side feature
+(cloud discovery, the embedded catalog) must not cost a job its tracking; for every other
+kind as a :class:`SettingError` (a ValueError) — a backend, a number, an address or an
+exporter that was asked for has no right guess.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from typing import Any, Optional
+
+PREFIX = "RESOURCE_TRACKER_"
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off")
+
+
+class SettingError(ValueError):
+    """An environment variable of resource-tracker holds a value it cannot use."""
+
+
+class SettingWarning(UserWarning):
+    """An on/off variable holds neither an on nor an off word: its default is used."""
+
+
+_warned: set[tuple[str, str]] = set()
+
+
+class Setting:
+    """One environment variable: how it is parsed (``kind``), its default, what it means.
+
+    ``choices``: the words of a choice or list; ``bounds``: (lowest, highest) of a number,
+    the lowest excluded with ``low_open``; ``can_be_off``: a url that an off word switches
+    off. (A plain class: a dataclass would cost the package's import a millisecond.)
+    """
+
+    __slots__ = ("name", "kind", "meaning", "default", "choices", "bounds", "low_open",
+                 "can_be_off")  # fmt: skip
+
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        meaning: str,
+        default: Any = None,
+        choices: tuple[str, ...] = (),
+        bounds: Optional[tuple[float, float]] = None,
+        low_open: bool = False,
+        can_be_off: bool = False,
+    ):
+        self.name = name
+        self.kind = kind
+        self.meaning = meaning
+        self.default = default
+        self.choices = choices
+        self.bounds = bounds
+        self.low_open = low_open
+        self.can_be_off = can_be_off
+
+    def __repr__(self) -> str:
+        return f"Setting({self.name!r}, {self.kind!r}, default={self.default!r})"
+
+    def parse(self, text: Optional[str]) -> Any:
+        """The value of text (None or '' : the default); SettingError when it is invalid."""
+        if text is None or not text.strip():
+            return self.default
+        return _PARSERS[self.kind](self, text)
+
+    def error(self, text: str, expected: str) -> SettingError:
+        return SettingError(f"{self.name}={text!r} is not valid: {expected}")
+
+
+def _flag(setting: Setting, text: str) -> bool:
+    try:
+        return parse_flag(text, setting)
+    except SettingError as exc:
+        if (setting.name, text) not in _warned:
+            _warned.add((setting.name, text))
+            state = "on" if setting.default else "off"
+            warnings.warn(f"{exc}; using the default ({state})", SettingWarning, stacklevel=5)
+        return bool(setting.default)
+
+
+def parse_flag(text: str, setting: Optional[Setting] = None) -> bool:
+    """The one parser of on/off values: 1/true/yes/on or 0/false/no/off (any case)."""
+    word = text.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    expected = f"give one of {'/'.join(TRUE_WORDS)} (on) or {'/'.join(FALSE_WORDS)} (off)"
+    if setting is None:
+        raise SettingError(f"{text!r} is not an on/off value: {expected}")
+    raise setting.error(text, expected)
+
+
+def _path(setting: Setting, text: str) -> str:
+    return os.path.expanduser(text)
+
+
+def _url(setting: Setting, text: str) -> Optional[str]:
+    if setting.can_be_off and text.strip().lower() in FALSE_WORDS:
+        return None
+    return text.strip().rstrip("/")
+
+
+def _choice(setting: Setting, text: str) -> str:
+    word = text.strip().lower()
+    if word not in setting.choices:
+        raise setting.error(text, f"give one of {', '.join(setting.choices)}")
+    return word
+
+
+def _number(setting: Setting, text: str) -> float:
+    low, high = setting.bounds or (-math.inf, math.inf)
+    expected = (
+        f"give a number {'above' if setting.low_open else 'from'} {low:g} "
+        f"{'and at most' if setting.low_open else 'to'} {high:g}"
+    )
+    try:
+        value = float(text)
+    except ValueError:
+        raise setting.error(text, expected) from None
+    too_low = value <= low if setting.low_open else value < low
+    if not math.isfinite(value) or too_low or value > high:
+        raise setting.error(text, expected)
+    return value
+
+
+def _list(setting: Setting, text: str) -> tuple[str, ...]:
+    words = [w.strip().lower() for w in text.split(",") if w.strip()]
+    unknown = [w for w in words if w not in setting.choices]
+    if unknown:
+        raise setting.error(text, f"give a comma-separated list of {', '.join(setting.choices)}")
+    return tuple(dict.fromkeys(words))
+
+
+_PARSERS = {
+    "flag": _flag,
+    "path": _path,
+    "url": _url,
+    "choice": _choice,
+    "number": _number,
+    "list": _list,
+}
+
+
+def _declare(*settings: Setting) -> dict[str, Setting]:
+    return {s.name: s for s in settings}
+
+
+#: Every RESOURCE_TRACKER_* variable the package reads, in the README's order.
+SETTINGS = _declare(
+    Setting("RESOURCE_TRACKER_DISCOVER_CLOUD", "flag", "cloud discovery: `0`/`off` switches it "
+            "off altogether (same as `discover_cloud=False`)", default=True),
+    Setting("RESOURCE_TRACKER_METHOD", "choice", "force a sampling backend (default: `procfs` "
+            "where the C core can read procfs, else `psutil`)", choices=("procfs", "psutil")),
+    Setting("RESOURCE_TRACKER_PROCFS_ROOT", "path", "root under which procfs is read (default "
+            "`/proc`; for tests)"),
+    Setting("RESOURCE_TRACKER_SYSFS_ROOT", "path", "root under which sysfs evidence is read "
+            "(default `/sys`)"),
+    Setting("RESOURCE_TRACKER_NVML_LIBRARY", "path", "path of the NVML library to dlopen "
+            "(default `libnvidia-ml.so.1`)"),
+    Setting("RESOURCE_TRACKER_METADATA_URL", "url", "base URL used in place of every vendor's "
+            "cloud metadata host"),
+    Setting("RESOURCE_TRACKER_CATALOG", "path", "path of a local Spare Cores SQLite catalog, "
+            "or `keeper` for the online Keeper API"),
+    Setting("RESOURCE_TRACKER_EMBEDDED_CATALOG", "flag", "`off`: no fallback to the catalog "
+            "snapshot embedded in the package", default=True),
+    Setting("RESOURCE_TRACKER_CACHE_DIR", "path", "cache directory (downloaded catalog, indexes, "
+            "the unpacked embedded catalog; default `$XDG_CACHE_HOME/resource-tracker`)"),
+    Setting("RESOURCE_TRACKER_CATALOG_URL", "url", "URL of the catalog dump that `catalog "
+            "update` downloads"),
+    Setting("RESOURCE_TRACKER_KEEPER_URL", "url", "base URL of the Spare Cores Keeper API; "
+            "`off` switches the online API off", can_be_off=True),
+    Setting("RESOURCE_TRACKER_KEEPER_TIMEOUT", "number", "seconds per Keeper API request "
+            "(0.1 to 600, default 10)", default=10.0, bounds=(0.1, 600.0)),
+    Setting("RESOURCE_TRACKER_EUR_USD", "number", "USD per EUR used to compare EUR prices "
+            "(above 0, at most 1000; default 1.17)", bounds=(0.0, 1000.0), low_open=True),
+    Setting("RESOURCE_TRACKER_EXPORT", "list", "opt-in export: comma list of `otlp`, "
+            "`pushgateway` (never on by default)", default=(), choices=("otlp", "pushgateway")),
+    Setting("RESOURCE_TRACKER_PUSHGATEWAY_URL", "url", "Prometheus Pushgateway base URL"),
+)  # fmt: skip
+
+#: Variables read by setup.py when the C core is built (not by the package; docs/install.md).
+BUILD_TIME = (
+    "RESOURCE_TRACKER_PORTABLE",
+    "RESOURCE_TRACKER_DEBUG",
+    "RESOURCE_TRACKER_SANITIZE",
+    "RESOURCE_TRACKER_COVERAGE",
+    "RESOURCE_TRACKER_NO_BUILD_CHECK",
+)
+
+#: Variables of others the package reads (through foreign()), with what for.
+FOREIGN = {
+    "XDG_CACHE_HOME": "where the cache directory and sparecores-data's database are",
+    "SC_DATA_DB_PATH": "the database of an installed sparecores-data package",
+    "BROWSER": "the web browser that `report --browse` and `Report.browse()` open",
+    "OTEL_EXPORTER_OTLP_ENDPOINT": "where OTLP export goes (and the other standard `OTEL_*`)",
+}
+
+
+def get(name: str) -> Any:
+    """The parsed value of the RESOURCE_TRACKER_* variable name, read now.
+
+    The default when it is unset or empty; SettingError when its text is invalid;
+    KeyError for a name that is not declared in SETTINGS.
+    """
+    return SETTINGS[name].parse(os.environ.get(name))
+
+
+def raw(name: str) -> Optional[str]:
+    """The text of a declared variable as set (None when unset), unparsed."""
+    SETTINGS[name]  # noqa: B018 - KeyError for an undeclared name
+    return os.environ.get(name)
+
+
+def foreign(name: str) -> Optional[str]:
+    """The text of a variable that is not resource-tracker's (None when unset or empty)."""
+    if name.startswith(PREFIX):
+        raise KeyError(f"{name} is resource-tracker's own: declare it in SETTINGS, read get()")
+    return os.environ.get(name) or None
+
+
+def markdown_table() -> str:
+    """The README's table of the variables (one row per Setting)."""
+    rows = ["| variable | meaning |", "|---|---|"]
+    rows += [f"| `{s.name}` | {s.meaning} |" for s in SETTINGS.values()]
+    return "\n".join(rows) + "\n"
