@@ -149,3 +149,19 @@ def test_semconv_names_are_the_official_ones():
     }
     assert {conv.name for conv in SEMCONV.values()} <= official
     assert os.environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") is None
+
+
+def test_otlp_from_resource_tracker_run_knows_the_command_failed(monkeypatch, receiver):
+    """ResourceTracker.run() of a command exiting 3, with export="otlp": the final export's
+    resource_tracker.run.failed is 1 and its duration the tracker's."""
+    import sys
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    code = "import time, sys; time.sleep(1.0); sys.exit(3)"
+    run = ResourceTracker.run([sys.executable, "-c", code], interval=0.2, export="otlp")
+    assert run.status == 3
+    assert run.tracker.stats()["export"]["targets"]["otlp"]["final"] == "sent"
+    final = _final(data_points(receiver.requests))
+    assert final[("resource_tracker.run.failed", ())]["value"] == 1
+    duration = final[("resource_tracker.run.duration", ())]["value"]
+    assert duration == pytest.approx(run.tracker.stats()["timestamp"]["duration"], rel=1e-9)
