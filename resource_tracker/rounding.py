@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from array import array
 
-from .registry import COLUMNS
+from .registry import COLUMNS, stat_columns
+from .summary import traffic_columns
 
 #: Decimals per column name (both tables; the registry's digits) in the rounded views; None
 #: keeps the value as it is.
@@ -30,6 +31,18 @@ def round_column(name: str, values) -> array:
     return array("d", (round(v, digits) + 0.0 for v in values))  # + 0.0: no -0.0
 
 
+def _documented_name(col):
+    """The seeds' name of a process column's mean/max pair (memory is 'memory_usage')."""
+    return "memory_usage" if col.resource == "memory" else col.name
+
+
+#: The documented summary's mean/max pairs: seeds' name -> stats() key (the process tree's
+#: distributions: CPU, memory, GPU use, VRAM, GPUs in use).
+DOCUMENTED_PAIRS = {
+    _documented_name(c): c.key for c in stat_columns("process") if c.aggregate == "dist"
+}
+
+
 def _pair(stats, key, digits=STATS_DIGITS):
     entry = (stats or {}).get(key) or {}
     return {
@@ -45,25 +58,23 @@ def _value(stats, key, field, digits):
 def documented_stats(stats: dict | None) -> dict | None:
     """``ResourceTracker.stats()`` in the shape and rounding of the seeds' Metaflow artifact.
 
-    ``{'cpu_usage': {'mean', 'max'}, 'memory_usage': {'mean', 'max'}, 'gpu_usage': {...},
-    'gpu_vram': {...}, 'gpu_utilized': {...}, 'disk_usage': {'max'}, 'traffic': {'inbound',
-    'outbound'}, 'duration'}``: process CPU in cores and memory in KiB (whole), GPU usage,
-    VRAM (MiB) and GPUs in use of the process tree, the machine's peak disk space used (GB)
-    and its network bytes received/sent, the run's duration in seconds. Means and maxes
+    ``{'cpu_usage': {'mean', 'max'}, 'memory_usage': {'mean', 'max'}, the same pairs for the
+    GPU use, the VRAM and the GPUs in use (``DOCUMENTED_PAIRS``), 'disk_usage': {'max'},
+    'traffic': {'inbound', 'outbound'}, 'duration'}``: process CPU in cores and memory in
+    KiB (whole), GPU usage, VRAM (MiB) and GPUs in use of the process tree, the machine's
+    peak disk space used (GB) and its network bytes received/sent, the run's duration in
+    seconds. Means and maxes
     have 2 decimals, KiB and bytes are whole. None for None.
     """
     if stats is None:
         return None
-    return {
-        "cpu_usage": _pair(stats, "process_cpu_usage"),
-        "memory_usage": _pair(stats, "process_memory", digits=0),
-        "gpu_usage": _pair(stats, "process_gpu_usage"),
-        "gpu_vram": _pair(stats, "process_gpu_vram"),
-        "gpu_utilized": _pair(stats, "process_gpu_utilized"),
-        "disk_usage": {"max": _value(stats, "system_disk_space_used_gb", "max", STATS_DIGITS)},
-        "traffic": {
-            "inbound": _value(stats, "system_net_recv_bytes", "sum", 0),
-            "outbound": _value(stats, "system_net_sent_bytes", "sum", 0),
-        },
-        "duration": _value(stats, "timestamp", "duration", STATS_DIGITS),
+    out = {
+        name: _pair(stats, key, digits=0 if name == "memory_usage" else STATS_DIGITS)
+        for name, key in DOCUMENTED_PAIRS.items()
     }
+    out["disk_usage"] = {"max": _value(stats, "system_disk_space_used_gb", "max", STATS_DIGITS)}
+    out["traffic"] = {
+        direction: _value(stats, col.key, "sum", 0) for direction, col in traffic_columns().items()
+    }
+    out["duration"] = _value(stats, "timestamp", "duration", STATS_DIGITS)
+    return out

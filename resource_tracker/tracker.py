@@ -606,6 +606,21 @@ class ResourceTracker:
             self, historical_stats=historical_stats, status=status, integration=integration
         )
 
+    def summary(self, historical_stats=None, *, lookup_server: bool = True):
+        """The run summary (a frozen ``resource_tracker.summary.RunSummary``): statistics,
+        earlier runs, recommendation, cheapest servers and costs, warnings. Built once and
+        cached while the run does not change (new samples, stop, label, history); the
+        report, the Metaflow card and artifact and the CLI take it.
+
+        Args:
+            historical_stats: earlier runs (a list of ``stats()`` dicts, or the Metaflow
+                artifact's ``historical_stats`` summary).
+            lookup_server: ask the server catalog (False: no catalog lookup at all).
+        """
+        from .summary import cached_summary
+
+        return cached_summary(self, historical_stats, lookup_server=lookup_server)
+
     # -- machine ---------------------------------------------------------------------
 
     @property
@@ -661,6 +676,8 @@ class ResourceTracker:
             "data_quality": self.data_quality(),
             "cgroup_metrics": self.cgroup_metrics,
             "memory_hwm": self.memory_hwm,
+            # the run summary, when one was made (so a loaded run shows the same servers)
+            "summary": self._summary.to_dict() if getattr(self, "_summary", None) else None,
         }
 
     @classmethod
@@ -702,6 +719,9 @@ class ResourceTracker:
         self._autostarted = False
         self._cgroup_stored = snapshot.get("cgroup_metrics")
         self._hwm_stored = snapshot.get("memory_hwm")
+        from .summary import stored_summary
+
+        self._summary = stored_summary(snapshot.get("summary"))
         process = TinyDataFrame(_decode_columns(snapshot.get("process_metrics")), PROCESS_COLUMNS)
         system = TinyDataFrame(_decode_columns(snapshot.get("system_metrics")), SYSTEM_COLUMNS)
         self._sampler = _StoredRun(

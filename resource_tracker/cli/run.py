@@ -123,6 +123,11 @@ def _check_outdir(outdir: str) -> None:
 def _finish(result, args: argparse.Namespace) -> None:
     """Writes the outputs and shows the summary (or the notes, with --quiet)."""
     tracker = result.tracker
+    if tracker is not None and (not args.quiet or "html" in (args.format or ())):
+        try:  # once (one catalog lookup): the JSON stores it, the page and the lines show it
+            tracker.summary()
+        except Exception:  # the summary lines say what failed; the outputs still get written
+            pass
     written, notes = (
         ([], []) if tracker is None else write_outputs(tracker, args.output, args.format)
     )

@@ -13,21 +13,21 @@ def find_servers(resources: dict, n=None, strict: bool = False, **filters):
     from .._text import printable
 
     try:
-        catalog = import_catalog()
-    except CliError as exc:
-        return None, str(exc)
-    if catalog is None:
-        return None, "no server catalog in this installation"
+        from ..catalog import CatalogUnavailableError, NoMatchingServerError, recommend_server
+    except ImportError as exc:
+        return None, printable(f"the server catalog cannot be loaded: {exc}")
     filters = {k: v for k, v in filters.items() if v is not None}
     try:
-        return catalog.recommend_server(resources, n=n, **filters), None
-    except catalog.NoMatchingServerError as exc:
+        return recommend_server(resources, n=n, **filters), None
+    except NoMatchingServerError as exc:
         return None, printable(f"no server in the catalog fits ({exc})")
-    except catalog.CatalogUnavailableError as exc:
+    except CatalogUnavailableError as exc:
         return None, printable(str(exc).splitlines()[0] if str(exc) else "no catalog available")
-    except Exception as exc:
-        if strict and isinstance(exc, ValueError):
+    except ValueError as exc:
+        if strict:
             raise CliError(f"recommend: {exc}") from None
+        return None, printable(f"{type(exc).__name__}: {exc}")
+    except Exception as exc:
         return None, printable(f"{type(exc).__name__}: {exc}")
 
 
@@ -42,11 +42,3 @@ def import_catalog():
     except ImportError as exc:
         raise CliError(f"the server catalog cannot be loaded: {exc}") from None
     return catalog
-
-
-def run_costs(duration: float, cloud_info, server) -> dict:
-    """The catalog's cost figures of a run ({} when unknown)."""
-    try:
-        return import_catalog().run_costs(duration, cloud_info, server) or {}
-    except Exception:
-        return {}

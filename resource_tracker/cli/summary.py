@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import signal
 
+from ..registry import Column, column, stat_columns
+from ..summary import traffic_columns
+
 
 def size(nbytes) -> str:
     """A byte count for people: '0 B', '12.3 KiB', '1.5 GiB'."""
@@ -27,91 +30,119 @@ def describe_status(status: int) -> str:
     return f"exited with status {status}"
 
 
-def _get(stats: dict, key: str, field: str, default: float = 0.0) -> float:
-    value = (stats.get(key) or {}).get(field)
-    return default if value is None else value
-
-
 def _row(label: str, text: str) -> str:
     return f"  {label:<11} {text}"
+
+
+def _stat(table: str, **attrs) -> Column:
+    """The first column of `table` in stats() whose registry attributes are `attrs`."""
+    return next(c for c in stat_columns(table) if all(getattr(c, k) == v for k, v in attrs.items()))
+
+
+def _value(summary, col: Column, field: str) -> float:
+    """This run's `field` of a registry column in the summary (0 when unknown)."""
+    row = summary.row(col.key, field)
+    return row.value if row is not None and row.value is not None else 0.0
 
 
 # -- the summary of a run --------------------------------------------------------------------
 
 
 def summary_lines(tracker, historical_stats=None, server: bool = True) -> list:
-    """The summary of a (stopped) tracker, as lines for stderr."""
-    try:
-        stats = tracker.stats()
-    except Exception as exc:
-        return [f"  no statistics: {type(exc).__name__}: {exc}"]
-    ts = stats.get("timestamp") or {}
-    info = tracker.server_info or {}
+    """The summary of a (stopped) tracker, as lines for stderr: its run summary
+    (``tracker.summary()``; the catalog is asked only when `server`)."""
+    return lines_of(tracker.summary(historical_stats, lookup_server=server), server)
+
+
+def lines_of(summary, server: bool = True) -> list:
+    """The lines of a RunSummary (no I/O: the summary holds the servers and costs)."""
+    if summary.stats is None:
+        return [f"  no statistics: {t}" for t in summary.warnings_about("data")[:1]] or [
+            "  no statistics"
+        ]
+    ts = summary.stats.get("timestamp") or {}
     lines = [
         _row(
             "duration",
             f"{ts.get('duration', 0.0):.1f} s, {int(ts.get('samples', 0))} samples every "
-            f"{tracker.interval:g} s",
+            f"{summary.run.interval or 0:g} s",
         )
     ]
-    lines += _usage_rows(stats, info)
-    try:
-        res = tracker.recommend_resources(historical_stats=historical_stats)
-    except ValueError as exc:
-        return lines + [_row("recommended", f"nothing ({exc})")]
-    lines.append(_row("recommended", describe_resources(res)))
+    lines += _usage_rows(summary, summary.server_info or {})
+    if summary.resources is None:
+        why = summary.warnings_about("recommendation")
+        text = why[0].replace("No recommendation: ", "", 1) if why else "no data"
+        return lines + [_row("recommended", f"nothing ({text})")]
+    lines.append(_row("recommended", describe_resources(summary.resources)))
     if server:
-        lines += server_lines(tracker, res, ts.get("duration") or 0.0, {})
+        lines += server_lines(summary)
     return lines
 
 
-def _usage_rows(stats: dict, info: dict) -> list:
+def _usage_rows(summary, info: dict) -> list:
     """CPU, memory, GPU, children, disk I/O, network, and the data quality notes."""
     from .._text import printable
-    from ..tracker import data_quality_notes
 
     vcpus, mem_total = info.get("vcpus"), info.get("memory_mb")
+    cpu, machine_cpu = _stat("process", resource="cpu"), _stat("system", unit="cores")
+    memory, machine_memory = _stat("process", resource="memory"), _stat("system", unit="KiB")
     rows = [
         _row(
             "CPU",
-            f"mean {_get(stats, 'process_cpu_usage', 'mean'):.2f}, "
-            f"peak {_get(stats, 'process_cpu_usage', 'max'):.2f} cores"
+            f"mean {_value(summary, cpu, 'mean'):.2f}, peak {_value(summary, cpu, 'max'):.2f} cores"
             + (f" (machine: {vcpus} vCPUs" if vcpus else " (machine")
-            + f", mean {_get(stats, 'system_cpu_usage', 'mean'):.2f} cores in use)",
+            + f", mean {_value(summary, machine_cpu, 'mean'):.2f} cores in use)",
         ),
         _row(
             "memory",
-            f"peak {size(_get(stats, 'process_memory', 'max') * 1024)}"
-            + f" (machine: peak {size(_get(stats, 'system_memory_used', 'max') * 1024)} used"
+            f"peak {size(_value(summary, memory, 'max') * 1024)}"
+            + f" (machine: peak {size(_value(summary, machine_memory, 'max') * 1024)} used"
             + (f" of {size(mem_total * 2**20)})" if mem_total else ")"),
         ),
-        _gpu_row(stats, info),
-        _row("children", f"peak {_get(stats, 'process_children', 'max'):.0f}"),
-        _row(
-            "disk I/O",
-            f"read {size(_get(stats, 'process_read_bytes', 'sum'))}, "
-            f"written {size(_get(stats, 'process_write_bytes', 'sum'))} "
-            f"(machine: read {size(_get(stats, 'system_disk_read_bytes', 'sum'))}, "
-            f"written {size(_get(stats, 'system_disk_write_bytes', 'sum'))})",
-        ),
-        _row(
-            "network",
-            f"received {size(_get(stats, 'system_net_recv_bytes', 'sum'))}, "
-            f"sent {size(_get(stats, 'system_net_sent_bytes', 'sum'))} (machine)",
-        ),
+        _gpu_row(summary, info),
+        _row("children", f"peak {_value(summary, _stat('process', unit='processes'), 'max'):.0f}"),
+        _disk_row(summary),
+        _network_row(summary),
     ]
-    return rows + [_row("incomplete", printable(note)) for note in data_quality_notes(stats)]
+    notes = summary.warnings_about("data")
+    return rows + [_row("incomplete", printable(note)) for note in notes]
 
 
-def _gpu_row(stats: dict, info: dict) -> str:
-    gpus = _get(stats, "process_gpu_utilized", "max")
-    if gpus or _get(stats, "system_gpu_utilized", "max") or info.get("gpu_count"):
+def _gpu_row(summary, info: dict) -> str:
+    gpus = _value(summary, _stat("process", resource="gpu"), "max")
+    machine_gpus = _value(summary, column("system", "gpu_utilized"), "max")
+    if gpus or machine_gpus or info.get("gpu_count"):
+        usage = _value(summary, column("process", "gpu_usage"), "max")
+        vram = _value(summary, _stat("process", resource="vram"), "max")
         return _row(
             "GPU",
-            f"peak {gpus:.0f} GPUs in use, usage peak {_get(stats, 'process_gpu_usage', 'max'):.2f}"
-            f", VRAM peak {size(_get(stats, 'process_gpu_vram', 'max') * 2**20)}",
+            f"peak {gpus:.0f} GPUs in use, usage peak {usage:.2f}, VRAM peak {size(vram * 2**20)}",
         )
     return _row("GPU", "none used")
+
+
+def _disk_row(summary) -> str:
+    """Bytes read and written: the process tree's, then the machine's disks'."""
+    (read, write), (machine_read, machine_write) = (
+        [c for c in stat_columns(table) if c.unit == "B" and c not in traffic_columns().values()]
+        for table in ("process", "system")
+    )
+    return _row(
+        "disk I/O",
+        f"read {size(_value(summary, read, 'sum'))}, "
+        f"written {size(_value(summary, write, 'sum'))} "
+        f"(machine: read {size(_value(summary, machine_read, 'sum'))}, "
+        f"written {size(_value(summary, machine_write, 'sum'))})",
+    )
+
+
+def _network_row(summary) -> str:
+    traffic = traffic_columns()
+    return _row(
+        "network",
+        f"received {size(_value(summary, traffic['inbound'], 'sum'))}, "
+        f"sent {size(_value(summary, traffic['outbound'], 'sum'))} (machine)",
+    )
 
 
 def describe_resources(res: dict) -> str:
@@ -140,18 +171,20 @@ def describe_server(server) -> str:
     return name + (f" ({', '.join(parts)})" if parts else "")
 
 
-def server_lines(tracker, resources: dict, duration: float, filters: dict) -> list:
-    """Lines on the cheapest fitting server and the cost of the run (or why there is none)."""
-    from .servers import find_servers, run_costs
+def server_lines(summary) -> list:
+    """Lines on the cheapest fitting server and the cost of the run (or why there is none),
+    from the summary (the catalog was asked when it was built)."""
+    from .._text import printable
 
-    found, why = find_servers(resources, **filters)
-    if found is None:
-        return [_row("server", why)]
-    first = found[0] if isinstance(found, list) and found else found
+    choice = summary.server
+    if choice.best is None:
+        why = choice.no_match or choice.unavailable or "no server recommendation"
+        return [_row("server", printable(why.splitlines()[0]))]
+    first = choice.best
     lines = [_row("server", describe_server(first))]
-    if isinstance(first, dict) and first.get("price_source"):
+    if first.get("price_source"):
         lines.append(_row("prices", first["price_source"]))
-    cost = describe_costs(run_costs(duration, tracker.cloud_info, first))
+    cost = describe_costs(choice.costs or {})
     if cost:
         lines.append(_row("cost", cost))
     return lines
@@ -173,11 +206,16 @@ def describe_costs(costs: dict) -> str:
 
 
 # -- the live line of watch ------------------------------------------------------------------
+# The latest sample, not the run summary: a summary is a whole-run value (rebuilding it every
+# tick would compute the statistics of the whole run once a second). Its columns, units and
+# byte formatting come from the registry and this module, as the summary lines'.
 
 
-def _last(df, name: str) -> float:
-    col = df.column_array(name) if len(df) else None
-    return col[-1] if col else 0.0
+def _last(df, col: Column, step: float = 0.0) -> float:
+    """The column's latest value (an amount per interval as a rate per second with step)."""
+    values = df.column_array(col.name) if len(df) else None
+    value = values[-1] if values else 0.0
+    return value / step if step and col.fold == "sum" else value
 
 
 def watch_line(tracker, pid, vcpus) -> str:
@@ -185,31 +223,38 @@ def watch_line(tracker, pid, vcpus) -> str:
     import time
 
     system = tracker.system_metrics
-    stamp = _last(system, "timestamp") or time.time()
+    stamp = _last(system, column("system", "timestamp")) or time.time()
     parts = [time.strftime("%H:%M:%S", time.localtime(stamp))]
     if pid is not None:
         parts.append(_process_part(tracker.process_metrics, pid, tracker.interval))
     step = tracker.interval
+    traffic = traffic_columns()
+    disk_read, disk_write = (
+        c for c in stat_columns("system") if c.unit == "B" and c not in traffic.values()
+    )
     parts.append(
-        f"system: cpu {_last(system, 'cpu_usage'):5.2f}"
+        f"system: cpu {_last(system, _stat('system', unit='cores')):5.2f}"
         + (f"/{vcpus}" if vcpus else "")
-        + f" mem {size(_last(system, 'memory_used') * 1024):>10}"
-        f" disk {size(_last(system, 'disk_read_bytes') / step)}/s r "
-        f"{size(_last(system, 'disk_write_bytes') / step)}/s w"
-        f" net {size(_last(system, 'net_recv_bytes') / step)}/s in "
-        f"{size(_last(system, 'net_sent_bytes') / step)}/s out"
+        + f" mem {size(_last(system, _stat('system', unit='KiB')) * 1024):>10}"
+        f" disk {size(_last(system, disk_read, step))}/s r "
+        f"{size(_last(system, disk_write, step))}/s w"
+        f" net {size(_last(system, traffic['inbound'], step))}/s in "
+        f"{size(_last(system, traffic['outbound'], step))}/s out"
     )
     return " | ".join(parts)
 
 
 def _process_part(proc, pid: int, step: float) -> str:
+    read, write = (c for c in stat_columns("process") if c.unit == "B")
     text = (
-        f"pid {pid}: cpu {_last(proc, 'cpu_usage'):5.2f} "
-        f"mem {size(_last(proc, 'memory') * 1024):>10} "
-        f"children {_last(proc, 'children'):.0f} "
-        f"io {size(_last(proc, 'read_bytes') / step)}/s r "
-        f"{size(_last(proc, 'write_bytes') / step)}/s w"
+        f"pid {pid}: cpu {_last(proc, _stat('process', resource='cpu')):5.2f} "
+        f"mem {size(_last(proc, _stat('process', resource='memory')) * 1024):>10} "
+        f"children {_last(proc, _stat('process', unit='processes')):.0f} "
+        f"io {size(_last(proc, read, step))}/s r "
+        f"{size(_last(proc, write, step))}/s w"
     )
-    if _last(proc, "gpu_utilized"):
-        text += f" gpu {_last(proc, 'gpu_usage'):.2f} vram {size(_last(proc, 'gpu_vram') * 2**20)}"
+    if _last(proc, _stat("process", resource="gpu")):
+        usage = _last(proc, column("process", "gpu_usage"))
+        vram = _last(proc, _stat("process", resource="vram"))
+        text += f" gpu {usage:.2f} vram {size(vram * 2**20)}"
     return text

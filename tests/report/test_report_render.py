@@ -250,9 +250,11 @@ def test_report_historical_comparison_list_and_metaflow_summary():
     page = render_report(tracker, historical_stats=[past, past])
     text = " ".join(_text(page).split())
     assert "Earlier runs (2)" in text
-    cpu_row = re.search(r"Process CPU, mean \(cores\) ([\d.]+) ([\d.]+) ([+-][\d.]+%)", text)
+    cpu_row = re.search(r"Process CPU usage, mean \(cores\) ([\d.]+) ([\d.]+) ([+-][\d.]+%)", text)
     assert cpu_row and cpu_row.group(3) == "+100.0%", text
-    mem_row = re.search(r"Process memory, peak ([\d,.]+) MiB ([\d,.]+) MiB ([+-][\d.]+%)", text)
+    mem_row = re.search(
+        r"Process memory usage, peak ([\d,.]+) MiB ([\d,.]+) MiB ([+-][\d.]+%)", text
+    )
     assert mem_row and mem_row.group(3) == "-50.0%"
     assert "from this run and 2 earlier run(s)" in text
     # the Metaflow extension's summary dict
@@ -270,8 +272,8 @@ def test_report_historical_comparison_list_and_metaflow_summary():
     }
     text = " ".join(_text(render_report(tracker, historical_stats=summary)).split())
     assert "Earlier runs (5)" in text
-    assert re.search(r"Process CPU, mean \(cores\) [\d.]+ [\d.]+ -75\.0%", text)
-    assert re.search(r"Process memory, peak [\d,.]+ MiB [\d,.]+ MiB \+0\.0%", text)
+    assert re.search(r"Process CPU usage, mean \(cores\) [\d.]+ [\d.]+ -75\.0%", text)
+    assert re.search(r"Process memory usage, peak [\d,.]+ MiB [\d,.]+ MiB \+0\.0%", text)
     assert re.search(r"Duration 10 min 00 s 5 min 00 s \+100\.0%", text)
 
 
@@ -286,7 +288,7 @@ def test_report_not_enough_data_for_empty_and_one_sample():
     text = " ".join(_text(page).split())
     assert "Not enough data: 1 sample recorded" in text
     assert "Not enough data to draw charts: 1 sample" in text
-    assert "Process CPU, peak (cores)" in text  # statistics of the one sample still shown
+    assert "Process CPU usage, peak (cores)" in text  # statistics of the one sample still shown
 
 
 def test_report_downsampling_keeps_peaks_and_bounds(capsys):
@@ -306,8 +308,8 @@ def test_report_downsampling_keeps_peaks_and_bounds(capsys):
     for key in ("p", "s"):
         assert data["tables"][key]["rows"] == 86_400
         assert len(data["tables"][key]["t"]) == MAX_POINTS
-    assert max(data["tables"]["p"]["s"]["cpu"]) == PEAK_CPU  # the one-sample peak survives
-    assert max(data["tables"]["s"]["s"]["rx"]) == pytest.approx(PEAK_NET, rel=1e-4)
+    assert max(data["tables"]["p"]["s"]["cpu_usage"]) == PEAK_CPU  # the one-sample peak survives
+    assert max(data["tables"]["s"]["s"]["net_recv_bytes"]) == pytest.approx(PEAK_NET, rel=1e-4)
     # the statistics use every sample
     assert tracker.stats()["process_cpu_usage"]["max"] == PEAK_CPU
     assert f"{tracker.stats()['process_cpu_usage']['mean']:,.2f}" in _text(page)

@@ -326,31 +326,34 @@ def build_artifact(tracker, history, failed, error=None, label=None):
         artifact = error_artifact(error or "resource tracking did not run", failed)
         artifact["historical_stats"] = summarize_history(stats_list, notes, runs)
         return artifact
-    errors = [error] if error else []
-    stats = tracker.stats()
-    recommendations = {"resources": None, "server": None, "server_note": None}
-    try:
-        recommendations["resources"] = tracker.recommend_resources(historical_stats=stats_list)
-    except Exception as exc:
-        errors.append(f"no resource recommendation: {_describe(exc)}")
-    if recommendations["resources"] is not None:
-        server, note = _recommend_server(tracker, stats_list)
-        recommendations["server"], recommendations["server_note"] = server, note
     if label:
         tracker.label = label
     tracker.extra.update(integration="Metaflow", step_failed=bool(failed))
     if stats_list:
         tracker.extra["historical_stats"] = list(stats_list)
+    # computed once here (the catalog lookup included, bounded in time); the snapshot below
+    # stores it, so the card renders it without asking the catalog again
+    summary = tracker.summary(historical_stats=list(stats_list) or None)
+    errors = ([error] if error else []) + [
+        f"no resource recommendation: {text}" for text in summary.warnings_about("recommendation")
+    ]
+    recommendations = {
+        "resources": summary.resources,
+        "server": summary.server.best,
+        "server_note": summary.server.unavailable or summary.server.no_match,
+    }
+    if summary.resources is None:
+        recommendations["server_note"] = None
     process, system = tracker.process_metrics, tracker.system_metrics
     snapshot = tracker._snapshot_fields()
     snapshot.update(process_metrics=process, system_metrics=system)
     return {
         "process_metrics": process,
         "system_metrics": system,
-        "cloud_info": documented_cloud_info(tracker.cloud_info),
-        "server_info": tracker.server_info,
-        "stats": documented_stats(stats),
-        "detailed_stats": stats,
+        "cloud_info": documented_cloud_info(summary.cloud_info),
+        "server_info": summary.server_info,
+        "stats": documented_stats(summary.stats),
+        "detailed_stats": summary.stats,
         "historical_stats": summarize_history(stats_list, notes, runs),
         "historical_runs_stats": stats_list,
         "recommendations": recommendations,
@@ -360,27 +363,36 @@ def build_artifact(tracker, history, failed, error=None, label=None):
     }
 
 
-SERVER_TIMEOUT_S = 10.0
+def _card_command(deco, mode, data_file, timeout):
+    """The `card create` command line rendering the card of `deco` in `mode` from data_file."""
+    import json
 
+    from metaflow import current
 
-def _recommend_server(tracker, stats_list, timeout=SERVER_TIMEOUT_S):
-    """(server or None, note): the catalog lookup, bounded in time (it may need a download)."""
-    import threading
-
-    result = {"server": None, "note": None}
-
-    def lookup():
-        try:
-            result["server"] = tracker.recommend_server(historical_stats=stats_list)
-        except Exception as exc:  # no catalog here, or nothing fits: the step is fine
-            result["note"] = _describe(exc)
-
-    thread = threading.Thread(target=lookup, name="resource-tracker-server", daemon=True)
-    thread.start()
-    thread.join(timeout)
-    if thread.is_alive():
-        return None, f"the server recommendation took longer than {timeout:g} s: skipped"
-    return result["server"], result["note"]
+    runspec = "/".join([str(current.run_id), current.step_name, str(current.task_id)])
+    cmd = [sys.executable, sys.argv[0]]
+    cmd += deco._create_top_level_args(deco.task_flow)
+    cmd += [
+        "card",
+        "create",
+        runspec,
+        "--delete-input-files",
+        "--card-uuid",
+        deco._card_uuid,
+        "--mode",
+        mode,
+        "--type",
+        deco.attributes["type"],
+        "--timeout",
+        str(int(timeout)),
+        "--data-file",
+        data_file,
+    ]
+    if deco.card_options:
+        cmd += ["--options", json.dumps(deco.card_options)]
+    if deco._user_set_card_id is not None:
+        cmd += ["--id", str(deco._user_set_card_id)]
+    return cmd
 
 
 _CARD_CLASS = None
@@ -418,34 +430,7 @@ def _card_decorator_class():
 
         def card_command(self, mode, data_file, timeout=LIVE_RENDER_TIMEOUT_S):
             """The `card create` command line rendering this card in `mode` from data_file."""
-            import json
-
-            from metaflow import current
-
-            runspec = "/".join([str(current.run_id), current.step_name, str(current.task_id)])
-            cmd = [sys.executable, sys.argv[0]]
-            cmd += self._create_top_level_args(self.task_flow)
-            cmd += [
-                "card",
-                "create",
-                runspec,
-                "--delete-input-files",
-                "--card-uuid",
-                self._card_uuid,
-                "--mode",
-                mode,
-                "--type",
-                self.attributes["type"],
-                "--timeout",
-                str(int(timeout)),
-                "--data-file",
-                data_file,
-            ]
-            if self.card_options:
-                cmd += ["--options", json.dumps(self.card_options)]
-            if self._user_set_card_id is not None:
-                cmd += ["--id", str(self._user_set_card_id)]
-            return cmd
+            return _card_command(self, mode, data_file, timeout)
 
     # @card keeps per-task state in class attributes (counters, the card creator) and sets
     # them through classmethods; called on this subclass they would set separate copies

@@ -37,19 +37,15 @@ def stats_from_artifact(data):
 
 def _from_legacy(stats):
     """Legacy artifacts (stats with cpu_usage, memory_usage, gpu_*, duration) as stats()."""
+    from resource_tracker.rounding import DOCUMENTED_PAIRS
 
-    def pair(key):
-        value = stats.get(key) or {}
+    def pair(name):
+        value = stats.get(name) or {}
         return {"mean": float(value.get("mean", 0.0)), "max": float(value.get("max", 0.0))}
 
-    return {
-        "process_cpu_usage": pair("cpu_usage"),
-        "process_memory": pair("memory_usage"),
-        "process_gpu_usage": pair("gpu_usage"),
-        "process_gpu_vram": pair("gpu_vram"),
-        "process_gpu_utilized": pair("gpu_utilized"),
-        "timestamp": {"duration": float(stats.get("duration") or 0.0), "samples": 0},
-    }
+    converted = {key: pair(name) for name, key in DOCUMENTED_PAIRS.items()}
+    converted["timestamp"] = {"duration": float(stats.get("duration") or 0.0), "samples": 0}
+    return converted
 
 
 class HistoryLookup:
@@ -167,33 +163,23 @@ class HistoryLookup:
 
 
 def summarize_history(stats_list, notes=(), runs=()):
-    """historical_stats for the artifact: averages and peaks over earlier runs, rounded as
-    the seeds show them (2 decimals; memory in whole KiB); None without history."""
+    """historical_stats for the artifact: the earlier runs by the one history rule
+    (``resource_tracker.summary.history_values``: mean of the means, highest of the peaks),
+    under the documented keys and rounded as the seeds show them (2 decimals; memory in
+    whole KiB). Its values are None without history."""
+    from resource_tracker.summary import METAFLOW_HISTORY_KEYS, history_values
+
     summary = {
         "available": bool(stats_list),
         "runs_analyzed": len(stats_list),
-        "avg_cpu_mean": None,
-        "max_memory_max": None,
-        "avg_gpu_mean": None,
-        "max_vram_max": None,
-        "max_gpu_count": None,
-        "avg_duration": None,
+        **dict.fromkeys(METAFLOW_HISTORY_KEYS),
         "runs": list(runs),
         "notes": list(notes),
     }
     if not stats_list:
         return summary
-
-    def values(key, field):
-        return [float((s.get(key) or {}).get(field) or 0.0) for s in stats_list]
-
-    n = len(stats_list)
-    summary.update(
-        avg_cpu_mean=round(sum(values("process_cpu_usage", "mean")) / n, 2),
-        max_memory_max=round(max(values("process_memory", "max"))) + 0.0,
-        avg_gpu_mean=round(sum(values("process_gpu_usage", "mean")) / n, 2),
-        max_vram_max=round(max(values("process_gpu_vram", "max")), 2),
-        max_gpu_count=round(max(values("process_gpu_utilized", "max")), 2),
-        avg_duration=round(sum(values("timestamp", "duration")) / n, 2),
-    )
+    values = history_values(stats_list)
+    for name, (key, field) in METAFLOW_HISTORY_KEYS.items():
+        value = (values.get(key) or {}).get(field) or 0.0
+        summary[name] = round(value, 0 if name == "max_memory_max" else 2) + 0.0
     return summary

@@ -150,19 +150,58 @@ def render_artifact(data, label=None):
 
 
 def _report_html(tracker, data, banner=None, failed=False, live=False):
-    """tracker.report() HTML (with a banner), or the minimal summary when it fails."""
+    """The report HTML of the run's summary (with a banner), or a minimal page when the
+    report cannot be rendered.
+
+    The summary stored with the artifact (in its ``tracker`` snapshot) is rendered as it
+    is: the card asks no catalog. Artifacts without one (earlier versions, live renders)
+    get a summary built here.
+    """
     history = (data or {}).get("historical_runs_stats") or None
+    summary = None
     try:
-        html = str(tracker.report(historical_stats=history))
+        from resource_tracker.report import render_report
+        from resource_tracker.summary import stored_summary
+
+        summary = stored_summary(((data or {}).get("tracker") or {}).get("summary"))
+        if summary is None:
+            summary = tracker.summary(historical_stats=history)
+        html = str(render_report(tracker, summary=summary))
         note = None
     except Exception as exc:  # the report package is missing or broke: still show the data
         status = "running" if live else ("failed" if failed else "finished")
-        html = _summary_html(tracker, data, status)
+        html = _summary_html(tracker, summary, data, status)
         note = f"(full report unavailable: {type(exc).__name__}: {exc})"
     if banner or note:
         text = " ".join(t for t in (banner, note) if t)
         html = _with_banner(html, text, failed)
     return html
+
+
+def _summary_html(tracker, summary, data, status):
+    """A small self-contained HTML page (when the full report cannot be rendered): the
+    summary's statistics of the resources the recommendation sizes, as plain numbers with
+    the registry's labels and units."""
+    rows = [("Status", status), ("Command", getattr(tracker, "command", None))]
+    if summary is not None:
+        from resource_tracker.registry import COLUMNS
+
+        sized = {c.key for c in COLUMNS if c.resource}
+        rows.append(("Duration (s)", _fmt(summary.duration)))
+        rows.append(("Samples", _fmt(summary.n_samples, 0)))
+        rows += [(f"{r.label} ({r.unit})", _fmt(r.value)) for r in summary.rows if r.key in sized]
+        if summary.resources:
+            text = ", ".join(f"{k}={v}" for k, v in summary.resources.items())
+            rows.append(("Recommended resources", text))
+        if summary.history:
+            rows.append(("Earlier runs analyzed", _fmt(summary.history.runs, 0)))
+    if (data or {}).get("error"):
+        rows.append(("Error", data["error"]))
+    table = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in rows)
+    return _page(
+        "Resource tracking",
+        f"<h2>Resource tracking</h2><table>{table}</table>",
+    )
 
 
 def _fmt(value, digits=2):
@@ -171,36 +210,3 @@ def _fmt(value, digits=2):
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return str(value)
-
-
-def _summary_html(tracker, data, status):
-    """A small self-contained HTML summary (used when the full report cannot be rendered)."""
-    stats = tracker.stats()
-    rows = [
-        ("Status", status),
-        ("Command", tracker.command),
-        ("Duration (s)", _fmt(stats.get("timestamp", {}).get("duration"))),
-        ("Samples", _fmt(stats.get("timestamp", {}).get("samples"), 0)),
-        ("Mean CPU (cores)", _fmt(stats.get("process_cpu_usage", {}).get("mean"))),
-        ("Peak CPU (cores)", _fmt(stats.get("process_cpu_usage", {}).get("max"))),
-        ("Peak memory (MiB)", _fmt((stats.get("process_memory", {}).get("max") or 0) / 1024, 1)),
-        ("Peak GPU VRAM (MiB)", _fmt(stats.get("process_gpu_vram", {}).get("max"), 1)),
-    ]
-    recs = ((data or {}).get("recommendations") or {}).get("resources")
-    if recs is None:
-        try:
-            recs = tracker.recommend_resources()
-        except Exception:
-            recs = None
-    if recs:
-        rows.append(("Recommended resources", ", ".join(f"{k}={v}" for k, v in recs.items())))
-    history = (data or {}).get("historical_stats") or {}
-    if history:
-        rows.append(("Earlier runs analyzed", _fmt(history.get("runs_analyzed"), 0)))
-    if (data or {}).get("error"):
-        rows.append(("Error", data["error"]))
-    table = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in rows)
-    return _page(
-        "Resource tracking",
-        f"<h2>Resource tracking</h2><table>{table}</table>",
-    )
