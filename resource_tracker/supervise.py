@@ -255,7 +255,7 @@ class Supervisor:
             tracker.extra["signals_forwarded"] = list(self._result.signals_forwarded)
 
 
-def _failed_unreaped(proc: "subprocess.Popen[bytes]") -> Optional[bool]:
+def _failed_unreaped(proc: subprocess.Popen[bytes]) -> Optional[bool]:
     """Whether the exited child failed (non-zero exit or a signal), read without reaping it
     when it is not reaped yet; None when that cannot be known."""
     if proc.returncode is not None:
