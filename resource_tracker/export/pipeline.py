@@ -277,13 +277,29 @@ class Exporter:
 
     def finish(self, failed: Optional[bool] = None, timeout: float = FINISH_TIMEOUT_S) -> None:
         """The final point and the run summary to every target; returns within ``timeout``
-        seconds (plus the time to compute the summary), whatever the endpoints do."""
+        seconds whatever the endpoints do (the summary is computed off the caller's thread
+        too: it may wait for cloud discovery)."""
         if self._finished:
             return
         self._finished = True
         atexit.unregister(self._at_exit)
         deadline = time.monotonic() + timeout
         self._stop.set()
+        final = threading.Thread(
+            target=self._final, args=(failed, deadline), name="resource-tracker-export-final",
+            daemon=True,
+        )  # fmt: skip
+        try:
+            final.start()
+        except RuntimeError:  # at interpreter exit (Python 3.12+ starts no new thread then)
+            self._final(failed, deadline)
+        for channel in self._channels:
+            if not channel.done.wait(max(0.0, deadline - time.monotonic())):
+                channel.final_state = "timed out"
+
+    def _final(self, failed: Optional[bool], deadline: float) -> None:
+        """The final point and summary, handed to every channel."""
+        point, summary = None, None
         try:
             self._thread.join(max(0.0, deadline - time.monotonic()))
             point = self._poll(final=True)
@@ -292,12 +308,8 @@ class Exporter:
             summary = run_summary(self._tracker, failed)
         except Exception as exc:
             self._error = f"{type(exc).__name__}: {exc}"[:300]
-            point, summary = None, None
         for channel in self._channels:
             channel.finish(point, summary)
-        for channel in self._channels:
-            if not channel.done.wait(max(0.0, deadline - time.monotonic())):
-                channel.final_state = "timed out"
 
     def report(self) -> Dict[str, object]:
         """What the export did: per target sent/failed/dropped counts, the last error and

@@ -1,7 +1,7 @@
 """The run summary the exporters push at the end: an adapter over the tracker.
 
-Everything the final push needs comes through :func:`run_summary`, so that it can take the
-package's run-summary object when there is one, in this one place.
+Everything the final push needs comes through :func:`run_summary`, from the package's run
+summary (resource_tracker.summary), in this one place.
 """
 
 from __future__ import annotations
@@ -27,8 +27,12 @@ class RunSummary:
 
 
 def run_summary(tracker, failed: Optional[bool] = None) -> RunSummary:
-    """The summary of a stopped (or running) tracker."""
-    stats = tracker.stats()
+    """The figures of the final push, taken from the package's run summary
+    (resource_tracker.summary.build_summary, without the catalog lookup)."""
+    from ..summary import build_summary
+
+    summary = build_summary(tracker, lookup_server=False)
+    stats = summary.stats or {}
     figures = {}
     for col in stat_columns():
         entry = stats.get(col.key)
@@ -36,13 +40,9 @@ def run_summary(tracker, failed: Optional[bool] = None) -> RunSummary:
             figures[col.key] = {
                 k: float(v) for k, v in entry.items() if k in ("mean", "max", "sum") and _num(v)
             }
-    try:
-        recommendation = {k: float(v) for k, v in tracker.recommend_resources().items()}
-    except Exception:  # no samples: no recommendation
-        recommendation = {}
-    duration = (stats.get("timestamp") or {}).get("duration") or 0.0
+    recommendation = {k: float(v) for k, v in (summary.resources or {}).items() if _num(v)}
     return RunSummary(
-        duration=float(duration),
+        duration=float(summary.duration or 0.0),
         end_time=float(tracker.stop_time or time.time()),
         failed=failed,
         figures=figures,
