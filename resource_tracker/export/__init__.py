@@ -39,26 +39,27 @@ def _tables(tracker):
     return tables
 
 
-def _make_sinks(tracker, settings: ExportSettings):
+def _sink_factories(tracker, settings: ExportSettings):
+    """[(target, factory)]: each factory builds its target's sink. The sender thread calls
+    it, so the SDK's imports and set-up cost the caller nothing, and the identity is read
+    once the tracked process runs its own command."""
     from .context import identity_of
 
-    identity = identity_of(tracker)
     tables = _tables(tracker)
-    sinks = []
-    for target in settings.targets:
-        if target == "otlp":
-            from .otlp import OtlpSink
 
-            sinks.append(OtlpSink(identity, tables))
-        elif target == "pushgateway":
-            from .pushgateway import PushgatewaySink
+    def otlp():
+        from .otlp import OtlpSink
 
-            sinks.append(
-                PushgatewaySink(
-                    settings.pushgateway_url, settings.pushgateway_job, identity, tables
-                )
-            )
-    return sinks
+        return OtlpSink(identity_of(tracker), tables)
+
+    def pushgateway():
+        from .pushgateway import PushgatewaySink
+
+        url, job = settings.pushgateway_url, settings.pushgateway_job
+        return PushgatewaySink(url, job, identity_of(tracker), tables)
+
+    factories = {"otlp": otlp, "pushgateway": pushgateway}
+    return [(target, factories[target]) for target in settings.targets]
 
 
 def prepare_export(export: Union[None, str, Iterable[str]] = None) -> ExportSettings:
@@ -78,4 +79,4 @@ def start_export(tracker, settings: ExportSettings):
 
     if not settings.targets:
         return None
-    return Exporter(tracker, _make_sinks(tracker, settings), _tables(tracker)).start()
+    return Exporter(tracker, _sink_factories(tracker, settings), _tables(tracker)).start()

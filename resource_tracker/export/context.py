@@ -56,10 +56,13 @@ def metaflow_ids() -> Dict[str, str]:
 
 
 def identity_of(tracker) -> Identity:
-    """The identity of a tracker's run in this process."""
+    """The identity of a tracker's run in this process (the command line read again when
+    the tracker saw none: a child caught before its exec)."""
+    from ..tracker import _command_line
+
     return Identity(
         host_name=socket.gethostname(),
         pid=int(tracker.pid),
-        command_line=str(tracker.command or ""),
+        command_line=str(tracker.command or _command_line(tracker.pid) or ""),
         metaflow=metaflow_ids(),
     )

@@ -114,9 +114,10 @@ class RowReader:
 class Channel:
     """One target's bounded queue and sender thread."""
 
-    def __init__(self, sink, capacity: Optional[int] = None):
-        self.sink = sink
-        self.name = sink.name
+    def __init__(self, name: str, make_sink, capacity: Optional[int] = None):
+        self.name = name
+        self.sink = None
+        self._make_sink = make_sink
         self._queue: deque = deque()
         self._capacity = capacity or QUEUE_POINTS
         self._cond = threading.Condition()
@@ -140,6 +141,10 @@ class Channel:
 
     def offer(self, point: Point) -> None:
         with self._cond:
+            if self._capacity == 0:  # no sink (it could not start)
+                self.dropped_points += 1
+                self.dropped_rows += point.rows
+                return
             if len(self._queue) >= self._capacity:
                 lost = self._queue.popleft()
                 self.dropped_points += 1
@@ -175,6 +180,13 @@ class Channel:
 
     def _run(self) -> None:
         try:
+            self.sink = self._make_sink()
+        except BaseException as exc:  # the target cannot work here: its points are dropped
+            self.last_error = f"could not start: {type(exc).__name__}: {exc}"[:300]
+            self.final_state = "failed"
+            self._drain()
+            return
+        try:
             while True:
                 kind, item = self._next()
                 if kind == "final":
@@ -198,6 +210,16 @@ class Channel:
         self.sent += 1
         self._backoff = 0.0
         return True
+
+    def _drain(self) -> None:
+        """Without a sink: count what is queued and what comes later as dropped."""
+        self._capacity = 0
+        with self._cond:
+            while self._queue:
+                lost = self._queue.popleft()
+                self.dropped_points += 1
+                self.dropped_rows += lost.rows
+        self.done.set()
 
     def _send_final(self, item) -> None:
         point, summary = item
@@ -224,9 +246,10 @@ class Exporter:
     """Streams a tracker's samples to the chosen targets (see the module docstring)."""
 
     def __init__(self, tracker, sinks, tables):
+        """sinks: [(target name, a callable building its sink in the sender thread)]."""
         self._tracker = tracker
         self._reader = RowReader(tracker._sampler, tables)
-        self._channels = [Channel(s) for s in sinks]
+        self._channels = [Channel(name, make) for name, make in sinks]
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._finished = False
