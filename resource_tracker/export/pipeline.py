@@ -156,16 +156,14 @@ class Channel:
         """Ask for the final send (the point and the run summary), after what is queued is
         dropped (the final point holds the totals and the newest values)."""
         with self._cond:
-            while self._queue:
-                lost = self._queue.popleft()
-                self.dropped_points += 1
-                self.dropped_rows += lost.rows
+            self._drop_queued()
             self._final = (point, summary)
             self._closing = True
             self._cond.notify()
 
     def _next(self):
-        """The next point to send, ('final', ...) or None when closing without a final."""
+        """('live', the next point) when one is queued and no back-off runs, or ('final',
+        (point, summary)) as soon as the final send is asked for (it skips the back-off)."""
         with self._cond:
             while True:
                 if self._closing:
@@ -213,13 +211,17 @@ class Channel:
 
     def _drain(self) -> None:
         """Without a sink: count what is queued and what comes later as dropped."""
-        self._capacity = 0
         with self._cond:
-            while self._queue:
-                lost = self._queue.popleft()
-                self.dropped_points += 1
-                self.dropped_rows += lost.rows
+            self._capacity = 0
+            self._drop_queued()
         self.done.set()
+
+    def _drop_queued(self) -> None:
+        """Counts the queued points as dropped and empties the queue (lock held)."""
+        while self._queue:
+            lost = self._queue.popleft()
+            self.dropped_points += 1
+            self.dropped_rows += lost.rows
 
     def _send_final(self, item) -> None:
         point, summary = item
