@@ -172,6 +172,9 @@ class ResourceTracker:
         discover_cloud: find the cloud vendor, region and instance type (in the background;
             no network request unless local evidence points at a known cloud).
         method: 'procfs' (Linux, the C sampler) or 'psutil'; default: procfs where it exists.
+        export: stream the samples to 'otlp' and/or 'pushgateway' (a comma list or a list;
+            None: the RESOURCE_TRACKER_EXPORT variable decides, unset means no export). See
+            docs/export.md. Raises ValueError / ImportError when a target cannot work.
 
     Example:
         >>> tracker = ResourceTracker()
@@ -192,6 +195,7 @@ class ResourceTracker:
         discover_server=True,
         discover_cloud=True,
         method=None,
+        export=None,
     ):
         self.interval = _check_interval(interval)
         self.pid = _check_pid(pid)
@@ -209,6 +213,8 @@ class ResourceTracker:
         self._server_info = None
         self._cloud_info = None
         self._cloud_job = None
+        self._export_settings = _export_settings(export)
+        self._exporter = None
         self._sampler = self._make_sampler()
         self._autostarted = False
         if autostart:
@@ -282,13 +288,17 @@ class ResourceTracker:
             return
         first = self._sampler.state == "new"
         self._sampler.start()
+        self._start_export()
         if self.discover_cloud and self._cloud_job is None:
             self._cloud_job = _start_cloud_discovery()
         if first:  # last: the worker takes the interpreter lock once start() returned
             self._cgroup_job = _background.submit(self._read_cgroup_start)
 
-    def stop(self):
-        """Stop sampling; the data stays. Safe to call more than once."""
+    def stop(self, *, failed=None):
+        """Stop sampling; the data stays. Safe to call more than once.
+
+        With export on, the final push (run summary) goes out now; stop() waits at most 2 s
+        for it. ``failed``: whether the job failed, for that push (None: not known)."""
         was_running = self.running
         self._sampler.stop()
         if was_running:
@@ -297,6 +307,43 @@ class ResourceTracker:
         if was_running and self.pid != os.getpid():
             # a child seen before its exec showed its parent's command line (or none)
             self.command = _command_line(self.pid) or self.command
+        self._finish_export(failed)
+
+    # -- export ----------------------------------------------------------------------
+
+    def _start_export(self):
+        """Start streaming to the export targets (never raises: a failure is recorded)."""
+        settings = getattr(self, "_export_settings", None)
+        if settings is None or not settings.targets or self._exporter is not None:
+            return
+        try:
+            from .export import start_export
+
+            self._exporter = start_export(self, settings)
+        except Exception as exc:
+            self._export_error = f"export could not start: {type(exc).__name__}: {exc}"
+
+    def _finish_export(self, failed=None):
+        exporter = getattr(self, "_exporter", None)
+        if exporter is not None:
+            try:
+                exporter.finish(failed=failed)
+            except Exception as exc:  # never into the caller
+                self._export_error = f"export could not finish: {type(exc).__name__}: {exc}"
+            self.extra["export"] = self.export_report()  # kept by snapshot() / dumps()
+
+    def export_report(self):
+        """What the export did (None without export): per target the points sent, failed
+        sends, points and rows dropped, the last error and the final push's fate."""
+        exporter = getattr(self, "_exporter", None)
+        error = getattr(self, "_export_error", None)
+        if exporter is None and error is None:
+            stored = (getattr(self, "extra", None) or {}).get("export")
+            return stored if isinstance(stored, dict) else None
+        report = exporter.report() if exporter is not None else {"targets": {}, "rows_dropped": 0}
+        if error is not None:
+            report["error"] = error
+        return report
 
     @property
     def running(self):
@@ -354,8 +401,8 @@ class ResourceTracker:
             self.start()
         return self
 
-    def __exit__(self, *exc):
-        self.stop()
+    def __exit__(self, exc_type, exc, tb):
+        self.stop(failed=exc_type is not None)
         return False
 
     # -- the container ---------------------------------------------------------------
@@ -520,6 +567,9 @@ class ResourceTracker:
         cgroup = self.cgroup_metrics
         if cgroup is not None:
             result["cgroup"] = cgroup
+        export = self.export_report()
+        if export is not None:
+            result["export"] = export
         return result
 
     def data_quality(self):
@@ -794,6 +844,13 @@ class ResourceTracker:
         )
 
 
+def _export_settings(export):
+    """The checked export settings (no targets: no export), read once at construction."""
+    from .export import prepare_export
+
+    return prepare_export(export)
+
+
 def _data_quality(rows_dropped, io_denied, pss_denied):
     """The data_quality() dict from the sampler's counters."""
     incomplete = {}
@@ -830,6 +887,22 @@ def data_quality_notes(stats):
         by_reason.setdefault(str(reason), []).append(str(column))
     for reason, columns in by_reason.items():
         notes.append(f"{', '.join(columns)} incomplete: {reason}")
+    return notes + _export_notes((stats or {}).get("export"))
+
+
+def _export_notes(export):
+    """One line per export target that dropped samples or failed (stats()['export'])."""
+    if not isinstance(export, dict):
+        return []
+    notes = [f"export: {export['error']}"] if export.get("error") else []
+    for target, done in (export.get("targets") or {}).items():
+        dropped, failures = done.get("dropped_rows", 0), done.get("failures", 0)
+        if dropped or failures or done.get("final") not in ("sent", "pending"):
+            notes.append(
+                f"export to {target}: {dropped} samples dropped, {failures} failed sends, "
+                f"final push {done.get('final')}"
+                + (f" (last error: {done['last_error']})" if done.get("last_error") else "")
+            )
     return notes
 
 

@@ -63,6 +63,16 @@ def _check_artifact_name(name, flow):
     return name
 
 
+def _check_export(value):
+    """The export targets (None: RESOURCE_TRACKER_EXPORT decides), or ValueError naming the
+    attribute."""
+    if value is None:
+        return None
+    from resource_tracker.export import parse_targets
+
+    return ",".join(parse_targets(value, "@track_resources(export=...)"))
+
+
 def _describe(exc):
     return f"{type(exc).__name__}: {exc}"
 
@@ -89,6 +99,10 @@ class TrackResourcesDecorator(StepDecorator):
         Re-render the card while the step runs.
     live_interval : float, default 5.0
         Seconds between live renders.
+    export : str, optional
+        Stream the samples while the step runs: "otlp", "pushgateway" or both as a comma
+        list (docs/export.md); the series carry the flow, run, step and task ids. Default:
+        the RESOURCE_TRACKER_EXPORT variable decides (unset: no export).
     """
 
     name = "track_resources"
@@ -101,6 +115,7 @@ class TrackResourcesDecorator(StepDecorator):
         "history_timeout": 10.0,
         "live": True,
         "live_interval": 5.0,
+        "export": None,
     }
 
     def __init__(self, *args, **kwargs):
@@ -129,6 +144,7 @@ class TrackResourcesDecorator(StepDecorator):
         self._history_timeout = _as_float(self.attributes["history_timeout"], "history_timeout")
         self._history_runs = int(self.attributes["history_runs"])
         self._artifact_name = _check_artifact_name(self.attributes["artifact_name"], flow)
+        self._export = _check_export(self.attributes.get("export"))
         if _as_bool(self.attributes["create_card"]):
             self._card = _attach_card(self, step_name, decorators)
 
@@ -182,11 +198,14 @@ class TrackResourcesDecorator(StepDecorator):
             began = time.perf_counter()
             deco._start_tracking()
             deco._overhead["start"] = time.perf_counter() - began
+            failed = True
             try:
-                return step_func(*args, **kwargs)
+                result = step_func(*args, **kwargs)
+                failed = False
+                return result
             finally:
                 began = time.perf_counter()
-                deco._stop_tracking()
+                deco._stop_tracking(failed)
                 deco._overhead["stop"] = time.perf_counter() - began
 
         return step_with_resource_tracking
@@ -204,7 +223,9 @@ class TrackResourcesDecorator(StepDecorator):
         try:
             from resource_tracker import ResourceTracker
 
-            self._tracker = ResourceTracker(pid=os.getpid(), children=True, interval=self._interval)
+            self._tracker = ResourceTracker(
+                pid=os.getpid(), children=True, interval=self._interval, export=self._export
+            )
         except Exception as exc:
             self._tracker = None
             self._error = f"resource tracking could not start: {_describe(exc)}"
@@ -218,10 +239,10 @@ class TrackResourcesDecorator(StepDecorator):
                 self._live = None
                 self._error = f"live card could not start: {_describe(exc)}"
 
-    def _stop_tracking(self):
+    def _stop_tracking(self, failed=None):
         try:
             if self._tracker is not None:
-                self._tracker.stop()
+                self._tracker.stop(failed=failed)
         except Exception as exc:
             self._error = f"resource tracking could not stop: {_describe(exc)}"
         if self._live is not None:
