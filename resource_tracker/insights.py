@@ -144,7 +144,10 @@ def _gib(mib: float) -> str:
 
 
 def _usd(value: float) -> str:
-    return f"${value:.4f}" if abs(value) < 1 else f"${value:.2f}"
+    """Dollars with the digits a small amount needs: $0.000040, $0.0012, $3.50."""
+    if abs(value) >= 1:
+        return f"${value:.2f}"
+    return f"${value:.4f}" if abs(value) >= 0.01 else f"${value:.6f}"
 
 
 # -- over-provisioned ---------------------------------------------------------------------

@@ -257,7 +257,7 @@ def _page_html(view, process, system):
     data = json.dumps(chart_data, separators=(",", ":"), allow_nan=False, default=raw)
     for i, text in enumerate(raws):
         data = data.replace(f'"@@RAW{i}@@"', text, 1)
-    sections = (_header, _server, _cgroup, _cloud, _usage, _recommendations)
+    sections = (_header, _insights, _server, _cgroup, _cloud, _usage, _recommendations)
     body = "".join(section(view) for section in sections)
     body += _charts(view.s, downsampled) + _FOOTER
     # inside <script>: no "</script>", no "<!--", no line separators
@@ -345,6 +345,20 @@ def _header(view):
         out.append(_note(_esc(text), "warn"))
     out.append('<section id="rt-run"><h2>Run</h2>' + _table(_run_rows(view)) + "</section>")
     return "".join(out)
+
+
+def _insights(view):
+    """The summary's findings (resource_tracker.insights), one line each with its severity
+    (a minimal rendering until the report's redesign shows them its own way)."""
+    found = getattr(view.s, "insights", ())
+    if not found:
+        return ""
+    items = "".join(
+        f'<li class="rt-insight rt-{_esc(i.severity)}"><b>{_esc(i.severity)}</b>: '
+        f"{_esc(i.message)}</li>"
+        for i in found
+    )
+    return f'<section id="rt-insights"><h2>Insights</h2><ul>{items}</ul></section>'
 
 
 def _server(view):
