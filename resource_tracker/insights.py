@@ -143,6 +143,12 @@ def _gib(mib: float) -> str:
     return f"{mib / 1024:.1f} GiB" if mib >= 1024 else f"{mib:.0f} MiB"
 
 
+def _frequency(runs_per_month: Optional[float]) -> str:
+    if runs_per_month:
+        return f"{runs_per_month:g} runs a month"
+    return f"{DEFAULT_RUNS_PER_MONTH:g} runs a month (assumed: one a day)"
+
+
 def _usd(value: float) -> str:
     """Dollars with the digits a small amount needs: $0.000040, $0.0012, $3.50."""
     if abs(value) >= 1:
@@ -165,7 +171,7 @@ def over_provisioned(
     needed: Optional[Mapping[str, Any]],
     duration_s: Optional[float],
     pricing: Optional[Pricing],
-    runs_per_month: float = DEFAULT_RUNS_PER_MONTH,
+    runs_per_month: Optional[float] = None,
 ) -> List[Insight]:
     """What was asked against what was used.
 
@@ -175,7 +181,8 @@ def over_provisioned(
         used: ``cpu`` (peak cores), ``memory`` (peak MiB), ``gpu`` (peak GPUs).
         needed: the recommendation (``cpu``, ``memory`` MiB, ``gpu``): what the gap is
             priced against (the peak plus the recommender's margin); None: the peaks.
-        duration_s, runs_per_month: the run's length and frequency for the costs.
+        duration_s, runs_per_month: the run's length and frequency for the costs (None:
+            unknown, one run a day is assumed and said).
         pricing: the recommended server's price; None: the gap is not priced.
     """
     if not asked:
@@ -203,7 +210,7 @@ def over_provisioned(
     if "gap_usd_per_run" in cost:
         message += (
             f". The gap costs {_usd(cost['gap_usd_per_run'])} per run, "
-            f"{_usd(cost['gap_usd_per_month'])} per month at {runs_per_month:g} runs a month "
+            f"{_usd(cost['gap_usd_per_month'])} per month at {_frequency(runs_per_month)} "
             f"(priced on {pricing.server})"  # type: ignore[union-attr]
         )
     return [Insight("over_provisioned", "warning", message + ".", numbers)]
@@ -222,6 +229,7 @@ def _gap_cost(ask, peak, needed, duration_s, pricing, runs_per_month) -> Dict[st
     if not math.isfinite(hourly_gap):
         return {}
     per_run = max(hourly_gap, 0.0) * duration_s / 3600.0
+    runs_per_month = runs_per_month or DEFAULT_RUNS_PER_MONTH
     return {
         "gap_usd_per_hour": max(hourly_gap, 0.0),
         "gap_usd_per_run": per_run,
@@ -462,7 +470,7 @@ def phases(
     timestamps: Sequence[float],
     series: Mapping[str, Sequence[float]],
     pricing: Optional[Pricing] = None,
-    runs_per_month: float = DEFAULT_RUNS_PER_MONTH,
+    runs_per_month: Optional[float] = None,
 ) -> List[Insight]:
     """Phases of a run from its samples: ``timestamps`` (s, one per sample, the end of each
     interval) and ``series`` (``cpu`` cores, ``memory`` MiB, ``gpu`` GPUs in use; any may
@@ -520,12 +528,14 @@ def _phases_insight(shapes, bounds, whole, pricing, runs_per_month) -> Insight:
         )
         if math.isfinite(one) and math.isfinite(split) and one > 0:
             saving = one - split
+            per_month = runs_per_month or DEFAULT_RUNS_PER_MONTH
             numbers.update(
                 one_step_usd_per_run=one,
                 split_usd_per_run=split,
                 split_saving_usd_per_run=saving,
                 split_saving_share=saving / one,
-                split_saving_usd_per_month=saving * runs_per_month,
+                split_saving_usd_per_month=saving * per_month,
+                runs_per_month=per_month,
                 priced_on=pricing.server,
             )
             if saving / one >= SPLIT_MIN_SAVING:
@@ -534,6 +544,7 @@ def _phases_insight(shapes, bounds, whole, pricing, runs_per_month) -> Insight:
                 message += (
                     f". Splitting the step at {at:.0f} s into steps sized for each phase "
                     f"would save {saving / one:.0%}: {_usd(saving)} per run, "
-                    f"{_usd(saving * runs_per_month)} per month (priced on {pricing.server})"
+                    f"{_usd(saving * per_month)} per month at {_frequency(runs_per_month)} "
+                    f"(priced on {pricing.server})"
                 )
     return Insight("phases", severity, message + ".", numbers)

@@ -568,7 +568,7 @@ def _insights_of(
     from . import insights as ins
 
     extra = _attr(tracker, "extra") or {}
-    runs_per_month = _number(extra, "schedule", "runs_per_month") or ins.DEFAULT_RUNS_PER_MONTH
+    runs_per_month = _number(extra, "schedule", "runs_per_month")  # None: one a day assumed
     pricing = ins.Pricing.from_server(server.best)
     now = ins.run_metrics(stats)
     used = {

@@ -269,3 +269,50 @@ def test_phases_of_a_one_then_two_core_series_priced_on_a_server():
     # one step sized for 2 cores for 12 s against 1 core for ~6 s and 2 for ~6 s: ~25%
     assert 0.2 <= n["split_saving_share"] <= 0.3
     assert found.severity == "warning" and "Splitting the step at 6 s" in found.message
+
+
+# -- tuning (@track_resources(tune=True), recommend --metaflow) ---------------------------
+
+
+def test_tuning_is_raised_after_an_oom_kill_and_heavy_throttling(tmp_path, monkeypatch):
+    """Three real runs of this process in the cgroup stand-in, the last with an OOM kill
+    and 50% of its CPU periods throttled: memory raised by half over the ask, one more core."""
+    from resource_tracker.tuning import tune_resources
+
+    proc, sys_root, d = _v2_container(tmp_path, os.getpid(), 2048, "100000 100000")
+    quiet = [_track_in(monkeypatch, proc, sys_root, lambda: None).stats() for _ in range(2)]
+    calm = tune_resources(quiet + quiet[:1], {"cpu": 1, "memory": 2048})
+    assert calm.runs == 3 and "raised" not in calm.note
+    assert calm.resources["memory"] < 2048  # this process uses far less than 2 GiB
+
+    def during():
+        _write(os.path.join(d, "memory.events"), "oom 1\noom_kill 1\n")
+        _write(os.path.join(d, "cpu.stat"), "usage_usec 9000000\nnr_periods 160\n"
+               "nr_throttled 30\nthrottled_usec 3000000\n")  # fmt: skip
+
+    hit = _track_in(monkeypatch, proc, sys_root, during).stats()
+    raised = tune_resources(quiet + [hit], {"cpu": 1, "memory": 2048})
+    assert raised.resources["memory"] == 3072 and raised.resources["cpu"] == 2
+    assert "after an OOM kill" in raised.note and "throttling" in raised.note
+    assert "memory 2048 -> 3072 MiB from 3 runs" in raised.changes
+
+
+def test_tuning_needs_three_runs():
+    from resource_tracker.tuning import tune_resources
+
+    tuning = tune_resources([{"timestamp": {"duration": 1.0}}] * 2, {"memory": 16000})
+    assert tuning.resources == {} and tuning.changes == []
+    assert "2 successful earlier run(s)" in tuning.note and "at least 3" in tuning.note
+
+
+def test_the_cli_summary_lines_carry_the_insights(tmp_path, monkeypatch):
+    from resource_tracker.cli.summary import lines_of
+
+    proc, sys_root, d = _v2_container(tmp_path, os.getpid(), 2048, "100000 100000")
+
+    def during():
+        _write(os.path.join(d, "memory.events"), "oom 1\noom_kill 1\n")
+
+    summary = build_summary(_track_in(monkeypatch, proc, sys_root, during), lookup_server=False)
+    lines = lines_of(summary, server=False)
+    assert any(line.split()[0] == "critical" and "OOM kill" in line for line in lines), lines
