@@ -38,6 +38,7 @@ __all__ = [
     "phases",
     "run_metrics",
     "DEFAULT_RUNS_PER_MONTH",
+    "runs_per_month",
 ]
 
 #: The kinds of findings, in the order they are shown.
@@ -154,6 +155,20 @@ def _usd(value: float) -> str:
     if abs(value) >= 1:
         return f"${value:.2f}"
     return f"${value:.4f}" if abs(value) >= 0.01 else f"${value:.6f}"
+
+
+#: Runs spanning less than this (seconds) tell no schedule.
+MIN_SCHEDULE_SPAN_S = 86400.0
+_MONTH_S = 30 * 86400.0
+
+
+def runs_per_month(times: Sequence[float]) -> Optional[float]:
+    """A job's run frequency from its runs' start times (epoch seconds); None with fewer
+    than two or when they span less than a day (a burst of runs tells no schedule)."""
+    known = [t for t in (_num(t) for t in times) if t is not None]
+    if len(known) < 2 or max(known) - min(known) < MIN_SCHEDULE_SPAN_S:
+        return None
+    return (len(known) - 1) / (max(known) - min(known)) * _MONTH_S
 
 
 # -- over-provisioned ---------------------------------------------------------------------

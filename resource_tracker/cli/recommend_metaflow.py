@@ -15,10 +15,6 @@ from typing import Any, Dict, List, Optional
 
 from .common import CliError
 
-#: Runs closer together than this (seconds) tell no schedule: one a day is assumed.
-MIN_SCHEDULE_SPAN_S = 86400.0
-MONTH_S = 30 * 86400.0
-
 
 def add_arguments(rec: argparse.ArgumentParser) -> None:
     """The options of the Metaflow fleet view on the `recommend` sub-parser."""
@@ -90,17 +86,6 @@ def _made_by(data: Any, step: str, task: str) -> bool:
     return not label or label.endswith(f"/{step}/{task}")
 
 
-def runs_per_month(created: List[float]) -> Optional[float]:
-    """The flow's run frequency from its runs' creation times; None when they span less
-    than a day."""
-    if len(created) < 2:
-        return None
-    span = max(created) - min(created)
-    if span < MIN_SCHEDULE_SPAN_S:
-        return None
-    return (len(created) - 1) / span * MONTH_S
-
-
 def resources_line(values: Optional[Dict[str, Any]]) -> str:
     """``@resources(cpu=1, memory=1024)`` (cpu, memory, gpu as given)."""
     if not values:
@@ -151,7 +136,7 @@ def _pricing_for(resources: Dict[str, int], catalog):
 
 def main(args: argparse.Namespace) -> int:
     """Prints the fleet view; 0 when a tracked step was found, 1 otherwise."""
-    from ..insights import DEFAULT_RUNS_PER_MONTH
+    from ..insights import DEFAULT_RUNS_PER_MONTH, runs_per_month
 
     found = collect(args.metaflow, max(1, args.runs), args.artifact)
     per_month = runs_per_month(found["created"])

@@ -316,3 +316,18 @@ def test_the_cli_summary_lines_carry_the_insights(tmp_path, monkeypatch):
     summary = build_summary(_track_in(monkeypatch, proc, sys_root, during), lookup_server=False)
     lines = lines_of(summary, server=False)
     assert any(line.split()[0] == "critical" and "OOM kill" in line for line in lines), lines
+
+
+def test_run_frequency_from_start_times():
+    from resource_tracker.insights import runs_per_month
+
+    day = 86400.0
+    assert runs_per_month([0.0, day, 2 * day, 3 * day]) == pytest.approx(30)
+    assert runs_per_month([0.0, 60.0, 120.0]) is None  # a burst tells no schedule
+    assert runs_per_month([5.0]) is None
+    pricing = Pricing(hourly_usd=0.10, vcpus=2, memory_mib=4096, server="v s")
+    asked, used = {"cpu": 8, "memory": 16000}, {"cpu": 1.0, "memory": 500.0}
+    weekly = over_provisioned(asked, used, None, 3600, pricing, runs_per_month=4)[0]
+    assert "at 4 runs a month (" in weekly.message and "assumed" not in weekly.message
+    daily = over_provisioned(asked, used, None, 3600, pricing)[0]
+    assert "30 runs a month (assumed: one a day)" in daily.message

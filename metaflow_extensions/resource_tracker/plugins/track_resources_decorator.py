@@ -375,6 +375,18 @@ def asked_resources(decorators):
     return {**asked, "source": " ".join(dict.fromkeys(sources))}
 
 
+def _set_schedule(tracker, history):
+    """The step's run frequency (runs a month) from the earlier runs' and this run's start
+    times, for the monthly costs of the insights (unset: one run a day is assumed)."""
+    from resource_tracker.insights import runs_per_month
+
+    started = list(getattr(history, "started", None) or [])
+    if started and tracker.start_time:
+        per_month = runs_per_month(started + [tracker.start_time])
+        if per_month:
+            tracker.extra["schedule"] = {"runs_per_month": per_month}
+
+
 def build_artifact(tracker, history, failed, error=None, label=None, asked=None):
     """The artifact dict of a stopped tracker.
 
@@ -407,6 +419,7 @@ def build_artifact(tracker, history, failed, error=None, label=None, asked=None)
         tracker.extra["resources_asked"] = dict(asked)
     if stats_list:
         tracker.extra["historical_stats"] = list(stats_list)
+    _set_schedule(tracker, history)
     # computed once here (the catalog lookup included, bounded in time); the snapshot below
     # stores it, so the card renders it without asking the catalog again
     summary = tracker.summary(historical_stats=list(stats_list) or None)
