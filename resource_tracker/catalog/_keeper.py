@@ -72,7 +72,7 @@ def query_args(req):
         vcpus_min=int(max(req.cpu, 1)),
         memory_min_mib=float(req.memory),
         gpu_min=int(req.gpu),
-        gpu_memory_min_mib=float(req.per_gpu_vram),
+        gpu_memory_min_mib=float(req.vram_each_gpu),
         gpu_memory_total_mib=float(req.vram),
         vendors=req.vendors,
         regions=req.regions,

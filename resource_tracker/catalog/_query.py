@@ -195,7 +195,7 @@ class Request:
         )
 
     @property
-    def per_gpu_vram(self):
+    def vram_each_gpu(self):
         """MiB each of the `gpu` GPUs must hold (vram split evenly), 0 without GPUs."""
         if self.vram <= 0:
             return 0.0
@@ -575,7 +575,7 @@ def _server_conditions(conn, req):
         params.append(req.gpu)
     if req.vram > 0:
         where += ["COALESCE(s.gpu_memory_total, 0) >= ?", "COALESCE(s.gpu_memory_min, 0) >= ?"]
-        params += [req.vram, req.per_gpu_vram]
+        params += [req.vram, req.vram_each_gpu]
     vendors = _vendor_set(conn, req)
     if vendors is not None:
         if not vendors:
