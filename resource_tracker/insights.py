@@ -538,8 +538,7 @@ def _phases_insight(shapes, bounds, whole, pricing, runs_per_month) -> Insight:
         total = sum(s["duration_s"] for s in shapes)
         one = pricing.hourly(whole["cpu"], whole["memory"], whole["gpu"]) * total / 3600
         split = sum(
-            pricing.hourly(s["cpu"], s["memory"], s["gpu"]) * s["duration_s"] / 3600
-            for s in shapes
+            pricing.hourly(s["cpu"], s["memory"], s["gpu"]) * s["duration_s"] / 3600 for s in shapes
         )
         if math.isfinite(one) and math.isfinite(split) and one > 0:
             saving = one - split

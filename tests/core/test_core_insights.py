@@ -137,9 +137,7 @@ def test_two_phases_with_the_boundary_within_one_interval(phased_run):
     assert 5 <= n["phase1_duration_s"] <= 7.5 and 5 <= n["phase2_duration_s"] <= 7.5
     if "split_saving_share" in n:  # priced on the catalog's recommended server
         assert 0.15 < n["split_saving_share"] < 0.35
-        assert n["split_saving_usd_per_month"] == pytest.approx(
-            30 * n["split_saving_usd_per_run"]
-        )
+        assert n["split_saving_usd_per_month"] == pytest.approx(30 * n["split_saving_usd_per_run"])
     else:
         pytest.fail(f"no catalog price for the split: {summary.server}")
 
@@ -215,7 +213,9 @@ def test_at_risk_after_an_oom_kill_near_the_limit_and_throttled(tmp_path, monkey
 
 def test_no_risk_in_a_quiet_container(tmp_path, monkeypatch):
     proc, sys_root, _ = _v2_container(tmp_path, os.getpid(), 2048, "100000 100000")
-    summary = build_summary(_track_in(monkeypatch, proc, sys_root, lambda: None), lookup_server=False)
+    summary = build_summary(
+        _track_in(monkeypatch, proc, sys_root, lambda: None), lookup_server=False
+    )
     assert _kinds(summary, "at_risk") == []
 
 
@@ -251,7 +251,10 @@ def test_over_provisioned_prices_the_gap():
     assert insight.numbers["gap_usd_per_run"] == pytest.approx(0.35)
     assert insight.numbers["gap_usd_per_month"] == pytest.approx(3.5)
     assert Insight.from_dict(insight.to_dict()) == insight
-    assert over_provisioned({"cpu": 2, "memory": 1024}, {"cpu": 1.8, "memory": 900}, None, 60, pricing) == []
+    assert (
+        over_provisioned({"cpu": 2, "memory": 1024}, {"cpu": 1.8, "memory": 900}, None, 60, pricing)
+        == []
+    )
 
 
 def test_phases_of_a_one_then_two_core_series_priced_on_a_server():

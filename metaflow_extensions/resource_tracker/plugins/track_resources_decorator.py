@@ -160,7 +160,12 @@ class TrackResourcesDecorator(StepDecorator):
                 _apply_tuning(decorators, tuning.resources)
             return tuning.to_dict()
         except Exception as exc:  # never break the flow: no tuning, and why
-            return {"runs": 0, "resources": {}, "changes": [], "note": f"not tuned: {_describe(exc)}"}
+            return {
+                "runs": 0,
+                "resources": {},
+                "changes": [],
+                "note": f"not tuned: {_describe(exc)}",
+            }
 
     # -- the task process --------------------------------------------------------------
 
@@ -325,7 +330,9 @@ def _apply_tuning(decorators, resources):
     if not found:
         from metaflow.plugins.resources_decorator import ResourcesDecorator
 
-        deco = ResourcesDecorator(attributes={k: str(v) for k, v in resources.items()}, statically_defined=False)
+        deco = ResourcesDecorator(
+            attributes={k: str(v) for k, v in resources.items()}, statically_defined=False
+        )
         decorators.append(deco)
 
 

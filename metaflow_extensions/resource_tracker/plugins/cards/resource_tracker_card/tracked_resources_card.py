@@ -160,7 +160,11 @@ def tuning_text(tuning):
     changes = "; ".join(str(c) for c in tuning.get("changes") or ())
     note = str(tuning.get("note") or "")
     text = "; ".join(t for t in (changes, note) if t)
-    return f"Resources tuned by @track_resources: {text}." if changes else f"@track_resources(tune=True): {text}."
+    return (
+        f"Resources tuned by @track_resources: {text}."
+        if changes
+        else f"@track_resources(tune=True): {text}."
+    )
 
 
 def _report_html(tracker, data, banner=None, failed=False, live=False):
