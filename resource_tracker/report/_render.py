@@ -257,7 +257,7 @@ def _page_html(view, process, system):
     data = json.dumps(chart_data, separators=(",", ":"), allow_nan=False, default=raw)
     for i, text in enumerate(raws):
         data = data.replace(f'"@@RAW{i}@@"', text, 1)
-    sections = (_header, _insights, _server, _cgroup, _cloud, _usage, _recommendations)
+    sections = (_header, _server, _cgroup, _cloud, _usage, _recommendations)
     body = "".join(section(view) for section in sections)
     body += _charts(view.s, downsampled) + _FOOTER
     # inside <script>: no "</script>", no "<!--", no line separators
@@ -343,6 +343,7 @@ def _header(view):
         )
     for text in view.s.warnings_about("data"):
         out.append(_note(_esc(text), "warn"))
+    out.append(_insights(view))
     out.append('<section id="rt-run"><h2>Run</h2>' + _table(_run_rows(view)) + "</section>")
     return "".join(out)
 

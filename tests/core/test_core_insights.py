@@ -334,3 +334,19 @@ def test_run_frequency_from_start_times():
     assert "at 4 runs a month (" in weekly.message and "assumed" not in weekly.message
     daily = over_provisioned(asked, used, None, 3600, pricing)[0]
     assert "30 runs a month (assumed: one a day)" in daily.message
+
+
+def test_the_report_shows_the_insights_first(tmp_path, monkeypatch):
+    from resource_tracker.report import render_report
+
+    proc, sys_root, d = _v2_container(tmp_path, os.getpid(), 2048, "100000 100000")
+
+    def during():
+        _write(os.path.join(d, "memory.events"), "oom 1\noom_kill 1\n")
+
+    tracker = _track_in(monkeypatch, proc, sys_root, during)
+    summary = build_summary(tracker, lookup_server=False)
+    page = str(render_report(tracker, summary=summary))
+    assert 'id="rt-insights"' in page
+    assert page.index('id="rt-insights"') < page.index('id="rt-run"')
+    assert "<b>critical</b>: The kernel killed 1 process(es)" in page
