@@ -1,10 +1,11 @@
 """Insights, @track_resources(tune=True) and `recommend --metaflow` in real Metaflow runs.
 
 RightsizeFlow (flows/mf_rightsize_flow.py): `start` asks @resources(memory=16000, cpu=8)
-and uses ~500 MiB on one core; `train` asks memory=8000, cpu=4 and uses ~200 MiB. Run 4
-times in one hermetic root (module-scoped, shared by every test): two plain runs, a run
-with tune=True after 2 runs (too little history: nothing changes), a run with tune=True
-after 3 runs (tuned). The step reads its own @resources attributes inside the task.
+and uses ~500 MiB on one core; `train` asks memory=8000, cpu=4 and holds 200 MiB, idle.
+Run 6 times in one hermetic root (module-scoped, shared by every test): two plain runs, a
+run with tune=True after 2 runs (too little history: nothing changes), three runs with
+tune=True after 3, 4 and 5 runs (tuned); in the 6th, `train` holds 300 MiB (+50%): the
+changed finding. The step reads its own @resources attributes inside the task.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ FLOW = os.path.join(FLOWS, "mf_rightsize_flow.py")
 @pytest.fixture(scope="module")
 def rightsize(tmp_path_factory):
     root = tmp_path_factory.mktemp("mf-rightsize")
-    for tune in ("0", "0", "1", "1"):
-        done = run_flow(root, FLOW, env={"MF_TUNE": tune})
+    for tune, train_mib in (("0", 200), ("0", 200), ("1", 200), ("1", 200), ("1", 200),
+                            ("1", 300)):  # fmt: skip
+        done = run_flow(root, FLOW, env={"MF_TUNE": tune, "MF_TRAIN_MIB": train_mib})
         assert done.returncode == 0, done.stdout[-4000:]
     runs = query(root, "RightsizeFlow", all_runs=True)
-    assert len(runs) == 4
+    assert len(runs) == 6
     return root, runs[::-1]  # oldest first
 
 
@@ -87,6 +89,24 @@ def test_tune_with_three_runs_sets_the_steps_resources(rightsize):
     assert not [i for i in data["insights"] if i["kind"] == "over_provisioned"]
 
 
+def test_changed_on_the_sixth_run_and_no_false_alarm_before(rightsize):
+    _, runs = rightsize
+
+    def changed(run):
+        data = task_of(run, "train")["artifacts"]["resource_tracker_data"]
+        return [i for i in data["insights"] if i["kind"] == "changed"], data
+
+    for run in runs[3:5]:  # against 3 and 4 earlier unchanged runs
+        found, data = changed(run)
+        assert found == [], found
+    found, data = changed(runs[5])
+    assert data["historical_stats"]["runs_analyzed"] == 5
+    (memory,) = found
+    assert memory["numbers"]["metric"] == "memory_peak_mib" and memory["numbers"]["runs"] == 5
+    assert 0.25 < memory["numbers"]["change"] < 0.65, memory
+    assert "Peak memory +" in memory["message"] and "against the last 5 runs" in memory["message"]
+
+
 def test_recommend_metaflow_lists_both_tracked_steps(rightsize):
     root, runs = rightsize
     done = subprocess.run(
@@ -95,8 +115,8 @@ def test_recommend_metaflow_lists_both_tracked_steps(rightsize):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "RightsizeFlow: 4 recent successful run(s)" in out
-    assert "step start (4 runs)" in out and "step train (4 runs)" in out
+    assert "RightsizeFlow: 5 recent successful run(s)" in out  # --runs defaults to 5
+    assert "step start (5 runs)" in out and "step train (5 runs)" in out
     assert "step end" not in out  # end holds train's artifact, passed on by Metaflow
     train = out.split("step train", 1)[1]
     assert "today       @resources(cpu=4, memory=8000)" in train

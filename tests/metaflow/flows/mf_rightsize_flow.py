@@ -3,7 +3,7 @@ insights, @track_resources(tune=True) (on when MF_TUNE=1) and `recommend --metaf
 
 `start` asks memory=16000, cpu=8 and holds ~500 MiB while spinning on one core for 1.5 s;
 it stores the @resources attributes it sees inside the task (`asked_inside`). `train`
-asks memory=8000, cpu=4 and holds ~200 MiB for 1 s."""
+asks memory=8000, cpu=4 and holds MF_TRAIN_MIB (default 200) MiB for 1 s, idle."""
 
 import os
 import time
@@ -13,13 +13,14 @@ from metaflow import FlowSpec, resources, step, track_resources
 TUNE = os.environ.get("MF_TUNE") == "1"
 
 
-def hold(mib, seconds):
+def hold(mib, seconds, spin=True):
     block = bytearray(mib * 1024 * 1024)
     for i in range(0, len(block), 4096):
         block[i] = 1
     end, x = time.time() + seconds, 0
-    while time.time() < end:
+    while spin and time.time() < end:
         x += 1
+    time.sleep(max(0.0, end - time.time()))
     return len(block)
 
 
@@ -46,7 +47,7 @@ class RightsizeFlow(FlowSpec):
     @resources(memory=8000, cpu=4)
     @step
     def train(self):
-        hold(200, 1.0)
+        hold(int(os.environ.get("MF_TRAIN_MIB", "200")), 1.0, spin=False)
         self.next(self.end)
 
     @step
