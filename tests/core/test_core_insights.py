@@ -350,3 +350,18 @@ def test_the_report_shows_the_insights_first(tmp_path, monkeypatch):
     assert 'id="rt-insights"' in page
     assert page.index('id="rt-insights"') < page.index('id="rt-run"')
     assert "<b>critical</b>: The kernel killed 1 process(es)" in page
+
+
+def test_a_gpu_idle_through_loading_is_a_split_worth_making():
+    """30 s of data loading on one core with the GPU idle, then 30 s of training on it."""
+    stamps = [float(i) for i in range(1, 61)]
+    gpu = [0.0] * 30 + [1.0] * 30
+    cpu = [1.0] * 60
+    pricing = Pricing(hourly_usd=1.0, vcpus=8, memory_mib=32768, gpus=1, server="v g")
+    (found,) = phases(stamps, {"cpu": cpu, "memory": [2000.0] * 60, "gpu": gpu}, pricing)
+    n = found.numbers
+    assert n["phases"] == 2 and n["changed_series"] == "gpu"
+    assert (n["phase1_gpu"], n["phase2_gpu"]) == (0, 1) and n["phase2_start_s"] == 30
+    # the GPU server for the whole minute against 1/8 of it for the loading half: ~44% saved
+    assert n["split_saving_share"] == pytest.approx(1 - (30 / 8 + 30) / 60, abs=0.01)
+    assert found.severity == "warning"

@@ -125,3 +125,16 @@ def test_recommend_metaflow_lists_both_tracked_steps(rightsize):
     start = out.split("step start", 1)[1].split("step train")[0]
     # start is tuned in its newest run: it asks what the tuning set
     assert "today       @resources(cpu=" in start and "memory=16000" not in start
+
+
+def test_recommend_metaflow_for_an_unknown_flow_says_so(rightsize):
+    root, _ = rightsize
+    done = subprocess.run(
+        [sys.executable, "-m", "resource_tracker", "recommend", "--metaflow", "NoSuchFlow"],
+        cwd=str(root), env=hermetic_env(root), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [
+        "resource-tracker recommend: no Metaflow flow named 'NoSuchFlow' in this namespace "
+        "(check the name and the metadata service, e.g. METAFLOW_DEFAULT_METADATA)"
+    ]
