@@ -97,6 +97,7 @@ bench: deps-test build $(BENCH_PY)  ## benchmarks side by side with resource-tra
 	$(PY) bench/run.py --baseline-python $(BENCH_PY)
 	$(PY) bench/bench_tree.py --baseline-python $(BENCH_PY)
 	$(PY) bench/bench_accuracy.py --baseline-python $(BENCH_PY)
+	$(PY) bench/bench_long.py
 
 sanitize: deps-test  ## the whole test suite against an ASan+UBSan build (PYTHONMALLOC=malloc)
 	PY=$(PY) tests/reliability/run_sanitize.sh

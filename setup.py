@@ -28,8 +28,10 @@ from setuptools.errors import CompileError
 # The portable core (csrc/platform.h); every other csrc/*.c file is a Linux reader.
 PORTABLE_SOURCES = [
     "csrc/columns.c",
+    "csrc/float64_text.c",
     "csrc/module.c",
     "csrc/py_columns.c",
+    "csrc/py_encode.c",
     "csrc/py_stats.c",
     "csrc/stats.c",
     "csrc/table.c",

@@ -28,8 +28,8 @@ add_platform_parts(PyObject *module)
     if (add_object(module, "HAVE_PROCFS", PyBool_FromLong(RT_HAVE_PROCFS)))
         return -1;
 #if RT_HAVE_PROCFS
-    if (rt_add_sampler(module) || rt_add_gpu(module) || rt_add_cloud(module) ||
-        rt_add_catalog(module))
+    if (rt_add_views(module) || rt_add_sampler(module) || rt_add_gpu(module) ||
+        rt_add_cloud(module) || rt_add_catalog(module))
         return -1;
 #endif
     return 0;
@@ -39,7 +39,8 @@ static int
 core_exec(PyObject *module)
 {
     if (add_object(module, "__version__", PyUnicode_FromString(RT_VERSION)) ||
-        rt_add_columns(module) || rt_add_stats(module) || add_platform_parts(module))
+        rt_add_columns(module) || rt_add_stats(module) || rt_add_encode(module) ||
+        add_platform_parts(module))
         return -1;
     return 0;
 }
@@ -48,7 +49,7 @@ static int
 core_traverse(PyObject *module, visitproc visit, void *arg)
 {
     CoreState *state = PyModule_GetState(module);
-    Py_VISIT(state->sampler_type);
+    Py_VISIT(state->column_view_type);
     return 0;
 }
 
@@ -56,12 +57,17 @@ static int
 core_clear(PyObject *module)
 {
     CoreState *state = PyModule_GetState(module);
-    Py_CLEAR(state->sampler_type);
+    Py_CLEAR(state->column_view_type);
     return 0;
 }
 
 static PyModuleDef_Slot core_slots[] = {
     {Py_mod_exec, core_exec},
+#ifdef Py_mod_gil
+    /* The GIL stays on under a free-threaded build: the bindings were not audited for it
+     * (module-level caches, borrowed references in the stats and catalog parsers). */
+    {Py_mod_gil, Py_MOD_GIL_USED},
+#endif
     {0, NULL},
 };
 

@@ -46,8 +46,10 @@ core_discover_cloud(PyObject *module, PyObject *args, PyObject *kwargs)
     cfg.timeout_ms = (long)(timeout * 1000.0 + 0.5);
     if (cfg.timeout_ms < 1)
         cfg.timeout_ms = 1;
-    Py_BEGIN_ALLOW_THREADS cloud_discover(&cfg, &info);
-    Py_END_ALLOW_THREADS return info_dict(&info);
+    Py_BEGIN_ALLOW_THREADS
+    cloud_discover(&cfg, &info);
+    Py_END_ALLOW_THREADS
+    return info_dict(&info);
 }
 
 /* the vendor id the local evidence points at, or None */
@@ -60,8 +62,10 @@ core_cloud_evidence(PyObject *module, PyObject *args, PyObject *kwargs)
     (void)module;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|z", kwlist, &sysfs_root))
         return NULL;
-    Py_BEGIN_ALLOW_THREADS vendor = cloud_local_evidence(sysfs_root);
-    Py_END_ALLOW_THREADS return str_or_none(vendor ? vendor : "");
+    Py_BEGIN_ALLOW_THREADS
+    vendor = cloud_local_evidence(sysfs_root);
+    Py_END_ALLOW_THREADS
+    return str_or_none(vendor ? vendor : "");
 }
 
 static PyMethodDef cloud_functions[] = {

@@ -5,18 +5,25 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-/* Per-module state (PEP 489): the types the module owns. */
+/* Per-module state (PEP 489): the types whose instances the module's functions make. */
 typedef struct CoreState {
-    PyTypeObject *sampler_type;
+    PyTypeObject *column_view_type; /* py_views.c */
 } CoreState;
 
 /* Each binding file adds its types and functions to the module: 0, or -1 with an exception. */
 int rt_add_columns(PyObject *module);
 int rt_add_sampler(PyObject *module);
 int rt_add_stats(PyObject *module);
+int rt_add_encode(PyObject *module);
 int rt_add_gpu(PyObject *module);
 int rt_add_cloud(PyObject *module);
 int rt_add_catalog(PyObject *module);
+int rt_add_views(PyObject *module);
+
+/* Read-only memoryviews of a final table's columns, each keeping owner alive (py_views.c);
+ * state: the module's (its ColumnView type). */
+struct Table;
+PyObject *rt_column_views(CoreState *state, PyObject *owner, const struct Table *table);
 
 /* Reads a buffer of float64 (array('d'), memoryview) or a sequence of numbers into a new C array
  * (free it with PyMem_Free): 0, or -1 with TypeError naming what. */

@@ -34,8 +34,10 @@ core_gpu_inventory(PyObject *module, PyObject *args, PyObject *kwargs)
     infos = PyMem_Calloc(INVENTORY_MAX, sizeof(GpuInfo));
     if (infos == NULL)
         return PyErr_NoMemory();
-    Py_BEGIN_ALLOW_THREADS n = read_inventory(path && path[0] ? path : NULL, infos);
-    Py_END_ALLOW_THREADS result = PyList_New(0);
+    Py_BEGIN_ALLOW_THREADS
+    n = read_inventory(path && path[0] ? path : NULL, infos);
+    Py_END_ALLOW_THREADS
+    result = PyList_New(0);
     if (result == NULL)
         goto error;
     for (i = 0; i < n; i++) {

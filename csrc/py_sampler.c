@@ -98,8 +98,10 @@ sampler_dealloc(SamplerObject *self)
 {
     PyTypeObject *type = Py_TYPE(self);
     if (self->sampler) {
-        Py_BEGIN_ALLOW_THREADS sampler_free(self->sampler);
-        Py_END_ALLOW_THREADS self->sampler = NULL;
+        Py_BEGIN_ALLOW_THREADS
+        sampler_free(self->sampler);
+        Py_END_ALLOW_THREADS
+        self->sampler = NULL;
     }
     type->tp_free((PyObject *)self);
     Py_DECREF(type);
@@ -146,8 +148,10 @@ sampler_stop_py(SamplerObject *self, PyObject *unused)
     (void)unused;
     if (s == NULL)
         return NULL;
-    Py_BEGIN_ALLOW_THREADS sampler_stop(s);
-    Py_END_ALLOW_THREADS Py_RETURN_NONE;
+    Py_BEGIN_ALLOW_THREADS
+    sampler_stop(s);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
 }
 
 /* a list of floats from one row */
@@ -181,9 +185,10 @@ sampler_sample_now_py(SamplerObject *self, PyObject *unused)
     (void)unused;
     if (s == NULL)
         return NULL;
-    Py_BEGIN_ALLOW_THREADS filled = sampler_sample_now(s, prow, srow);
-    Py_END_ALLOW_THREADS if (filled < 0)
-    {
+    Py_BEGIN_ALLOW_THREADS
+    filled = sampler_sample_now(s, prow, srow);
+    Py_END_ALLOW_THREADS
+    if (filled < 0) {
         PyErr_SetString(PyExc_RuntimeError,
                         "sample_now() needs a sampler without a background thread");
         return NULL;
@@ -216,8 +221,10 @@ sampler_wait_py(SamplerObject *self, PyObject *args)
     /* wait in slices so that Ctrl-C is seen */
     for (;;) {
         double slice = timeout - waited < 0.1 ? timeout - waited : 0.1;
-        Py_BEGIN_ALLOW_THREADS reached = sampler_wait_rows(s, (size_t)n, slice);
-        Py_END_ALLOW_THREADS waited += slice;
+        Py_BEGIN_ALLOW_THREADS
+        reached = sampler_wait_rows(s, (size_t)n, slice);
+        Py_END_ALLOW_THREADS
+        waited += slice;
         if (reached || waited >= timeout || sampler_state(s) != SAMPLER_RUNNING)
             break;
         if (PyErr_CheckSignals() < 0)
@@ -265,6 +272,39 @@ sampler_columns_py(SamplerObject *self, PyObject *arg)
     return list;
 }
 
+/* 0 and which (SAMPLER_PROCESS or SAMPLER_SYSTEM) from a table name, or -1 with ValueError */
+static int
+table_from_name(PyObject *arg, int *which)
+{
+    const char *name = PyUnicode_AsUTF8(arg);
+
+    if (name == NULL)
+        return -1;
+    if (strcmp(name, "process") == 0 || strcmp(name, "system") == 0) {
+        *which = name[0] == 'p' ? SAMPLER_PROCESS : SAMPLER_SYSTEM;
+        return 0;
+    }
+    PyErr_Format(PyExc_ValueError, "table must be 'process' or 'system', got %R", arg);
+    return -1;
+}
+
+static PyObject *
+sampler_column_views_py(SamplerObject *self, PyObject *arg)
+{
+    Sampler *s = get_sampler(self);
+    const Table *table;
+    CoreState *state;
+    int which;
+
+    if (s == NULL || table_from_name(arg, &which) < 0)
+        return NULL;
+    table = sampler_final_table(s, which);
+    if (table == NULL)
+        Py_RETURN_NONE;
+    state = PyType_GetModuleState(Py_TYPE(self));
+    return state ? rt_column_views(state, (PyObject *)self, table) : NULL;
+}
+
 static PyObject *
 sampler_get_state(SamplerObject *self, void *closure)
 {
@@ -290,9 +330,9 @@ sampler_get_rows(SamplerObject *self, void *closure)
         (void)closure;                                                                             \
         if (s == NULL)                                                                             \
             return NULL;                                                                           \
-        pthread_mutex_lock(&s->lock);                                                              \
+        pthread_mutex_lock(&s->sync->lock);                                                        \
         v = (expr);                                                                                \
-        pthread_mutex_unlock(&s->lock);                                                            \
+        pthread_mutex_unlock(&s->sync->lock);                                                      \
         return PyFloat_FromDouble(v);                                                              \
     }
 
@@ -342,6 +382,9 @@ static PyMethodDef sampler_methods[] = {
      "wait(n, timeout) -> bool: wait until n rows are stored."},
     {"columns", (PyCFunction)sampler_columns_py, METH_O,
      "columns('process'|'system') -> list of bytes, one float64 array per column."},
+    {"column_views", (PyCFunction)sampler_column_views_py, METH_O,
+     "column_views('process'|'system') -> list of read-only float64 memoryviews of the stored "
+     "columns (no copy; the rows are final from then on), or None while not stopped."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -382,12 +425,10 @@ add_float(PyObject *module, const char *name, double value)
 int
 rt_add_sampler(PyObject *module)
 {
-    CoreState *state = PyModule_GetState(module);
     PyObject *type = PyType_FromModuleAndSpec(module, &sampler_spec, NULL);
 
     if (type == NULL)
         return -1;
-    state->sampler_type = (PyTypeObject *)type;
     if (add_float(module, "MIN_INTERVAL", SAMPLER_MIN_INTERVAL) < 0 ||
         add_float(module, "MAX_INTERVAL", SAMPLER_MAX_INTERVAL) < 0 ||
         add_float(module, "STOP_TIMEOUT", SAMPLER_STOP_TIMEOUT) < 0) {

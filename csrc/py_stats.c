@@ -60,6 +60,85 @@ rt_as_doubles(PyObject *obj, const char *what, double **out, Py_ssize_t *n)
     return 0;
 }
 
+/* A column held for the C functions: a borrowed float64 buffer, or a copy of a sequence. */
+typedef struct ColumnHold {
+    Py_buffer view; /* view.obj != NULL: borrowed */
+    double *owned;  /* else a PyMem copy (or NULL) */
+} ColumnHold;
+
+/* The C array of obj: borrowed when obj is a C-contiguous float64 buffer (array('d'), the
+ * sampler's column views), else copied. 0, or -1 with TypeError naming what. */
+static int
+hold_column(PyObject *obj, const char *what, ColumnHold *hold, const double **data, size_t *len)
+{
+    Py_ssize_t n = 0;
+
+    memset(hold, 0, sizeof(*hold));
+    if (PyObject_CheckBuffer(obj) && !PyBytes_Check(obj)) {
+        if (PyObject_GetBuffer(obj, &hold->view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+            return -1;
+        if (hold->view.format && strcmp(hold->view.format, "d") == 0 &&
+            hold->view.itemsize == sizeof(double)) {
+            *data = hold->view.buf;
+            *len = (size_t)hold->view.len / sizeof(double);
+            return 0;
+        }
+        PyBuffer_Release(&hold->view);
+        PyErr_Format(PyExc_TypeError, "%s: a buffer must hold float64 ('d') values", what);
+        return -1;
+    }
+    if (rt_as_doubles(obj, what, &hold->owned, &n) < 0)
+        return -1;
+    *data = hold->owned;
+    *len = (size_t)n;
+    return 0;
+}
+
+static void
+release_column(ColumnHold *hold)
+{
+    if (hold->view.obj)
+        PyBuffer_Release(&hold->view);
+    PyMem_Free(hold->owned);
+    memset(hold, 0, sizeof(*hold));
+}
+
+/* A table's mapping {name: column} as TableColumns (absent columns stay NULL): 0, or -1. */
+static int
+hold_table(PyObject *columns, TableColumns *t, ColumnHold *holds)
+{
+    size_t k;
+
+    for (k = 0; columns != Py_None && k < t->ncols; k++) {
+        const ColumnSpec *spec = &t->specs[k];
+        PyObject *col;
+        int rc;
+        if (k > 0 && spec->aggregate == AGG_NONE)
+            continue;
+        col = PyMapping_GetItemString(columns, spec->name);
+        if (col == NULL) {
+            PyErr_Clear();
+            if (k == 0)
+                return 0; /* no timestamps: no table */
+            continue;
+        }
+        rc = hold_column(col, spec->name, &holds[k], &t->data[k], &t->len[k]);
+        Py_DECREF(col);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void
+release_table(ColumnHold *holds, size_t n)
+{
+    size_t k;
+
+    for (k = 0; k < n; k++)
+        release_column(&holds[k]);
+}
+
 /* Sets key to a float in dict: 0, or -1. */
 static int
 set_float(PyObject *dict, const char *key, double value)
@@ -93,122 +172,83 @@ summary_dict(const Summary *s, enum ColumnAggregate agg)
     return d;
 }
 
-/* Seconds each row covers: from the previous timestamp (the first from start when known). */
-static double *
-row_weights(const double *ts, Py_ssize_t n, double start)
-{
-    double *w = PyMem_Malloc(n ? (size_t)n * sizeof(double) : 1);
-    Py_ssize_t i;
-
-    if (w == NULL)
-        return NULL;
-    for (i = 0; i < n; i++)
-        w[i] = i ? ts[i] - ts[i - 1] : (start > 0 && start < ts[0] ? ts[0] - start : 0);
-    if (n > 1 && w[0] <= 0)
-        w[0] = w[1];
-    if (n == 1 && w[0] <= 0)
-        w[0] = 1;
-    return w;
-}
-
-/* Adds the summaries of one table to result: 0, or -1. Returns the row count in *rows. */
+/* Adds "<table>_<column>" entries for the summaries in st: 0, or -1. */
 static int
-add_table_stats(PyObject *result, const char *table, PyObject *columns, double start,
-                Py_ssize_t *rows, double *first_ts, double *last_ts)
+add_summaries(PyObject *result, const char *table, const TableColumns *t, const TableStats *st)
 {
-    int is_process = strcmp(table, "process") == 0;
-    const ColumnSpec *specs = is_process ? process_columns : system_columns;
-    size_t n_specs = is_process ? PC_COUNT : SC_COUNT;
-    PyObject *ts_obj;
-    double *ts = NULL, *w = NULL;
-    Py_ssize_t n = 0;
     size_t k;
-    int rc = -1;
 
-    *rows = 0;
-    if (columns == Py_None || (ts_obj = PyMapping_GetItemString(columns, "timestamp")) == NULL) {
-        PyErr_Clear();
-        return 0; /* no such table */
-    }
-    if (rt_as_doubles(ts_obj, "timestamp", &ts, &n) < 0 || (w = row_weights(ts, n, start)) == NULL)
-        goto done;
-    *rows = n;
-    if (n > 0) {
-        *first_ts = ts[0];
-        *last_ts = ts[n - 1];
-    }
-    for (k = 0; n > 0 && k < n_specs; k++) {
-        const ColumnSpec *spec = &specs[k];
-        PyObject *col, *d;
-        double *values = NULL;
-        Py_ssize_t m;
-        Summary s;
+    for (k = 0; k < t->ncols; k++) {
         char key[96];
-        if (spec->aggregate == AGG_NONE)
+        PyObject *d;
+        if (!st->has[k])
             continue;
-        col = PyMapping_GetItemString(columns, spec->name);
-        if (col == NULL) {
-            PyErr_Clear();
-            continue;
-        }
-        m = 0;
-        if (rt_as_doubles(col, spec->name, &values, &m) < 0) {
-            Py_DECREF(col);
-            goto done;
-        }
-        Py_DECREF(col);
-        if (summarize(values, m == n ? w : NULL, (size_t)m, &s) < 0) {
-            PyMem_Free(values);
-            PyErr_NoMemory();
-            goto done;
-        }
-        PyMem_Free(values);
-        snprintf(key, sizeof(key), "%s_%s", table, spec->name);
-        d = summary_dict(&s, spec->aggregate);
+        snprintf(key, sizeof(key), "%s_%s", table, t->specs[k].name);
+        d = summary_dict(&st->col[k], t->specs[k].aggregate);
         if (d == NULL || PyDict_SetItemString(result, key, d) < 0) {
             Py_XDECREF(d);
-            goto done;
+            return -1;
         }
         Py_DECREF(d);
     }
-    rc = 0;
-done:
-    Py_DECREF(ts_obj);
-    PyMem_Free(ts);
-    PyMem_Free(w);
-    return rc;
+    return 0;
 }
 
+/* The stats() dict of two summarised tables. */
 static PyObject *
-core_stats(PyObject *module, PyObject *args, PyObject *kwargs)
+stats_dict(const TableColumns *pt, const TableStats *ps, const TableColumns *st,
+           const TableStats *ss, double start, double end)
 {
-    static char *kwlist[] = {"process", "system", "start_time", "end_time", NULL};
-    PyObject *process, *system, *result, *timestamp;
-    double start = 0, end = 0, first = 0, last = 0, duration;
-    Py_ssize_t prows = 0, srows = 0;
+    PyObject *result = PyDict_New(), *timestamp;
+    double first = ss->rows ? ss->first_ts : ps->first_ts;
+    double last = ss->rows ? ss->last_ts : ps->last_ts;
 
-    (void)module;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|dd", kwlist, &process, &system, &start,
-                                     &end))
-        return NULL;
-    result = PyDict_New();
-    if (result == NULL ||
-        add_table_stats(result, "process", process, start, &prows, &first, &last) < 0 ||
-        add_table_stats(result, "system", system, start, &srows, &first, &last) < 0) {
+    if (result == NULL || add_summaries(result, "process", pt, ps) < 0 ||
+        add_summaries(result, "system", st, ss) < 0) {
         Py_XDECREF(result);
         return NULL;
     }
-    if (end <= 0)
-        end = last;
-    duration = start > 0 && end >= start ? end - start : last - first;
-    timestamp =
-        Py_BuildValue("{s:d,s:n}", "duration", duration, "samples", prows > srows ? prows : srows);
+    timestamp = Py_BuildValue("{s:d,s:n}", "duration", run_duration(start, end, first, last),
+                              "samples", (Py_ssize_t)(ps->rows > ss->rows ? ps->rows : ss->rows));
     if (timestamp == NULL || PyDict_SetItemString(result, "timestamp", timestamp) < 0) {
         Py_XDECREF(timestamp);
         Py_DECREF(result);
         return NULL;
     }
     Py_DECREF(timestamp);
+    return result;
+}
+
+static PyObject *
+core_stats(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"process", "system", "start_time", "end_time", NULL};
+    PyObject *process, *system, *result = NULL;
+    double start = 0, end = 0;
+    ColumnHold pholds[STATS_MAX_COLUMNS], sholds[STATS_MAX_COLUMNS];
+    TableColumns pt, st;
+    TableStats ps, ss;
+    int rc;
+
+    (void)module;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|dd", kwlist, &process, &system, &start,
+                                     &end))
+        return NULL;
+    memset(pholds, 0, sizeof(pholds));
+    memset(sholds, 0, sizeof(sholds));
+    table_columns_init(&pt, process_columns, PC_COUNT);
+    table_columns_init(&st, system_columns, SC_COUNT);
+    if (hold_table(process, &pt, pholds) == 0 && hold_table(system, &st, sholds) == 0) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = table_stats(&pt, start, &ps) || table_stats(&st, start, &ss);
+        Py_END_ALLOW_THREADS
+        if (rc)
+            PyErr_NoMemory();
+        else
+            result = stats_dict(&pt, &ps, &st, &ss, start, end);
+    }
+    release_table(pholds, STATS_MAX_COLUMNS);
+    release_table(sholds, STATS_MAX_COLUMNS);
     return result;
 }
 
@@ -234,21 +274,17 @@ core_summarize(PyObject *module, PyObject *args, PyObject *kwargs)
         PyMem_Free(weights);
         return PyErr_Format(PyExc_ValueError, "weights has %zd items, values has %zd", nw, n);
     }
-    summarize(values, weights, (size_t)n, &s);
+    /* values is our own copy: the percentiles may reorder it in place */
+    if (summarize(values, weights, (size_t)n, NULL, &s) < 0) {
+        PyMem_Free(values);
+        PyMem_Free(weights);
+        return PyErr_NoMemory();
+    }
     PyMem_Free(values);
     PyMem_Free(weights);
     return Py_BuildValue("{s:n,s:d,s:d,s:d,s:d,s:d,s:d,s:d}", "n", (Py_ssize_t)s.n, "mean", s.mean,
                          "min", s.min, "max", s.max, "sum", s.sum, "p50", s.p50, "p90", s.p90,
                          "p99", s.p99);
-}
-
-/* v as an int in 0..INT_MAX: a value beyond saturates (a cast would wrap to negative) */
-static int
-saturate_int(double v)
-{
-    if (!(v > 0))
-        return 0;
-    return v >= (double)INT_MAX ? INT_MAX : (int)v;
 }
 
 /* stats[key][field] as a double: 1 found, 0 absent, -1 error */
@@ -268,47 +304,67 @@ stat_value(PyObject *stats, const char *key, const char *field, double *out)
     *out = PyFloat_AsDouble(value);
     if (*out == -1.0 && PyErr_Occurred())
         return -1;
-    return isfinite(*out) ? 1 : 0;
+    return 1;
+}
+
+/* One stats() dict as RunFigures: the registry says which column feeds which resource. */
+static int
+run_figures_from_dict(PyObject *stats, RunFigures *run)
+{
+    double v;
+    size_t k;
+    int rc;
+
+    memset(run, 0, sizeof(*run));
+    for (k = 0; k < PC_COUNT; k++) {
+        const ColumnSpec *spec = &process_columns[k];
+        char key[96];
+        if (spec->resource == RES_NONE)
+            continue;
+        snprintf(key, sizeof(key), "process_%s", spec->name);
+        if ((rc = stat_value(stats, key, resource_stat_field(spec->resource), &v)) < 0)
+            return -1;
+        if (rc > 0)
+            run_figures_set(run, spec, v);
+    }
+    if ((rc = stat_value(stats, "timestamp", "duration", &v)) < 0)
+        return -1;
+    run->duration = rc > 0 && isfinite(v) ? v : 0;
+    return 0;
 }
 
 static PyObject *
 core_recommend(PyObject *module, PyObject *arg)
 {
     PyObject *seq = PySequence_Fast(arg, "recommend() takes a list of stats() dicts");
-    double cpu_sum = 0, memory_kib = 0, gpus = 0, vram = 0, v;
-    Py_ssize_t i, n, cpu_runs = 0, memory_runs = 0;
+    RunFigures *runs;
+    Recommendation rec;
+    Py_ssize_t i, n;
+    int rc = 0;
 
     (void)module;
     if (seq == NULL)
         return NULL;
     n = PySequence_Fast_GET_SIZE(seq);
-    for (i = 0; i < n; i++) {
-        PyObject *s = PySequence_Fast_GET_ITEM(seq, i);
-        int rc;
-        if ((rc = stat_value(s, "process_cpu_usage", "mean", &v)) > 0)
-            cpu_sum += v, cpu_runs++;
-        if (rc >= 0 && (rc = stat_value(s, "process_memory", "max", &v)) > 0)
-            memory_kib = fmax(memory_kib, v), memory_runs++;
-        if (rc >= 0 && (rc = stat_value(s, "process_gpu_utilized", "max", &v)) > 0)
-            gpus = fmax(gpus, v);
-        if (rc >= 0 && (rc = stat_value(s, "process_gpu_vram", "max", &v)) > 0)
-            vram = fmax(vram, v);
-        if (rc < 0) {
-            Py_DECREF(seq);
-            return NULL;
-        }
+    runs = PyMem_Malloc(n ? (size_t)n * sizeof(*runs) : 1);
+    if (runs == NULL) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
     }
+    for (i = 0; i < n && rc == 0; i++)
+        rc = run_figures_from_dict(PySequence_Fast_GET_ITEM(seq, i), &runs[i]);
     Py_DECREF(seq);
-    if (cpu_runs == 0 || memory_runs == 0) {
+    if (rc == 0 && recommend_runs(runs, (size_t)n, &rec) < 0) {
         PyErr_SetString(PyExc_ValueError,
                         "not enough data to recommend resources: no process CPU and memory "
                         "samples yet (track for at least one interval, or pass historical_stats)");
-        return NULL;
+        rc = -1;
     }
-    return Py_BuildValue("{s:i,s:i,s:i,s:i}", "cpu", recommend_cpu(cpu_sum / (double)cpu_runs),
-                         "memory", saturate_int(recommend_memory_mib(memory_kib / 1024.0, 0)),
-                         "gpu", saturate_int(ceil(gpus - 1e-9)), "vram",
-                         saturate_int(recommend_memory_mib(vram, 1)));
+    PyMem_Free(runs);
+    if (rc < 0)
+        return NULL;
+    return Py_BuildValue("{s:i,s:i,s:i,s:i}", "cpu", rec.cpu, "memory", rec.memory_mib, "gpu",
+                         rec.gpu, "vram", rec.vram_mib);
 }
 
 static PyObject *
@@ -338,5 +394,11 @@ static PyMethodDef stats_functions[] = {
 int
 rt_add_stats(PyObject *module)
 {
+    PyObject *short_run = PyFloat_FromDouble(RECOMMEND_SHORT_RUN_S);
+
+    if (short_run == NULL || PyModule_AddObject(module, "SHORT_RUN_S", short_run) < 0) {
+        Py_XDECREF(short_run);
+        return -1;
+    }
     return PyModule_AddFunctions(module, stats_functions);
 }

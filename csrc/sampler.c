@@ -59,18 +59,33 @@ wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, double deadline)
     }
 }
 
-static void
-init_sync(Sampler *sampler)
+/* New locks and condition variables: the address, or NULL when out of memory. */
+static SamplerSync *
+new_sync(void)
 {
+    SamplerSync *sync = calloc(1, sizeof(*sync));
     pthread_condattr_t attr;
 
-    pthread_mutex_init(&sampler->lock, NULL);
-    pthread_mutex_init(&sampler->collect_lock, NULL);
+    if (sync == NULL)
+        return NULL;
+    pthread_mutex_init(&sync->lock, NULL);
+    pthread_mutex_init(&sync->collect_lock, NULL);
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&sampler->wake, &attr);
-    pthread_cond_init(&sampler->rows_changed, &attr);
+    pthread_cond_init(&sync->wake, &attr);
+    pthread_cond_init(&sync->rows_changed, &attr);
     pthread_condattr_destroy(&attr);
+    return sync;
+}
+
+static void
+free_sync(SamplerSync *sync)
+{
+    pthread_mutex_destroy(&sync->lock);
+    pthread_mutex_destroy(&sync->collect_lock);
+    pthread_cond_destroy(&sync->wake);
+    pthread_cond_destroy(&sync->rows_changed);
+    free(sync);
 }
 
 /* Before fork(): hold every sampler's lock so that no table is half-written in the child. */
@@ -81,7 +96,7 @@ atfork_prepare(void)
 
     pthread_mutex_lock(&registry_lock);
     for (s = registry_head; s; s = s->registry_next)
-        pthread_mutex_lock(&s->lock);
+        pthread_mutex_lock(&s->sync->lock);
 }
 
 static void
@@ -90,19 +105,31 @@ atfork_parent(void)
     Sampler *s;
 
     for (s = registry_head; s; s = s->registry_next)
-        pthread_mutex_unlock(&s->lock);
+        pthread_mutex_unlock(&s->sync->lock);
     pthread_mutex_unlock(&registry_lock);
 }
 
-/* In the child: no sampler thread exists; every sampler reads as stopped, with fresh locks. */
+/* In the child: no sampler thread exists; every sampler reads as stopped, with fresh locks.
+ *
+ * The old locks and condition variables are leaked on purpose, as memray does after fork
+ * (tracking_api.cpp, Tracker::childFork): the parent's sampler thread may have held the
+ * collector lock, or waited on a condition variable, at the moment of fork(). That thread does
+ * not exist in the child, so the lock can never be unlocked by its owner, and POSIX leaves
+ * re-initialising (or destroying) a locked mutex or a waited-on condition variable undefined.
+ * A new set is made instead; the old one (a few hundred bytes per sampler) is never touched
+ * again. When the new set cannot be allocated the sampler keeps the old one: the lock taken
+ * in atfork_prepare is released by this thread, which owns it. */
 static void
 atfork_child(void)
 {
     Sampler *s;
 
     for (s = registry_head; s; s = s->registry_next) {
-        pthread_mutex_unlock(&s->lock);
-        init_sync(s);
+        SamplerSync *fresh = new_sync();
+        if (fresh)
+            s->sync = fresh; /* the old set is leaked: see above */
+        else
+            pthread_mutex_unlock(&s->sync->lock);
         s->thread_alive = 0;
         s->thread_done = 1;
         if (s->refs > 1)
@@ -162,7 +189,13 @@ sampler_new(const CollectorConfig *cfg, double interval)
     sampler->refs = 1;
     table_init(&sampler->process, PC_COUNT);
     table_init(&sampler->system, SC_COUNT);
-    init_sync(sampler);
+    sampler->sync = new_sync();
+    if (sampler->sync == NULL) {
+        collector_free(&sampler->collector);
+        free(sampler);
+        errno = ENOMEM;
+        return NULL;
+    }
     registry_add(sampler);
     return sampler;
 }
@@ -206,9 +239,9 @@ store_rows(Sampler *sampler, double *prow, double *srow, double dt, int may_fold
     int fold = may_fold && (sampler->process.nrows || sampler->system.nrows) &&
                (dt < FOLD_SHARE * sampler->interval || dt < FOLD_MIN_SECONDS);
 
-    pthread_mutex_lock(&sampler->lock);
-    if (sampler->abandoned) {
-        pthread_mutex_unlock(&sampler->lock); /* stop() has returned: the data is final */
+    pthread_mutex_lock(&sampler->sync->lock);
+    if (sampler->abandoned || sampler->tables_final) {
+        pthread_mutex_unlock(&sampler->sync->lock); /* stop() has returned: the data is final */
         return;
     }
     if (fold) {
@@ -236,8 +269,8 @@ store_rows(Sampler *sampler, double *prow, double *srow, double dt, int may_fold
     } else {
         sampler->rows_dropped++; /* out of memory now: the next row tries again */
     }
-    pthread_cond_broadcast(&sampler->rows_changed);
-    pthread_mutex_unlock(&sampler->lock);
+    pthread_cond_broadcast(&sampler->sync->rows_changed);
+    pthread_mutex_unlock(&sampler->sync->lock);
 }
 
 /* One reading at the current time; stores rows unless it is the baseline. */
@@ -252,7 +285,7 @@ take_sample(Sampler *sampler, int in_thread, int may_fold, double *prow, double 
     filled = collector_sample(&sampler->collector, mono, wall, &sampler->own, prow, srow);
     sampler->last_sample_mono = mono;
     /* the counters the getters read, published under the lock (a data race otherwise: helgrind) */
-    pthread_mutex_lock(&sampler->lock);
+    pthread_mutex_lock(&sampler->sync->lock);
     if (in_thread)
         sampler->cpu_seconds = sampler->own.cpu.user_s + sampler->own.cpu.sys_s;
     sampler->samples_taken++;
@@ -263,7 +296,7 @@ take_sample(Sampler *sampler, int in_thread, int may_fold, double *prow, double 
         sampler->collector.tree.read_errors + sampler->collector.system.read_errors;
     sampler->io_denied = sampler->collector.tree.io_denied;
     sampler->pss_denied = sampler->collector.tree.pss_denied;
-    pthread_mutex_unlock(&sampler->lock);
+    pthread_mutex_unlock(&sampler->sync->lock);
     if (filled)
         store_rows(sampler, prow, srow, dt, may_fold);
     return filled;
@@ -284,9 +317,9 @@ next_deadline(const Sampler *sampler, double deadline, double now)
 static void
 thread_sample(Sampler *sampler, int may_fold, double *prow, double *srow)
 {
-    pthread_mutex_lock(&sampler->collect_lock);
+    pthread_mutex_lock(&sampler->sync->collect_lock);
     take_sample(sampler, 1, may_fold, prow, srow);
-    pthread_mutex_unlock(&sampler->collect_lock);
+    pthread_mutex_unlock(&sampler->sync->collect_lock);
 }
 
 /* Frees everything the sampler holds (no thread uses it any more). */
@@ -296,10 +329,7 @@ sampler_destroy(Sampler *sampler)
     collector_free(&sampler->collector);
     table_free(&sampler->process);
     table_free(&sampler->system);
-    pthread_mutex_destroy(&sampler->lock);
-    pthread_mutex_destroy(&sampler->collect_lock);
-    pthread_cond_destroy(&sampler->wake);
-    pthread_cond_destroy(&sampler->rows_changed);
+    free_sync(sampler->sync);
     free(sampler);
 }
 
@@ -309,9 +339,9 @@ sampler_release(Sampler *sampler)
 {
     int last;
 
-    pthread_mutex_lock(&sampler->lock);
+    pthread_mutex_lock(&sampler->sync->lock);
     last = --sampler->refs == 0;
-    pthread_mutex_unlock(&sampler->lock);
+    pthread_mutex_unlock(&sampler->sync->lock);
     if (last)
         sampler_destroy(sampler);
 }
@@ -322,27 +352,27 @@ finish_thread(Sampler *sampler, double *prow, double *srow)
 {
     int abandoned, no_rows;
 
-    pthread_mutex_lock(&sampler->lock);
+    pthread_mutex_lock(&sampler->sync->lock);
     abandoned = sampler->abandoned;
     no_rows = sampler->process.nrows == 0 && sampler->system.nrows == 0;
-    pthread_mutex_unlock(&sampler->lock);
+    pthread_mutex_unlock(&sampler->sync->lock);
     /* a run stopped right after its baseline still gets its one row (its CPU usage is
      * measured over at least one clock tick: no division by a tiny interval) */
     if (!abandoned &&
         (clock_seconds(CLOCK_MONOTONIC) - sampler->last_sample_mono >= FINAL_MIN_SECONDS ||
          no_rows))
         thread_sample(sampler, 1, prow, srow);
-    pthread_mutex_lock(&sampler->collect_lock);
+    pthread_mutex_lock(&sampler->sync->collect_lock);
     collector_release(&sampler->collector);
-    pthread_mutex_unlock(&sampler->collect_lock);
-    pthread_mutex_lock(&sampler->lock);
+    pthread_mutex_unlock(&sampler->sync->collect_lock);
+    pthread_mutex_lock(&sampler->sync->lock);
     if (!sampler->abandoned) {
         sampler->stop_wall = clock_seconds(CLOCK_REALTIME);
         sampler->state = SAMPLER_STOPPED;
     }
     sampler->thread_done = 1;
-    pthread_cond_broadcast(&sampler->rows_changed);
-    pthread_mutex_unlock(&sampler->lock);
+    pthread_cond_broadcast(&sampler->sync->rows_changed);
+    pthread_mutex_unlock(&sampler->sync->lock);
 }
 
 static void *
@@ -353,18 +383,18 @@ sampler_main(void *arg)
     double deadline = sampler->start_mono;
 
     thread_sample(sampler, 0, prow, srow); /* baseline */
-    pthread_mutex_lock(&sampler->lock);
+    pthread_mutex_lock(&sampler->sync->lock);
     for (;;) {
         deadline = next_deadline(sampler, deadline, clock_seconds(CLOCK_MONOTONIC));
         while (!sampler->stop_requested && clock_seconds(CLOCK_MONOTONIC) < deadline)
-            wait_until(&sampler->wake, &sampler->lock, deadline);
+            wait_until(&sampler->sync->wake, &sampler->sync->lock, deadline);
         if (sampler->stop_requested)
             break;
-        pthread_mutex_unlock(&sampler->lock);
+        pthread_mutex_unlock(&sampler->sync->lock);
         thread_sample(sampler, 0, prow, srow);
-        pthread_mutex_lock(&sampler->lock);
+        pthread_mutex_lock(&sampler->sync->lock);
     }
-    pthread_mutex_unlock(&sampler->lock);
+    pthread_mutex_unlock(&sampler->sync->lock);
     finish_thread(sampler, prow, srow);
     sampler_release(sampler);
     return NULL;
@@ -378,9 +408,9 @@ sampler_start(Sampler *sampler)
     sigset_t all, saved;
     int rc;
 
-    pthread_mutex_lock(&sampler->lock);
+    pthread_mutex_lock(&sampler->sync->lock);
     if (sampler->state != SAMPLER_NEW) {
-        pthread_mutex_unlock(&sampler->lock);
+        pthread_mutex_unlock(&sampler->sync->lock);
         return EBUSY;
     }
     sampler->start_wall = clock_seconds(CLOCK_REALTIME);
@@ -399,7 +429,7 @@ sampler_start(Sampler *sampler)
         sampler->thread_alive = 1;
         sampler->refs++; /* the thread's */
     }
-    pthread_mutex_unlock(&sampler->lock);
+    pthread_mutex_unlock(&sampler->sync->lock);
     return rc;
 }
 
@@ -407,9 +437,9 @@ sampler_start(Sampler *sampler)
 static void
 release_if_idle(Sampler *sampler)
 {
-    if (pthread_mutex_trylock(&sampler->collect_lock) == 0) {
+    if (pthread_mutex_trylock(&sampler->sync->collect_lock) == 0) {
         collector_release(&sampler->collector);
-        pthread_mutex_unlock(&sampler->collect_lock);
+        pthread_mutex_unlock(&sampler->sync->collect_lock);
     }
 }
 
@@ -422,12 +452,12 @@ wait_thread_end(Sampler *sampler)
 
     while (!sampler->thread_done && sampler->state == SAMPLER_RUNNING &&
            clock_seconds(CLOCK_MONOTONIC) < deadline)
-        wait_until(&sampler->rows_changed, &sampler->lock, deadline);
+        wait_until(&sampler->sync->rows_changed, &sampler->sync->lock, deadline);
     if (sampler->state == SAMPLER_RUNNING) {
         sampler->abandoned = 1; /* a reading hangs: the thread ends on its own, storing nothing */
         sampler->state = SAMPLER_STOPPED;
         sampler->stop_wall = clock_seconds(CLOCK_REALTIME);
-        pthread_cond_broadcast(&sampler->rows_changed);
+        pthread_cond_broadcast(&sampler->sync->rows_changed);
     }
     return sampler->thread_done;
 }
@@ -437,9 +467,9 @@ sampler_stop(Sampler *sampler)
 {
     int join, ended;
 
-    pthread_mutex_lock(&sampler->lock);
+    pthread_mutex_lock(&sampler->sync->lock);
     sampler->stop_requested = 1;
-    pthread_cond_broadcast(&sampler->wake);
+    pthread_cond_broadcast(&sampler->sync->wake);
     join = sampler->thread_alive;
     sampler->thread_alive = 0;
     if (sampler->state == SAMPLER_NEW) {
@@ -448,7 +478,7 @@ sampler_stop(Sampler *sampler)
     }
     /* a concurrent stop() handles the thread: this one waits as long, no longer */
     ended = wait_thread_end(sampler);
-    pthread_mutex_unlock(&sampler->lock);
+    pthread_mutex_unlock(&sampler->sync->lock);
     if (join && ended)
         pthread_join(sampler->thread, NULL);
     else if (join)
@@ -464,25 +494,25 @@ sampler_sample_now(Sampler *sampler, double *prow, double *srow)
     double p[PC_COUNT], s[SC_COUNT];
     int filled, stopped;
 
-    pthread_mutex_lock(&sampler->collect_lock); /* callers in several threads take turns */
-    pthread_mutex_lock(&sampler->lock);
+    pthread_mutex_lock(&sampler->sync->collect_lock); /* callers in several threads take turns */
+    pthread_mutex_lock(&sampler->sync->lock);
     if (sampler->thread_alive || sampler->state != SAMPLER_NEW) {
-        pthread_mutex_unlock(&sampler->lock);
-        pthread_mutex_unlock(&sampler->collect_lock);
+        pthread_mutex_unlock(&sampler->sync->lock);
+        pthread_mutex_unlock(&sampler->sync->collect_lock);
         return -1;
     }
     if (sampler->start_mono == 0) {
         sampler->start_wall = clock_seconds(CLOCK_REALTIME);
         sampler->start_mono = clock_seconds(CLOCK_MONOTONIC);
     }
-    pthread_mutex_unlock(&sampler->lock);
+    pthread_mutex_unlock(&sampler->sync->lock);
     filled = take_sample(sampler, 0, 0, p, s);
-    pthread_mutex_lock(&sampler->lock);
+    pthread_mutex_lock(&sampler->sync->lock);
     stopped = sampler->state == SAMPLER_STOPPED;
-    pthread_mutex_unlock(&sampler->lock);
+    pthread_mutex_unlock(&sampler->sync->lock);
     if (stopped) /* stop() came during this reading: release what it could not */
         collector_release(&sampler->collector);
-    pthread_mutex_unlock(&sampler->collect_lock);
+    pthread_mutex_unlock(&sampler->sync->collect_lock);
     if (filled && prow)
         memcpy(prow, p, sizeof(p));
     if (filled && srow)
@@ -505,29 +535,43 @@ sampler_wait_rows(Sampler *sampler, size_t n, double timeout)
     double deadline = clock_seconds(CLOCK_MONOTONIC) + (timeout > 0 ? timeout : 0);
     int reached;
 
-    pthread_mutex_lock(&sampler->lock);
+    pthread_mutex_lock(&sampler->sync->lock);
     for (;;) {
         reached = rows_locked(sampler) >= n;
         if (reached || sampler->state != SAMPLER_RUNNING ||
             clock_seconds(CLOCK_MONOTONIC) >= deadline)
             break;
-        wait_until(&sampler->rows_changed, &sampler->lock, deadline);
+        wait_until(&sampler->sync->rows_changed, &sampler->sync->lock, deadline);
     }
-    pthread_mutex_unlock(&sampler->lock);
+    pthread_mutex_unlock(&sampler->sync->lock);
     return reached;
 }
 
 const Table *
 sampler_lock_table(Sampler *sampler, int which)
 {
-    pthread_mutex_lock(&sampler->lock);
+    pthread_mutex_lock(&sampler->sync->lock);
     return which == SAMPLER_PROCESS ? &sampler->process : &sampler->system;
 }
 
 void
 sampler_unlock(Sampler *sampler)
 {
-    pthread_mutex_unlock(&sampler->lock);
+    pthread_mutex_unlock(&sampler->sync->lock);
+}
+
+const Table *
+sampler_final_table(Sampler *sampler, int which)
+{
+    const Table *table = NULL;
+
+    pthread_mutex_lock(&sampler->sync->lock);
+    if (sampler->state == SAMPLER_STOPPED) {
+        sampler->tables_final = 1;
+        table = which == SAMPLER_PROCESS ? &sampler->process : &sampler->system;
+    }
+    pthread_mutex_unlock(&sampler->sync->lock);
+    return table;
 }
 
 int
@@ -535,9 +579,9 @@ sampler_state(Sampler *sampler)
 {
     int state;
 
-    pthread_mutex_lock(&sampler->lock);
+    pthread_mutex_lock(&sampler->sync->lock);
     state = sampler->state;
-    pthread_mutex_unlock(&sampler->lock);
+    pthread_mutex_unlock(&sampler->sync->lock);
     return state;
 }
 
@@ -546,9 +590,9 @@ sampler_rows(Sampler *sampler)
 {
     size_t rows;
 
-    pthread_mutex_lock(&sampler->lock);
+    pthread_mutex_lock(&sampler->sync->lock);
     rows = rows_locked(sampler);
-    pthread_mutex_unlock(&sampler->lock);
+    pthread_mutex_unlock(&sampler->sync->lock);
     return rows;
 }
 

@@ -30,13 +30,19 @@
 enum SamplerState { SAMPLER_NEW, SAMPLER_RUNNING, SAMPLER_STOPPED };
 enum SamplerTable { SAMPLER_PROCESS, SAMPLER_SYSTEM };
 
-typedef struct Sampler {
-    Collector collector;
-    double interval;
-    pthread_mutex_t lock;         /* the fields below, the tables */
+/* The sampler's locks and condition variables, on the heap: after fork() the child replaces
+ * them with a new set and leaks the old one (see atfork_child in sampler.c). */
+typedef struct SamplerSync {
+    pthread_mutex_t lock;         /* the sampler's fields below, the tables */
     pthread_mutex_t collect_lock; /* the collector: one reading at a time */
     pthread_cond_t wake;          /* stop requests */
     pthread_cond_t rows_changed;  /* new rows, or the thread ended */
+} SamplerSync;
+
+typedef struct Sampler {
+    Collector collector;
+    double interval;
+    SamplerSync *sync;
     pthread_t thread;
     int thread_alive; /* a thread to join or detach (cleared by the stop() that does it) */
     int thread_done;  /* the thread has finished its work */
@@ -44,6 +50,7 @@ typedef struct Sampler {
     int refs;         /* the owner and the thread: the last one frees */
     int stop_requested;
     int state;
+    int tables_final; /* stopped and handed out as views: no row is stored or folded any more */
     Table process, system;
     double start_wall, start_mono, stop_wall;
     double last_sample_mono, last_row_dt;
@@ -79,6 +86,11 @@ int sampler_wait_rows(Sampler *sampler, size_t n, double timeout);
 /* The table under the sampler's lock: call sampler_unlock() when done with it. */
 const Table *sampler_lock_table(Sampler *sampler, int which);
 void sampler_unlock(Sampler *sampler);
+
+/* The table of a stopped sampler, final from now on (a reading still under way in another
+ * thread stores nothing): safe to read without the lock for the sampler's lifetime. NULL while
+ * the sampler is new or running. */
+const Table *sampler_final_table(Sampler *sampler, int which);
 
 int sampler_state(Sampler *sampler);
 size_t sampler_rows(Sampler *sampler);

@@ -41,6 +41,7 @@ C_TARGETS = {
     "mountinfo": ["procfs_parse.c"],
     "cloud": ["cloud.c"],
     "keeper": ["keeper.c"],
+    "stats": ["stats.c", "columns.c"],
 }
 PY_TARGETS = ["cgroup", "snapshot"]
 LIBS = {"cloud": ["-lcjson"], "keeper": ["-lcjson"]}
@@ -173,6 +174,16 @@ def _snapshot_seeds():
     return seeds
 
 
+def _stats_seeds():
+    """float64 columns: a CPU ramp, repeated values, a constant, one value, NaN and inf."""
+    from array import array
+
+    ramp = array("d", (i * 0.01 for i in range(500))).tobytes()
+    repeated = array("d", [float(i % 3) for i in range(300)]).tobytes()
+    odd = array("d", [1.0, float("nan"), float("inf"), -float("inf"), 0.0, -0.0]).tobytes()
+    return [ramp, repeated, array("d", [5.0] * 64).tobytes(), array("d", [2.0]).tobytes(), odd]
+
+
 def _keeper_seeds():
     """Keeper answers in the shape of /servers and /server/{v}/{s}/prices (catalog rows)."""
     sep = b"\n@@\n"
@@ -206,6 +217,7 @@ def seeds(name):
         "keeper": _keeper_seeds,
         "cgroup": _cgroup_seeds,
         "snapshot": _snapshot_seeds,
+        "stats": _stats_seeds,
     }
     return [s for s in table[name]() if s is not None]
 

@@ -29,6 +29,8 @@ def _as_column(values):
     a number, else a list (the values as given)."""
     if isinstance(values, array) and values.typecode in ("d", "q"):
         return array(values.typecode, values)
+    if isinstance(values, memoryview) and values.format == "d":  # the sampler's column views
+        return _float_array(values)
     values = list(values)
     if values and all(_is_int(v) for v in values):
         try:
@@ -38,6 +40,13 @@ def _as_column(values):
     if all(_is_number(v) for v in values):
         return array("d", values)
     return values
+
+
+def _float_array(view):
+    """A writable array('d') copy of a float64 buffer (one memcpy)."""
+    col = array("d")
+    col.frombytes(view.cast("B"))
+    return col
 
 
 def _csv_field(value, sep):
@@ -213,7 +222,8 @@ class TinyDataFrame:
         return name in self._data
 
     def column_array(self, name):
-        """The column itself (an array('d') for numbers), without copying."""
+        """The column itself (an array('d') for numbers, or a read-only float64 memoryview
+        of a stopped tracker's samples), without copying."""
         return self._data[name]
 
     def __getitem__(self, key):
@@ -371,7 +381,10 @@ class TinyDataFrame:
     __hash__ = None
 
     def __reduce__(self):
-        return (_rebuild, (self._data,))
+        data = {
+            k: _float_array(v) if isinstance(v, memoryview) else v for k, v in self._data.items()
+        }
+        return (_rebuild, (data,))
 
 
 def _rebuild(data):

@@ -16,8 +16,9 @@ from ._version import __version__
 from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABELS
 from .tiny_data_frame import TinyDataFrame
 
-#: Runs shorter than this (seconds) have no measurable CPU usage (10 clock ticks of 10 ms).
-SHORT_RUN_S = 0.1
+#: Runs shorter than this (seconds) have no measurable CPU usage (10 clock ticks of 10 ms);
+#: the rule lives in the C core (csrc/stats.c), which says how short.
+SHORT_RUN_S = _core.SHORT_RUN_S
 
 SNAPSHOT_FORMAT = "resource-tracker-snapshot"
 SNAPSHOT_VERSION = 1
@@ -137,6 +138,12 @@ class _StoredRun:
         if len(df) == 0:
             return [b""] * len(names)
         return [array("d", df.column_array(n)).tobytes() for n in names]
+
+    def column_views(self, table):
+        """The stored columns themselves (no copy), in the registry's order."""
+        df = self._tables[table]
+        names = PROCESS_COLUMNS if table == "process" else SYSTEM_COLUMNS
+        return [_float64(df.column_array(n)) if n in df else array("d") for n in names]
 
     def start(self):
         raise RuntimeError("a tracker loaded from a snapshot cannot be started; create a new one")
@@ -389,14 +396,41 @@ class ResourceTracker:
 
     # -- data ------------------------------------------------------------------------
 
+    def _cached(self, what, compute):
+        """compute() once per state of the samples: recomputed when a row was added (or the
+        run stopped), else the value of the last call."""
+        sampler = self._sampler
+        key = (sampler, sampler.n_samples, sampler.state)
+        cache = self.__dict__.setdefault("_data_cache", {})
+        hit = cache.get(what)
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        value = compute()
+        cache[what] = (key, value)
+        return value
+
+    def _table_columns(self, table):
+        """{column: float64 column} of a table. A stopped run's columns are read-only views
+        of the sampler's own storage (the samples cross into Python once, uncopied); while
+        running, one copy per new row count (cached until the next row)."""
+
+        def load():
+            names = PROCESS_COLUMNS if table == "process" else SYSTEM_COLUMNS
+            views = getattr(self._sampler, "column_views", None)
+            raw = views(table) if views is not None else None
+            if raw is not None:
+                return dict(zip(names, raw))
+            arrays = {}
+            for name, data in zip(names, self._sampler.columns(table)):
+                col = array("d")
+                col.frombytes(data)
+                arrays[name] = col
+            return arrays
+
+        return self._cached(table, load)
+
     def _table(self, table):
-        names = PROCESS_COLUMNS if table == "process" else SYSTEM_COLUMNS
-        arrays = {}
-        for name, raw in zip(names, self._sampler.columns(table)):
-            col = array("d")
-            col.frombytes(raw)
-            arrays[name] = col
-        return TinyDataFrame._from_arrays(arrays)
+        return TinyDataFrame._from_arrays(self._table_columns(table))
 
     @property
     def process_metrics(self):
@@ -445,12 +479,23 @@ class ResourceTracker:
         return TinyDataFrame._from_arrays(combined)
 
     def stats(self):
-        """Summaries of the samples: mean/max/percentiles, sums, peak disk use, duration."""
-        process = self.process_metrics if self.track_processes else None
-        system = self.system_metrics if self.track_system else None
-        result = _core.stats(
-            _arrays(process), _arrays(system), self.start_time or 0.0, self.stop_time or 0.0
-        )
+        """Summaries of the samples: mean/max/percentiles, sums, peak disk use, duration.
+
+        Computed once per state of the samples (a stopped run: once), on the sampler's own
+        column buffers; each call returns a new dict."""
+
+        def compute():
+            return _core.stats(
+                self._table_columns("process") if self.track_processes else None,
+                self._table_columns("system") if self.track_system else None,
+                self.start_time or 0.0,
+                self.stop_time or 0.0,
+            )
+
+        result = {
+            k: dict(v) if isinstance(v, dict) else v
+            for k, v in self._cached("stats", compute).items()
+        }
         result["data_quality"] = self.data_quality()
         hwm = self.memory_hwm
         if hwm and self.track_processes:
@@ -512,13 +557,7 @@ class ResourceTracker:
             {'cpu': int, 'memory': int MiB, 'gpu': int, 'vram': int MiB}
         """
         runs = [_with_kernel_peak(self.stats())] + list(historical_stats or [])
-        recommendation = _core.recommend(runs)
-        # A run shorter than SHORT_RUN_S has no measurable CPU usage (CPU time is counted in
-        # clock ticks of 10 ms): its CPU figure is left out, the minimum stands without others.
-        measurable = [s for s in runs if not _too_short_for_cpu(s)]
-        if len(measurable) < len(runs):
-            recommendation["cpu"] = _core.recommend(measurable)["cpu"] if measurable else 1
-        return recommendation
+        return _core.recommend(runs)  # the rules: csrc/stats.c (recommend_runs)
 
     def recommend_server(self, n=None, historical_stats=None, **filters):
         """The cheapest cloud server that fits recommend_resources() (Spare Cores catalog).
@@ -597,10 +636,14 @@ class ResourceTracker:
     # -- persistence -----------------------------------------------------------------
 
     def snapshot(self):
-        """Everything about this run as a dict of plain Python values (lossless)."""
+        """Everything about this run as a dict of plain Python values (lossless).
+
+        The tables are stored as dumps() stores them: ``{"encoding": "float64-le-base64",
+        "rows": n, "columns": {name: base64 text}}`` (every float bit for bit, about 11 bytes
+        a value; a list of floats would take 32)."""
         snap = self._snapshot_fields()
-        snap["process_metrics"] = self.process_metrics.to_dict()
-        snap["system_metrics"] = self.system_metrics.to_dict()
+        for key, table in _TABLE_KEYS:
+            snap[key] = _encode_columns(self._table_columns(table))
         return snap
 
     def _snapshot_fields(self):
@@ -672,8 +715,8 @@ class ResourceTracker:
         from .summary import stored_summary
 
         self._summary = stored_summary(snapshot.get("summary"))
-        process = TinyDataFrame(_decode_columns(snapshot.get("process_metrics")), PROCESS_COLUMNS)
-        system = TinyDataFrame(_decode_columns(snapshot.get("system_metrics")), SYSTEM_COLUMNS)
+        process = _stored_table(snapshot.get("process_metrics"), PROCESS_COLUMNS)
+        system = _stored_table(snapshot.get("system_metrics"), SYSTEM_COLUMNS)
         self._sampler = _StoredRun(
             process,
             system,
@@ -685,13 +728,25 @@ class ResourceTracker:
         return self
 
     def dumps(self):
-        """The snapshot as compact JSON text (columns as base64 float64: lossless)."""
+        """The snapshot as compact JSON text (columns as base64 float64: lossless).
+
+        Written in one piece by a streaming encoder: the text of the columns is made from the
+        samples directly (no float lists, no intermediate bytes)."""
         import json
 
-        snap = self.snapshot()
-        for key in ("process_metrics", "system_metrics"):
-            snap[key] = _encode_columns(getattr(self, key))
-        return json.dumps(snap, separators=(",", ":"), allow_nan=False, default=_json_default)
+        head = json.dumps(
+            self._snapshot_fields(), separators=(",", ":"), allow_nan=False, default=_json_default
+        )
+        pieces = [head[:-1]]  # without its closing brace: the tables follow
+        for key, table in _TABLE_KEYS:
+            columns = self._table_columns(table)
+            rows = len(next(iter(columns.values()), ()))
+            pieces.append(f',"{key}":{{"encoding":"{_ENCODING}","rows":{rows},"columns":{{')
+            for i, (name, col) in enumerate(columns.items()):
+                pieces += [("," if i else "") + json.dumps(name) + ':"', _float64(col), '"']
+            pieces.append("}}")
+        pieces.append("}")
+        return _core.float64_text(pieces)
 
     @classmethod
     def loads(cls, text):
@@ -707,6 +762,10 @@ class ResourceTracker:
                 "not a resource-tracker snapshot: JSON nested too deeply to be one"
             ) from None
         try:
+            if isinstance(snapshot, dict):  # decode the tables now, dropping each text as it goes
+                for key, _ in _TABLE_KEYS:
+                    if isinstance(snapshot.get(key), dict):
+                        snapshot[key] = _decode_columns(snapshot[key], consume=True)
             return cls.from_snapshot(snapshot)
         except (KeyError, TypeError, AttributeError, RecursionError) as exc:  # fuzz_snapshot.py
             raise ValueError(f"not a resource-tracker snapshot: damaged ({exc!r})") from None
@@ -757,12 +816,6 @@ def data_quality_notes(stats):
     return notes
 
 
-def _too_short_for_cpu(stats):
-    """True for the stats() of a run too short to measure its CPU usage."""
-    duration = ((stats or {}).get("timestamp") or {}).get("duration")
-    return isinstance(duration, (int, float)) and 0 < duration < SHORT_RUN_S
-
-
 def _with_kernel_peak(stats):
     """stats() with the memory peak raised to the kernel's high-water mark of one process
     when the samples missed a higher peak."""
@@ -771,13 +824,6 @@ def _with_kernel_peak(stats):
     if not hwm or not isinstance(memory, dict) or hwm <= (memory.get("max") or 0):
         return stats
     return dict(stats, process_memory=dict(memory, max=hwm))
-
-
-def _arrays(df):
-    """A TinyDataFrame's columns as arrays (None for a missing table)."""
-    if df is None:
-        return None
-    return {name: df.column_array(name) for name in df.columns}
 
 
 # the latest start/stop time taken as real: year 5138 (a larger one breaks dates and durations)
@@ -839,56 +885,96 @@ def _nonnegative_int(value, name):
     return int(value)
 
 
-def _encode_columns(df):
-    import base64
+_ENCODING = "float64-le-base64"
+_TABLE_KEYS = (("process_metrics", "process"), ("system_metrics", "system"))
 
+
+def _is_float64(col):
+    """True for a float64 column: array('d') or a float64 memoryview (a stopped sampler's
+    columns, a loaded snapshot's decoded text)."""
+    if isinstance(col, memoryview):
+        return col.format == "d"
+    return isinstance(col, array) and col.typecode == "d"
+
+
+def _float64(col):
+    """col as a float64 buffer (itself when it is one)."""
+    return col if _is_float64(col) else array("d", col)
+
+
+def _encode_columns(columns):
+    """A table ({name: float64 column}) as base64 of little-endian float64, one text a column."""
     return {
-        "encoding": "float64-le-base64",
-        "rows": len(df),
-        "columns": {
-            name: base64.b64encode(_little_endian(df.column_array(name))).decode("ascii")
-            for name in df.columns
-        },
+        "encoding": _ENCODING,
+        "rows": len(next(iter(columns.values()), ())),
+        "columns": {name: _core.float64_text([_float64(col)]) for name, col in columns.items()},
     }
 
 
-def _little_endian(col):
-    import sys
-
-    data = array("d", col)
-    if sys.byteorder != "little":
-        data.byteswap()
-    return data.tobytes()
-
-
-def _decode_columns(data):
+def _decode_columns(data, consume=False):
     """{column: values} from a snapshot's table (plain lists, base64 float64, or a
-    TinyDataFrame as in the Metaflow artifact)."""
+    TinyDataFrame as in the Metaflow artifact). consume: drop each column's text from data
+    once decoded (loads(): the decoded tables never sit beside all of their text)."""
     if isinstance(data, TinyDataFrame):
         return {name: data.column_array(name) for name in data.columns}
     if not data:
         return {}
-    if isinstance(data, dict) and data.get("encoding") == "float64-le-base64":
+    if isinstance(data, dict) and data.get("encoding") == _ENCODING:
         import base64
         import sys
 
         out = {}
-        for name, text in data["columns"].items():
+        texts = data["columns"]
+        for name in list(texts):
+            raw = base64.b64decode(texts.pop(name) if consume else texts[name])
+            if len(raw) % 8:
+                raise ValueError(
+                    f"not a resource-tracker snapshot: column {name} is not float64 values"
+                )
+            if sys.byteorder == "little":  # the decoded bytes themselves: exact size, no copy
+                out[name] = memoryview(raw).cast("d")
+                continue
             col = array("d")
-            col.frombytes(base64.b64decode(text))
-            if sys.byteorder != "little":
-                col.byteswap()
+            col.frombytes(raw)
+            col.byteswap()
             out[name] = col
         return out
     if isinstance(data, dict):  # plain lists: numbers only (stats() and report() sum them)
         try:
-            return {name: array("d", values) for name, values in data.items()}
+            return {  # decoded columns are used as they are; anything else is copied
+                name: values if _is_float64(values) else array("d", values)
+                for name, values in data.items()
+            }
         except TypeError:
             raise ValueError(
                 "not a resource-tracker snapshot: a metrics column holds something other than "
                 "numbers"
             ) from None
     return data
+
+
+def _stored_table(data, names):
+    """A snapshot's table as a TinyDataFrame of float64 columns in the registry's order."""
+    copied = isinstance(data, TinyDataFrame)  # the caller's arrays: copy them
+    columns = _decode_columns(data)
+    if not isinstance(columns, dict):  # rows (a list of dicts): the frame sorts them out
+        return TinyDataFrame(columns, names)
+    table = {}
+    for name in names:
+        col = columns.get(name, ())
+        if copied or not _is_float64(col):
+            try:
+                col = array("d", col)
+            except TypeError:
+                raise ValueError(
+                    f"not a resource-tracker snapshot: column {name} holds something other "
+                    "than numbers"
+                ) from None
+        table[name] = col
+    lengths = {len(col) for col in table.values()}
+    if len(lengths) > 1:
+        raise ValueError(f"columns must be equally long, got lengths {sorted(lengths)}")
+    return TinyDataFrame._from_arrays(table)
 
 
 def _json_default(value):

@@ -840,7 +840,7 @@ def _downsample(t, cols, max_points):
         t_out.append(t[lo])
         t_out.append(t[hi - 1])
         for k, col in cols.items():
-            seg = col[lo:hi]
+            seg = list(col[lo:hi])  # (a stopped tracker's columns are memoryviews: no index())
             lo_v, hi_v = min(seg), max(seg)
             if seg.index(lo_v) <= seg.index(hi_v):
                 out[k].append(lo_v)

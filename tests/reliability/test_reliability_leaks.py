@@ -12,6 +12,7 @@ is no GPU here). Cloud: the loopback metadata stand-in of tests/gpu_cloud/gpu_cl
 from __future__ import annotations
 
 import os
+from array import array
 
 import pytest
 from reliability_helpers import PYMALLOC, assert_no_leak, nvml_stub, table
@@ -125,6 +126,48 @@ def test_reliability_leak_columns_wait(sampled):
     assert_no_leak("Sampler.columns(bad)", bad_table, 2000)
     assert_no_leak("Sampler.wait (has rows)", lambda: s.wait(1, 0.0), 2000)
     assert_no_leak("Sampler.wait (timeout 0)", lambda: s.wait(10**6, 0.0), 2000)
+
+
+@covers("Sampler.column_views")
+@pytest.mark.valgrind
+def test_reliability_leak_column_views(sampled):
+    s = sampled[0]
+
+    def views():
+        cols = s.column_views("process")
+        assert len(cols[0]) == s.n_samples
+        return _core.stats(dict(zip(("timestamp", "pid"), cols)), None)
+
+    assert_no_leak("Sampler.column_views + stats on them", views, 2000)
+    assert_no_leak("Sampler.column_views('system')", lambda: s.column_views("system"), 2000)
+
+    def bad_table():
+        with pytest.raises(ValueError):
+            s.column_views("nope")
+
+    assert_no_leak("Sampler.column_views(bad)", bad_table, 2000)
+    fresh = _core.Sampler(os.getpid(), 1.0)
+    assert_no_leak(
+        "Sampler.column_views (not stopped)", lambda: fresh.column_views("process"), 2000
+    )
+
+
+@covers("float64_text")
+def test_reliability_leak_float64_text(sampled):
+    s = sampled[0]
+    col = s.column_views("process")[0]
+    assert_no_leak("float64_text", lambda: _core.float64_text(["{", col, "}"]), 2000)
+
+    def bad():
+        for arg in (["\u00e9"], [b"bytes"], [array("q", [1])], None, [1.5]):
+            try:
+                _core.float64_text(arg)
+            except (TypeError, ValueError):
+                pass
+            else:
+                raise AssertionError(f"float64_text({arg!r}) was accepted")
+
+    assert_no_leak("float64_text(bad)", bad, 2000)
 
 
 PROPERTIES = (

@@ -1,0 +1,252 @@
+"""Long runs: memory held and time and memory of stats(), recommend_resources(), snapshot(),
+dumps(), loads() and report() for a run of 86,400 samples (24 h at 1 s) and 864,000 samples
+(24 h at 0.1 s).
+
+Usage (`make bench` runs it): python bench/bench_long.py [--rows 86400 864000] [--json FILE]
+                              [--skip-report]
+
+A run of that length is built without waiting 24 h: a snapshot with every column of both
+tables (daily waves plus noise, so that the percentiles have real work to do) is turned into
+a stopped tracker by ResourceTracker.loads(dumps text), exactly as a saved run is loaded. Each
+figure comes from a fresh interpreter (one per operation and size), so that no operation pays
+for another's garbage:
+
+- held: what the loaded tracker keeps (tracemalloc, after the text is gone);
+- ms: the operation's first call on a fresh tracker (nothing cached yet), best of 3;
+- extra: the peak of memory the operation needs beyond what was there before it, as
+  tracemalloc sees it (Python objects and the C core's PyMem buffers) and as the process's
+  peak RSS sees it (VmHWM after resetting it through /proc/self/clear_refs; "n/a" where the
+  kernel does not allow the reset), in MiB and as a multiple of the samples' own size
+  (rows x 33 columns x 8 bytes).
+
+The bars (issue 19, "Long runs"): at 86,400 samples held <= 25 MiB, stats() and
+recommend_resources() <= 50 ms each; at 864,000 samples no operation needs more than 2x the
+samples' own size in extra memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+OPS = ("held", "stats", "recommend", "snapshot", "dumps", "loads", "report")
+MIB = 1024 * 1024
+BARS = {"held_mib": 25.0, "stats_ms": 50.0, "recommend_ms": 50.0, "extra_x": 2.0}
+
+
+# -- the child: one operation on one long run ---------------------------------------------
+
+
+def long_run_text(rows, interval):
+    """dumps() text of a stopped run of rows samples (every column of both tables)."""
+    import math
+    import random
+    from array import array
+
+    from resource_tracker import ResourceTracker
+    from resource_tracker.names import PROCESS_COLUMNS, SYSTEM_COLUMNS
+
+    rnd = random.Random(19)
+    start = 1_790_000_000.0
+    ts = array("d", (start + interval * (i + 1) for i in range(rows)))
+    day = rows / (2 * math.pi)
+    wave = array("d", (0.5 + 0.5 * math.sin(i / day) for i in range(rows)))
+
+    def noisy(base, scale):
+        return array("d", (base + scale * (w + 0.2 * rnd.random()) for w in wave))
+
+    proc = {name: noisy(1.0, 1.0) for name in PROCESS_COLUMNS}
+    syst = {name: noisy(1.0, 1.0) for name in SYSTEM_COLUMNS}
+    proc["timestamp"] = syst["timestamp"] = ts
+    proc["pid"] = array("d", [4242.0]) * rows
+    proc["memory"] = noisy(2_000_000.0, 1_000_000.0)
+    proc["gpu_vram"] = noisy(3000.0, 2000.0)
+    syst["memory_used"] = noisy(6_000_000.0, 1_500_000.0)
+    snap = {
+        "format": "resource-tracker-snapshot",
+        "format_version": 1,
+        "pid": 4242,
+        "children": True,
+        "interval": interval,
+        "method": "procfs",
+        "command": "python train.py",
+        "status": "finished",
+        "start_time": start,
+        "stop_time": start + interval * rows,
+        "track_processes": True,
+        "track_system": True,
+        "extra": {},
+        "process_metrics": proc,
+        "system_metrics": syst,
+    }
+    return ResourceTracker.from_snapshot(snap).dumps()
+
+
+def rss_kib(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+def reset_rss_peak():
+    """True when the kernel reset VmHWM to the current RSS."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def operation(name, text):
+    """(setup, op): setup() returns the operation's argument, op(arg) does it."""
+    from resource_tracker import ResourceTracker
+
+    def fresh():
+        return ResourceTracker.loads(text)
+
+    table = {
+        "stats": (fresh, lambda t: t.stats()),
+        "recommend": (fresh, lambda t: t.recommend_resources()),
+        "snapshot": (fresh, lambda t: t.snapshot()),
+        "dumps": (fresh, lambda t: t.dumps()),
+        "loads": (lambda: None, lambda _: ResourceTracker.loads(text)),
+        "report": (fresh, lambda t: t.report()),
+    }
+    return table[name]
+
+
+def child(op, rows):
+    import gc
+    import tracemalloc
+
+    interval = 86_400.0 / rows
+    text = long_run_text(rows, interval)
+    own = rows * 33 * 8
+    out = {"op": op, "rows": rows, "samples_mib": own / MIB}
+    if op == "held":
+        gc.collect()
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        from resource_tracker import ResourceTracker
+
+        tracker = ResourceTracker.loads(text)
+        del text
+        gc.collect()
+        out["held_mib"] = (tracemalloc.get_traced_memory()[0] - before) / MIB
+        tracemalloc.stop()
+        out["n_samples"] = tracker.n_samples
+        print(json.dumps(out))
+        return
+    setup, run = operation(op, text)
+    best = None
+    for _ in range(3):  # time: a fresh tracker each time (nothing cached)
+        arg = setup()
+        gc.collect()
+        t0 = time.perf_counter()
+        result = run(arg)
+        best = min(best or 1e9, time.perf_counter() - t0)
+        del result, arg
+    out["ms"] = best * 1000
+    arg = setup()
+    gc.collect()
+    can_reset = reset_rss_peak()
+    rss0 = rss_kib("VmRSS")
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    result = run(arg)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    out["extra_mib"] = (peak - base) / MIB
+    out["extra_x"] = (peak - base) / own
+    out["rss_extra_mib"] = (rss_kib("VmHWM") - rss0) / 1024 if can_reset else None
+    out["result_size"] = len(result) if isinstance(result, str) else None
+    print(json.dumps(out))
+
+
+# -- the parent: every operation, every size, one table ------------------------------------
+
+
+def measure(op, rows):
+    env = dict(os.environ, RESOURCE_TRACKER_DISCOVER_CLOUD="0", PYTHONPATH=ROOT)
+    env["RESOURCE_TRACKER_KEEPER_URL"] = env["RESOURCE_TRACKER_METADATA_URL"] = "http://127.0.0.1:9"
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", op, str(rows)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=900,
+    )
+    if proc.returncode != 0:
+        return {"op": op, "rows": rows, "error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def verdict(row):
+    """'ok', 'FAIL' or '' for the bars that apply to row."""
+    checks = []
+    if row["op"] == "held" and row["rows"] <= 86_400:
+        checks.append(row["held_mib"] <= BARS["held_mib"])
+    if row["op"] in ("stats", "recommend") and row["rows"] <= 86_400:
+        checks.append(row["ms"] <= BARS[row["op"] + "_ms"])
+    if row["op"] in ("stats", "snapshot", "dumps", "loads", "report") and row["rows"] >= 864_000:
+        checks.append(row["extra_x"] <= BARS["extra_x"])
+    return "" if not checks else ("ok" if all(checks) else "FAIL")
+
+
+def fmt(value, spec):
+    return "n/a" if value is None else format(value, spec)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, nargs="+", default=[86_400, 864_000])
+    parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--skip-report", action="store_true", help="leave report() out")
+    parser.add_argument("--child", nargs=2, metavar=("OP", "ROWS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child[0], int(args.child[1]))
+        return 0
+    ops = [op for op in OPS if not (args.skip_report and op == "report")]
+    rows_out, failed = [], False
+    print("long runs (bars: held <= 25 MiB and stats/recommend <= 50 ms at 86,400 samples;")
+    print("           extra memory <= 2x the samples' size at 864,000 samples)")
+    print(
+        f"{'samples':>8} {'operation':<10} {'ms':>8} {'held MiB':>9} {'extra MiB':>10} "
+        f"{'x samples':>9} {'RSS+ MiB':>9}  bar"
+    )
+    for rows in args.rows:
+        for op in ops:
+            row = measure(op, rows)
+            rows_out.append(row)
+            if "error" in row:
+                print(f"{rows:>8} {op:<10} error: {row['error']}")
+                failed = True
+                continue
+            mark = verdict(row)
+            failed |= mark == "FAIL"
+            print(
+                f"{rows:>8} {op:<10} {fmt(row.get('ms'), '8.1f')} "
+                f"{fmt(row.get('held_mib'), '9.1f')} {fmt(row.get('extra_mib'), '10.1f')} "
+                f"{fmt(row.get('extra_x'), '9.2f')} {fmt(row.get('rss_extra_mib'), '9.1f')}  "
+                f"{mark}"
+            )
+        print(f"{'':>8} (the samples' own size at {rows:,}: {rows * 33 * 8 / MIB:.1f} MiB)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows_out, f, indent=1)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

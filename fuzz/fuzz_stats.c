@@ -1,0 +1,88 @@
+/* libFuzzer target: summarize(), table_stats() and recommend_runs() (csrc/stats.c) on any
+ * float64 values, NaN and infinities included. The percentiles by selection must equal those
+ * of a full sort (when no NaN is in the input), lie between min and max, and nothing may hang
+ * or touch memory it should not (ASan/UBSan). */
+#include <math.h>
+#include <string.h>
+
+#include "columns.h"
+#include "fuzz_common.h"
+#include "stats.h"
+
+static int
+cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double
+sorted_quantile(const double *sorted, size_t n, double q)
+{
+    double pos = q * (double)(n - 1);
+    size_t lo = (size_t)floor(pos), hi = lo + 1 < n ? lo + 1 : lo;
+    if (sorted[hi] == sorted[lo]) /* an infinity times 0 would be NaN */
+        return sorted[lo];
+    return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - (double)lo);
+}
+
+/* equal, or both NaN (infinities of both signs interpolate to NaN either way) */
+static int
+same(double a, double b)
+{
+    return a == b || (isnan(a) && isnan(b));
+}
+
+/* the selection's answers against a full sort: abort on a difference */
+static void
+check_summary(const double *v, size_t n)
+{
+    double *sorted;
+    Summary s;
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (isnan(v[i]))
+            return; /* NaN has no place in an order: only "no crash" is asked */
+    if (summarize(v, NULL, n, NULL, &s) != 0 || n == 0)
+        return;
+    sorted = malloc(n * sizeof(double));
+    if (sorted == NULL)
+        return;
+    memcpy(sorted, v, n * sizeof(double));
+    qsort(sorted, n, sizeof(double), cmp_double);
+    if (!same(s.p50, sorted_quantile(sorted, n, 0.50)) ||
+        !same(s.p90, sorted_quantile(sorted, n, 0.90)) ||
+        !same(s.p99, sorted_quantile(sorted, n, 0.99)) || (s.p50 < s.min) || (s.p99 > s.max))
+        abort();
+    free(sorted);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    size_t n = size / sizeof(double), k;
+    double *v = malloc((n ? n : 1) * sizeof(double));
+    TableColumns t;
+    TableStats st;
+    RunFigures runs[2];
+    Recommendation rec;
+
+    if (v == NULL)
+        return 0;
+    memcpy(v, data, n * sizeof(double));
+    check_summary(v, n);
+    table_columns_init(&t, process_columns, PC_COUNT);
+    for (k = 0; k < PC_COUNT; k++) { /* every column the same values; the timestamps too */
+        t.data[k] = v;
+        t.len[k] = k % 3 ? n : n / 2; /* some columns shorter: unweighted */
+    }
+    t.len[0] = n;
+    if (table_stats(&t, n ? v[0] : 0, &st) == 0) {
+        run_figures_from_stats(&t, &st, run_duration(0, 0, st.first_ts, st.last_ts), &runs[0]);
+        runs[1] = runs[0];
+        recommend_runs(runs, 2, &rec);
+    }
+    free(v);
+    return 0;
+}
