@@ -67,6 +67,7 @@ def lines_of(summary, server: bool = True) -> list:
         )
     ]
     lines += _usage_rows(summary, summary.server_info or {})
+    lines += insight_lines(summary)
     if summary.resources is None:
         why = summary.warnings_about("recommendation")
         text = why[0].replace("No recommendation: ", "", 1) if why else "no data"
@@ -75,6 +76,13 @@ def lines_of(summary, server: bool = True) -> list:
     if server:
         lines += server_lines(summary)
     return lines
+
+
+def insight_lines(summary) -> list:
+    """One line per finding of the summary (``summary.insights``): its severity, its text."""
+    from .._text import printable
+
+    return [_row(i.severity, printable(i.message)) for i in getattr(summary, "insights", ())]
 
 
 def _usage_rows(summary, info: dict) -> list:
