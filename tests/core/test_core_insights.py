@@ -186,6 +186,7 @@ def _track_in(monkeypatch, proc, sys_root, during):
         pid=os.getpid(), interval=0.05, discover_cloud=False, discover_server=False,
         method="psutil",
     )  # fmt: skip
+    tracker.wait_for_samples(1, timeout=20)  # the cgroup's start figures are read
     during()
     tracker.stop()
     return tracker
@@ -349,7 +350,7 @@ def test_the_report_shows_the_insights_first(tmp_path, monkeypatch):
     page = str(render_report(tracker, summary=summary))
     assert 'id="rt-insights"' in page
     assert page.index('id="rt-insights"') < page.index('id="rt-run"')
-    assert "<b>critical</b>: The kernel killed 1 process(es)" in page
+    assert '<span class="rt-badge">critical</span> The kernel killed 1 process(es)' in page
 
 
 def test_a_gpu_idle_through_loading_is_a_split_worth_making():

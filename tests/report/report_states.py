@@ -9,13 +9,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from typing import Any, Mapping, Tuple
 
 from report_data import long_run_snapshot, tracked_xss_run
 
 from resource_tracker import ResourceTracker
+from resource_tracker.insights import Insight
 from resource_tracker.report._render import render_summary
-from resource_tracker.summary import RunSummary
 
 NO_GPU_SERVER = {
     "vcpus": 2,
@@ -30,21 +29,8 @@ NO_GPU_SERVER = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
-class InsightLike:
-    """The fields of issue 17's Insight (the contract): what the report renders."""
-
-    kind: str
-    severity: str
-    message: str
-    numbers: Mapping[str, Any]
-
-
-@dataclasses.dataclass(frozen=True)
-class SummaryWithInsights(RunSummary):
-    """A RunSummary carrying insights, as build_summary will once issue 17 lands."""
-
-    insights: Tuple[Any, ...] = ()
+#: Insights as build_summary makes them (resource_tracker.insights.Insight).
+InsightLike = Insight
 
 
 INSIGHTS = (
@@ -79,8 +65,7 @@ def _history(tracker):
 def _page(tracker, history=None, insights=()):
     summary = tracker.summary(history)
     if insights:
-        fields = {f.name: getattr(summary, f.name) for f in dataclasses.fields(RunSummary)}
-        summary = SummaryWithInsights(**fields, insights=insights)
+        summary = dataclasses.replace(summary, insights=tuple(insights))
     return render_summary(summary, tracker.process_metrics, tracker.system_metrics)
 
 

@@ -470,21 +470,19 @@ def _esc_id(text):
 def test_report_renders_the_summarys_insights_most_severe_first():
     """summary.insights (issue 17's Insight values, or their dicts after a JSON trip) are
     rendered one line each with their severity, escaped; none -> no insights list."""
-    from report_states import InsightLike, SummaryWithInsights
+    from report_states import InsightLike
 
     from resource_tracker.report._render import render_summary
-    from resource_tracker.summary import RunSummary
 
     tracker = ResourceTracker.from_snapshot(long_run_snapshot(rows=60))
     summary = tracker.summary(lookup_server=False)
     assert 'id="rt-insights"' not in render_summary(summary)
-    fields = {f.name: getattr(summary, f.name) for f in dataclasses.fields(RunSummary)}
     insights = (
         InsightLike("phases", "info", "Two phases: <b>load</b> then train.", {"phases": 2}),
         {"kind": "at_risk", "severity": "critical", "message": "Memory at 97% of the limit.",
          "numbers": {"ratio": 0.97}},
     )  # fmt: skip
-    page = render_summary(SummaryWithInsights(**fields, insights=insights))
+    page = render_summary(dataclasses.replace(summary, insights=insights))
     text = " ".join(_text(page).split())
     assert "critical Memory at 97% of the limit. info Two phases: <b>load</b> then train." in text
     assert "<b>load</b>" not in page  # escaped
