@@ -9,7 +9,9 @@ PY        := $(VENV)/bin/python
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMPS    := .make
 APT_BUILD := python3-dev python3-venv libcurl4-openssl-dev libcjson-dev
-APT_TEST  := $(APT_BUILD) chromium clang-format clang libclang-rt-14-dev valgrind
+# prometheus, prometheus-pushgateway: the real servers of the export tests (tests/export)
+APT_TEST  := $(APT_BUILD) chromium clang-format clang libclang-rt-14-dev valgrind \
+             prometheus prometheus-pushgateway
 FUZZ_SECONDS ?= 60
 BENCH_PY  := .bench-venv/bin/python
 CSRC      := $(wildcard csrc/*.c csrc/*.h)
@@ -98,7 +100,10 @@ bench: deps-test build $(BENCH_PY)  ## benchmarks side by side with resource-tra
 	$(PY) bench/run.py --baseline-python $(BENCH_PY)
 	$(PY) bench/bench_tree.py --baseline-python $(BENCH_PY)
 	$(PY) bench/bench_accuracy.py --baseline-python $(BENCH_PY)
+	$(PY) bench/bench_scale.py --baseline-python $(BENCH_PY)
+	$(PY) bench/bench_report.py
 	$(PY) bench/bench_long.py
+	$(PY) bench/bench_export.py
 
 sanitize: deps-test  ## the whole test suite against an ASan+UBSan build (PYTHONMALLOC=malloc)
 	PY=$(PY) tests/reliability/run_sanitize.sh

@@ -74,6 +74,7 @@ def share(args):
         n = tracker.n_samples
         tracker.stop()
         children = tracker.process_metrics["children"][-1]
+        stamps = list(tracker.process_metrics["timestamp"])
     finally:
         wl.stop_all(sleepers)
     wall = w1 - w0
@@ -84,8 +85,17 @@ def share(args):
             "process_share": (c1 - c0) / wall,
             "samples": n,
             "children": children,
+            "jitter_s": _std([b - a for a, b in zip(stamps[1:-2], stamps[2:-1])]),
         }
     )
+
+
+def _std(values):
+    """Standard deviation of the intervals between samples (0 for fewer than 2)."""
+    if len(values) < 2:
+        return 0.0
+    mean = sum(values) / len(values)
+    return (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
 
 
 def memory(args):

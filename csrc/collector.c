@@ -78,6 +78,7 @@ collector_init(Collector *collector, const CollectorConfig *cfg)
     if (proc_tree_init(&collector->tree, cfg->proc_root, cfg->track_processes ? cfg->pid : -1,
                        cfg->track_processes && cfg->follow_children) != 0)
         return -1;
+    collector->tree.count_processes = cfg->track_system;
     if (cfg->track_processes && cfg->follow_children && cfg->adopter > 0)
         proc_tree_adopt_children_of(&collector->tree, cfg->adopter);
     if (system_stats_init(&collector->system, cfg->proc_root,
@@ -192,6 +193,12 @@ collector_sample(Collector *collector, double mono, double wall, const OwnUsage 
     fill_process_row(collector, &tree, &gpu_process, own, dt, wall, prow);
     fill_system_row(collector, &sys, &gpu_system, tree.processes, dt, wall, srow);
     return 1;
+}
+
+void
+collector_last_reading(Collector *collector)
+{
+    proc_tree_read_everything(&collector->tree);
 }
 
 static double

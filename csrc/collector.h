@@ -50,6 +50,9 @@ int collector_init(Collector *collector, const CollectorConfig *cfg);
 int collector_sample(Collector *collector, double mono, double wall, const OwnUsage *own,
                      double *prow, double *srow);
 
+/* The next collector_sample() is the run's last: nothing is left for a later reading. */
+void collector_last_reading(Collector *collector);
+
 /* Adds a short row (partial interval of part_dt seconds) into the previous rows (prev_dt). */
 void collector_fold_rows(const Collector *collector, double *prev_prow, double *prev_srow,
                          const double *prow, const double *srow, double prev_dt, double part_dt);

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #define CLASSIFY_MAX_DEPTH 256 /* reaper chains of vanished members */
-#define FD_MARGIN_MIN 16       /* descriptors always left to the application */
 
 /* CPU seconds of the calling thread: what a read costs, however busy the machine is (its wall
  * time stretches when other processes take the cores, and would drain the PSS budget) */
@@ -71,6 +70,20 @@ entries_find(const EntryVec *vec, pid_t pid)
     return -1;
 }
 
+/* Non-zero when the procfs at proc_fd shows this process under its own pid: the pids the
+ * kernel hands out to us (/proc/loadavg) are the ones it lists. */
+static int
+same_pid_namespace(int proc_fd)
+{
+    char link[32];
+    ssize_t n = readlinkat(proc_fd, "self", link, sizeof(link) - 1);
+
+    if (n <= 0)
+        return 0;
+    link[n] = '\0';
+    return strtol(link, NULL, 10) == (long)getpid();
+}
+
 /* 0 on success */
 int
 proc_tree_init(ProcTree *tree, const char *proc_root, pid_t root, int follow_children)
@@ -78,7 +91,7 @@ proc_tree_init(ProcTree *tree, const char *proc_root, pid_t root, int follow_chi
     int dirfd;
 
     memset(tree, 0, sizeof(*tree));
-    tree->stat_fd = -1;
+    tree->stat_fd = tree->loadavg_fd = -1;
     tree->proc_fd = open(proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (tree->proc_fd < 0)
         return -1;
@@ -102,6 +115,10 @@ proc_tree_init(ProcTree *tree, const char *proc_root, pid_t root, int follow_chi
         tree->page_kib = 4;
     tree->pss_allowance = PSS_BUDGET_START;
     tree->stat_fd = openat(tree->proc_fd, "stat", O_RDONLY | O_CLOEXEC);
+    tree->loadavg_fd = same_pid_namespace(tree->proc_fd)
+                           ? openat(tree->proc_fd, "loadavg", O_RDONLY | O_CLOEXEC)
+                           : -1;
+    tree->last_pid = -1;
     return 0;
 }
 
@@ -169,36 +186,67 @@ close_kept(ProcTree *tree, ProcEntry *entry)
     entry->stat_fd = entry->io_fd = -1;
 }
 
-/* fd when the process can still open more than a margin of RLIMIT_NOFILE beside it (the
- * lowest free number is given out first: a high one means few are left); else closes it: -1.
- * Kept-open descriptors are a saving, never worth taking the application's last ones. */
-static int
-fd_within_margin(int fd)
+/* The margin of descriptor numbers left free above every kept descriptor. */
+static long
+fd_margin(const ProcTree *tree)
 {
-    struct rlimit lim;
-    rlim_t margin;
+    return tree->fd_limit / 4 > FD_MARGIN_MIN ? tree->fd_limit / 4 : FD_MARGIN_MIN;
+}
 
-    if (fd < 0 || getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY)
-        return fd;
-    margin = lim.rlim_cur / 4 > FD_MARGIN_MIN ? lim.rlim_cur / 4 : FD_MARGIN_MIN;
-    if ((rlim_t)fd + margin < lim.rlim_cur)
+/* fd when the process can still open more than the margin beside it (the lowest free number
+ * is given out first: a high one means few are left); else closes it: -1. Kept-open
+ * descriptors are a saving, never worth taking the application's last ones. */
+static int
+fd_within_margin(const ProcTree *tree, int fd)
+{
+    if (fd < 0 || tree->fd_limit < 0 || (long)fd + fd_margin(tree) < tree->fd_limit)
         return fd;
     close(fd);
     return -1;
 }
 
-/* Keeps a member's stat and io open for the next ticks, while under the cap. */
+/* Gives back every kept descriptor when the application came within half the margin of
+ * RLIMIT_NOFILE (its lowest free descriptor number is that high: every number below is in
+ * use; ours all sit below the full margin, so only the application's use can get there). */
+static void
+shed_when_short(ProcTree *tree, double now)
+{
+    EntryVec *vec = &tree->entries;
+    int probe;
+    size_t i;
+
+    tree->fd_limit = -1;
+    {
+        struct rlimit lim;
+        if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
+            tree->fd_limit = lim.rlim_cur > 0x7fffffff ? 0x7fffffff : (long)lim.rlim_cur;
+    }
+    if (tree->kept_open == 0 || tree->fd_limit < 0)
+        return;
+    probe = fcntl(tree->proc_fd, F_DUPFD_CLOEXEC, 0);
+    if (probe >= 0)
+        close(probe);
+    if (probe >= 0 && (long)probe + fd_margin(tree) / 2 < tree->fd_limit)
+        return;
+    for (i = 0; i < vec->len; i++)
+        close_kept(tree, &vec->items[i]);
+    tree->keep_blocked_til = now + KEEP_RETRY_S;
+    tree->fd_sheds++;
+}
+
+/* Keeps a member's stat and io open for the next ticks, within the fd budget. */
 static void
 keep_open(ProcTree *tree, ProcEntry *entry)
 {
     char path[32];
 
-    if (entry->stat_fd >= 0 || tree->kept_open >= KEPT_OPEN_MEMBERS)
+    if (entry->stat_fd >= 0 || tree->kept_open * 2 + 2 > KEPT_FD_BUDGET ||
+        tree->keep_blocked_til > tree->now)
         return;
     snprintf(path, sizeof(path), "%d/stat", (int)entry->pid);
-    entry->stat_fd = fd_within_margin(openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC));
+    entry->stat_fd = fd_within_margin(tree, openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC));
     snprintf(path, sizeof(path), "%d/io", (int)entry->pid);
-    entry->io_fd = fd_within_margin(openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC));
+    entry->io_fd = fd_within_margin(tree, openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC));
     if (entry->stat_fd >= 0 || entry->io_fd >= 0)
         tree->kept_open++;
 }
@@ -330,50 +378,162 @@ merge_listing(ProcTree *tree)
     return 0;
 }
 
-/* Reads the fork counter: 0, or -1 when it cannot be read (then every tick lists). */
+/* Carries the known entries over unchanged (no listing this tick): they move to scratch
+ * (the entries' vector is not read again before scratch becomes the entries). */
 static int
-read_forks(ProcTree *tree, unsigned long long *forks)
+carry_entries(ProcTree *tree)
 {
+    EntryVec swap = tree->scratch;
+    size_t i;
+
+    tree->scratch = tree->entries;
+    tree->entries = swap;
+    tree->entries.len = 0;
+    tree->vanished.len = 0;
+    for (i = 0; i < tree->scratch.len; i++)
+        tree->scratch.items[i].has_stat = 0;
+    return 0;
+}
+
+/* The last pid the kernel handed out (the 5th field of /proc/loadavg), or -1. */
+static long
+read_last_pid(ProcTree *tree)
+{
+    const char *space;
+
+    if (tree->loadavg_fd < 0 || textbuf_read_fd(&tree->buf, tree->loadavg_fd) < 0)
+        return -1;
+    space = strrchr(tree->buf.data, ' ');
+    return space != NULL ? strtol(space + 1, NULL, 10) : -1;
+}
+
+/* What moves when a process (or thread) is created: the last pid handed out (/proc/loadavg,
+ * one short line), else the fork counter of /proc/stat (which grows with the CPUs and the
+ * interrupts). Sets *last_pid (-1: unknown): 0, or -1 when neither can be read. */
+static int
+read_forks(ProcTree *tree, unsigned long long *forks, long *last_pid)
+{
+    *last_pid = read_last_pid(tree);
+    if (*last_pid >= 0) {
+        *forks = (unsigned long long)*last_pid;
+        return 0;
+    }
     if (tree->stat_fd < 0 || textbuf_read_fd(&tree->buf, tree->stat_fd) < 0)
         return -1;
     return parse_proc_stat_forks(tree->buf.data, forks);
 }
 
-/* Carries the known entries over unchanged (no listing this tick). */
+/* Non-zero when pid (whose stat was just read) is a thread of another process: procfs
+ * finds /proc/<tid> though it lists only processes. Only a multi-threaded one can be. */
 static int
-carry_entries(ProcTree *tree)
+is_thread(ProcTree *tree, const ProcEntry *entry)
 {
-    size_t i;
+    char path[40];
+    const char *tgid;
 
-    tree->scratch.len = 0;
-    tree->vanished.len = 0;
-    for (i = 0; i < tree->entries.len; i++) {
-        ProcEntry carried = tree->entries.items[i];
-        carried.has_stat = 0;
-        if (entries_push(&tree->scratch, &carried) != 0)
-            return -1;
+    if (entry->stat.num_threads <= 1)
+        return 0;
+    snprintf(path, sizeof(path), "%d/status", (int)entry->pid);
+    if (textbuf_read_at(&tree->buf, tree->proc_fd, path) < 0)
+        return 1; /* gone: nothing to add */
+    tgid = strstr(tree->buf.data, "\nTgid:");
+    return tgid == NULL || strtol(tgid + 6, NULL, 10) != (long)entry->pid;
+}
+
+/* Looks pid up: a new process is added to scratch (stat read, to be classified); a known pid
+ * handed out again gets its start time checked. 1 when a process was added, 0, -1: ENOMEM. */
+static int
+probe_pid(ProcTree *tree, size_t carried, pid_t pid)
+{
+    EntryVec known_part = {tree->scratch.items, carried, carried};
+    long known = entries_find(&known_part, pid);
+    ProcEntry fresh;
+
+    if (known >= 0) {
+        tree->scratch.items[known].verify = 1;
+        return 0;
     }
+    memset(&fresh, 0, sizeof(fresh));
+    fresh.pid = pid; /* no inode yet: the next listing checks the start time */
+    fresh.stat_fd = fresh.io_fd = -1;
+    if (read_stat(tree, &fresh) != 0 || is_thread(tree, &fresh))
+        return 0; /* exited already, or a thread */
+    return entries_push(&tree->scratch, &fresh) == 0 ? 1 : -1;
+}
+
+static int
+entry_pid_cmp(const void *a, const void *b)
+{
+    const ProcEntry *x = a, *y = b;
+    return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* Carries the entries and adds the processes created since the last tick, found by looking
+ * up the pids handed out since (no listing of procfs): 0, or -1 when that cannot be done (the
+ * range is unknown, wrapped or too large) and a listing is needed. */
+static int
+probe_new_pids(ProcTree *tree, long last_pid, int *count)
+{
+    size_t carried;
+    int added = 0, got;
+    long pid;
+
+    if (last_pid < 0 || tree->last_pid < 0 || last_pid < tree->last_pid ||
+        (last_pid - tree->last_pid) * 2 > tree->listed_count || carry_entries(tree) != 0)
+        return -1;
+    carried = tree->scratch.len;
+    for (pid = tree->last_pid + 1; pid <= last_pid; pid++) {
+        if ((got = probe_pid(tree, carried, (pid_t)pid)) < 0) {
+            tree->read_errors++; /* out of memory: the next listing finds the rest */
+            tree->listed_at = 0;
+            break;
+        }
+        added += got;
+    }
+    if (tree->scratch.len > carried && carried > 0 &&
+        tree->scratch.items[carried].pid < tree->scratch.items[carried - 1].pid)
+        qsort(tree->scratch.items, tree->scratch.len, sizeof(ProcEntry), entry_pid_cmp);
+    tree->listed_count += added;
+    *count = tree->listed_count;
+    tree->probes++;
     return 0;
 }
 
+/* Seconds a listing of procfs is good for. */
+static double
+listing_max_age(const ProcTree *tree)
+{
+    return tree->loadavg_fd >= 0 && !tree->count_processes ? PROBED_LISTING_MAX_AGE
+                                                           : LISTING_MAX_AGE;
+}
+
 /* Lists procfs and merges, or carries the entries when no process was created since the last
- * listing: 0, or -1. Sets *count to the processes on the system. */
+ * tick, or adds the new ones by probing their pids: 0, or -1. Sets *count to the processes on
+ * the system (a listing at least every LISTING_MAX_AGE refreshes it). */
 static int
 update_entries(ProcTree *tree, double now, int *count)
 {
     unsigned long long forks = 0;
-    int have_forks = read_forks(tree, &forks) == 0;
+    long last_pid;
+    int have_forks = read_forks(tree, &forks, &last_pid) == 0;
     long listed;
 
-    if (have_forks && tree->has_baseline && forks == tree->forks_at_listing &&
-        now - tree->listed_at < LISTING_MAX_AGE) {
-        *count = tree->listed_count;
-        return carry_entries(tree);
+    if (have_forks && tree->has_baseline && now - tree->listed_at < listing_max_age(tree)) {
+        if (forks == tree->forks_at_listing) {
+            *count = tree->listed_count;
+            return carry_entries(tree);
+        }
+        if (probe_new_pids(tree, last_pid, count) == 0) {
+            tree->forks_at_listing = forks;
+            tree->last_pid = last_pid;
+            return 0;
+        }
     }
     listed = list_processes(tree);
     if (listed < 0 || merge_listing(tree) != 0)
         return -1;
     tree->forks_at_listing = forks;
+    tree->last_pid = last_pid;
     tree->listed_at = now;
     tree->listed_count = *count = (int)listed;
     tree->listings++;
@@ -410,12 +570,27 @@ verify_reused(ProcTree *tree, ProcEntry *entry)
     return 0;
 }
 
-/* Reads /proc/<pid>/io of a member; keeps the last values when it is unreadable. */
+/* Non-zero when a member's io may have moved since its last read: it used CPU since, or that
+ * read is old, or it exited, or this is the run's last reading. */
+static int
+io_due(const ProcTree *tree, const ProcEntry *entry, unsigned long long cpu_ticks)
+{
+    return tree->read_all_io || entry->io_read_at == 0 || cpu_ticks != entry->cpu_at_io ||
+           entry->stat.state == 'Z' || tree->now - entry->io_read_at >= IO_MAX_AGE;
+}
+
+/* Reads /proc/<pid>/io of a member when due; keeps the last values when it is unreadable. */
 static void
 read_io(ProcTree *tree, ProcEntry *entry)
 {
+    const PidStat *st = &entry->stat;
+    unsigned long long cpu_ticks = st->utime + st->stime + st->cutime + st->cstime;
     PidIo io;
 
+    if (!io_due(tree, entry, cpu_ticks))
+        return;
+    entry->cpu_at_io = cpu_ticks;
+    entry->io_read_at = tree->now;
     if (read_pid_file(tree, entry->io_fd, entry->pid, "io") < 0 ||
         parse_pid_io(tree->buf.data, &io) != 0) {
         if (errno == EACCES || errno == EPERM)
@@ -776,6 +951,8 @@ proc_tree_sample(ProcTree *tree, double now, ProcTreeReading *out)
     size_t i, listed_vanished;
 
     memset(out, 0, sizeof(*out));
+    tree->now = now;
+    shed_when_short(tree, now);
     if (update_entries(tree, now, &out->processes) != 0) {
         tree->read_errors++;
         return;
@@ -817,7 +994,14 @@ proc_tree_sample(ProcTree *tree, double now, ProcTreeReading *out)
         out->interval.write_b = rise(total.write_b, &tree->high_water.write_b);
     }
     tree->last_total = total;
+    tree->read_all_io = 0;
     out->memory_kib = tree_memory(tree, now, out->members);
+}
+
+void
+proc_tree_read_everything(ProcTree *tree)
+{
+    tree->read_all_io = 1;
 }
 
 /* non-zero when pid is a live member */
@@ -861,6 +1045,8 @@ proc_tree_free(ProcTree *tree)
         close_kept(tree, &tree->entries.items[i]);
     if (tree->stat_fd >= 0)
         close(tree->stat_fd);
+    if (tree->loadavg_fd >= 0)
+        close(tree->loadavg_fd);
     if (tree->dir)
         closedir((DIR *)tree->dir);
     if (tree->proc_fd >= 0)

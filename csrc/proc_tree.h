@@ -40,16 +40,36 @@
 #define PSS_FAULT_KIB 16384.0
 #define PSS_FAULT_SHARE 0.02
 
-/* The /proc listing is skipped while no process was created (the fork counter of
- * /proc/stat did not move), but made at least this often (it refreshes the process count). */
+/* The /proc listing is skipped while no process was created (the last pid handed out, in
+ * /proc/loadavg, or the fork counter of /proc/stat did not move), but made at least this
+ * often (it refreshes the process count). */
 #define LISTING_MAX_AGE 5.0
+/* ... and, when new pids are found by probing (below) and nobody reads the process count (no
+ * system table), only this often: a safety net, not a cost that grows with the machine. */
+#define PROBED_LISTING_MAX_AGE 60.0
+
+/* When processes were created since the last tick, the new pids (the range since the last
+ * pid the kernel handed out, /proc/loadavg) are looked up one by one instead of listing all of
+ * procfs, while the range holds at most half as many pids as the listing had processes (a
+ * lookup of a gone pid costs about two listed entries); else, or after a pid wrap, a listing. */
+
+/* A member's io is re-read when its CPU time moved since the last read (I/O takes CPU), or
+ * that read is this many seconds old (a process doing I/O with less than a clock tick of CPU
+ * shows it at most this late), and at the last reading of a run. */
+#define IO_MAX_AGE 2.0
 
 /* A member's VmHWM is read when it faulted in this many pages since the last read (a peak
  * between two ticks needs page faults; a quiet process costs no read). */
 #define HWM_READ_FAULTS 256
 
-/* Members whose stat and io files stay open between ticks (two descriptors each). */
-#define KEPT_OPEN_MEMBERS 32
+/* Members whose stat and io files stay open between ticks (two descriptors each): the fd
+ * budget is at most KEPT_FD_BUDGET descriptors, and only numbers that leave a margin of
+ * max(FD_MARGIN_MIN, RLIMIT_NOFILE / 4) free above them. When the application itself comes
+ * within half that margin of the limit, every kept descriptor is closed and none is kept
+ * again for KEEP_RETRY_S (members are read by path meanwhile). */
+#define KEPT_FD_BUDGET 4096
+#define FD_MARGIN_MIN 16
+#define KEEP_RETRY_S 60.0
 
 typedef struct TreeTotals {
     double user_s, sys_s;   /* CPU seconds */
@@ -79,6 +99,8 @@ typedef struct ProcEntry {
     long long round_excess;           /* RSS - PSS read in the round under way (-1: none) */
     unsigned char round_read;         /* read in the round under way */
     unsigned char hwm_read;           /* VmHWM was read once */
+    unsigned long long cpu_at_io;     /* CPU clock ticks (own + children) at the io read */
+    double io_read_at;                /* monotonic time of that read; 0 = never */
 } ProcEntry;
 
 typedef struct EntryVec {
@@ -100,6 +122,8 @@ typedef struct ProcTree {
     pid_t root;
     pid_t adopter; /* > 0: its children are members too (a subreaper running the root) */
     int follow_children;
+    int count_processes; /* the processes on the system are wanted (the system table) */
+    int read_all_io;     /* the next reading re-reads every member's io (the run's last) */
     pid_t self_pid;
     TreeTotals self_offset; /* the sampler's own CPU, taken off its own process */
     double ticks_per_s;
@@ -126,9 +150,16 @@ typedef struct ProcTree {
     unsigned long read_errors;
     /* io / smaps_rollup reads refused (EACCES, EPERM): another user's processes */
     unsigned long io_denied, pss_denied;
-    int kept_open; /* members with open descriptors */
-    int stat_fd;   /* <proc_root>/stat, for the fork counter */
-    unsigned long long forks_at_listing;
+    int kept_open;                       /* members with open descriptors */
+    long fd_limit;                       /* RLIMIT_NOFILE this tick (-1: none) */
+    double now;                          /* monotonic time of the tick under way */
+    double keep_blocked_til;             /* no descriptor kept before this time (after a shed) */
+    unsigned long fd_sheds;              /* times every kept descriptor was given back */
+    int stat_fd;                         /* <proc_root>/stat, for the fork counter */
+    unsigned long long forks_at_listing; /* the fork counter when new pids were last found */
+    int loadavg_fd;                      /* <proc_root>/loadavg (the last pid), -1: no probing */
+    long last_pid;                       /* the last pid handed out at that time (-1: unknown) */
+    unsigned long probes;                /* ticks that found new pids by probing */
     double listed_at;
     int listed_count;
     unsigned long listings;
@@ -150,6 +181,9 @@ int proc_tree_contains(const ProcTree *tree, pid_t pid);
 
 /* Copies up to cap member pids (ascending) into out: how many there are. */
 size_t proc_tree_member_pids(const ProcTree *tree, pid_t *out, size_t cap);
+
+/* The next reading is the run's last: every member's io is read (none is left for later). */
+void proc_tree_read_everything(ProcTree *tree);
 
 /* Heap bytes the tree's own bookkeeping holds. */
 size_t proc_tree_bytes(const ProcTree *tree);

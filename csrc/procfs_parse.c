@@ -102,7 +102,7 @@ parse_pid_stat(const char *text, PidStat *out)
         out->cstime = cs > 0 ? (unsigned long long)cs : 0;
     }
     /* priority nice num_threads itrealvalue */
-    if (skip_fields(&p, 4) != 0)
+    if (skip_fields(&p, 2) != 0 || next_ll(&p, &out->num_threads) != 0 || skip_fields(&p, 1) != 0)
         return -1;
     if (next_ull(&p, &out->starttime))
         return -1;

@@ -11,6 +11,7 @@ typedef struct PidStat {
     int ppid;
     unsigned long long utime, stime, cutime, cstime;
     unsigned long long starttime;
+    long long num_threads;
     long long rss_pages;
     unsigned long long minflt; /* page faults without I/O (copy-on-write breaks among them) */
     /* Where the stack and the program's arguments are (0 when not shown to us): equal in a

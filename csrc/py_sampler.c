@@ -348,6 +348,10 @@ SAMPLER_FLOAT_GETTER(read_errors, (double)s->read_errors)
 SAMPLER_FLOAT_GETTER(rows_dropped, (double)s->rows_dropped)
 SAMPLER_FLOAT_GETTER(io_denied, (double)s->io_denied)
 SAMPLER_FLOAT_GETTER(pss_denied, (double)s->pss_denied)
+SAMPLER_FLOAT_GETTER(listings, (double)s->listings)
+SAMPLER_FLOAT_GETTER(probes, (double)s->probes)
+SAMPLER_FLOAT_GETTER(fd_sheds, (double)s->fd_sheds)
+SAMPLER_FLOAT_GETTER(kept_open, (double)s->kept_open)
 
 static PyGetSetDef sampler_getset[] = {
     {"state", (getter)sampler_get_state, NULL, "'new', 'running' or 'stopped'", NULL},
@@ -369,6 +373,14 @@ static PyGetSetDef sampler_getset[] = {
      "io reads refused (another user's processes: I/O bytes incomplete)", NULL},
     {"pss_denied", (getter)sampler_get_pss_denied, NULL,
      "smaps_rollup reads refused (another user's processes: shared memory counted in full)", NULL},
+    {"listings", (getter)sampler_get_listings, NULL, "ticks that listed all of procfs", NULL},
+    {"probes", (getter)sampler_get_probes, NULL,
+     "ticks that found new processes by looking up the new pids only", NULL},
+    {"fd_sheds", (getter)sampler_get_fd_sheds, NULL,
+     "times the kept-open descriptors were given back (the application neared RLIMIT_NOFILE)",
+     NULL},
+    {"kept_open", (getter)sampler_get_kept_open, NULL,
+     "members whose stat and io stay open between readings", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

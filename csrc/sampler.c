@@ -296,6 +296,10 @@ take_sample(Sampler *sampler, int in_thread, int may_fold, double *prow, double 
         sampler->collector.tree.read_errors + sampler->collector.system.read_errors;
     sampler->io_denied = sampler->collector.tree.io_denied;
     sampler->pss_denied = sampler->collector.tree.pss_denied;
+    sampler->listings = sampler->collector.tree.listings;
+    sampler->probes = sampler->collector.tree.probes;
+    sampler->fd_sheds = sampler->collector.tree.fd_sheds;
+    sampler->kept_open = (unsigned long)sampler->collector.tree.kept_open;
     pthread_mutex_unlock(&sampler->sync->lock);
     if (filled)
         store_rows(sampler, prow, srow, dt, may_fold);
@@ -360,8 +364,10 @@ finish_thread(Sampler *sampler, double *prow, double *srow)
      * measured over at least one clock tick: no division by a tiny interval) */
     if (!abandoned &&
         (clock_seconds(CLOCK_MONOTONIC) - sampler->last_sample_mono >= FINAL_MIN_SECONDS ||
-         no_rows))
+         no_rows)) {
+        collector_last_reading(&sampler->collector);
         thread_sample(sampler, 1, prow, srow);
+    }
     pthread_mutex_lock(&sampler->sync->collect_lock);
     collector_release(&sampler->collector);
     pthread_mutex_unlock(&sampler->sync->collect_lock);

@@ -62,6 +62,8 @@ typedef struct Sampler {
     unsigned long rows_dropped;           /* rows lost because memory ran out (retried) */
     unsigned long io_denied, pss_denied;  /* member reads refused (another user's processes) */
     double memory_hwm_kib;                /* the largest resident set of one member */
+    unsigned long listings, probes;       /* ticks that listed procfs / probed new pids */
+    unsigned long fd_sheds, kept_open;    /* kept descriptors given back; members kept open */
     struct Sampler *registry_next;
 } Sampler;
 

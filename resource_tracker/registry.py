@@ -9,8 +9,7 @@ the recommendation (``resource``) and how many decimals the rounded views keep
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Dict, Iterator, Optional, Tuple
+from typing import Dict, Iterator, NamedTuple, Optional, Tuple
 
 from ._core import COLUMN_REGISTRY
 
@@ -25,8 +24,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Column:
+class Column(NamedTuple):
     """One metric column.
 
     ``fold``: ``latest`` (a gauge or key), ``sum`` (an amount during the interval),

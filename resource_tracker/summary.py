@@ -21,6 +21,7 @@ import threading
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from .insights import Insight
 from .registry import Column, column, stat_columns
 
 __all__ = [
@@ -152,6 +153,7 @@ class RunSummary:
     data_quality: Dict[str, Any] = field(default_factory=dict)
     warnings: Tuple[SummaryWarning, ...] = ()
     cache_key: str = ""
+    insights: Tuple[Insight, ...] = ()
 
     def warnings_about(self, *topics: str) -> List[str]:
         """The warning texts of these topics, in order, each once."""
@@ -168,6 +170,7 @@ class RunSummary:
     def to_dict(self) -> Dict[str, Any]:
         """The summary as plain JSON values (``from_dict`` turns it back)."""
         out = asdict(self)
+        out["insights"] = [i.to_dict() for i in self.insights]
         out["version"] = SUMMARY_VERSION
         return out
 
@@ -196,6 +199,7 @@ class RunSummary:
                 data_quality=dict(data.get("data_quality") or {}),
                 warnings=tuple(SummaryWarning(**w) for w in data.get("warnings") or ()),
                 cache_key=str(data.get("cache_key") or ""),
+                insights=tuple(Insight.from_dict(i) for i in data.get("insights") or ()),
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a resource-tracker run summary: damaged ({exc!r})") from None
@@ -505,6 +509,13 @@ class _Collector:
         start, stop = _attr(self.t, "start_time"), _attr(self.t, "stop_time")
         return float(stop) - float(start) if start and stop else None
 
+    def insights(self, *args: Any) -> Tuple[Insight, ...]:
+        try:
+            return _insights_of(self.t, *args)
+        except Exception as exc:  # a finding that cannot be made is a note, never a crash
+            self.warn("data", f"insights failed: {type(exc).__name__}: {exc}")
+            return ()
+
     def resources(self, history: Optional[History]) -> Optional[Dict[str, int]]:
         try:
             if history and history.stats:
@@ -513,6 +524,67 @@ class _Collector:
         except Exception as exc:
             self.warn("recommendation", f"No recommendation: {exc}")
             return None
+
+
+def _series(tracker: Any) -> Tuple[List[float], Dict[str, List[float]]]:
+    """The process tree's samples for the phases: timestamps and the CPU (cores), memory
+    (MiB) and GPU (GPUs in use) series, from the registry's resource columns."""
+    table = _attr(tracker, "process_metrics")
+    if table is None or not len(table):
+        return [], {}
+    by_resource = {c.resource: c for c in stat_columns("process") if c.resource}
+    scale = {"memory": 1 / 1024}
+    series = {}
+    for name in ("cpu", "memory", "gpu"):
+        col = by_resource.get(name)
+        if col is not None and col.name in table.columns:
+            series[name] = [float(v) * scale.get(name, 1.0) for v in table.column_array(col.name)]
+    stamps = [float(v) for v in table.column_array(column("process", "timestamp").name)]
+    return stamps, series
+
+
+def _asked(tracker: Any, stats: Optional[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
+    """What the run asked for: the integration's request (``extra['resources_asked']``,
+    e.g. Metaflow's @resources) or else the container's cgroup limits."""
+    asked = (_attr(tracker, "extra") or {}).get("resources_asked")
+    if isinstance(asked, Mapping) and asked:
+        return dict(asked)
+    cgroup = (stats or {}).get("cgroup")
+    if isinstance(cgroup, Mapping):
+        limits = {"cpu": cgroup.get("cpu_limit_cores"), "memory": cgroup.get("memory_limit_mib")}
+        if any(v is not None for v in limits.values()):
+            return {**limits, "source": "cgroup limits"}
+    return None
+
+
+def _insights_of(
+    tracker: Any,
+    stats: Optional[Mapping[str, Any]],
+    history: Optional[History],
+    resources: Optional[Mapping[str, Any]],
+    server: ServerChoice,
+    duration: Optional[float],
+) -> Tuple[Insight, ...]:
+    from . import insights as ins
+
+    extra = _attr(tracker, "extra") or {}
+    runs_per_month = _number(extra, "schedule", "runs_per_month")  # None: one a day assumed
+    pricing = ins.Pricing.from_server(server.best)
+    now = ins.run_metrics(stats)
+    used = {
+        "cpu": _number(stats, column("process", "cpu_usage").key, "max"),
+        "memory": now.get("memory_peak_mib"),
+        "gpu": now.get("gpu_peak"),
+    }
+    found = ins.at_risk((stats or {}).get("cgroup"), duration)
+    found += ins.over_provisioned(
+        _asked(tracker, stats), used, resources, duration, pricing, runs_per_month
+    )
+    if history and history.stats:
+        found += ins.changed(now, [ins.run_metrics(s) for s in history.stats])
+    stamps, series = _series(tracker)
+    found += ins.phases(stamps, series, pricing, runs_per_month)
+    return tuple(found)
 
 
 def build_summary(
@@ -567,6 +639,7 @@ def build_summary(
         cloud_info=cloud_info,
         data_quality=dict((stats or {}).get("data_quality") or {}),
         warnings=tuple(get.warnings),
+        insights=get.insights(stats, history, resources, server, duration),
     )
 
 

@@ -167,7 +167,8 @@ class Supervisor:
             self._start_tracking(proc.pid, subreaper)
             self._wait(proc, subreaper)
             if self._result.tracker is not None:
-                self._result.tracker.stop()  # before reaping: the last reading sees all
+                # before reaping: the last reading sees all (the exporters learn the outcome)
+                self._result.tracker.stop(failed=_failed_unreaped(proc))
             self._result.status = exit_status(proc.wait())
             if subreaper:
                 _adopt.reap_adopted(proc.pid)
@@ -252,6 +253,20 @@ class Supervisor:
         tracker.extra["argv"] = list(self.command)
         if self._result.signals_forwarded:
             tracker.extra["signals_forwarded"] = list(self._result.signals_forwarded)
+
+
+def _failed_unreaped(proc: subprocess.Popen[bytes]) -> Optional[bool]:
+    """Whether the exited child failed (non-zero exit or a signal), read without reaping it
+    when it is not reaped yet; None when that cannot be known."""
+    if proc.returncode is not None:
+        return proc.returncode != 0
+    try:
+        info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except (AttributeError, OSError):
+        return None
+    if info is None:
+        return None
+    return not (info.si_code == os.CLD_EXITED and info.si_status == 0)
 
 
 def wait_polling(proc: subprocess.Popen[bytes]) -> None:

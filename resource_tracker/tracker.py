@@ -26,14 +26,17 @@ from typing import (
     cast,
 )
 
-from . import _core, settings
+# cgroup_usage is imported here: in the worker thread that reads the start figures it would
+# grow that thread's own C heap (~650 KiB of RSS), in start() it would cost ~2.5 ms
+from . import _background, _core, settings
+from . import cgroup_usage as _cgroup
 from ._version import __version__
 from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABELS
 from .sampling import RowSampler, Sampler
 from .sampling import StoredRun as _StoredRun
 from .tiny_data_frame import TinyDataFrame
 
-_T = TypeVar("_T")  # what _cached() keeps
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:  # for the annotations only
     from .summary import RunSummary
@@ -155,6 +158,9 @@ class ResourceTracker:
         discover_cloud: find the cloud vendor, region and instance type (in the background;
             no network request unless local evidence points at a known cloud).
         method: 'procfs' (Linux, the C sampler) or 'psutil'; default: procfs where it exists.
+        export: stream the samples to 'otlp' and/or 'pushgateway' (a comma list or a list;
+            None: the RESOURCE_TRACKER_EXPORT variable decides, unset means no export). See
+            docs/export.md. Raises ValueError / ImportError when a target cannot work.
 
     Example:
         >>> tracker = ResourceTracker()
@@ -181,6 +187,7 @@ class ResourceTracker:
         discover_server: bool = True,
         discover_cloud: bool = True,
         method: Optional[str] = None,
+        export: Any = None,
     ) -> None:
         self.interval = _check_interval(interval)
         self.pid = _check_pid(pid)
@@ -198,6 +205,8 @@ class ResourceTracker:
         self._server_info: Optional[Dict[str, Any]] = None
         self._cloud_info: Optional[Dict[str, Any]] = None
         self._cloud_job: Optional[Any] = None
+        self._export_settings = _export_settings(export)
+        self._exporter = None
         self._sampler: Sampler = self._make_sampler()
         self._autostarted = False
         if autostart:
@@ -276,21 +285,64 @@ class ResourceTracker:
         if self._autostarted and self.running:
             self._autostarted = False  # this start() is the one the constructor already did
             return
-        if self._sampler.state == "new":
-            self._cgroup_start = self._read_cgroup()
+        first = self._sampler.state == "new"
         self._sampler.start()
+        self._start_export()
         if self.discover_cloud and self._cloud_job is None:
             self._cloud_job = _start_cloud_discovery()
+        if first:  # last: the worker takes the interpreter lock once start() returned
+            self._cgroup_job = _background.submit(self._read_cgroup_start)
 
-    def stop(self) -> None:
-        """Stop sampling; the data stays. Safe to call more than once."""
+    def stop(self, *, failed: Optional[bool] = None) -> None:
+        """Stop sampling; the data stays. Safe to call more than once.
+
+        With export on, the final push (run summary) goes out now; stop() waits at most 2 s
+        for it. ``failed``: whether the job failed, for that push (None: not known)."""
         was_running = self.running
         self._sampler.stop()
         if was_running:
+            self._wait_cgroup_start()
             self._cgroup_end = self._read_cgroup()
         if was_running and self.pid != os.getpid():
             # a child seen before its exec showed its parent's command line (or none)
             self.command = _command_line(self.pid) or self.command
+        self._finish_export(failed)
+
+    # -- export ----------------------------------------------------------------------
+
+    def _start_export(self) -> None:
+        """Start streaming to the export targets (never raises: a failure is recorded)."""
+        settings = getattr(self, "_export_settings", None)
+        if settings is None or not settings.targets or self._exporter is not None:
+            return
+        try:
+            from .export import start_export
+
+            self._exporter = start_export(self, settings)
+        except Exception as exc:
+            self._export_error = f"export could not start: {type(exc).__name__}: {exc}"
+
+    def _finish_export(self, failed: Optional[bool] = None) -> None:
+        exporter = getattr(self, "_exporter", None)
+        if exporter is not None:
+            try:
+                exporter.finish(failed=failed)
+            except Exception as exc:  # never into the caller
+                self._export_error = f"export could not finish: {type(exc).__name__}: {exc}"
+            self.extra["export"] = self.export_report()  # kept by snapshot() / dumps()
+
+    def export_report(self) -> Optional[Dict[str, Any]]:
+        """What the export did (None without export): per target the points sent, failed
+        sends, points and rows dropped, the last error and the final push's fate."""
+        exporter = getattr(self, "_exporter", None)
+        error = getattr(self, "_export_error", None)
+        if exporter is None and error is None:
+            stored = (getattr(self, "extra", None) or {}).get("export")
+            return stored if isinstance(stored, dict) else None
+        report = exporter.report() if exporter is not None else {"targets": {}, "rows_dropped": 0}
+        if error is not None:
+            report["error"] = error
+        return report
 
     @property
     def running(self) -> bool:
@@ -311,6 +363,7 @@ class ResourceTracker:
     def wait_for_samples(self, n: int = 1, timeout: Optional[float] = None) -> bool:
         """Block until n samples are stored or timeout seconds pass; True when there are n.
 
+        Once one sample is stored, the cgroup's start figures (read beside start()) are too.
         Raises ValueError for an n that is not a whole number from 0 to 2**62, or a timeout
         that is not a number of seconds >= 0."""
         if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 2**62:
@@ -327,7 +380,10 @@ class ResourceTracker:
             raise ValueError(
                 f"wait_for_samples: timeout must be seconds from 0 to 1e9, got {timeout!r}"
             )
-        return self._sampler.wait(n, timeout)
+        stored = self._sampler.wait(n, timeout)
+        if stored and n >= 1:
+            self._wait_cgroup_start()  # a run's first sample comes with its start figures
+        return stored
 
     @property
     def start_time(self) -> Optional[float]:
@@ -344,26 +400,35 @@ class ResourceTracker:
             self.start()
         return self
 
-    def __exit__(self, *exc: object) -> Literal[False]:
-        self.stop()
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Literal[False]:
+        self.stop(failed=exc_type is not None)
         return False
 
     # -- the container ---------------------------------------------------------------
+
+    def _read_cgroup_start(self) -> None:
+        """The cgroup figures at the start, read beside the caller (start() does not wait
+        for the import, the cgroup's location and its files: ~3 ms)."""
+        self._cgroup_start = self._read_cgroup()
+
+    def _wait_cgroup_start(self) -> None:
+        """Waits for the reading of the start figures, when one is under way."""
+        job = getattr(self, "_cgroup_job", None)
+        if job is not None:
+            job.wait()
 
     def _read_cgroup(self) -> Any:
         """The cgroup figures of the tracked process now (None: none, or not readable)."""
         if not self.track_processes:
             return None
         try:
-            from .cgroup_usage import locate_cgroup, read_cgroup_at
-
             if not hasattr(self, "_cgroup_place"):
-                self._cgroup_place = locate_cgroup(
+                self._cgroup_place = _cgroup.locate_cgroup(
                     self.pid,
                     proc_root=settings.get("RESOURCE_TRACKER_PROCFS_ROOT") or "/proc",
                     sys_root=settings.get("RESOURCE_TRACKER_SYSFS_ROOT"),
                 )
-            return read_cgroup_at(self._cgroup_place)
+            return _cgroup.read_cgroup_at(self._cgroup_place)
         except Exception:  # never let a probe break the caller
             return None
 
@@ -378,16 +443,15 @@ class ResourceTracker:
         """
         if hasattr(self, "_cgroup_stored"):
             return self._cgroup_stored
+        self._wait_cgroup_start()
         start = getattr(self, "_cgroup_start", None)
         end = getattr(self, "_cgroup_end", None)
         if start is None and end is None:
             return None
         if end is None and self.running:
             end = self._read_cgroup()
-        from .cgroup_usage import cgroup_run
-
         try:
-            figures: Optional[Dict[str, Any]] = cgroup_run(
+            figures: Optional[Dict[str, Any]] = _cgroup.cgroup_run(
                 start, end, self.pid, settings.get("RESOURCE_TRACKER_PROCFS_ROOT") or "/proc"
             )
             return figures
@@ -502,6 +566,9 @@ class ResourceTracker:
         cgroup = self.cgroup_metrics
         if cgroup is not None:
             result["cgroup"] = cgroup
+        export = self.export_report()
+        if export is not None:
+            result["export"] = export
         return result
 
     def data_quality(self) -> Dict[str, Any]:
@@ -781,6 +848,13 @@ class ResourceTracker:
         )
 
 
+def _export_settings(export: Any) -> Any:
+    """The checked export settings (no targets: no export), read once at construction."""
+    from .export import prepare_export
+
+    return prepare_export(export)
+
+
 def _data_quality(rows_dropped: int, io_denied: int, pss_denied: int) -> Dict[str, Any]:
     """The data_quality() dict from the sampler's counters."""
     incomplete: Dict[str, str] = {}
@@ -817,6 +891,22 @@ def data_quality_notes(stats: Optional[Mapping[str, Any]]) -> List[str]:
         by_reason.setdefault(str(reason), []).append(str(column))
     for reason, columns in by_reason.items():
         notes.append(f"{', '.join(columns)} incomplete: {reason}")
+    return notes + _export_notes((stats or {}).get("export"))
+
+
+def _export_notes(export: Any) -> List[str]:
+    """One line per export target that dropped samples or failed (stats()['export'])."""
+    if not isinstance(export, dict):
+        return []
+    notes = [f"export: {export['error']}"] if export.get("error") else []
+    for target, done in (export.get("targets") or {}).items():
+        dropped, failures = done.get("dropped_rows", 0), done.get("failures", 0)
+        if dropped or failures or done.get("final") not in ("sent", "pending"):
+            notes.append(
+                f"export to {target}: {dropped} samples dropped, {failures} failed sends, "
+                f"final push {done.get('final')}"
+                + (f" (last error: {done['last_error']})" if done.get("last_error") else "")
+            )
     return notes
 
 

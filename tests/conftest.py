@@ -32,7 +32,20 @@ NETWORK_OVERRIDES = {
     "RESOURCE_TRACKER_METADATA_URL": LOOPBACK_DEAD_END,
     "RESOURCE_TRACKER_KEEPER_URL": LOOPBACK_DEAD_END,
     "RESOURCE_TRACKER_CATALOG_URL": LOOPBACK_DEAD_END + "/catalog.db.bz2",
+    # the exporters (off unless a test turns them on; their endpoints a dead end until then)
+    "RESOURCE_TRACKER_PUSHGATEWAY_URL": LOOPBACK_DEAD_END,
+    "OTEL_EXPORTER_OTLP_ENDPOINT": LOOPBACK_DEAD_END,
 }
+
+#: removed for every test: export is opt-in, and no other OTLP endpoint or header may apply
+NETWORK_REMOVED = (
+    "RESOURCE_TRACKER_EXPORT",
+    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
+    "OTEL_RESOURCE_ATTRIBUTES",
+    "OTEL_SERVICE_NAME",
+)
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 DATA_DIR = os.path.join(TESTS_DIR, "data")
@@ -95,8 +108,8 @@ def pytest_configure(config):
     _SESSION_CACHE = tempfile.mkdtemp(prefix="rt-test-cache-")
     os.environ.update(NETWORK_OVERRIDES)
     os.environ["RESOURCE_TRACKER_CACHE_DIR"] = _SESSION_CACHE
-    for proxy in PROXIES:
-        os.environ.pop(proxy, None)
+    for name in PROXIES + NETWORK_REMOVED:
+        os.environ.pop(name, None)
 
 
 def pytest_unconfigure(config):
@@ -111,8 +124,8 @@ def _network_to_loopback(monkeypatch):
         monkeypatch.setenv(name, value)
     # the catalog cache (downloaded dump, side indexes): per session, never the user's
     monkeypatch.setenv("RESOURCE_TRACKER_CACHE_DIR", _SESSION_CACHE)
-    for proxy in PROXIES:
-        monkeypatch.delenv(proxy, raising=False)
+    for name in PROXIES + NETWORK_REMOVED:
+        monkeypatch.delenv(name, raising=False)
     yield
 
 

@@ -90,6 +90,16 @@ def formats(text: str) -> tuple:
     return tuple(dict.fromkeys(names))
 
 
+def export_targets(text: str) -> str:
+    """The --export option: a comma list of export targets ('none': no export)."""
+    from ..export import parse_targets
+
+    try:
+        return ",".join(parse_targets(text, "--export"))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def positive_int(text: str, what: str = "count", hint: str = "give a positive integer") -> int:
     """An option value as a positive int (argparse type)."""
     try:

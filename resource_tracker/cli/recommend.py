@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from . import recommend_metaflow
 from .common import PROG, CliError, load_snapshot
 from .parser import FORMATTER, positive_int
 
@@ -12,6 +13,7 @@ examples:
   {PROG} recommend resource-tracker.json
   {PROG} recommend today.json yesterday.json last-week.json --vendor aws --allocation spot
   {PROG} recommend run.json --architecture arm64 --region eu-central-1 --json
+  {PROG} recommend --metaflow MyFlow      (every tracked step of the flow's recent runs)
 
 The first snapshot is the current run; the others are earlier runs of the same job
 (CPU: mean of the means; memory, GPU and VRAM: the highest peak).
@@ -30,7 +32,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
         epilog=EXAMPLES,
         formatter_class=FORMATTER,
     )
-    rec.add_argument("snapshots", nargs="+", metavar="SNAPSHOT")
+    rec.add_argument("snapshots", nargs="*", metavar="SNAPSHOT")
+    recommend_metaflow.add_arguments(rec)
     _add_filters(rec)
     rec.add_argument(
         "--order-by", choices=("price", "score_per_price"), default="price",
@@ -67,6 +70,12 @@ def main(args: argparse.Namespace) -> int:
     one (no catalog, nothing fits: the reason is printed), 2 for a bad option value."""
     from .servers import find_servers
 
+    if args.metaflow:
+        if args.snapshots:
+            raise CliError("recommend: give SNAPSHOTs or --metaflow FLOW, not both")
+        return recommend_metaflow.main(args)
+    if not args.snapshots:
+        raise CliError("recommend: give one or more SNAPSHOTs (or --metaflow FLOW)")
     trackers = [load_snapshot(path) for path in args.snapshots]
     history = [t.stats() for t in trackers[1:]]
     try:

@@ -6,13 +6,14 @@ import argparse
 import os
 
 from .common import PROG, SNAPSHOT_NAME, CliError, render_report, say, short, write_text
-from .parser import FORMATTER, add_interval, formats
+from .parser import FORMATTER, add_interval, export_targets, formats
 
 EXAMPLES = f"""\
 examples:
   {PROG} run -- python train.py --epochs 3
   {PROG} run --interval 0.5 --output runs/ --format html,json,csv -- ./batch.sh input.csv
   {PROG} run --quiet --format json -- Rscript model.R
+  {PROG} run --export pushgateway -- python train.py   (RESOURCE_TRACKER_PUSHGATEWAY_URL)
 
 The command's stdin, stdout and stderr are untouched; the summary goes to stderr.
 Exit status: the command's own (128+N when it is killed by signal N); 127 when the
@@ -31,7 +32,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run",
         usage=f"{PROG} run [-h] [--interval S] [--output DIR] [--format LIST] [--quiet] "
-        "-- COMMAND [ARGS ...]",
+        "[--export LIST] -- COMMAND [ARGS ...]",
         help="run a command and track it, its children and the machine",
         description="Run COMMAND, track it with all its descendants and the whole machine, "
         "print a summary to stderr and write the chosen outputs.",
@@ -52,6 +53,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
     )  # fmt: skip
     run.add_argument("--quiet", "-q", action="store_true", help="no summary on stderr")
     run.add_argument(
+        "--export", type=export_targets, default=None, metavar="LIST",
+        help="stream the samples to otlp,pushgateway (comma list) or none while the command "
+        "runs (default: RESOURCE_TRACKER_EXPORT, unset: none; see docs/export.md)",
+    )  # fmt: skip
+    run.add_argument(
         "command", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the command and its "
         "arguments (everything after the command's name is the command's)",
     )  # fmt: skip
@@ -65,9 +71,10 @@ def main(args: argparse.Namespace) -> int:
     command = _command(args)
     if args.format:
         _check_outdir(args.output)
+    export = _check_export(getattr(args, "export", None))
 
     def start(pid, adopt):
-        return start_tracker(pid, adopt, interval=args.interval)
+        return start_tracker(pid, adopt, interval=args.interval, export=export)
 
     supervisor = Supervisor(command, start, interval=args.interval, adopt_orphans=True)
     try:
@@ -87,6 +94,18 @@ def _command(args: argparse.Namespace) -> list:
     if not command:
         raise CliError("run: no command given: e.g. resource-tracker run -- python job.py")
     return command
+
+
+def _check_export(export):
+    """The --export targets, checked before the command starts (CliError saying what is
+    missing: the target's packages, the Pushgateway's address)."""
+    from ..export import prepare_export
+
+    try:
+        prepare_export(export)
+    except (ValueError, ImportError) as exc:
+        raise CliError(f"run: {exc}") from None
+    return export
 
 
 def _check_outdir(outdir: str) -> None:

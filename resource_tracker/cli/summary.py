@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import signal
 
+from .. import formatting as fmt
 from ..registry import Column, column, stat_columns
 from ..summary import traffic_columns
 
 
 def size(nbytes) -> str:
-    """A byte count for people: '0 B', '12.3 KiB', '1.5 GiB'."""
-    value = float(nbytes or 0)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"  # pragma: no cover
+    """A byte count for people ('0 B', '12.3 KiB', '1.5 GiB'): formatting.nbytes, 0 for
+    unknown."""
+    return fmt.nbytes(nbytes or 0)
 
 
 def describe_status(status: int) -> str:
@@ -64,11 +61,13 @@ def lines_of(summary, server: bool = True) -> list:
     lines = [
         _row(
             "duration",
-            f"{ts.get('duration', 0.0):.1f} s, {int(ts.get('samples', 0))} samples every "
-            f"{summary.run.interval or 0:g} s",
+            f"{fmt.duration(ts.get('duration', 0.0))}, "
+            f"{fmt.plural(int(ts.get('samples', 0)), 'sample')} every "
+            f"{fmt.duration(summary.run.interval or 0)}",
         )
     ]
     lines += _usage_rows(summary, summary.server_info or {})
+    lines += insight_lines(summary)
     if summary.resources is None:
         why = summary.warnings_about("recommendation")
         text = why[0].replace("No recommendation: ", "", 1) if why else "no data"
@@ -77,6 +76,13 @@ def lines_of(summary, server: bool = True) -> list:
     if server:
         lines += server_lines(summary)
     return lines
+
+
+def insight_lines(summary) -> list:
+    """One line per finding of the summary (``summary.insights``): its severity, its text."""
+    from .._text import printable
+
+    return [_row(i.severity, printable(i.message)) for i in getattr(summary, "insights", ())]
 
 
 def _usage_rows(summary, info: dict) -> list:
@@ -89,9 +95,11 @@ def _usage_rows(summary, info: dict) -> list:
     rows = [
         _row(
             "CPU",
-            f"mean {_value(summary, cpu, 'mean'):.2f}, peak {_value(summary, cpu, 'max'):.2f} cores"
-            + (f" (machine: {vcpus} vCPUs" if vcpus else " (machine")
-            + f", mean {_value(summary, machine_cpu, 'mean'):.2f} cores in use)",
+            f"mean {fmt.number(_value(summary, cpu, 'mean'))}, "
+            f"peak {fmt.quantity(_value(summary, cpu, 'max'), 'cores')}"
+            + (f" (machine: {fmt.plural(vcpus, 'vCPU')}" if vcpus else " (machine")
+            + f", mean {fmt.quantity(_clamp(_value(summary, machine_cpu, 'mean'), vcpus), 'cores')}"
+            " in use)",
         ),
         _row(
             "memory",
@@ -108,6 +116,11 @@ def _usage_rows(summary, info: dict) -> list:
     return rows + [_row("incomplete", printable(note)) for note in notes]
 
 
+def _clamp(cores: float, vcpus) -> float:
+    """System CPU never above the machine's cores (sampling jitter can read 2.08 of 2)."""
+    return min(cores, float(vcpus)) if vcpus else cores
+
+
 def _gpu_row(summary, info: dict) -> str:
     gpus = _value(summary, _stat("process", resource="gpu"), "max")
     machine_gpus = _value(summary, column("system", "gpu_utilized"), "max")
@@ -116,7 +129,8 @@ def _gpu_row(summary, info: dict) -> str:
         vram = _value(summary, _stat("process", resource="vram"), "max")
         return _row(
             "GPU",
-            f"peak {gpus:.0f} GPUs in use, usage peak {usage:.2f}, VRAM peak {size(vram * 2**20)}",
+            f"peak {fmt.quantity(gpus, 'GPUs')} in use, usage peak {fmt.number(usage)}, "
+            f"VRAM peak {size(vram * 2**20)}",
         )
     return _row("GPU", "none used")
 
@@ -146,10 +160,10 @@ def _network_row(summary) -> str:
 
 
 def describe_resources(res: dict) -> str:
-    """'2 CPU, 512 MiB memory[, 1 GPU, 8192 MiB VRAM]'."""
-    text = f"{res['cpu']} CPU, {res['memory']} MiB memory"
+    """'1 CPU, 512 MiB memory[, 1 GPU, 8 GiB VRAM]' (memory and VRAM are MiB)."""
+    text = f"{fmt.plural(res['cpu'], 'CPU')}, {size(res['memory'] * 2**20)} memory"
     if res.get("gpu"):
-        text += f", {res['gpu']} GPU, {res['vram']} MiB VRAM"
+        text += f", {fmt.plural(res['gpu'], 'GPU')}, {size(res['vram'] * 2**20)} VRAM"
     return text
 
 
@@ -160,14 +174,14 @@ def describe_server(server) -> str:
     name = f"{server.get('vendor_id', '?')} {server.get('server_id', '?')}"
     parts = []
     if server.get("vcpus") is not None:
-        parts.append(f"{server['vcpus']} vCPUs")
+        parts.append(fmt.plural(server["vcpus"], "vCPU"))
     if server.get("memory_amount") is not None:
-        parts.append(f"{server['memory_amount'] / 1024:g} GiB")
+        parts.append(size(server["memory_amount"] * 2**20))
     if server.get("gpu_count"):
-        parts.append(f"{server['gpu_count']:g} GPUs")
+        parts.append(fmt.plural(server["gpu_count"], "GPU"))
     price = server.get("price", server.get("min_price"))
     if price is not None:
-        parts.append(f"${price:.4f}/h")
+        parts.append(fmt.money(price, "h"))
     return name + (f" ({', '.join(parts)})" if parts else "")
 
 
@@ -178,6 +192,8 @@ def server_lines(summary) -> list:
 
     choice = summary.server
     if choice.best is None:
+        if choice.unavailable and not choice.no_match:
+            return [_row("server", printable(fmt.catalog_problem(choice.unavailable)))]
         why = choice.no_match or choice.unavailable or "no server recommendation"
         return [_row("server", printable(why.splitlines()[0]))]
     first = choice.best
@@ -196,12 +212,13 @@ def describe_costs(costs: dict) -> str:
     if costs.get("run_cost_usd") is not None:
         note = costs.get("current_price_note")
         parts.append(
-            f"this run ${costs['run_cost_usd']:.6f} on this server" + (f" ({note})" if note else "")
+            f"this run {fmt.money(costs['run_cost_usd'])} on this server"
+            + (f" ({note})" if note else "")
         )
     if costs.get("recommended_run_cost_usd") is not None:
-        parts.append(f"${costs['recommended_run_cost_usd']:.6f} on the recommended server")
+        parts.append(f"{fmt.money(costs['recommended_run_cost_usd'])} on the recommended server")
     if costs.get("saving_usd") is not None:
-        parts.append(f"saving ${costs['saving_usd']:.6f}")
+        parts.append(f"saving {fmt.money(costs['saving_usd'])}")
     return ", ".join(parts)
 
 
@@ -233,7 +250,7 @@ def watch_line(tracker, pid, vcpus) -> str:
         c for c in stat_columns("system") if c.unit == "B" and c not in traffic.values()
     )
     parts.append(
-        f"system: cpu {_last(system, _stat('system', unit='cores')):5.2f}"
+        f"system: cpu {_clamp(_last(system, _stat('system', unit='cores')), vcpus):5.2f}"
         + (f"/{vcpus}" if vcpus else "")
         + f" mem {size(_last(system, _stat('system', unit='KiB')) * 1024):>10}"
         f" disk {size(_last(system, disk_read, step))}/s r "

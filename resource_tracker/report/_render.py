@@ -15,7 +15,9 @@ from __future__ import annotations
 import math
 import os
 
+from .. import formatting as fmt
 from ..summary import DURATION
+from . import _headline
 
 #: Most points per table sent to the browser; longer runs keep the min and max of each bucket.
 MAX_POINTS = 2400
@@ -81,58 +83,18 @@ def _esc(value):
     return escape("" if value is None else str(value), quote=True)
 
 
-def _num(value, digits=2):
-    """A number for a table cell ('n/a' when unknown)."""
-    if value is None:
-        return "n/a"
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return _esc(value)
-    if not math.isfinite(value):
-        return "n/a"
-    if value == int(value) and abs(value) < 1e15 and digits <= 2:
-        return f"{int(value):,}"
-    return f"{value:,.{digits}f}"
-
-
-def _bytes(value, binary=False):
-    """A byte count with a unit (decimal kB/MB/GB, or binary KiB/MiB/GiB)."""
-    if value is None:
-        return "n/a"
-    value = float(value)
-    base = 1024.0 if binary else 1000.0
-    units = ["B", "KiB", "MiB", "GiB", "TiB"] if binary else ["B", "kB", "MB", "GB", "TB"]
-    i = 0
-    while abs(value) >= base and i < len(units) - 1:
-        value /= base
-        i += 1
-    return f"{value:,.0f} {units[i]}" if i == 0 else f"{value:,.2f} {units[i]}"
+def _num(value, digits=3):
+    """A plain number for a table cell ('n/a' when unknown): `digits` significant digits."""
+    return _esc(fmt.number(value, digits))
 
 
 def _mib(value_mib):
-    """A MiB amount, shown in GiB from 1 GiB up."""
-    if value_mib is None:
-        return "n/a"
-    value_mib = float(value_mib)
-    if value_mib >= 1024:
-        return f"{value_mib / 1024:,.1f} GiB"
-    return f"{value_mib:,.0f} MiB"
+    """A MiB amount in binary units ('512 MiB', '1.5 GiB')."""
+    return fmt.quantity(value_mib, "MiB")
 
 
 def _duration(seconds):
-    """Seconds as '1 h 02 min 03 s' (or '3.2 s')."""
-    if seconds is None:
-        return "n/a"
-    seconds = float(seconds)
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    s = int(round(seconds))
-    h, rem = divmod(s, 3600)
-    m, sec = divmod(rem, 60)
-    if h:
-        return f"{h} h {m:02d} min {sec:02d} s"
-    return f"{m} min {sec:02d} s"
+    return fmt.duration(seconds)
 
 
 def _utc(epoch):
@@ -149,14 +111,14 @@ def _utc(epoch):
 
 def _table(rows, head=None, cls="rt-kv"):
     """An HTML table; rows are lists of cells that are already HTML."""
-    out = [f'<table class="{cls}">']
+    out = [f'<div class="rt-scroll"><table class="{cls}">']
     if head:
         out.append("<thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead>")
     out.append("<tbody>")
     for row in rows:
         first, rest = row[0], row[1:]
         out.append(f"<tr><th>{first}</th>" + "".join(f"<td>{c}</td>" for c in rest) + "</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
     return "".join(out)
 
 
@@ -257,9 +219,10 @@ def _page_html(view, process, system):
     data = json.dumps(chart_data, separators=(",", ":"), allow_nan=False, default=raw)
     for i, text in enumerate(raws):
         data = data.replace(f'"@@RAW{i}@@"', text, 1)
-    sections = (_header, _server, _cgroup, _cloud, _usage, _recommendations)
-    body = "".join(section(view) for section in sections)
-    body += _charts(view.s, downsampled) + _FOOTER
+    body = _header(view) + _headline.headline(view.s) + _charts(view.s, downsampled)
+    body += '<h2 class="rt-details-title">Details</h2>'
+    details = (_usage, _servers, _run, _server, _cgroup, _cloud)
+    body += "".join(section(view) for section in details) + _FOOTER
     # inside <script>: no "</script>", no "<!--", no line separators
     for char, escaped in _SCRIPT_ESCAPES:
         data = data.replace(char, escaped)
@@ -293,7 +256,16 @@ def _what(run):
 
 
 def _samples_note(n):
-    return f"{n} sample{'' if n == 1 else 's'}"
+    return fmt.plural(n, "sample")
+
+
+def _fold(section_id, title, content, summary_extra="", open_=False):
+    """A folded section: <details> with a <summary> heading (print opens it)."""
+    extra = f' <span class="rt-fold-note">{summary_extra}</span>' if summary_extra else ""
+    return (
+        f'<details class="rt-fold" id="{section_id}"{" open" if open_ else ""}>'
+        f"<summary><h2>{title}</h2>{extra}</summary>{content}</details>"
+    )
 
 
 def _run_rows(view):
@@ -314,7 +286,7 @@ def _run_rows(view):
         ["Duration", _esc(_duration(view.s.duration))],
         ["Status", f'<span class="rt-status rt-status-{status}">{status}</span>'],
         ["Samples", f"{view.s.n_samples:,}"],
-        ["Sampling interval", f"{_num(run.interval, 3)} s"],
+        ["Sampling interval", _esc(fmt.duration(run.interval))],
         ["Collection method", _esc(run.method or "n/a")],
         *([["Integration", _esc(view.integration)]] if view.integration else []),
         ["Tool", f"resource-tracker {_esc(__version__)}"],
@@ -322,16 +294,22 @@ def _run_rows(view):
     return rows
 
 
+def _run(view):
+    return _fold("rt-run", "Run", _table(_run_rows(view)), _esc(_what(view.run)))
+
+
 def _header(view):
     n = view.s.n_samples
+    status = _esc(view.status)
     out = [
         '<header class="rt-header">',
         _LOGO,
-        "<div><h1>Resource usage report</h1>",
-        f'<p class="rt-sub">{_esc(_what(view.run))}</p></div></header>',
+        '<div class="rt-title"><h1>Resource usage report</h1>',
+        f'<p class="rt-sub">{_esc(_what(view.run))} '
+        f'<span class="rt-status rt-status-{status}">{status}</span></p></div></header>',
     ]
     if view.status == "failed":
-        out.append(_note("The run failed: the data covers it up to the failure.", "warn"))
+        out.append(_note(_failure_text(view), "warn rt-failed"))
     if n < 2:
         out.append(
             _note(
@@ -343,36 +321,58 @@ def _header(view):
         )
     for text in view.s.warnings_about("data"):
         out.append(_note(_esc(text), "warn"))
-    out.append('<section id="rt-run"><h2>Run</h2>' + _table(_run_rows(view)) + "</section>")
     return "".join(out)
+
+
+def _failure_text(view):
+    """What a failed run's page says first: when it failed, what the figures cover, and the
+    memory clue (the kernel's OOM kills, a peak at the limit) when there is one."""
+    what = "step" if (view.integration or "").lower() == "metaflow" else "run"
+    s = view.s
+    text = f"The {what} failed after {_esc(fmt.duration(s.duration))}"
+    text += f" ({_esc(_samples_note(s.n_samples))}); the figures cover it up to the failure."
+    cg = (s.stats or {}).get("cgroup") or {}
+    if cg.get("oom_kills"):
+        killed = fmt.plural(cg["oom_kills"], "process", "processes")
+        text += f" The kernel's OOM killer ended {_esc(killed)}: it ran out of memory."
+    _, mem_mib, _, where = _headline.capacity(s)
+    peak = _headline._stat(s, "process", "max", resource="memory")
+    if mem_mib and peak and peak / 1024.0 >= 0.9 * mem_mib:
+        text += (
+            f" Peak memory {_esc(fmt.quantity(peak, 'KiB'))} was near the {_esc(where)} "
+            f"({_esc(fmt.quantity(mem_mib, 'MiB'))})."
+        )
+    return text
 
 
 def _server(view):
     info = view.s.server_info
-    out = ['<section id="rt-server"><h2>Server</h2>']
     if not info:
-        out.append(_note("Server information was not collected (discover_server=False)."))
-        return "".join(out) + "</section>"
+        return _fold(
+            "rt-server",
+            "Server",
+            _note("Server information was not collected (discover_server=False)."),
+        )
+    out = []
     if info.get("error"):
         out.append(_note(f"Server discovery failed: {_esc(info['error'])}", "warn"))
     gpu_names = info.get("gpu_names") or []
     if isinstance(gpu_names, (list, tuple)):
         gpu_names = ", ".join(str(g) for g in gpu_names)
+    gpus = info.get("gpu_count") or 0
     rows = [
         ["CPU", _esc(info.get("cpu_model") or "n/a")],
         ["vCPUs", _num(info.get("vcpus"))],
         ["Memory", _mib(info.get("memory_mb"))],
-        [
-            "GPUs",
-            f"{_num(info.get('gpu_count') or 0)}" + (f" ({_esc(gpu_names)})" if gpu_names else ""),
-        ],
+        ["GPUs", f"{_num(gpus)}" + (f" ({_esc(gpu_names)})" if gpu_names else "")],
         ["VRAM", _mib(info.get("gpu_memory_mb")) if info.get("gpu_memory_mb") else "none"],
         ["Architecture", _esc(info.get("architecture") or "n/a")],
         ["Operating system", _esc(info.get("os") or "n/a")],
         ["Container limits", _limits(info.get("cgroup") or {})],
     ]
     out.append(_table(rows))
-    return "".join(out) + "</section>"
+    shape = f"{fmt.plural(info.get('vcpus'), 'vCPU')}, {_mib(info.get('memory_mb'))}"
+    return _fold("rt-server", "Server", "".join(out), _esc(shape))
 
 
 def _limits(cgroup):
@@ -381,7 +381,7 @@ def _limits(cgroup):
         return "none set"
     limits = []
     if cpu_limit:
-        limits.append(f"CPU {_num(cpu_limit)} cores")
+        limits.append(f"CPU {fmt.quantity(cpu_limit, 'cores')}")
     if mem_limit:
         limits.append(f"memory {_mib(mem_limit)}")
     version = cgroup.get("version")
@@ -390,7 +390,7 @@ def _limits(cgroup):
 
 
 def _seconds(value):
-    return "n/a" if value is None else f"{_num(value)} s"
+    return _esc(fmt.duration(value))
 
 
 def _cgroup(view):
@@ -398,7 +398,7 @@ def _cgroup(view):
     cg = (view.s.stats or {}).get("cgroup")
     if not cg:
         return ""
-    out = ['<section id="rt-cgroup"><h2>Container (cgroup)</h2>']
+    out = []
     if not cg.get("dedicated"):
         out.append(
             _note(
@@ -411,7 +411,7 @@ def _cgroup(view):
     throttling = (
         "n/a"
         if throttled is None
-        else f"{_num(throttled, 0)} of {_num(cg.get('cpu_periods'), 0)} periods, "
+        else f"{_num(throttled, 6)} of {_esc(fmt.plural(cg.get('cpu_periods'), 'period'))}, "
         f"{_seconds(cg.get('cpu_throttled_seconds'))}"
     )
     rows = [
@@ -419,26 +419,27 @@ def _cgroup(view):
         ["Memory at the end", _mib(cg.get("memory_mib"))],
         ["Memory peak (kernel high-water mark)", _mib(cg.get("memory_peak_mib"))],
         ["Memory limit", _mib(limit) if limit else "none"],
-        ["CPU quota", f"{_num(quota)} cores" if quota else "none"],
+        ["CPU quota", fmt.quantity(quota, "cores") if quota else "none"],
         ["CPU time", _seconds(cg.get("cpu_seconds"))],
         ["CPU throttled", throttling],
-        ["OOM kills", "n/a" if cg.get("oom_kills") is None else _num(cg["oom_kills"], 0)],
+        ["OOM kills", "n/a" if cg.get("oom_kills") is None else _num(cg["oom_kills"], 6)],
     ]
     out.append(_table(rows))
-    return "".join(out) + "</section>"
+    return _fold("rt-cgroup", "Container (cgroup)", "".join(out))
 
 
 def _cloud(view):
     info = view.s.cloud_info
-    out = ['<section id="rt-cloud"><h2>Cloud</h2>']
     if not info or not info.get("vendor"):
-        out.append(
+        return _fold(
+            "rt-cloud",
+            "Cloud",
             _note(
                 "No cloud detected: the run was not on a known cloud server, or cloud "
                 "discovery was off."
-            )
+            ),
+            "none detected",
         )
-        return "".join(out) + "</section>"
     rows = [
         ["Vendor", _esc(info.get("vendor"))],
         ["Region", _esc(info.get("region") or "n/a")],
@@ -446,188 +447,114 @@ def _cloud(view):
     ]
     costs = view.s.server.costs
     if costs:
-        rows.append(["Hourly price", _usd(costs.get("current_hourly_usd"), "/h")])
+        rows.append(["Hourly price", _usd(costs.get("current_hourly_usd"), "h")])
         rows.append(["Cost of this run", _usd(costs.get("run_cost_usd"))])
         if costs.get("current_price_note"):
             rows.append(["Price note", _esc(costs["current_price_note"])])
     else:
         rows.append(["Hourly price", "n/a"])
     if info.get("discovery_time") is not None:
-        rows.append(["Discovery took", f"{_num(info.get('discovery_time'), 3)} s"])
-    out.append(_table(rows))
-    for text in view.s.warnings_about("catalog"):
-        out.append(_note(_esc(text), "warn"))
-    return "".join(out) + "</section>"
+        rows.append(["Discovery took", _esc(fmt.duration(info.get("discovery_time")))])
+    where = f"{info.get('vendor')} {info.get('instance_type') or ''}".strip()
+    return _fold("rt-cloud", "Cloud", _table(rows), _esc(where))
 
 
 # -- statistics ---------------------------------------------------------------------------
 
 
-def _f2(v):
-    return _num(v, 2)
+def _shown_rows(summary):
+    """The statistics rows shown: those with a value (and the duration); no GPU rows when no
+    GPU was seen."""
+    gpu = _headline.gpu_seen(summary)
+    duration = summary.row(*DURATION)
+    for row in summary.rows:
+        if row.value is None and row is not duration:
+            continue
+        if not gpu and row.unit in ("GPUs", "MiB"):
+            continue
+        yield row
 
 
-def _f0(v):
-    return _num(v, 0)
-
-
-def _kib_as_mib(v):
-    return "n/a" if v is None else f"{float(v) / 1024.0:,.1f} MiB"
-
-
-def _gb(v):
-    return "n/a" if v is None else f"{float(v):,.2f} GB"
-
-
-# registry unit -> (what the row's label adds, how a value is written)
-_UNIT_FORMATS = {
-    "cores": (" (cores)", _f2),
-    "GPUs": (" (GPUs)", _f2),
-    "MiB": (" (MiB)", _f2),
-    "processes": ("", _f0),
-    "KiB": ("", _kib_as_mib),
-    "B": ("", _bytes),
-    "GB": ("", _gb),
-    "s": ("", _duration),
-}
-
-
-def _unit_format(unit):
-    """(label suffix, formatter) of a registry unit; unknown units are written after the
-    number."""
-    if unit in _UNIT_FORMATS:
-        return _UNIT_FORMATS[unit]
-    return "", lambda v: "n/a" if v is None else f"{_num(v)} {_esc(unit)}".rstrip()
+def _row_value(summary, row, value):
+    """A statistic as shown: the machine's CPU never above its vCPUs (sampling jitter)."""
+    vcpus = (summary.server_info or {}).get("vcpus")
+    if value is not None and vcpus and row.unit == "cores" and row.key.startswith("system_"):
+        value = min(value, float(vcpus))
+    return _esc(fmt.quantity(value, row.unit))
 
 
 def _usage(view):
-    out = ['<section id="rt-usage"><h2>Usage statistics</h2>']
     s = view.s
     if not s.stats or s.n_samples == 0:
-        out.append(_note("Not enough data: no samples, so there are no statistics."))
-        return "".join(out) + "</section>"
+        note = _note("No statistics: no samples were recorded.")
+        return _fold("rt-usage", "Usage statistics", note, "none", open_=True)
     hist = s.history
     head = ["Metric", "This run"]
     if hist:
-        head += [f"Earlier runs ({hist.runs})", "Change"]
-    duration = s.row(*DURATION)
-    rows = []
-    for row in s.rows:
-        if row.value is None and row is not duration:
-            continue
-        suffix, fmt = _unit_format(row.unit)
-        cells = [_esc(row.label + suffix), fmt(row.value)]
+        head += [f"Earlier runs ({hist.runs:,})", "Change"]
+    rows, changed = [], 0
+    for row in _shown_rows(s):
+        cells = [_esc(row.label), _row_value(s, row, row.value)]
         if hist:
-            cells += [
-                fmt(row.past) if row.past is not None else "n/a",
-                _change(row.value, row.past),
-            ]
+            delta = fmt.change(row.value, row.past, row.unit)
+            changed += delta is not None and delta.direction != "same"
+            cells += [_row_value(s, row, row.past), _change_cell(delta)]
         rows.append(cells)
-    out.append(_table(rows, head=head, cls="rt-stats"))
+    content = _table(rows, head=head, cls="rt-stats")
+    extra = fmt.plural(len(rows), "figure")
     if hist:
-        out.append(
-            _note(
-                "Earlier runs: the mean of their means, the highest of their peaks, the mean "
-                "of their totals and durations. Change: this run against them."
-            )
+        extra += f", {changed:,} changed against {fmt.plural(hist.runs, 'earlier run')}"
+        content += _note(
+            "Earlier runs: the mean of their means, the highest of their peaks, the mean "
+            "of their totals and durations. Change: this run against them, shown when it "
+            f"exceeds the noise (at least {fmt.CHANGE_MIN_RATIO:.0%} and a floor per unit)."
         )
-    return "".join(out) + "</section>"
+    return _fold("rt-usage", "Usage statistics", content, _esc(extra))
 
 
-def _recommendations(view):
-    out = ['<section id="rt-recommendations"><h2>Recommendations</h2>']
-    rec = view.s.resources
-    if rec is None:
-        for text in view.s.warnings_about("recommendation"):
-            out.append(_note(_esc(text), "warn"))
-        return "".join(out) + "</section>"
-    basis = "this run"
-    if view.s.history and view.s.history.stats:
-        basis += f" and {len(view.s.history.stats)} earlier run(s)"
+def _change_cell(delta):
+    if delta is None:
+        return "n/a"
+    return f'<span class="rt-{delta.direction}">{_esc(delta.text)}</span>'
+
+
+def _servers(view):
+    """The fitting servers (the cheapest is in the headline) with their prices."""
+    choice = view.s.server
+    if len(choice.servers) < 1:
+        return ""
     rows = [
-        ["CPU", f"{_num(rec.get('cpu'))} core{'' if rec.get('cpu') == 1 else 's'}"],
-        ["Memory", f"{_num(rec.get('memory'))} MiB"],
-        ["GPUs", _num(rec.get("gpu"))],
-        ["VRAM", f"{_num(rec.get('vram'))} MiB"],
+        [_server_name(srv), _server_shape(srv), _server_price(srv)] for srv in choice.servers[:4]
     ]
-    out.append(f"<p>Resources for the next run (from {_esc(basis)}):</p>")
-    out.append(_table(rows))
-    line = (
-        f"@resources(cpu={int(rec.get('cpu') or 1)}, memory={int(rec.get('memory') or 0)}, "
-        f"gpu={int(rec.get('gpu') or 0)})"
-    )
-    out.append(
-        f'<p>As a Metaflow decorator:</p><pre class="rt-code"><code>{_esc(line)}</code></pre>'
-    )
-    out.append(_servers(view.s))
-    return "".join(out) + "</section>"
-
-
-def _servers(summary):
-    """The recommended server, its alternatives and costs (summary.server)."""
-    out = ['<h3>Recommended cloud server</h3><div id="rt-servers">']
-    problems = summary.warnings_about("server", "catalog")
-    if problems:
-        out.extend(_note(_esc(text), "warn") for text in problems)
-        return "".join(out) + "</div>"
-    choice = summary.server
-    if not choice.servers:
-        out.append(_note("No server recommendation (no resources to match)."))
-        return "".join(out) + "</div>"
-    best, costs = choice.servers[0], choice.costs or {}
-    rows = [
-        ["Server", _server_name(best)],
-        ["vCPUs / memory / GPUs", _server_shape(best)],
-        ["Hourly price", _server_price(best)],
-        ["Cost of this run on it", _usd(costs.get("recommended_run_cost_usd"))],
-    ]
-    if costs.get("run_cost_usd") is not None:
-        rows.append(["Cost of this run as it ran", _usd(costs.get("run_cost_usd"))])
-    if costs.get("saving_usd") is not None:
-        rows.append(["Saving", _usd(costs.get("saving_usd"))])
-    out.append(_table(rows))
-    if isinstance(best, dict) and best.get("price_source"):
-        out.append(_note(f"Prices: {_esc(best['price_source'])}."))
-    out.append(_alternatives(choice.servers))
+    head = ["Server", "Shape", "Hourly price"]
+    content = _table(rows, head=head, cls="rt-servers")
+    costs = choice.costs or {}
     eur = any(
-        isinstance(s, dict) and str(s.get("price_currency", "EUR")).upper() == "EUR"
-        for s in choice.servers[:4]
+        isinstance(srv, dict) and str(srv.get("price_currency", "EUR")).upper() == "EUR"
+        for srv in choice.servers[:4]
     )
     if eur and costs.get("eur_usd_rate"):
-        out.append(_note(f"EUR prices converted at {_num(costs['eur_usd_rate'], 4)} USD/EUR."))
-    return "".join(out) + "</div>"
-
-
-def _alternatives(servers):
-    if len(servers) < 2:
-        return ""
-    rows = [[_server_name(s), _server_shape(s), _server_price(s)] for s in servers[1:4]]
-    head = ["Server", "vCPUs / memory / GPUs", "Hourly price"]
-    return "<h3>Alternatives</h3>" + _table(rows, head=head, cls="")
+        content += _note(f"EUR prices converted at {_num(costs['eur_usd_rate'], 4)} USD/EUR.")
+    extra = f"the cheapest and {fmt.plural(len(rows) - 1, 'alternative')}"
+    return _fold("rt-servers", "Fitting cloud servers", content, _esc(extra))
 
 
 def _charts(summary, downsampled):
+    if summary.n_samples < 2:
+        return ""  # the header's note says why there are no charts, once
     out = ['<section id="rt-charts"><h2>Usage over time</h2>']
-    n = summary.n_samples
-    if n < 2:
-        out.append(_note(f"Not enough data to draw charts: {_samples_note(n)}.", "warn"))
-        return "".join(out) + "</section>"
     out.append(
         '<p class="rt-help">Hover a chart to read all charts at that time; drag across a '
         "chart to zoom in; double-click (or the button) to zoom out. Times are in your "
         'local time zone. <button type="button" id="rt-reset">Reset zoom</button></p>'
     )
-    down = [
-        f"{name}: {rows:,} samples shown as {pts:,} points (min and max of each interval)"
-        for name, rows, pts in downsampled
-        if pts < rows
-    ]
+    down = sorted({(rows, pts) for _, rows, pts in downsampled if pts < rows})
     if down:
+        drawn = "; ".join(f"{rows:,} samples drawn as {pts:,} points" for rows, pts in down)
         out.append(
             _note(
-                "Long run: "
-                + "; ".join(_esc(d) for d in down)
-                + ". Every peak is kept; the statistics use all samples."
+                f"Long run: {_esc(drawn)} (the lowest and highest of each interval: every "
+                "peak is kept; the statistics use all samples)."
             )
         )
     out.append('<div id="rt-chart-grid" class="rt-grid"></div>')
@@ -665,6 +592,7 @@ _CHARTS = (
     ("network", "Network", "Bps", lambda c: c.unit == "B" and _is_network(c)),
 )
 
+_GPU_CHARTS = ("gpu", "vram")
 _COLORS = ("#1f6feb", "#e36209", "#1a7f37", "#8250df", "#8c959f")
 _TABLE_KEYS = {"process": "p", "system": "s"}
 
@@ -693,11 +621,14 @@ def _chart_data(summary, process, system):
             ("system", system, summary.n_system),
         ):
             if n >= 2:
-                data, points = _table_data(name, df, interval)
+                data, points = _table_data(name, df, interval, _vcpus(summary))
                 tables[_TABLE_KEYS[name]] = data
                 downsampled.append((name, data["rows"], points))
     charts = []
+    gpu = _headline.gpu_seen(summary)
     for chart_id, title, unit, select in _CHARTS:
+        if chart_id in _GPU_CHARTS and not gpu:
+            continue  # no flat-zero charts of hardware that is not there
         cols = [c for c in _chart_columns(select) if _TABLE_KEYS[c.table] in tables]
         series = [
             dict(name=_series_name(c, cols), table=_TABLE_KEYS[c.table], key=c.name, color=color)
@@ -709,8 +640,16 @@ def _chart_data(summary, process, system):
     return {"t0": t0, "tables": tables, "charts": charts}, downsampled
 
 
-def _series_values(col, values, dts):
-    """A column as drawn: KiB in MiB, amounts per interval as rates per second."""
+def _vcpus(summary):
+    vcpus = (summary.server_info or {}).get("vcpus")
+    return float(vcpus) if isinstance(vcpus, (int, float)) and vcpus > 0 else None
+
+
+def _series_values(col, values, dts, vcpus=None):
+    """A column as drawn: KiB in MiB, amounts per interval as rates per second, the
+    machine's CPU never above its vCPUs (sampling jitter)."""
+    if col.unit == "cores" and col.table == "system" and vcpus:
+        return [min(v, vcpus) for v in values]
     if col.unit == "KiB":
         return [v / 1024.0 for v in values]
     if col.fold == "sum":
@@ -718,7 +657,7 @@ def _series_values(col, values, dts):
     return values
 
 
-def _table_data(name, df, interval):
+def _table_data(name, df, interval, vcpus=None):
     """(one table's chart data, points drawn per series)."""
     from ..registry import columns
 
@@ -730,7 +669,7 @@ def _table_data(name, df, interval):
         if any(select(col) for *_, select in _CHARTS) and _drawn(col):
             values = _column(df, col.name)
             if len(values) == n:
-                cols[col.name] = _series_values(col, values, dts)
+                cols[col.name] = _series_values(col, values, dts, vcpus)
     t_out, cols_out = _downsample(t, cols, MAX_POINTS)
     t0 = math.floor(t[0]) if n else 0
     data = {
@@ -745,66 +684,13 @@ def _table_data(name, df, interval):
 # -- catalog records ---------------------------------------------------------------------
 
 
-def _usd(value, suffix=""):
-    if value is None:
-        return "n/a"
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return _esc(value)
-    digits = 4 if abs(value) < 1 else 2
-    return f"${value:,.{digits}f}{suffix}"
+def _usd(value, per=""):
+    return _esc(fmt.money(value, per))
 
 
-def _price(server):
-    for key in ("price", "min_price", "min_price_ondemand"):
-        if isinstance(server, dict) and server.get(key) is not None:
-            return server.get(key)
-    return None
-
-
-def _server_name(server):
-    if not isinstance(server, dict):
-        return _esc(server)
-    vendor = server.get("vendor")
-    vendor_name = vendor.get("name") if isinstance(vendor, dict) else None
-    vendor_name = vendor_name or server.get("vendor_id") or ""
-    name = server.get("display_name") or server.get("server_id") or server.get("api_reference")
-    text = f"{_esc(vendor_name)} <code>{_esc(name)}</code>"
-    region = server.get("price_region_id") or server.get("region_id") or server.get("region")
-    if isinstance(region, str) and region:
-        text += f" in {_esc(region)}"
-    return text
-
-
-def _server_price(server):
-    """The hourly price of a catalog record, with its allocation (spot/on-demand)."""
-    text = _usd(_price(server), "/h")
-    allocation = server.get("price_allocation") if isinstance(server, dict) else None
-    if allocation and text != "n/a":
-        text += f" ({_esc(str(allocation).lower().replace('ondemand', 'on-demand'))})"
-    return text
-
-
-def _server_shape(server):
-    if not isinstance(server, dict):
-        return "n/a"
-    parts = [f"{_num(server.get('vcpus'))} vCPUs", _mib(server.get("memory_amount"))]
-    gpus = server.get("gpu_count")
-    if gpus:
-        parts.append(f"{_num(gpus)} GPU{'' if gpus == 1 else 's'}")
-    return " / ".join(parts)
-
-
-def _change(now, past):
-    """The change of now against past, in percent, as a table cell."""
-    if now is None or past is None:
-        return "n/a"
-    if past == 0:
-        return "0%" if now == 0 else '<span class="rt-up">new</span>'
-    pct = (now - past) / abs(past) * 100.0
-    cls = "rt-up" if pct > 0.5 else ("rt-down" if pct < -0.5 else "rt-same")
-    return f'<span class="{cls}">{pct:+.1f}%</span>'
+_server_name = _headline.server_name
+_server_price = _headline.server_price
+_server_shape = _headline.server_shape
 
 
 # -- downsampling and JSON ----------------------------------------------------------------

@@ -50,26 +50,29 @@
     }
   }
 
+  /* Three significant digits, no trailing zeros (as resource_tracker.formatting). */
   function fmtNum(v) {
     if (v === null || v === undefined || !isFinite(v)) { return "n/a"; }
-    var a = Math.abs(v);
-    if (a >= 100) { return v.toFixed(0); }
-    if (a >= 10) { return v.toFixed(1); }
-    return v.toFixed(2);
+    if (Math.abs(v) >= 1000) { return v.toFixed(0); }
+    if (v === 0) { return "0"; }
+    return String(parseFloat(v.toPrecision(3)));
   }
 
   /* Divisor and label of the axis unit for values up to maxv. */
   function unitScale(unit, maxv) {
     if (unit === "mib") {
-      return maxv >= 2048 ? { div: 1024, label: "GiB" } : { div: 1, label: "MiB" };
+      return maxv >= 1024 ? { div: 1024, label: "GiB" } : { div: 1, label: "MiB" };
     }
     if (unit === "Bps") {
-      var labels = ["B/s", "kB/s", "MB/s", "GB/s", "TB/s"];
+      /* binary units, as everywhere else (resource_tracker.formatting) */
+      var labels = ["B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"];
       var div = 1, i = 0;
-      while (maxv / div >= 1000 && i < labels.length - 1) { div *= 1000; i++; }
+      while (maxv / div >= 1024 && i < labels.length - 1) { div *= 1024; i++; }
       return { div: div, label: labels[i] };
     }
-    if (unit === "gb") { return { div: 1, label: "GB" }; }
+    if (unit === "gb") {  /* disk space: GB (10^9 bytes) from the sampler, shown in GiB */
+      return { div: 1.073741824, label: "GiB" };
+    }
     if (unit === "gpus") { return { div: 1, label: "GPUs" }; }
     return { div: 1, label: "cores" };
   }
@@ -128,6 +131,19 @@
       var frame = window.frameElement;
       if (frame) { frame.style.height = (document.documentElement.scrollHeight + 24) + "px"; }
     } catch (e) { /* a cross-origin parent: keep its size */ }
+  }
+
+  /* On paper, the folded details are printed open. */
+  function openAll() {
+    var folds = document.querySelectorAll("details.rt-fold");
+    for (var i = 0; i < folds.length; i++) { folds[i].open = true; }
+  }
+  window.addEventListener("beforeprint", openAll);
+  if (window.matchMedia) {
+    var printing = window.matchMedia("print");
+    var onPrint = function (m) { if (m.matches) { openAll(); } };
+    if (printing.addEventListener) { printing.addEventListener("change", onPrint); }
+    else if (printing.addListener) { printing.addListener(onPrint); }
   }
 
   var data;

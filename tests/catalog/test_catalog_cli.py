@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from resource_tracker import ResourceTracker, catalog
+from resource_tracker import formatting as fmt
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +122,9 @@ def test_cli_run_summary_names_the_cheapest_server_and_the_cost(catalog_db, tmp_
     want = catalog.recommend_server(saved.recommend_resources(), catalog=catalog_db)
     lines = {line.split()[0]: line for line in out.stderr.splitlines() if line.startswith("  ")}
     assert f"{want['vendor_id']} {want['server_id']} " in lines["server"]
-    assert f"${want['price']:.4f}/h" in lines["server"]
+    # numbers as resource_tracker.formatting shows them: prices with 3 digits, money
+    # never below a cent ("< $0.01")
+    assert f"{fmt.money(want['price'], 'h')})" in lines["server"]
     duration = saved.stats()["timestamp"]["duration"]
     cost = want["price"] * duration / 3600
-    assert f"${cost:.6f} on the recommended server" in lines["cost"]
+    assert f"{fmt.money(cost)} on the recommended server" in lines["cost"]

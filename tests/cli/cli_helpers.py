@@ -88,11 +88,11 @@ def wait_for_file(path, content=None, timeout=20.0):
 def summary_figures(stderr):
     """The figures of a `run`/`stats` summary as a dict of floats (and strings)."""
     patterns = {
-        "duration": r"duration\s+([\d.]+) s, (\d+) samples",
-        "cpu": r"CPU\s+mean ([\d.]+), peak ([\d.]+) cores",
+        "duration": r"duration\s+([\d.]+) s, ([\d,]+) samples?",
+        "cpu": r"CPU\s+mean ([\d.]+), peak ([\d.]+) cores?",
         "memory": r"memory\s+peak ([\d.]+) (B|KiB|MiB|GiB)",
         "children": r"children\s+peak (\d+)",
-        "recommended": r"recommended\s+(\d+) CPU, (\d+) MiB memory",
+        "recommended": r"recommended\s+(\d+) CPUs?, ([\d.]+) (MiB|GiB) memory",
         "status": r"(exited with status \d+|was killed by \w+ \(exit status \d+\))",
     }
     out = {}
@@ -103,13 +103,15 @@ def summary_figures(stderr):
     unit = {"B": 1 / 2**20, "KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0}[out["memory"][1]]
     return {
         "duration": float(out["duration"][0]),
-        "samples": int(out["duration"][1]),
+        "samples": int(out["duration"][1].replace(",", "")),
         "cpu_mean": float(out["cpu"][0]),
         "cpu_peak": float(out["cpu"][1]),
         "memory_mib": float(out["memory"][0]) * unit,
         "children": int(out["children"][0]),
         "rec_cpu": int(out["recommended"][0]),
-        "rec_memory": int(out["recommended"][1]),
+        "rec_memory": int(
+            float(out["recommended"][1]) * (1024 if out["recommended"][2] == "GiB" else 1)
+        ),
         "status": out["status"][0],
     }
 

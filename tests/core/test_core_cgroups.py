@@ -89,6 +89,7 @@ def _track_fake(monkeypatch, proc, sys_root, pid, during):
     tracker = ResourceTracker(
         pid=pid, interval=0.05, discover_cloud=False, discover_server=False, method="psutil"
     )
+    assert tracker.wait_for_samples(1)  # the start figures are read beside start()
     during()
     tracker.stop()
     return tracker

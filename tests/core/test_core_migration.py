@@ -192,7 +192,7 @@ def test_report_accepts_a_failed_status_and_the_integration_name():
     assert "rt-status-finished" in plain and "Integration" not in plain
     failed = tracker.report(status="failed", integration="Metaflow")
     assert "rt-status-failed" in failed
-    assert "The run failed" in failed
+    assert "The step failed after" in failed  # Metaflow runs steps
     assert "<th>Integration</th><td>Metaflow</td>" in failed.replace("\n", "")
     assert "rt-status-failed" in tracker.report(status_failed=True)
     with pytest.raises(ValueError, match="status must be one of"):

@@ -40,6 +40,8 @@ def hermetic_env(root, **extra):
     for name in list(env):
         if name.startswith("METAFLOW_") or name.lower().endswith("_proxy"):
             del env[name]
+    for name in ("RESOURCE_TRACKER_EXPORT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"):
+        env.pop(name, None)
     env.update(
         METAFLOW_HOME=str(root),
         METAFLOW_DEFAULT_DATASTORE="local",
@@ -50,6 +52,8 @@ def hermetic_env(root, **extra):
         RESOURCE_TRACKER_METADATA_URL=LOOPBACK_DEAD_END,
         RESOURCE_TRACKER_KEEPER_URL=LOOPBACK_DEAD_END,
         RESOURCE_TRACKER_CATALOG_URL=LOOPBACK_DEAD_END + "/catalog.db.bz2",
+        RESOURCE_TRACKER_PUSHGATEWAY_URL=LOOPBACK_DEAD_END,
+        OTEL_EXPORTER_OTLP_ENDPOINT=LOOPBACK_DEAD_END,
     )
     env.update({k: str(v) for k, v in extra.items()})
     return env

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pickle
 import sys
 
-ARTIFACTS = ("resource_tracker_data", "rt_end", "cpu_seconds")
+ARTIFACTS = ("resource_tracker_data", "rt_end", "cpu_seconds", "asked_inside")
 
 
 def task_record(task):

@@ -185,6 +185,10 @@ PROPERTIES = (
     "rows_dropped",
     "io_denied",
     "pss_denied",
+    "listings",
+    "probes",
+    "fd_sheds",
+    "kept_open",
 )
 
 

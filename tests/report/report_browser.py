@@ -25,6 +25,30 @@ def chromium_path():
     return None
 
 
+def netns_prefix():
+    """['unshare', '-n'] where this user may make an empty network namespace (root, or
+    unprivileged user namespaces): Chromium then has no network at all, not even loopback
+    routes out; [] elsewhere (the flags below still keep it off the network)."""
+    global _NETNS
+    if _NETNS is None:
+        unshare = shutil.which("unshare")
+        ok = False
+        if unshare:
+            for args in (["-n"], ["-rn"]):
+                try:
+                    ok = subprocess.run([unshare, *args, "true"], timeout=10).returncode == 0
+                except (OSError, subprocess.SubprocessError):
+                    ok = False
+                if ok:
+                    _NETNS = [unshare, *args]
+                    break
+        if not ok:
+            _NETNS = []
+    return _NETNS
+
+
+_NETNS = None
+
 NO_NETWORK_FLAGS = [
     "--proxy-server=127.0.0.1:9",
     "--proxy-bypass-list=<-loopback>",
@@ -70,6 +94,7 @@ class Browser:
 
         self.proc = subprocess.Popen(
             [
+                *netns_prefix(),
                 binary,
                 *base_flags(self.profile),
                 "--remote-debugging-pipe",
@@ -177,6 +202,23 @@ class Browser:
             self.pump(0.02)
         raise TimeoutError(f"page not ready after {timeout} s: {url}")
 
+    def viewport(self, width, height=800, dark=False, media=""):
+        """Sets the window size and the emulated media: prefers-color-scheme dark or light,
+        and 'print' or screen."""
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
+        scheme = "dark" if dark else "light"
+        self.call(
+            "Emulation.setEmulatedMedia",
+            media=media,
+            features=[{"name": "prefers-color-scheme", "value": scheme}],
+        )
+
     def mouse(self, kind, x, y, buttons=0, button="none", click_count=0):
         self.call(
             "Input.dispatchMouseEvent",
@@ -254,6 +296,7 @@ def dump_dom(path, timeout=60):
         start = time.monotonic()
         out = subprocess.run(
             [
+                *netns_prefix(),
                 chromium_path(),
                 *base_flags(profile),
                 "--dump-dom",

@@ -74,11 +74,12 @@ def test_report_real_workload_in_chromium(browser, real_report):
     assert [u for u in b.requests() if not u.startswith("file://")] == []
     assert b.requests() == ["file://" + real_report]
     charts = _chart_boxes(b)
+    # no GPU on this machine (no NVML): no GPU or VRAM chart of flat zeros
+    gpu = ["rt-chart-gpu", "rt-chart-vram"] if os.path.exists("/dev/nvidiactl") else []
     assert [c["id"] for c in charts] == [
         "rt-chart-cpu",
         "rt-chart-memory",
-        "rt-chart-gpu",
-        "rt-chart-vram",
+        *gpu,
         "rt-chart-diskio",
         "rt-chart-diskspace",
         "rt-chart-network",
@@ -170,7 +171,7 @@ def test_report_24h_run_time_and_size(browser, tmp_path):
     print(f"[report] 86,400 rows: chromium --dump-dom (cold start included) {cold:.2f} s")
     assert 'data-rt-charts="7"' in dom
     cpu = b.eval("document.querySelector('#rt-chart-cpu .rt-readout').textContent")
-    assert f"Process{PEAK_CPU:.2f} cores" in cpu  # the one-second peak is drawn
+    assert f"Process{PEAK_CPU:g} cores" in cpu  # the one-second peak is drawn (3 digits)
     assert all(p[1] == 2400 for c in _chart_boxes(b) for p in c["paths"])
 
 
@@ -194,6 +195,7 @@ def test_report_dump_dom_offline(real_report):
     """The plain `chromium --headless --dump-dom` path (what a CI shell script would do)."""
     dom, seconds = dump_dom(real_report)
     print(f"\n[report] chromium --dump-dom: {seconds:.2f} s")
-    assert 'data-rt-charts="7"' in dom
-    assert dom.count('class="rt-line"') >= 14
+    charts = 7 if os.path.exists("/dev/nvidiactl") else 5  # GPU charts only with a GPU
+    assert f'data-rt-charts="{charts}"' in dom
+    assert dom.count('class="rt-line"') >= 2 * charts
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom

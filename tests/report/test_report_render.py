@@ -4,6 +4,7 @@ stopped tracker made by ResourceTracker.from_snapshot from snapshot data."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import os
@@ -17,6 +18,7 @@ import pytest
 from report_data import CLOUD_INFO, PEAK_CPU, PEAK_NET, XSS, long_run_snapshot, tracked_xss_run
 
 from resource_tracker import ResourceTracker
+from resource_tracker import formatting as fmt
 from resource_tracker.report import Report, render_report
 from resource_tracker.report._render import MAX_POINTS, _downsample
 
@@ -53,18 +55,19 @@ def test_report_is_a_str_and_saves(real_run, tmp_path):
 
 def test_report_header_server_and_statistics(real_run):
     page = real_run.report()
-    text = _text(page)
+    text = " ".join(_text(page).split())
     stats = real_run.stats()
     assert f"{real_run.n_samples:,}" in text
-    assert f"{stats['process_cpu_usage']['max']:,.2f}" in text
-    assert f"{stats['process_memory']['max'] / 1024:,.1f} MiB" in text
-    assert "finished" in text and "procfs" in text and "0.100 s" in text
+    # numbers as resource_tracker.formatting shows them, the same in the headline and table
+    assert f"Peak CPU {fmt.quantity(stats['process_cpu_usage']['max'], 'cores')}" in text
+    assert f"Peak memory {fmt.quantity(stats['process_memory']['max'], 'KiB')}" in text
+    assert "finished" in text and "procfs" in text and "Sampling interval 0.1 s" in text
     assert str(real_run.pid) in text
     info = real_run.server_info
     assert f"{info['vcpus']:,}" in text and info["cpu_model"] in text
     rec = real_run.recommend_resources()
-    line = f"@resources(cpu={rec['cpu']}, memory={rec['memory']}, gpu={rec['gpu']})"
-    assert line in text
+    line = f"@resources(cpu={rec['cpu']}, memory={rec['memory']})"  # no gpu=0
+    assert rec["gpu"] == 0 and line in text
     # the peak memory is about the 80 MiB the child touched
     assert 80 * 1024 <= stats["process_memory"]["max"] <= 160 * 1024
 
@@ -94,7 +97,7 @@ def test_report_escapes_metadata_and_labels():
 def test_report_shows_container_limits_and_cloud():
     page = render_report(ResourceTracker.from_snapshot(long_run_snapshot(rows=100)))
     text = _text(page)
-    assert "CPU 4 cores, memory 16.0 GiB (cgroup v2)" in " ".join(text.split())
+    assert "CPU 4 cores, memory 16 GiB (cgroup v2)" in " ".join(text.split())
     assert "g4dn.2xlarge" in text and "us-east-1" in text and "aws" in text
 
 
@@ -106,7 +109,11 @@ def test_report_without_server_cloud_or_catalog(monkeypatch):
     text = " ".join(_text(render_report(ResourceTracker.from_snapshot(snap))).split())
     assert "Server information was not collected" in text
     assert "No cloud detected" in text
-    assert "catalog unavailable: resource_tracker.catalog cannot be imported" in text
+    # one short line with the fix, said once (not in the cloud section again)
+    assert text.count("No server prices:") == 1
+    assert "No server prices: resource_tracker.catalog cannot be imported" in text
+    assert "Fix: run resource-tracker catalog update once while online." in text
+    assert "catalog unavailable" not in text
 
 
 def _catalog_standin(servers=None, error=None):
@@ -212,12 +219,13 @@ def test_report_recommended_server_alternatives_and_costs(monkeypatch):
     assert "Hetzner <Cloud> cx32" in text  # escaped catalog text
     assert "<Cloud>" not in page
     assert "$0.0123/h" in text
-    assert "Saving $0.7397" in text  # (0.752 - 0.0123) per hour, for one hour
-    assert "Hourly price $0.7520/h" in text  # the cloud section: the current server
-    alternatives = page.split("<h3>Alternatives</h3>", 1)[1].split("</table>", 1)[0]
-    for s in SERVERS[1:]:
-        assert s["server_id"] in alternatives
-    assert alternatives.count("<tr>") == 4  # head + 3
+    # (0.752 - 0.0123) per hour, for one hour: money to the cent, never "$0.0000"
+    assert "$0.75 as it ran $0.01 on the recommended server saving $0.74 (98%)" in text
+    assert "Hourly price $0.752/h" in text  # the cloud section: the current server
+    fitting = page.split('id="rt-servers"', 1)[1].split("</table>", 1)[0]
+    for s in SERVERS:
+        assert s["server_id"] in fitting
+    assert fitting.count("<tr>") == 5  # head + the cheapest + 3 alternatives
 
 
 @pytest.mark.parametrize(
@@ -227,7 +235,8 @@ def test_report_recommended_server_alternatives_and_costs(monkeypatch):
             lambda unavailable, nomatch: unavailable(
                 "no catalog: run 'resource-tracker catalog update'"
             ),
-            "catalog unavailable: no catalog: run 'resource-tracker catalog update'",
+            "No server prices: no catalog: run 'resource-tracker catalog update'. Fix: run "
+            "resource-tracker catalog update once while online.",
         ),
         (
             lambda unavailable, nomatch: nomatch("nothing with 64 GPUs"),
@@ -250,13 +259,11 @@ def test_report_historical_comparison_list_and_metaflow_summary():
     page = render_report(tracker, historical_stats=[past, past])
     text = " ".join(_text(page).split())
     assert "Earlier runs (2)" in text
-    cpu_row = re.search(r"Process CPU usage, mean \(cores\) ([\d.]+) ([\d.]+) ([+-][\d.]+%)", text)
-    assert cpu_row and cpu_row.group(3) == "+100.0%", text
-    mem_row = re.search(
-        r"Process memory usage, peak ([\d,.]+) MiB ([\d,.]+) MiB ([+-][\d.]+%)", text
-    )
-    assert mem_row and mem_row.group(3) == "-50.0%"
-    assert "from this run and 2 earlier run(s)" in text
+    cpu_row = re.search(r"Process CPU usage, mean ([\d.]+) cores ([\d.]+) cores ([+-]\d+%)", text)
+    assert cpu_row and cpu_row.group(3) == "+100%", text
+    mem_row = re.search(r"Process memory usage, peak ([\d,.]+) GiB ([\d,.]+) GiB ([+-]\d+%)", text)
+    assert mem_row and mem_row.group(3) == "-50%"
+    assert "from this run and 2 earlier runs" in text
     # the Metaflow extension's summary dict
     summary = {
         "available": True,
@@ -272,9 +279,9 @@ def test_report_historical_comparison_list_and_metaflow_summary():
     }
     text = " ".join(_text(render_report(tracker, historical_stats=summary)).split())
     assert "Earlier runs (5)" in text
-    assert re.search(r"Process CPU usage, mean \(cores\) [\d.]+ [\d.]+ -75\.0%", text)
-    assert re.search(r"Process memory usage, peak [\d,.]+ MiB [\d,.]+ MiB \+0\.0%", text)
-    assert re.search(r"Duration 10 min 00 s 5 min 00 s \+100\.0%", text)
+    assert re.search(r"Process CPU usage, mean [\d.]+ cores [\d.]+ cores -75%", text)
+    assert re.search(r"Process memory usage, peak [\d,.]+ GiB [\d,.]+ GiB no change", text)
+    assert re.search(r"Duration 10 min 00 s 5 min 00 s \+100%", text)
 
 
 def test_report_not_enough_data_for_empty_and_one_sample():
@@ -287,8 +294,8 @@ def test_report_not_enough_data_for_empty_and_one_sample():
     page = one.report()
     text = " ".join(_text(page).split())
     assert "Not enough data: 1 sample recorded" in text
-    assert "Not enough data to draw charts: 1 sample" in text
-    assert "Process CPU usage, peak (cores)" in text  # statistics of the one sample still shown
+    assert text.count("Not enough data") == 1 and "Charts need at least 2 samples" in text
+    assert "Process CPU usage, peak 1.5 cores" in text  # statistics of the one sample still shown
 
 
 def test_report_downsampling_keeps_peaks_and_bounds(capsys):
@@ -312,7 +319,8 @@ def test_report_downsampling_keeps_peaks_and_bounds(capsys):
     assert max(data["tables"]["s"]["s"]["net_recv_bytes"]) == pytest.approx(PEAK_NET, rel=1e-4)
     # the statistics use every sample
     assert tracker.stats()["process_cpu_usage"]["max"] == PEAK_CPU
-    assert f"{tracker.stats()['process_cpu_usage']['mean']:,.2f}" in _text(page)
+    mean = tracker.stats()["process_cpu_usage"]["mean"]
+    assert f"Process CPU usage, mean {fmt.quantity(mean, 'cores')}" in " ".join(_text(page).split())
 
 
 def test_downsample_min_max_per_bucket():
@@ -377,13 +385,13 @@ def test_report_with_the_real_catalog_module():
     except ImportError as exc:
         pytest.skip(f"resource_tracker.catalog is not there yet ({exc})")
     page = render_report(ResourceTracker.from_snapshot(long_run_snapshot(rows=600)))
-    section = page.split('<div id="rt-servers">', 1)[1].split("</div>", 1)[0]
-    text = " ".join(_text('<main class="rt-page">' + section + "</main>").split())
-    if "catalog unavailable" in text or "no server in the catalog fits" in text:
+    section = page.split('<section id="rt-headline"', 1)[1].split("</section>", 1)[0]
+    text = " ".join(_text('<main class="rt-page"><div ' + section + "</div></main>").split())
+    if "No server prices" in text or "no server in the catalog fits" in text:
         for wrong in ("TypeError", "AttributeError", "KeyError", "cannot be imported"):
             assert wrong not in text, text
     else:
-        assert "Hourly price $" in text, text
+        assert "Cheapest fitting server" in text and "/h" in text, text
 
 
 def test_report_status_failed_and_running():
@@ -400,6 +408,23 @@ def test_report_status_failed_and_running():
     finally:
         live.stop()
     assert "Status running" in text and "End running" in text
+
+
+def test_report_failed_run_says_when_and_the_memory_clue():
+    """A failed run's page opens with when it failed, what the figures cover, the kernel's
+    OOM kills and a memory peak at the container's limit (not just "The run failed")."""
+    snap = long_run_snapshot(rows=60)
+    snap["extra"] = {"step_failed": True}
+    snap["cgroup_metrics"] = {"oom_kills": 2, "dedicated": True, "version": 2, "path": "/x"}
+    limits = {"version": 2, "cpu_limit_cores": 4.0, "memory_limit_mb": 2600}
+    snap["server_info"] = dict(snap["server_info"], cgroup=limits)
+    text = " ".join(_text(render_report(ResourceTracker.from_snapshot(snap))).split())
+    assert (
+        "The run failed after 1 min 00 s (60 samples); the figures cover it up to the failure. "
+        "The kernel's OOM killer ended 2 processes: it ran out of memory. Peak memory 2.39 GiB "
+        "was near the container limit (2.54 GiB)."
+    ) in text
+    assert text.count("failed after") == 1
 
 
 def test_report_with_a_real_catalog_file(tmp_path, monkeypatch):
@@ -429,14 +454,55 @@ def test_report_with_a_real_catalog_file(tmp_path, monkeypatch):
     text = " ".join(_text(page).split())
     best = servers[0]
     assert f"{best['vendor']['name']} {best['server_id']}" in text
-    assert f"Hourly price ${best['price']:,.4f}/h" in text
-    assert f"Hourly price ${costs['current_hourly_usd']:,.4f}/h" in text  # where it ran
-    assert f"Saving ${costs['saving_usd']:,.4f}" in text
-    alternatives = page.split("<h3>Alternatives</h3>", 1)[1].split("</table>", 1)[0]
-    for s in servers[1:]:
-        assert _esc_id(s["server_id"]) in alternatives
+    assert fmt.money(best["price"], "h") in text
+    assert f"Hourly price {fmt.money(costs['current_hourly_usd'], 'h')}" in text  # where it ran
+    assert f"saving {fmt.money(costs['saving_usd'])}" in text
+    fitting = page.split('id="rt-servers"', 1)[1].split("</table>", 1)[0]
+    for s in servers:
+        assert _esc_id(s["server_id"]) in fitting
     assert ResourceTracker.loads(tracker.dumps()).report() == page
 
 
 def _esc_id(text):
     return html.escape(text, quote=True)
+
+
+def test_report_renders_the_summarys_insights_most_severe_first():
+    """summary.insights (issue 17's Insight values, or their dicts after a JSON trip) are
+    rendered one line each with their severity, escaped; none -> no insights list."""
+    from report_states import InsightLike
+
+    from resource_tracker.report._render import render_summary
+
+    tracker = ResourceTracker.from_snapshot(long_run_snapshot(rows=60))
+    summary = tracker.summary(lookup_server=False)
+    assert 'id="rt-insights"' not in render_summary(summary)
+    insights = (
+        InsightLike("phases", "info", "Two phases: <b>load</b> then train.", {"phases": 2}),
+        {"kind": "at_risk", "severity": "critical", "message": "Memory at 97% of the limit.",
+         "numbers": {"ratio": 0.97}},
+    )  # fmt: skip
+    page = render_summary(dataclasses.replace(summary, insights=insights))
+    text = " ".join(_text(page).split())
+    assert "critical Memory at 97% of the limit. info Two phases: <b>load</b> then train." in text
+    assert "<b>load</b>" not in page  # escaped
+    assert page.index('id="rt-insights"') < page.index('id="rt-charts"')  # in the headline
+
+
+@pytest.mark.parametrize("rows, bar", [(60, 300_000), (86_400, 2_000_000)])
+def test_card_size_and_no_network(rows, bar):
+    """The Metaflow card's page (its own renderer) for a short step and a 24 h step stays
+    under the bars (300 KB, 2 MB) and refers to nothing on the network."""
+    pytest.importorskip("metaflow")
+    from metaflow_extensions.resource_tracker.plugins.cards.resource_tracker_card import (
+        tracked_resources_card as card,
+    )
+
+    tracker = ResourceTracker.from_snapshot(long_run_snapshot(rows=rows))
+    data = {"tracker": {"summary": tracker.summary(lookup_server=False).to_dict()}}
+    html_text = card._report_html(tracker, data)
+    size = len(html_text.encode("utf-8"))
+    print(f"\n[report] card of {rows:,} samples: {size / 1e3:,.0f} kB (bar {bar / 1e3:,.0f} kB)")
+    assert size < bar
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html_text)
+    assert "@import" not in html_text and not re.search(r"url\((?!#)", html_text)

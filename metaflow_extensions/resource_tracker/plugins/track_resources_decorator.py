@@ -63,6 +63,16 @@ def _check_artifact_name(name, flow):
     return name
 
 
+def _check_export(value):
+    """The export targets (None: RESOURCE_TRACKER_EXPORT decides), or ValueError naming the
+    attribute."""
+    if value is None:
+        return None
+    from resource_tracker.export import parse_targets
+
+    return ",".join(parse_targets(value, "@track_resources(export=...)"))
+
+
 def _describe(exc):
     return f"{type(exc).__name__}: {exc}"
 
@@ -89,6 +99,15 @@ class TrackResourcesDecorator(StepDecorator):
         Re-render the card while the step runs.
     live_interval : float, default 5.0
         Seconds between live renders.
+    export : str, optional
+        Stream the samples while the step runs: "otlp", "pushgateway" or both as a comma
+        list (docs/export.md); the series carry the flow, run, step and task ids. Default:
+        the RESOURCE_TRACKER_EXPORT variable decides (unset: no export).
+    tune : bool, default False
+        Set the step's @resources (and @kubernetes / @batch) from its history: at least 3
+        successful earlier runs, never below the highest observed peak plus the margin,
+        raised after an OOM kill or heavy throttling; the changes are written in the
+        artifact (``tuning``) and the card. With less history nothing changes.
     """
 
     name = "track_resources"
@@ -101,11 +120,14 @@ class TrackResourcesDecorator(StepDecorator):
         "history_timeout": 10.0,
         "live": True,
         "live_interval": 5.0,
+        "export": None,
+        "tune": False,
     }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._card = None
+        self._asked = None
         self._reset_task_state()
 
     def _reset_task_state(self):
@@ -129,8 +151,37 @@ class TrackResourcesDecorator(StepDecorator):
         self._history_timeout = _as_float(self.attributes["history_timeout"], "history_timeout")
         self._history_runs = int(self.attributes["history_runs"])
         self._artifact_name = _check_artifact_name(self.attributes["artifact_name"], flow)
+        self._export = _check_export(self.attributes.get("export"))
+        self._tuning = None
+        if _as_bool(self.attributes["tune"]):
+            self._tuning = self._tune(flow, step_name, decorators)
+        self._asked = asked_resources(decorators)
         if _as_bool(self.attributes["create_card"]):
             self._card = _attach_card(self, step_name, decorators)
+
+    def _tune(self, flow, step_name, decorators):
+        """Tune the step's requests from its history (once per process); the tuning as a
+        dict for the artifact, or a note of why it could not be made."""
+        try:
+            from resource_tracker.tuning import tune_resources
+
+            key = (flow.name, step_name, self._artifact_name)
+            if key not in _TUNED_HISTORY:
+                _TUNED_HISTORY[key] = _successful_history(
+                    flow.name, step_name, self._artifact_name, self._history_runs,
+                    self._history_timeout,
+                )  # fmt: skip
+            tuning = tune_resources(_TUNED_HISTORY[key], asked_resources(decorators))
+            if tuning.resources:
+                _apply_tuning(decorators, tuning.resources)
+            return tuning.to_dict()
+        except Exception as exc:  # never break the flow: no tuning, and why
+            return {
+                "runs": 0,
+                "resources": {},
+                "changes": [],
+                "note": f"not tuned: {_describe(exc)}",
+            }
 
     # -- the task process --------------------------------------------------------------
 
@@ -182,11 +233,14 @@ class TrackResourcesDecorator(StepDecorator):
             began = time.perf_counter()
             deco._start_tracking()
             deco._overhead["start"] = time.perf_counter() - began
+            failed = True
             try:
-                return step_func(*args, **kwargs)
+                result = step_func(*args, **kwargs)
+                failed = False
+                return result
             finally:
                 began = time.perf_counter()
-                deco._stop_tracking()
+                deco._stop_tracking(failed)
                 deco._overhead["stop"] = time.perf_counter() - began
 
         return step_with_resource_tracking
@@ -204,7 +258,9 @@ class TrackResourcesDecorator(StepDecorator):
         try:
             from resource_tracker import ResourceTracker
 
-            self._tracker = ResourceTracker(pid=os.getpid(), children=True, interval=self._interval)
+            self._tracker = ResourceTracker(
+                pid=os.getpid(), children=True, interval=self._interval, export=self._export
+            )
         except Exception as exc:
             self._tracker = None
             self._error = f"resource tracking could not start: {_describe(exc)}"
@@ -218,10 +274,10 @@ class TrackResourcesDecorator(StepDecorator):
                 self._live = None
                 self._error = f"live card could not start: {_describe(exc)}"
 
-    def _stop_tracking(self):
+    def _stop_tracking(self, failed=None):
         try:
             if self._tracker is not None:
-                self._tracker.stop()
+                self._tracker.stop(failed=failed)
         except Exception as exc:
             self._error = f"resource tracking could not stop: {_describe(exc)}"
         if self._live is not None:
@@ -238,7 +294,12 @@ class TrackResourcesDecorator(StepDecorator):
         self._stop_tracking()
         try:
             artifact = build_artifact(
-                self._tracker, self._history, failed, self._error, label=self._pathspec
+                self._tracker,
+                self._history,
+                failed,
+                self._error,
+                label=self._pathspec,
+                asked=self._asked,
             )
         except Exception as exc:
             artifact = error_artifact(f"building the artifact failed: {_describe(exc)}", failed)
@@ -249,6 +310,8 @@ class TrackResourcesDecorator(StepDecorator):
             artifact["historical_stats"]["lookup_cpu_s"] = self._history.cpu_seconds
         if self._live is not None:
             artifact["live_card"] = {"renders": self._live.renders, "errors": self._live.errors}
+        if self._tuning is not None:
+            artifact["tuning"] = dict(self._tuning)
         if self._card is not None:
             self._card.tracked_data = artifact
         try:
@@ -259,6 +322,39 @@ class TrackResourcesDecorator(StepDecorator):
                     f"[@track_resources] could not store {self._artifact_name}: {_describe(exc)}",
                     bad=True,
                 )
+
+
+_TUNED_HISTORY = {}
+
+
+def _successful_history(flow_name, step_name, artifact_name, max_runs, timeout):
+    """The stats() of the step in the flow's latest successful runs (newest first)."""
+    from .track_resources_history import HistoryLookup
+
+    lookup = HistoryLookup(
+        flow_name, step_name, artifact_name, current_run_id="", max_runs=max_runs, timeout=timeout
+    )
+    stats, _, _ = lookup.start().result()
+    return stats
+
+
+def _apply_tuning(decorators, resources):
+    """Set the tuned values on the step's @resources, @kubernetes and @batch (Metaflow
+    requests the largest among them); a @resources is added when the step has none."""
+    found = False
+    for deco in decorators:
+        if getattr(deco, "name", None) in ASKING_DECORATORS:
+            found = True
+            for key, value in resources.items():
+                if key in deco.attributes:
+                    deco.attributes[key] = str(value)  # Metaflow's own attributes are text
+    if not found:
+        from metaflow.plugins.resources_decorator import ResourcesDecorator
+
+        deco = ResourcesDecorator(
+            attributes={k: str(v) for k, v in resources.items()}, statically_defined=False
+        )
+        decorators.append(deco)
 
 
 def error_artifact(message, failed):
@@ -274,13 +370,52 @@ def error_artifact(message, failed):
         "detailed_stats": None,
         "historical_stats": summarize_history([]),
         "recommendations": None,
+        "insights": [],
         "step_failed": bool(failed),
         "error": message,
         "tracker": None,
     }
 
 
-def build_artifact(tracker, history, failed, error=None, label=None):
+#: The step decorators whose attributes say what a step asks for (Metaflow requests the
+#: largest value of each among them).
+ASKING_DECORATORS = ("resources", "kubernetes", "batch")
+
+
+def asked_resources(decorators):
+    """What the step asks for: the largest ``cpu``, ``memory`` (MiB) and ``gpu`` among its
+    @resources / @kubernetes / @batch attributes, with ``source`` naming them; None when
+    the step has none of them."""
+    asked, sources = {}, []
+    for deco in decorators:
+        if getattr(deco, "name", None) not in ASKING_DECORATORS:
+            continue
+        sources.append("@" + deco.name)
+        for key in ("cpu", "memory", "gpu"):
+            try:
+                value = float(deco.attributes.get(key) or 0)
+            except (TypeError, ValueError):
+                continue
+            if value > 0:
+                asked[key] = max(asked.get(key, 0.0), value)
+    if not sources:
+        return None
+    return {**asked, "source": " ".join(dict.fromkeys(sources))}
+
+
+def _set_schedule(tracker, history):
+    """The step's run frequency (runs a month) from the earlier runs' and this run's start
+    times, for the monthly costs of the insights (unset: one run a day is assumed)."""
+    from resource_tracker.insights import runs_per_month
+
+    started = list(getattr(history, "started", None) or [])
+    if started and tracker.start_time:
+        per_month = runs_per_month(started + [tracker.start_time])
+        if per_month:
+            tracker.extra["schedule"] = {"runs_per_month": per_month}
+
+
+def build_artifact(tracker, history, failed, error=None, label=None, asked=None):
     """The artifact dict of a stopped tracker.
 
     The keys the seeds document: ``process_metrics``, ``system_metrics`` (TinyDataFrames,
@@ -308,8 +443,11 @@ def build_artifact(tracker, history, failed, error=None, label=None):
     if label:
         tracker.label = label
     tracker.extra.update(integration="Metaflow", step_failed=bool(failed))
+    if asked:
+        tracker.extra["resources_asked"] = dict(asked)
     if stats_list:
         tracker.extra["historical_stats"] = list(stats_list)
+    _set_schedule(tracker, history)
     # computed once here (the catalog lookup included, bounded in time); the snapshot below
     # stores it, so the card renders it without asking the catalog again
     summary = tracker.summary(historical_stats=list(stats_list) or None)
@@ -336,6 +474,7 @@ def build_artifact(tracker, history, failed, error=None, label=None):
         "historical_stats": summarize_history(stats_list, notes, runs),
         "historical_runs_stats": stats_list,
         "recommendations": recommendations,
+        "insights": [insight.to_dict() for insight in summary.insights],
         "step_failed": bool(failed),
         "error": "; ".join(errors) or None,
         "tracker": snapshot,

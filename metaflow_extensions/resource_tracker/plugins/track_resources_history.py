@@ -79,6 +79,7 @@ class HistoryLookup:
         self.stats = []
         self.notes = []
         self.runs = []
+        self.started = []  # the runs' creation times (epoch s), for their frequency
         self.cpu_seconds = None
         self._lock = threading.Lock()
         self._done = threading.Event()
@@ -146,9 +147,12 @@ class HistoryLookup:
             else:
                 self._note(f"run {run.id} skipped: {self.artifact_name} in an unknown format")
             return
+        created = getattr(run, "created_at", None)
         with self._lock:
             self.stats.append(stats)
             self.runs.append(str(run.id))
+            if created is not None and hasattr(created, "timestamp"):
+                self.started.append(created.timestamp())
 
     def result(self):
         """(list of stats dicts, notes): what was found by the deadline."""

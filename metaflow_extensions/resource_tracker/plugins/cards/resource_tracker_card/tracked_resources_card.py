@@ -138,6 +138,9 @@ def render_artifact(data, label=None):
     """The card HTML for a @track_resources artifact dict."""
     failed = bool(data.get("step_failed"))
     banner = "The step failed: resource use up to the failure." if failed else None
+    tuning = tuning_text(data.get("tuning"))
+    if tuning:
+        banner = f"{banner} {tuning}" if banner else tuning
     if data.get("process_metrics") is None:
         body = "<h2>Resource tracking</h2>"
         if failed:
@@ -147,6 +150,21 @@ def render_artifact(data, label=None):
     tracker = tracker_from_artifact(data)
     tracker.label = tracker.label or label
     return _report_html(tracker, data, banner=banner, failed=failed)
+
+
+def tuning_text(tuning):
+    """The line on @track_resources(tune=True): what it changed and from how many runs, or
+    why it changed nothing ('' without tuning)."""
+    if not isinstance(tuning, dict):
+        return ""
+    changes = "; ".join(str(c) for c in tuning.get("changes") or ())
+    note = str(tuning.get("note") or "")
+    text = "; ".join(t for t in (changes, note) if t)
+    return (
+        f"Resources tuned by @track_resources: {text}."
+        if changes
+        else f"@track_resources(tune=True): {text}."
+    )
 
 
 def _report_html(tracker, data, banner=None, failed=False, live=False):
@@ -166,8 +184,10 @@ def _report_html(tracker, data, banner=None, failed=False, live=False):
         summary = stored_summary(((data or {}).get("tracker") or {}).get("summary"))
         if summary is None:
             summary = tracker.summary(historical_stats=history)
-        html = str(render_report(tracker, summary=summary))
+        html = str(render_report(tracker, summary=summary, integration="Metaflow"))
         note = None
+        if failed and not live:
+            banner = None  # the report opens with "The step failed after ...", said once
     except Exception as exc:  # the report package is missing or broke: still show the data
         status = "running" if live else ("failed" if failed else "finished")
         html = _summary_html(tracker, summary, data, status)

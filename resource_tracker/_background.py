@@ -1,0 +1,84 @@
+"""One shared worker thread for the tracker's slow side reads (the cgroup's start figures):
+start() hands them over and returns at once; whoever needs the result waits for it.
+
+One thread at a time per process, made when a job comes and ending as soon as no job is
+left (a thread that stayed would outlive every tracker); a forked child makes its own."""
+
+from __future__ import annotations
+
+import _thread
+import os
+from typing import Callable
+
+WAIT_S = 2.0  # the longest a caller waits for a job (a stuck read never stalls stop())
+
+_lock = _thread.allocate_lock()  # guards _jobs and _owner
+_jobs: list = []
+_owner = 0  # the process whose worker serves _jobs (0: no worker)
+
+
+def _after_fork_in_child() -> None:
+    """The child has no worker, and _lock may have been held by it at the fork: fresh state."""
+    global _lock, _owner
+    _lock = _thread.allocate_lock()
+    _jobs.clear()
+    _owner = 0
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class Job:
+    """One function run by the worker; wait() returns once it has run (or after WAIT_S)."""
+
+    def __init__(self, fn: Callable[[], object]) -> None:
+        self._fn = fn
+        self._done = _thread.allocate_lock()
+        self._done.acquire()
+        self._owner = os.getpid()
+
+    def run(self) -> None:
+        try:
+            self._fn()
+        except Exception:  # the job's own business; the worker goes on
+            pass
+        finally:
+            self._fn = None  # no cycle left between the job and its owner
+            self._done.release()
+
+    def wait(self) -> None:
+        """Returns when the job has run; at once in a forked child (it has no such worker)."""
+        if os.getpid() == self._owner and self._done.acquire(timeout=WAIT_S):
+            self._done.release()
+
+
+def _next_job():
+    """The next job, or None: none is left and the worker ends (submit() appends under the
+    lock, so a job either is seen here or starts a new worker)."""
+    global _owner
+    with _lock:
+        if _jobs:
+            return _jobs.pop(0)
+        _owner = 0
+        return None
+
+
+def _work() -> None:
+    job = _next_job()
+    while job is not None:
+        job.run()
+        job = _next_job()
+
+
+def submit(fn: Callable[[], object]) -> Job:
+    """Runs fn in the shared worker thread: the Job to wait() on. Only _thread is used (the
+    _queue extension module alone costs a ~4 ms load)."""
+    global _owner
+    job = Job(fn)
+    with _lock:
+        if _owner != os.getpid():  # none running, or a forked child: a worker of its own
+            _jobs.clear()
+            _owner = os.getpid()
+            _thread.start_new_thread(_work, ())
+        _jobs.append(job)
+    return job

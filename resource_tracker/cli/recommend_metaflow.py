@@ -1,0 +1,175 @@
+"""`recommend --metaflow FLOW`: the fleet view of a Metaflow flow's tracked steps.
+
+For every step with a @track_resources artifact in the flow's recent successful runs (the
+Metaflow client, in its default namespace): what the step asks today (its @resources /
+@kubernetes / @batch attributes, stored in the newest artifact), the ``@resources(...)``
+line the tuning rule recommends (:mod:`resource_tracker.tuning`) and the monthly saving,
+priced on the catalog's cheapest server for the recommendation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any, Dict, List, Optional
+
+from .common import CliError
+
+
+def add_arguments(rec: argparse.ArgumentParser) -> None:
+    """The options of the Metaflow fleet view on the `recommend` sub-parser."""
+    rec.add_argument(
+        "--metaflow", metavar="FLOW",
+        help="recommend @resources for every tracked step of this Metaflow flow's recent "
+        "successful runs (instead of SNAPSHOTs)",
+    )  # fmt: skip
+    rec.add_argument(
+        "--runs", type=int, default=5, metavar="N",
+        help="with --metaflow: how many recent successful runs to use (default 5)",
+    )  # fmt: skip
+    rec.add_argument(
+        "--artifact", default="resource_tracker_data", metavar="NAME",
+        help="with --metaflow: the @track_resources artifact name",
+    )  # fmt: skip
+
+
+def collect(flow_name: str, max_runs: int, artifact: str) -> Dict[str, Any]:
+    """``{"runs": [run ids], "created": [epoch s], "steps": {step: {"stats": [...],
+    "asked": {...} or None, "durations": [...]}}}`` from the client."""
+    try:
+        from metaflow import Flow
+        from metaflow.exception import MetaflowNotFound
+    except ImportError as exc:
+        raise CliError(f"recommend: --metaflow needs Metaflow installed ({exc})") from None
+    from metaflow_extensions.resource_tracker.plugins.track_resources_history import (
+        stats_from_artifact,
+    )
+
+    try:
+        runs = Flow(flow_name).runs()
+    except MetaflowNotFound:
+        raise CliError(
+            f"recommend: no Metaflow flow named {flow_name!r} in this namespace "
+            "(check the name and the metadata service, e.g. METAFLOW_DEFAULT_METADATA)",
+            status=1,
+        ) from None
+    found: Dict[str, Any] = {"runs": [], "created": [], "steps": {}}
+    for run in runs:
+        if len(found["runs"]) >= max_runs:
+            break
+        if not run.successful:
+            continue
+        found["runs"].append(str(run.id))
+        created = getattr(run, "created_at", None)
+        if created is not None and hasattr(created, "timestamp"):
+            found["created"].append(created.timestamp())
+        for step in run:
+            task = step.task
+            if task is None or artifact not in task:
+                continue
+            data = task[artifact].data
+            stats = stats_from_artifact(data)
+            if stats is None or not _made_by(data, step.id, task.id):
+                continue
+            entry = found["steps"].setdefault(step.id, {"stats": [], "asked": None})
+            entry["stats"].append(stats)
+            if entry["asked"] is None:  # newest run first: what the step asks today
+                extra = ((data.get("tracker") or {}).get("extra")) or {}
+                entry["asked"] = extra.get("resources_asked")
+    return found
+
+
+def _made_by(data: Any, step: str, task: str) -> bool:
+    """Whether the artifact was made by this task (Metaflow passes artifacts on to the
+    steps after it: a later step without @track_resources holds its parent's)."""
+    label = str(((data.get("tracker") or {}).get("label")) or "")
+    return not label or label.endswith(f"/{step}/{task}")
+
+
+def resources_line(values: Optional[Dict[str, Any]]) -> str:
+    """``@resources(cpu=1, memory=1024)`` (cpu, memory, gpu as given)."""
+    if not values:
+        return "nothing (no @resources, @kubernetes or @batch)"
+    parts = [
+        f"{k}={float(values[k]):g}" for k in ("cpu", "memory", "gpu") if values.get(k) is not None
+    ]
+    return f"@resources({', '.join(parts)})"
+
+
+def step_view(stats: List[Dict[str, Any]], asked, per_month: float, catalog) -> Dict[str, Any]:
+    """The recommendation of one step and its monthly saving."""
+    from ..tuning import tune_resources
+
+    tuning = tune_resources(stats, asked)
+    view: Dict[str, Any] = {"runs": len(stats), "asked": asked, "note": tuning.note}
+    view["recommended"] = tuning.resources or None
+    if not tuning.resources or not asked:
+        return view
+    pricing = _pricing_for(tuning.resources, catalog)
+    if pricing is None:
+        view["note"] = (view["note"] + "; " if view["note"] else "") + "no catalog price"
+        return view
+    durations = [float((s.get("timestamp") or {}).get("duration") or 0.0) for s in stats]
+    duration = sum(durations) / len(durations)
+    gap = pricing.hourly(*_shape(asked)) - pricing.hourly(*_shape(tuning.resources))
+    if math.isfinite(gap):
+        view["saving_usd_per_month"] = gap * duration / 3600 * per_month
+        view["priced_on"] = pricing.server
+    return view
+
+
+def _shape(values) -> tuple:
+    """(cores, MiB, GPUs) of a request."""
+    return tuple(float(values.get(k) or 0) for k in ("cpu", "memory", "gpu"))
+
+
+def _pricing_for(resources: Dict[str, int], catalog):
+    from ..catalog import CatalogUnavailableError, NoMatchingServerError, recommend_server
+    from ..insights import Pricing
+
+    try:
+        server = recommend_server(dict(resources), catalog=catalog)
+    except (CatalogUnavailableError, NoMatchingServerError):
+        return None
+    return Pricing.from_server(server[0] if isinstance(server, list) else server)
+
+
+def main(args: argparse.Namespace) -> int:
+    """Prints the fleet view; 0 when a tracked step was found, 1 otherwise."""
+    from ..insights import DEFAULT_RUNS_PER_MONTH, runs_per_month
+
+    found = collect(args.metaflow, max(1, args.runs), args.artifact)
+    per_month = runs_per_month(found["created"])
+    basis = "from the runs' times" if per_month else "assumed: one a day"
+    per_month = per_month or DEFAULT_RUNS_PER_MONTH
+    steps = {
+        name: step_view(entry["stats"], entry["asked"], per_month, args.catalog)
+        for name, entry in found["steps"].items()
+    }
+    if args.json:
+        import json
+
+        result = {"flow": args.metaflow, "runs": found["runs"], "runs_per_month": per_month,
+                  "runs_per_month_basis": basis, "steps": steps}  # fmt: skip
+        print(json.dumps(result, indent=2, default=str))
+    else:
+        _print(args.metaflow, found["runs"], steps, per_month, basis)
+    return 0 if steps else 1
+
+
+def _print(flow: str, runs: List[str], steps: Dict[str, Any], per_month: float, basis) -> None:
+    print(f"{flow}: {len(runs)} recent successful run(s), {per_month:g} runs a month ({basis})")
+    if not steps:
+        print("  no step with a @track_resources artifact in these runs")
+    for name, view in steps.items():
+        print(f"step {name} ({view['runs']} runs)")
+        print(f"  today       {resources_line(view['asked'])}")
+        if view["recommended"]:
+            print(f"  recommended {resources_line(view['recommended'])}")
+        if "saving_usd_per_month" in view:
+            print(
+                f"  saving      ${view['saving_usd_per_month']:.6f} a month "
+                f"(priced on {view['priced_on']})"
+            )
+        if view["note"]:
+            print(f"  note        {view['note']}")

@@ -1,0 +1,254 @@
+"""What the exporters send: every metric derived from the column registry, in one table.
+
+Each registry column (resource_tracker/registry.py) becomes one exported metric. Its name,
+unit and instrument kind follow from the column (``unit``, ``fold``), and where the
+OpenTelemetry semantic conventions define the quantity, :data:`SEMCONV` (the one mapping
+table) gives the convention's name, unit and attributes. Values are converted to base units
+(bytes, seconds): KiB, MiB and GB columns are scaled here, nowhere else.
+
+- OTLP names: the semantic-convention name where one exists, else
+  ``resource_tracker.<table>.<column>``.
+- Prometheus names: ``resource_tracker_<table>_<column>`` with the base-unit suffix
+  (``_bytes``, ``_seconds``, ``_cores``), ``_total`` for the cumulative counters.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, Mapping, Optional, Tuple
+
+from ..registry import COLUMNS, Column
+
+OTLP_PREFIX = "resource_tracker"
+PROMETHEUS_PREFIX = "resource_tracker"
+
+#: registry unit -> (factor to the base unit, UCUM unit for OTLP, Prometheus name suffix)
+UNITS: Dict[str, Tuple[float, str, str]] = {
+    "KiB": (1024.0, "By", "bytes"),
+    "MiB": (1024.0 * 1024.0, "By", "bytes"),
+    "GB": (1e9, "By", "bytes"),
+    "B": (1.0, "By", "bytes"),
+    "s": (1.0, "s", "seconds"),
+    "cores": (1.0, "{cpu}", "cores"),
+    "GPUs": (1.0, "{gpu}", ""),
+    "processes": (1.0, "{process}", ""),
+    "": (1.0, "1", ""),
+}
+
+#: columns that are keys or time, not measurements: never exported as metrics
+NOT_METRICS = frozenset({("process", "timestamp"), ("process", "pid"), ("system", "timestamp")})
+
+
+@dataclass(frozen=True)
+class SemConv:
+    """An OpenTelemetry semantic convention for one column.
+
+    ``per_cpu``: the convention's value is ours divided by the number of CPUs (utilization,
+    unit ``1``, from our CPU usage in cores). ``instrument``: the convention's instrument
+    (``counter``, ``updowncounter`` or ``gauge``); empty: from the column's fold.
+    """
+
+    name: str
+    unit: str
+    attributes: Mapping[str, str] = field(default_factory=dict)
+    per_cpu: bool = False
+    instrument: str = ""
+
+
+UPDOWN = "updowncounter"
+
+# The one mapping table: registry column -> OpenTelemetry semantic convention (v1.45 names;
+# tests/export checks each name against the opentelemetry-semantic-conventions package).
+SEMCONV: Dict[Tuple[str, str], SemConv] = {
+    ("process", "utime"): SemConv("process.cpu.time", "s", {"cpu.mode": "user"}),
+    ("process", "stime"): SemConv("process.cpu.time", "s", {"cpu.mode": "system"}),
+    ("process", "cpu_usage"): SemConv("process.cpu.utilization", "1", per_cpu=True),
+    ("process", "memory"): SemConv("process.memory.usage", "By", instrument=UPDOWN),
+    ("process", "read_bytes"): SemConv("process.disk.io", "By", {"disk.io.direction": "read"}),
+    ("process", "write_bytes"): SemConv("process.disk.io", "By", {"disk.io.direction": "write"}),
+    ("system", "processes"): SemConv("system.process.count", "{process}", instrument=UPDOWN),
+    ("system", "utime"): SemConv("system.cpu.time", "s", {"cpu.mode": "user"}),
+    ("system", "stime"): SemConv("system.cpu.time", "s", {"cpu.mode": "system"}),
+    ("system", "cpu_usage"): SemConv("system.cpu.utilization", "1", per_cpu=True),
+    ("system", "memory_free"): SemConv(
+        "system.memory.usage", "By", {"system.memory.state": "free"}, instrument=UPDOWN
+    ),
+    ("system", "memory_used"): SemConv(
+        "system.memory.usage", "By", {"system.memory.state": "used"}, instrument=UPDOWN
+    ),
+    ("system", "memory_buffers"): SemConv(
+        "system.memory.usage", "By", {"system.memory.state": "buffers"}, instrument=UPDOWN
+    ),
+    ("system", "memory_cached"): SemConv(
+        "system.memory.usage", "By", {"system.memory.state": "cached"}, instrument=UPDOWN
+    ),
+    ("system", "disk_read_bytes"): SemConv("system.disk.io", "By", {"disk.io.direction": "read"}),
+    ("system", "disk_write_bytes"): SemConv("system.disk.io", "By", {"disk.io.direction": "write"}),
+    ("system", "disk_space_total_gb"): SemConv("system.filesystem.limit", "By", instrument=UPDOWN),
+    ("system", "disk_space_used_gb"): SemConv(
+        "system.filesystem.usage", "By", {"system.filesystem.state": "used"}, instrument=UPDOWN
+    ),
+    ("system", "disk_space_free_gb"): SemConv(
+        "system.filesystem.usage", "By", {"system.filesystem.state": "free"}, instrument=UPDOWN
+    ),
+    ("system", "net_recv_bytes"): SemConv(
+        "system.network.io", "By", {"network.io.direction": "receive"}
+    ),
+    ("system", "net_sent_bytes"): SemConv(
+        "system.network.io", "By", {"network.io.direction": "transmit"}
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ExportedMetric:
+    """One registry column as the exporters send it.
+
+    ``kind``: ``counter`` (cumulative total of an interval amount: the column's fold is
+    ``sum``) or ``gauge`` (the value now). ``scale``: factor from the column's unit to the
+    base unit.
+    """
+
+    column: Column
+    kind: str
+    scale: float
+    otlp_name: str
+    otlp_unit: str
+    otlp_attributes: Mapping[str, str]
+    otlp_instrument: str
+    per_cpu: bool
+    prometheus_name: str
+
+    @property
+    def key(self) -> str:
+        return self.column.key
+
+
+def _prometheus_name(col: Column, suffix: str, counter: bool) -> str:
+    base = col.name
+    for unit_word in ("_gb", "_bytes"):
+        if base.endswith(unit_word):
+            base = base[: -len(unit_word)]
+    name = f"{PROMETHEUS_PREFIX}_{col.table}_{base}"
+    if suffix:
+        name += "_" + suffix
+    return name + ("_total" if counter else "")
+
+
+def _exported(col: Column) -> ExportedMetric:
+    scale, ucum, suffix = UNITS.get(col.unit, (1.0, "1", ""))
+    counter = col.fold == "sum"
+    conv = SEMCONV.get((col.table, col.name))
+    return ExportedMetric(
+        column=col,
+        kind="counter" if counter else "gauge",
+        scale=scale,
+        otlp_name=conv.name if conv else f"{OTLP_PREFIX}.{col.table}.{col.name}",
+        otlp_unit=conv.unit if conv else ucum,
+        otlp_attributes=dict(conv.attributes) if conv else {},
+        otlp_instrument=(conv and conv.instrument) or ("counter" if counter else "gauge"),
+        per_cpu=bool(conv and conv.per_cpu),
+        prometheus_name=_prometheus_name(col, suffix, counter),
+    )
+
+
+#: Every exported metric, in registry order.
+EXPORTED: Tuple[ExportedMetric, ...] = tuple(
+    _exported(c) for c in COLUMNS if (c.table, c.name) not in NOT_METRICS
+)
+
+
+def exported(tables: Iterable[str] = ("process", "system")) -> Tuple[ExportedMetric, ...]:
+    """The exported metrics of the given tables."""
+    wanted = set(tables)
+    return tuple(m for m in EXPORTED if m.column.table in wanted)
+
+
+def cpu_count(table: str) -> int:
+    """CPUs a utilization is relative to: those the process may run on (process table) or
+    all of the machine's (system table)."""
+    if table == "process" and hasattr(os, "sched_getaffinity"):
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except OSError:
+            pass
+    return max(1, os.cpu_count() or 1)
+
+
+def fold_rows(table: str, rows: Mapping[str, list], previous_time: Optional[float]) -> Dict:
+    """One point from the new rows of one table, folded by each column's registry rule.
+
+    ``rows``: {column name: values} (the rows sampled since the last point, oldest first).
+    Returns {column name: value in the column's own unit}: ``latest`` the last value,
+    ``peak`` the highest, ``sum`` the sum, ``rate`` the CPU seconds over the time covered
+    (from ``previous_time``, the timestamp of the last row of the previous point).
+    """
+    times = rows.get("timestamp") or []
+    if not times:
+        return {}
+    point = {"timestamp": times[-1]}
+    for col in COLUMNS:
+        if col.table != table or col.name == "timestamp" or col.name not in rows:
+            continue
+        values = rows[col.name]
+        if col.fold == "sum":
+            point[col.name] = float(sum(values))
+        elif col.fold == "peak":
+            point[col.name] = float(max(values))
+        elif col.fold == "rate":
+            point[col.name] = _rate(rows, previous_time, values)
+        else:
+            point[col.name] = float(values[-1])
+    return point
+
+
+def _rate(rows: Mapping[str, list], previous_time: Optional[float], values: list) -> float:
+    """CPU usage over the rows: (utime + stime) / elapsed, or the last value when the time
+    covered is unknown (the first point)."""
+    times = rows["timestamp"]
+    if previous_time is None or len(values) == 1:
+        return float(values[-1])
+    elapsed = times[-1] - previous_time
+    cpu = sum(rows.get("utime") or []) + sum(rows.get("stime") or [])
+    return float(cpu / elapsed) if elapsed > 0 else float(values[-1])
+
+
+#: the stats() fields the run summary exports, and the word each gets in a metric name
+SUMMARY_FIELDS = (("max", "peak"), ("mean", "mean"), ("sum", "total"))
+
+
+def summary_metric(col: Column, stat: str) -> Tuple[str, str, float]:
+    """(Prometheus name, OTLP name, scale) of a run-summary figure of a stats column:
+    e.g. process_memory's max is ``resource_tracker_run_process_memory_peak_bytes``."""
+    word = dict(SUMMARY_FIELDS)[stat]
+    scale, _, suffix = UNITS.get(col.unit, (1.0, "1", ""))
+    base = _prometheus_name(col, "", False).replace(
+        f"{PROMETHEUS_PREFIX}_", f"{PROMETHEUS_PREFIX}_run_", 1
+    )
+    prom = f"{base}_{word}" + (f"_{suffix}" if suffix else "")
+    return prom, f"{OTLP_PREFIX}.run.{col.table}.{col.name}.{word}", scale
+
+
+#: recommend_resources() key -> (Prometheus name, OTLP name, OTLP unit, scale to base unit)
+RECOMMENDATION = {
+    "cpu": (
+        "resource_tracker_recommended_cpu_cores",
+        "resource_tracker.recommended.cpu",
+        "{cpu}",
+        1.0,
+    ),
+    "memory": (
+        "resource_tracker_recommended_memory_bytes",
+        "resource_tracker.recommended.memory",
+        "By",
+        1024.0 * 1024.0,
+    ),
+    "gpu": ("resource_tracker_recommended_gpu", "resource_tracker.recommended.gpu", "{gpu}", 1.0),
+    "vram": (
+        "resource_tracker_recommended_vram_bytes",
+        "resource_tracker.recommended.vram",
+        "By",
+        1024.0 * 1024.0,
+    ),
+}

@@ -1,0 +1,143 @@
+"""Prometheus Pushgateway export (``pip install 'resource-tracker[prometheus]'``).
+
+Every point replaces the run's group on the Pushgateway (HTTP PUT, as prometheus-client's
+``push_to_gateway`` does): live gauges of the newest values and cumulative counters while
+the job runs; the final push adds the run summary (duration, peaks, means, totals,
+recommendation, whether it failed, rows the export dropped). The group is ``job``
+(``resource_tracker``) and ``instance`` (the host name), plus the Metaflow ids (flow,
+run_id, step, task_id) inside a Metaflow task, else the tracked pid.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+from ..registry import column
+from .context import Identity
+from .metrics import RECOMMENDATION, SUMMARY_FIELDS, exported, summary_metric
+
+
+def grouping_key(identity: Identity) -> Dict[str, str]:
+    """The Pushgateway grouping labels besides ``job``."""
+    key = {"instance": identity.host_name}
+    if identity.metaflow:
+        key.update(identity.metaflow)
+    else:
+        key["pid"] = str(identity.pid)
+    return key
+
+
+class _Snapshot:
+    """A prometheus-client collector yielding the metric families of one push."""
+
+    def __init__(self, families):
+        self._families = families
+
+    def collect(self):
+        return iter(self._families)
+
+
+class PushgatewaySink:
+    name = "pushgateway"
+
+    def __init__(self, url: str, job: str, identity: Identity, tables):
+        import prometheus_client  # noqa: F401 (fails here, not in the sender, when missing)
+
+        self._url = url
+        self._job = job
+        self._key = grouping_key(identity)
+        self._metrics = exported(tables)
+
+    def send(self, point, timeout: float) -> None:
+        self._push(self._point_families(point), timeout)
+
+    def send_final(self, point, summary, timeout: float, report: Optional[dict] = None) -> None:
+        families = self._point_families(point) if point is not None else []
+        if summary is not None:
+            families += self._summary_families(summary)
+        if report is not None:
+            families.append(
+                self._gauge(
+                    "resource_tracker_export_dropped_rows",
+                    "Samples this export dropped while the job ran (endpoint slow or down)",
+                    report.get("dropped_rows", 0),
+                )
+            )
+        self._push(families, timeout)
+
+    def close(self) -> None:
+        pass
+
+    # -- families ----------------------------------------------------------------------
+
+    def _push(self, families, timeout: float) -> None:
+        from prometheus_client import CollectorRegistry, push_to_gateway
+
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(_Snapshot(families))
+        push_to_gateway(
+            self._url, job=self._job, registry=registry, grouping_key=self._key, timeout=timeout
+        )
+
+    @staticmethod
+    def _gauge(name, documentation, value):
+        from prometheus_client.core import GaugeMetricFamily
+
+        return GaugeMetricFamily(name, documentation, value=float(value))
+
+    def _point_families(self, point) -> List:
+        from prometheus_client.core import CounterMetricFamily
+
+        families = []
+        for m in self._metrics:
+            if m.kind == "counter":
+                total = point.totals.get(m.key)
+                if total is not None:
+                    name = m.prometheus_name[: -len("_total")]
+                    doc = f"{m.column.label} since the start ({m.column.unit} scaled to base units)"
+                    families.append(CounterMetricFamily(name, doc, value=total * m.scale))
+                continue
+            value = point.table(m.column.table).get(m.column.name)
+            if value is not None:
+                families.append(self._gauge(m.prometheus_name, m.column.label, value * m.scale))
+        stamp = point.system.get("timestamp") or point.process.get("timestamp")
+        if stamp:
+            families.append(
+                self._gauge(
+                    "resource_tracker_last_sample_timestamp_seconds",
+                    "When the newest sample exported was taken",
+                    stamp,
+                )
+            )
+        return families
+
+    def _summary_families(self, summary) -> List:
+        families = [
+            self._gauge(
+                "resource_tracker_run_duration_seconds", "Duration of the run", summary.duration
+            ),
+            self._gauge(
+                "resource_tracker_run_end_timestamp_seconds",
+                "When the run ended (seconds since the epoch)",
+                summary.end_time,
+            ),
+        ]
+        if summary.failed is not None:
+            families.append(
+                self._gauge(
+                    "resource_tracker_run_failed", "1 when the job failed", int(summary.failed)
+                )
+            )
+        for key, figures in summary.figures.items():
+            table, name = key.split("_", 1)
+            col = column(table, name)
+            for stat, _ in SUMMARY_FIELDS:
+                if stat in figures:
+                    prom, _, scale = summary_metric(col, stat)
+                    doc = f"{col.label}: {stat} over the run"
+                    families.append(self._gauge(prom, doc, figures[stat] * scale))
+        for key, value in summary.recommendation.items():
+            if key in RECOMMENDATION:
+                prom, _, _, scale = RECOMMENDATION[key]
+                families.append(self._gauge(prom, f"Recommended {key}", value * scale))
+        return families

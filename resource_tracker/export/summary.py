@@ -1,0 +1,54 @@
+"""The run summary the exporters push at the end: an adapter over the tracker.
+
+Everything the final push needs comes through :func:`run_summary`, from the package's run
+summary (resource_tracker.summary), in this one place.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Dict, Optional
+
+from ..registry import stat_columns
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """duration (s), end time (s since the epoch), failed (None: not known), and per stats
+    key the figures (mean/max/sum, in the column's unit); recommendation as
+    ``recommend_resources()`` gives it (memory and vram in MiB)."""
+
+    duration: float
+    end_time: float
+    failed: Optional[bool]
+    figures: Dict[str, Dict[str, float]] = field(default_factory=dict)
+    recommendation: Dict[str, float] = field(default_factory=dict)
+
+
+def run_summary(tracker, failed: Optional[bool] = None) -> RunSummary:
+    """The figures of the final push, taken from the package's run summary
+    (resource_tracker.summary.build_summary, without the catalog lookup)."""
+    from ..summary import build_summary
+
+    summary = build_summary(tracker, lookup_server=False)
+    stats = summary.stats or {}
+    figures = {}
+    for col in stat_columns():
+        entry = stats.get(col.key)
+        if isinstance(entry, dict):
+            figures[col.key] = {
+                k: float(v) for k, v in entry.items() if k in ("mean", "max", "sum") and _num(v)
+            }
+    recommendation = {k: float(v) for k, v in (summary.resources or {}).items() if _num(v)}
+    return RunSummary(
+        duration=float(summary.duration or 0.0),
+        end_time=float(tracker.stop_time or time.time()),
+        failed=failed,
+        figures=figures,
+        recommendation=recommendation,
+    )
+
+
+def _num(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

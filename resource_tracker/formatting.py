@@ -1,0 +1,230 @@
+"""One way to show numbers: what the report, the Metaflow card, the CLI's summary lines and
+``watch`` print for a value, its unit coming from the column registry (``Column.unit``).
+
+The conventions, in one place:
+
+- bytes (memory, VRAM, disk I/O, network, disk space) in binary units: ``B``, ``KiB``,
+  ``MiB``, ``GiB``, ``TiB`` (a step at 1024: 512 MiB stays "512 MiB", 1536 MiB is
+  "1.5 GiB"); rates are the same units per second (``"1.2 MiB/s"``);
+- three significant digits at most (``"1.25 GiB"``, ``"12.3 GiB"``, ``"123 GiB"``), whole
+  bytes, no trailing ``.0`` (``"2 cores"``, ``"1.5 cores"``);
+- plural forms by the count (``"1 vCPU"``, ``"5 earlier runs"``);
+- money in USD that never prints ``$0.0000``: an amount under a cent is ``"< $0.01"``;
+  hourly prices keep three significant digits (``"$0.0052/h"``);
+- a change against earlier runs only when it exceeds the noise: both a relative floor
+  (:data:`CHANGE_MIN_RATIO`) and an absolute floor per unit (:data:`CHANGE_FLOORS`; 1.64 kB
+  written against 0 B is no news).
+
+Every function takes None (or a non-finite number) and answers ``"n/a"``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional, Union
+
+__all__ = [
+    "NA",
+    "CHANGE_MIN_RATIO",
+    "CHANGE_FLOORS",
+    "Change",
+    "number",
+    "plural",
+    "nbytes",
+    "rate",
+    "duration",
+    "money",
+    "quantity",
+    "unit_bytes",
+    "change",
+    "CATALOG_FIX",
+    "catalog_problem",
+]
+
+#: What a value that is not known is shown as.
+NA = "n/a"
+#: A change is news only from this relative size up (10 %) ...
+CHANGE_MIN_RATIO = 0.10
+#: ... and from this absolute size up, in the registry's unit of the value.
+CHANGE_FLOORS = {
+    "cores": 0.1,
+    "GPUs": 0.1,
+    "KiB": 16 * 1024.0,  # 16 MiB of memory
+    "MiB": 16.0,  # 16 MiB of VRAM
+    "B": 1024.0 * 1024.0,  # 1 MiB read, written, sent or received
+    "GB": 0.1,
+    "processes": 1.0,
+    "s": 1.0,
+}
+
+#: Bytes per unit of a registry unit that is an amount of bytes.
+_BYTES_PER_UNIT = {"B": 1.0, "KiB": 1024.0, "MiB": 1024.0**2, "GiB": 1024.0**3, "GB": 1e9}
+_BINARY = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+#: Singular name of a registry unit that is a count (the plural is the unit itself).
+_COUNT_UNITS = {"cores": "core", "GPUs": "GPU", "processes": "process"}
+
+Number = Union[int, float]
+
+
+def _finite(value: object) -> Optional[float]:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        value = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _sig(value: float, digits: int = 3) -> str:
+    """value with at most `digits` significant digits (whole numbers stay whole), thousands
+    separated, no trailing zeros: 1234.5 -> '1,235', 12.34 -> '12.3', 2.0 -> '2'."""
+    if value == 0:
+        return "0"
+    magnitude = int(math.floor(math.log10(abs(value))))
+    decimals = max(digits - 1 - magnitude, 0)
+    text = f"{value:,.{decimals}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def number(value: object, digits: int = 3) -> str:
+    """A plain number: at most `digits` significant digits ('n/a' when unknown)."""
+    v = _finite(value)
+    return NA if v is None else _sig(v, digits)
+
+
+def plural(count: object, singular: str, plural_form: Optional[str] = None) -> str:
+    """'1 vCPU', '2 vCPUs', '5 earlier runs', '1.5 cores': the count and the word in the
+    form the count takes (the plural is singular + 's' unless given)."""
+    v = _finite(count)
+    if v is None:
+        return f"{NA} {plural_form or singular + 's'}"
+    word = singular if v == 1 else (plural_form or singular + "s")
+    return f"{_sig(v, 3) if v != int(v) else f'{int(v):,}'} {word}"
+
+
+def nbytes(value: object) -> str:
+    """A byte amount in binary units: '0 B', '900 B', '12.3 KiB', '512 MiB', '1.5 GiB'."""
+    v = _finite(value)
+    if v is None:
+        return NA
+    i = 0
+    while abs(v) >= 1024 and i < len(_BINARY) - 1:
+        v /= 1024.0
+        i += 1
+    if i == 0:
+        return f"{v:,.0f} B"
+    # 1023.7 MiB must not print as "1,020 MiB" nor "1024 MiB": three digits, whole past 100
+    text = _sig(v, 3) if abs(v) < 1000 else f"{v:,.0f}"
+    return f"{text} {_BINARY[i]}"
+
+
+def rate(bytes_per_second: object) -> str:
+    """A byte rate: '1.2 MiB/s'."""
+    text = nbytes(bytes_per_second)
+    return text if text == NA else text + "/s"
+
+
+def duration(seconds: object) -> str:
+    """Seconds for people: '0.25 s', '42.1 s', '3 min 05 s', '1 h 02 min', '24 h 00 min'."""
+    v = _finite(seconds)
+    if v is None:
+        return NA
+    if v < 60:
+        return f"{_sig(v, 3)} s"
+    whole = int(round(v))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours:,} h {minutes:02d} min"
+    return f"{minutes} min {secs:02d} s"
+
+
+def money(usd: object, per: str = "") -> str:
+    """An amount in USD: '$12.34', '$0.42', '< $0.01' (never '$0.0000'), '$0' for nothing.
+
+    With ``per`` (e.g. 'h') it is a price: three significant digits below a dollar, so a
+    small server's '$0.0052/h' stays readable; else two decimals.
+    """
+    v = _finite(usd)
+    if v is None:
+        return NA
+    sign, a = ("-" if v < 0 else ""), abs(v)
+    suffix = f"/{per}" if per else ""
+    if a == 0:
+        return f"$0{suffix}"
+    if per:
+        text = _sig(a, 3) if a < 1 else f"{a:,.2f}"
+        return f"{sign}${text}{suffix}"
+    if a < 0.005:
+        return f"{'> -' if sign else '< '}$0.01"
+    return f"{sign}${a:,.2f}"
+
+
+def unit_bytes(unit: str) -> Optional[float]:
+    """Bytes per unit when the registry unit is an amount of bytes (KiB, MiB, B, GB), else
+    None."""
+    return _BYTES_PER_UNIT.get(unit)
+
+
+def quantity(value: object, unit: str) -> str:
+    """A value in a registry unit, shown by the conventions: byte amounts in binary units,
+    counts with their plural form ('1 core', '2.5 cores', '0.85 GPUs', '3 processes'),
+    seconds as a duration; another unit is written after the number."""
+    v = _finite(value)
+    if v is None:
+        return NA
+    per = unit_bytes(unit)
+    if per is not None:
+        return nbytes(v * per)
+    if unit == "s":
+        return duration(v)
+    if unit in _COUNT_UNITS:
+        word = _COUNT_UNITS[unit]
+        shown = round(v, 2)
+        return f"{_sig(shown, 3)} {word if shown == 1 else unit}"
+    return f"{_sig(v, 3)} {unit}".rstrip()
+
+
+@dataclass(frozen=True)
+class Change:
+    """This run against earlier runs: ``direction`` is 'up', 'down' or 'same' (within the
+    noise floors); ``text`` what to show ('+12%', '-40%', 'new', 'no change')."""
+
+    direction: str
+    text: str
+
+
+def change(now: object, past: object, unit: str) -> Optional[Change]:
+    """The change of `now` against `past` (values in the registry `unit`), or None when
+    either is unknown. Below either floor (relative :data:`CHANGE_MIN_RATIO`, absolute
+    :data:`CHANGE_FLOORS` for the unit) it is 'no change'."""
+    n, p = _finite(now), _finite(past)
+    if n is None or p is None:
+        return None
+    diff = n - p
+    floor = CHANGE_FLOORS.get(unit, 0.0)
+    if abs(diff) < floor or (p != 0 and abs(diff) / abs(p) < CHANGE_MIN_RATIO) or diff == 0:
+        return Change("same", "no change")
+    if p == 0:
+        return Change("up" if diff > 0 else "down", "new" if diff > 0 else "gone")
+    pct = diff / abs(p) * 100.0
+    return Change("up" if diff > 0 else "down", f"{pct:+.0f}%")
+
+
+#: The fix for a missing server catalog, said once wherever it is missing.
+CATALOG_FIX = "run `resource-tracker catalog update` once while online"
+
+
+def catalog_problem(text: str) -> str:
+    """A catalog warning (``summary.warnings_about('catalog')``) as one short line: the first
+    sentence of why, then the fix once: 'No server prices: <why>. Fix: <CATALOG_FIX>.'"""
+    why = str(text).replace("catalog unavailable: ", "", 1)
+    cut = why.find(". ")
+    why = why if cut < 0 else why[:cut]
+    if len(why) > 160:
+        why = why[:157] + "..."
+    return f"No server prices: {why.rstrip('.')}. Fix: {CATALOG_FIX}."

@@ -1,0 +1,564 @@
+"""Findings about a run: what was asked but not used, what is close to failing, what changed
+against the step's history, and the phases of the run (with the saving of a split).
+
+Every function here is pure (no I/O): :func:`resource_tracker.summary.build_summary` reads
+the tracker, the cgroup figures, the history and the catalog result, and passes plain
+values in. Each kind has one function returning a list of :class:`Insight` (empty when
+there is nothing to say):
+
+- :func:`over_provisioned`: the asked resources (Metaflow ``@resources`` / ``@kubernetes``
+  / ``@batch`` attributes, or the container's cgroup limits) against the peak used, with
+  the cost of the gap per run and per month priced on the catalog's recommended server;
+- :func:`at_risk`: peak memory at or above 85% of the limit, CPU throttled for more than
+  10% of the run, an OOM kill (the cgroup figures of ``stats()["cgroup"]``);
+- :func:`changed`: this run against the median and MAD of the earlier runs (at least 3),
+  with absolute and relative floors so that noise is not news;
+- :func:`phases`: change points of the CPU, memory and GPU series (binary segmentation of
+  the mean) and, when sizing each phase on its own would save enough, what a split into
+  steps saves.
+
+Costs use :class:`Pricing`: the hourly price of the recommended server (from the summary's
+catalog result) shared out by the largest fraction of its vCPUs, memory or GPUs a shape
+needs (a shape needing half the server's vCPUs costs half its price).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+__all__ = [
+    "Insight",
+    "Pricing",
+    "KINDS",
+    "over_provisioned",
+    "at_risk",
+    "changed",
+    "phases",
+    "run_metrics",
+    "DEFAULT_RUNS_PER_MONTH",
+    "runs_per_month",
+]
+
+#: The kinds of findings, in the order they are shown.
+KINDS = ("at_risk", "over_provisioned", "changed", "phases")
+_SEVERITIES = ("info", "warning", "critical")
+
+#: Runs a month assumed when the history does not tell the run's frequency (one a day).
+DEFAULT_RUNS_PER_MONTH = 30.0
+#: Memory at or above this share of the limit is at risk.
+MEMORY_RISK_SHARE = 0.85
+#: CPU throttled for more than this share of the run (periods, else seconds) is at risk.
+THROTTLE_RISK_SHARE = 0.10
+#: A resource is over-provisioned when its peak use is at most this share of the ask ...
+OVER_SHARE = 0.5
+#: ... and the gap is at least this much (MiB of memory, cores, GPUs).
+OVER_FLOOR = {"memory": 256.0, "cpu": 1.0, "gpu": 1.0}
+#: The fewest earlier runs a change is judged against.
+MIN_HISTORY = 3
+#: A change must exceed this many robust standard deviations (1.4826 MAD) ...
+CHANGE_MADS = 4.0
+#: ... and this share of the median ...
+CHANGE_SHARE = 0.2
+#: A split is advised when it saves at least this share of the one-step cost.
+SPLIT_MIN_SAVING = 0.2
+#: Samples a phase has at least.
+MIN_PHASE_SAMPLES = 3
+
+
+@dataclass(frozen=True)
+class Insight:
+    """One finding: its ``kind`` (one of :data:`KINDS`), ``severity`` (``info``,
+    ``warning``, ``critical``), one sentence for a person and the numbers behind it."""
+
+    kind: str
+    severity: str
+    message: str
+    numbers: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """``{"kind", "severity", "message", "numbers"}`` as plain JSON values."""
+        return {
+            "kind": self.kind,
+            "severity": self.severity,
+            "message": self.message,
+            "numbers": dict(self.numbers),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Insight:
+        """The Insight of ``to_dict()``; ValueError when ``data`` is not one."""
+        if not isinstance(data, Mapping):
+            raise ValueError("an insight is not an object")
+        kind, severity, message = data.get("kind"), data.get("severity"), data.get("message")
+        if kind not in KINDS or severity not in _SEVERITIES or not isinstance(message, str):
+            raise ValueError(f"not an insight: kind {kind!r}, severity {severity!r}")
+        numbers = data.get("numbers") or {}
+        if not isinstance(numbers, Mapping):
+            raise ValueError("an insight's numbers are not an object")
+        return cls(kind, severity, message, dict(numbers))
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """The recommended server's hourly price (USD) and size: what a shape of resources
+    costs is the price times the largest share of the server it needs."""
+
+    hourly_usd: float
+    vcpus: float
+    memory_mib: float
+    gpus: float = 0.0
+    server: str = ""
+
+    def hourly(self, cpu: float = 0.0, memory_mib: float = 0.0, gpu: float = 0.0) -> float:
+        """USD per hour of a shape (cores, MiB, GPUs) at this server's rate."""
+        shares = [cpu / self.vcpus if self.vcpus else 0.0]
+        shares.append(memory_mib / self.memory_mib if self.memory_mib else 0.0)
+        if gpu:
+            shares.append(gpu / self.gpus if self.gpus else math.inf)
+        share = max(shares)
+        return self.hourly_usd * share if math.isfinite(share) else math.nan
+
+    @classmethod
+    def from_server(cls, server: Optional[Mapping[str, Any]]) -> Optional[Pricing]:
+        """From a catalog record (``vcpus``, ``memory_amount`` MiB, ``gpu_count``,
+        ``price``); None without a price or a size."""
+        if not isinstance(server, Mapping):
+            return None
+        price = _num(server.get("price", server.get("min_price")))
+        vcpus, memory = _num(server.get("vcpus")), _num(server.get("memory_amount"))
+        if price is None or not vcpus or not memory:
+            return None
+        name = f"{server.get('vendor_id', '?')} {server.get('server_id', '?')}"
+        return cls(price, vcpus, memory, _num(server.get("gpu_count")) or 0.0, name)
+
+
+def _num(value: Any) -> Optional[float]:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _gib(mib: float) -> str:
+    return f"{mib / 1024:.1f} GiB" if mib >= 1024 else f"{mib:.0f} MiB"
+
+
+def _frequency(runs_per_month: Optional[float]) -> str:
+    if runs_per_month:
+        return f"{runs_per_month:g} runs a month"
+    return f"{DEFAULT_RUNS_PER_MONTH:g} runs a month (assumed: one a day)"
+
+
+def _usd(value: float) -> str:
+    """Dollars with the digits a small amount needs: $0.000040, $0.0012, $3.50."""
+    if abs(value) >= 1:
+        return f"${value:.2f}"
+    return f"${value:.4f}" if abs(value) >= 0.01 else f"${value:.6f}"
+
+
+#: Runs spanning less than this (seconds) tell no schedule.
+MIN_SCHEDULE_SPAN_S = 86400.0
+_MONTH_S = 30 * 86400.0
+
+
+def runs_per_month(times: Sequence[float]) -> Optional[float]:
+    """A job's run frequency from its runs' start times (epoch seconds); None with fewer
+    than two or when they span less than a day (a burst of runs tells no schedule)."""
+    known = [t for t in (_num(t) for t in times) if t is not None]
+    if len(known) < 2 or max(known) - min(known) < MIN_SCHEDULE_SPAN_S:
+        return None
+    return (len(known) - 1) / (max(known) - min(known)) * _MONTH_S
+
+
+# -- over-provisioned ---------------------------------------------------------------------
+
+
+def _over(resource: str, asked: Optional[float], peak: Optional[float]) -> bool:
+    if asked is None or peak is None or asked <= 0:
+        return False
+    return peak <= OVER_SHARE * asked and asked - peak >= OVER_FLOOR[resource]
+
+
+def over_provisioned(
+    asked: Optional[Mapping[str, Any]],
+    used: Mapping[str, Optional[float]],
+    needed: Optional[Mapping[str, Any]],
+    duration_s: Optional[float],
+    pricing: Optional[Pricing],
+    runs_per_month: Optional[float] = None,
+) -> List[Insight]:
+    """What was asked against what was used.
+
+    Args:
+        asked: ``cpu`` (cores), ``memory`` (MiB), ``gpu`` and ``source`` (where the ask
+            comes from, e.g. ``@resources`` or ``cgroup limits``); None: nothing asked.
+        used: ``cpu`` (peak cores), ``memory`` (peak MiB), ``gpu`` (peak GPUs).
+        needed: the recommendation (``cpu``, ``memory`` MiB, ``gpu``): what the gap is
+            priced against (the peak plus the recommender's margin); None: the peaks.
+        duration_s, runs_per_month: the run's length and frequency for the costs (None:
+            unknown, one run a day is assumed and said).
+        pricing: the recommended server's price; None: the gap is not priced.
+    """
+    if not asked:
+        return []
+    names = ("cpu", "memory", "gpu")
+    ask = {k: _num(asked.get(k)) for k in names}
+    peak = {k: _num(used.get(k)) for k in names}
+    over = [k for k in names if _over(k, ask[k], peak[k])]
+    if not over:
+        return []
+    source = str(asked.get("source") or "the request")
+    numbers: Dict[str, Any] = {"source": source}
+    parts = []
+    for k in over:
+        share = peak[k] / ask[k]  # type: ignore[operator]
+        numbers.update({f"asked_{k}": ask[k], f"peak_{k}": peak[k], f"{k}_used_share": share})
+        if k == "memory":
+            parts.append(f"asked {_gib(ask[k])} memory, peak {_gib(peak[k])} ({share:.0%})")  # type: ignore[arg-type]
+        else:
+            unit = "CPU" if k == "cpu" else "GPU"
+            parts.append(f"asked {ask[k]:g} {unit}, peak {peak[k]:.2f} ({share:.0%})")
+    message = f"Over-provisioned ({source}): " + "; ".join(parts)
+    cost = _gap_cost(ask, peak, needed, duration_s, pricing, runs_per_month)
+    numbers.update(cost)
+    if "gap_usd_per_run" in cost:
+        message += (
+            f". The gap costs {_usd(cost['gap_usd_per_run'])} per run, "
+            f"{_usd(cost['gap_usd_per_month'])} per month at {_frequency(runs_per_month)} "
+            f"(priced on {pricing.server})"  # type: ignore[union-attr]
+        )
+    return [Insight("over_provisioned", "warning", message + ".", numbers)]
+
+
+def _gap_cost(ask, peak, needed, duration_s, pricing, runs_per_month) -> Dict[str, Any]:
+    if pricing is None or not duration_s:
+        return {}
+    need = {k: _num((needed or {}).get(k)) for k in ("cpu", "memory", "gpu")}
+    need = {k: need[k] if need[k] is not None else (peak[k] or 0.0) for k in need}
+    # what is asked and not given (None) costs as what is needed
+    asked = {k: ask[k] if ask[k] is not None else need[k] for k in need}
+    hourly_gap = pricing.hourly(asked["cpu"], asked["memory"], asked["gpu"]) - pricing.hourly(
+        need["cpu"], need["memory"], need["gpu"]
+    )
+    if not math.isfinite(hourly_gap):
+        return {}
+    per_run = max(hourly_gap, 0.0) * duration_s / 3600.0
+    runs_per_month = runs_per_month or DEFAULT_RUNS_PER_MONTH
+    return {
+        "gap_usd_per_hour": max(hourly_gap, 0.0),
+        "gap_usd_per_run": per_run,
+        "gap_usd_per_month": per_run * runs_per_month,
+        "runs_per_month": runs_per_month,
+        "priced_on": pricing.server,
+    }
+
+
+# -- at risk ------------------------------------------------------------------------------
+
+
+def at_risk(cgroup: Optional[Mapping[str, Any]], duration_s: Optional[float]) -> List[Insight]:
+    """Findings from the container's cgroup figures (``stats()["cgroup"]``): an OOM kill
+    (critical), peak memory at or above 85% of the limit, CPU throttled more than 10% of
+    the run (by periods; by seconds against the duration when periods are unknown)."""
+    if not isinstance(cgroup, Mapping):
+        return []
+    found = []
+    kills = _num(cgroup.get("oom_kills"))
+    if kills:
+        found.append(
+            Insight(
+                "at_risk",
+                "critical",
+                f"The kernel killed {kills:.0f} process(es) of the container for lack of "
+                "memory (OOM kill) during the run.",
+                {"oom_kills": kills, "memory_limit_mib": cgroup.get("memory_limit_mib")},
+            )
+        )
+    found += _memory_risk(cgroup)
+    found += _throttle_risk(cgroup, duration_s)
+    return found
+
+
+def _memory_risk(cgroup: Mapping[str, Any]) -> List[Insight]:
+    peak, limit = _num(cgroup.get("memory_peak_mib")), _num(cgroup.get("memory_limit_mib"))
+    if peak is None or not limit or peak < MEMORY_RISK_SHARE * limit:
+        return []
+    share = peak / limit
+    return [
+        Insight(
+            "at_risk",
+            "critical" if share >= 0.95 else "warning",
+            f"Peak memory {_gib(peak)} is {share:.0%} of the container's {_gib(limit)} limit: "
+            "a larger input may be killed.",
+            {"memory_peak_mib": peak, "memory_limit_mib": limit, "share": share},
+        )
+    ]
+
+
+def _throttle_risk(cgroup: Mapping[str, Any], duration_s: Optional[float]) -> List[Insight]:
+    periods, throttled = _num(cgroup.get("cpu_periods")), _num(cgroup.get("cpu_throttled_periods"))
+    seconds = _num(cgroup.get("cpu_throttled_seconds"))
+    if periods and throttled is not None:
+        share, basis = throttled / periods, "of its CPU periods"
+    elif seconds is not None and duration_s:
+        share, basis = seconds / duration_s, "of the run"
+    else:
+        return []
+    if share <= THROTTLE_RISK_SHARE:
+        return []
+    limit = _num(cgroup.get("cpu_limit_cores"))
+    return [
+        Insight(
+            "at_risk",
+            "warning",
+            f"CPU was throttled in {share:.0%} {basis}"
+            + (f" (limit {limit:g} cores)" if limit else "")
+            + ": the step waits for CPU it is not allowed.",
+            {
+                "throttled_share": share,
+                "cpu_throttled_periods": throttled,
+                "cpu_periods": periods,
+                "cpu_throttled_seconds": seconds,
+                "cpu_limit_cores": limit,
+            },
+        )
+    ]
+
+
+# -- changed ------------------------------------------------------------------------------
+
+#: What is compared with the history: name -> (label, unit, absolute floor).
+CHANGE_METRICS: Dict[str, Tuple[str, str, float]] = {
+    "memory_peak_mib": ("peak memory", "MiB", 64.0),
+    "cpu_mean_cores": ("mean CPU", "cores", 0.25),
+    "duration_s": ("duration", "s", 10.0),
+    "vram_peak_mib": ("peak VRAM", "MiB", 256.0),
+    "gpu_peak": ("GPUs used", "GPUs", 1.0),
+}
+
+
+def run_metrics(stats: Any) -> Dict[str, float]:
+    """The figures of one run's ``stats()`` that :func:`changed` compares (known ones)."""
+    from .registry import column, stat_columns
+
+    by_resource = {c.resource: c.key for c in stat_columns("process") if c.resource}
+    sources = {
+        "memory_peak_mib": (by_resource.get("memory"), "max", 1 / 1024),
+        "cpu_mean_cores": (by_resource.get("cpu"), "mean", 1.0),
+        "duration_s": ("timestamp", "duration", 1.0),
+        "vram_peak_mib": (by_resource.get("vram"), "max", 1.0),
+        "gpu_peak": (column("process", "gpu_utilized").key, "max", 1.0),
+    }
+    out = {}
+    for name, (key, fld, scale) in sources.items():
+        entry = stats.get(key) if isinstance(stats, Mapping) and key else None
+        value = _num(entry.get(fld)) if isinstance(entry, Mapping) else None
+        if value is not None:
+            out[name] = value * scale
+    return out
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    n, mid = len(ordered), len(ordered) // 2
+    return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def changed(current: Mapping[str, float], earlier: Sequence[Mapping[str, float]]) -> List[Insight]:
+    """This run's figures (:func:`run_metrics`) against the earlier runs': a finding for
+    each figure further from the earlier runs' median than 4 robust standard deviations
+    (1.4826 MAD), 20% of the median and the figure's absolute floor. Nothing from fewer
+    than :data:`MIN_HISTORY` earlier runs."""
+    found = []
+    for name, (label, unit, floor) in CHANGE_METRICS.items():
+        now = _num(current.get(name))
+        past = [v for v in (_num(run.get(name)) for run in earlier) if v is not None]
+        if now is None or len(past) < MIN_HISTORY:
+            continue
+        med = _median(past)
+        mad = _median([abs(v - med) for v in past])
+        threshold = max(CHANGE_MADS * 1.4826 * mad, CHANGE_SHARE * abs(med), floor)
+        delta = now - med
+        if abs(delta) <= threshold:
+            continue
+        rel = delta / med if med else math.inf
+        text = f"{rel:+.0%}" if math.isfinite(rel) else f"{delta:+.2f} {unit}"
+        found.append(
+            Insight(
+                "changed",
+                "warning" if delta > 0 else "info",
+                f"{label[0].upper()}{label[1:]} {text} against the last {len(past)} runs "
+                f"({now:.2f} {unit}, median {med:.2f} {unit}).",
+                {
+                    "metric": name,
+                    "unit": unit,
+                    "value": now,
+                    "median": med,
+                    "mad": mad,
+                    "threshold": threshold,
+                    "change": rel if math.isfinite(rel) else delta,
+                    "runs": len(past),
+                },
+            )
+        )
+    return found
+
+
+# -- phases -------------------------------------------------------------------------------
+
+#: The series phases are found in: name -> (label, unit, absolute floor of a step).
+PHASE_SERIES: Dict[str, Tuple[str, str, float]] = {
+    "cpu": ("CPU", "cores", 0.3),
+    "memory": ("memory", "MiB", 128.0),
+    "gpu": ("GPU", "GPUs", 0.5),
+}
+#: A step in the mean is also at least this share of the series' highest value.
+PHASE_SHARE = 0.2
+
+
+def _sse(prefix: List[float], prefix2: List[float], lo: int, hi: int) -> float:
+    n = hi - lo
+    s = prefix[hi] - prefix[lo]
+    return (prefix2[hi] - prefix2[lo]) - s * s / n
+
+
+def _best_split(values: Sequence[float], lo: int, hi: int, floor: float) -> Optional[int]:
+    """The index splitting values[lo:hi] in two with the least squared error, when the two
+    means differ by more than the floor and twice the within-segment deviation."""
+    m = MIN_PHASE_SAMPLES
+    if hi - lo < 2 * m:
+        return None
+    prefix, prefix2 = [0.0], [0.0]
+    for v in values:
+        prefix.append(prefix[-1] + v)
+        prefix2.append(prefix2[-1] + v * v)
+    best, best_k = math.inf, None
+    for k in range(lo + m, hi - m + 1):
+        cost = _sse(prefix, prefix2, lo, k) + _sse(prefix, prefix2, k, hi)
+        if cost < best:
+            best, best_k = cost, k
+    if best_k is None:
+        return None
+    left = (prefix[best_k] - prefix[lo]) / (best_k - lo)
+    right = (prefix[hi] - prefix[best_k]) / (hi - best_k)
+    spread = math.sqrt(max(best, 0.0) / (hi - lo))
+    return best_k if abs(right - left) > max(floor, 2 * spread) else None
+
+
+def change_points(values: Sequence[float], floor: float, max_phases: int = 4) -> List[int]:
+    """Indices where the mean of ``values`` steps by more than ``floor`` (binary
+    segmentation: the best split, then the best split of each part, up to ``max_phases``)."""
+    segments, points = [(0, len(values))], []
+    while segments and len(points) < max_phases - 1:
+        lo, hi = segments.pop(0)
+        k = _best_split(values, lo, hi, floor)
+        if k is not None:
+            points.append(k)
+            segments += [(lo, k), (k, hi)]
+    return sorted(points)
+
+
+def _need(cpu: Sequence[float], memory: Sequence[float], gpu: Sequence[float]) -> Dict[str, float]:
+    """The shape a phase (or the whole run) needs: whole cores above its mean (0.2 core of
+    slack), its peak memory, its peak GPUs."""
+    mean_cpu = sum(cpu) / len(cpu) if cpu else 0.0
+    return {
+        "cpu": float(max(1, math.ceil(mean_cpu - 0.2))),
+        "memory": max(memory) if memory else 0.0,
+        "gpu": float(math.ceil(max(gpu) - 0.2)) if gpu and max(gpu) > 0.2 else 0.0,
+    }
+
+
+def _merge(points: List[Tuple[int, str]], gap: int) -> List[Tuple[int, str]]:
+    """Boundaries closer than ``gap`` samples merged (the first one found is kept)."""
+    kept: List[Tuple[int, str]] = []
+    for k, name in sorted(points):
+        if kept and k - kept[-1][0] < gap:
+            kept[-1] = (kept[-1][0], kept[-1][1] + "+" + name)
+        else:
+            kept.append((k, name))
+    return kept
+
+
+def phases(
+    timestamps: Sequence[float],
+    series: Mapping[str, Sequence[float]],
+    pricing: Optional[Pricing] = None,
+    runs_per_month: Optional[float] = None,
+) -> List[Insight]:
+    """Phases of a run from its samples: ``timestamps`` (s, one per sample, the end of each
+    interval) and ``series`` (``cpu`` cores, ``memory`` MiB, ``gpu`` GPUs in use; any may
+    be missing). One finding when there are two phases or more: where they start, what
+    each uses, and, when sizing each phase on its own (a split into steps) saves at least
+    :data:`SPLIT_MIN_SAVING` of the run's cost on ``pricing``, the saving."""
+    n = len(timestamps)
+    data = {k: list(v) for k, v in series.items() if k in PHASE_SERIES and len(v) == n}
+    if n < 2 * MIN_PHASE_SAMPLES or not data:
+        return []
+    found = []
+    for name, values in data.items():
+        floor = max(PHASE_SERIES[name][2], PHASE_SHARE * max(values))
+        found += [(k, name) for k in change_points(values, floor)]
+    bounds = _merge(found, MIN_PHASE_SAMPLES)
+    if not bounds:
+        return []
+    edges = [0] + [k for k, _ in bounds] + [n]
+    step = (timestamps[-1] - timestamps[0]) / (n - 1) if n > 1 else 0.0
+    start = timestamps[0] - step
+    cols = [data.get(k, []) for k in ("cpu", "memory", "gpu")]
+    shapes = []
+    for lo, hi in zip(edges, edges[1:]):
+        began = start if lo == 0 else timestamps[lo - 1]
+        shapes.append(
+            {
+                "start_s": began - start,
+                "start_time": began,
+                "duration_s": timestamps[hi - 1] - began,
+                **_need(*(c[lo:hi] for c in cols)),
+            }
+        )
+    return [_phases_insight(shapes, bounds, _need(*cols), pricing, runs_per_month)]
+
+
+def _phases_insight(shapes, bounds, whole, pricing, runs_per_month) -> Insight:
+    numbers: Dict[str, Any] = {"phases": len(shapes)}
+    texts = []
+    for i, shape in enumerate(shapes, 1):
+        for key in ("start_s", "start_time", "duration_s", "cpu", "memory", "gpu"):
+            numbers[f"phase{i}_{key}"] = shape[key]
+        text = f"{shape['start_s']:.0f}-{shape['start_s'] + shape['duration_s']:.0f} s: "
+        text += f"{shape['cpu']:g} CPU, {_gib(shape['memory'])}"
+        texts.append(text + (f", {shape['gpu']:g} GPU" if shape["gpu"] else ""))
+    numbers["boundaries_s"] = ", ".join(f"{s['start_s']:.1f}" for s in shapes[1:])
+    numbers["changed_series"] = ", ".join(name for _, name in bounds)
+    message = f"{len(shapes)} phases ({'; '.join(texts)})"
+    severity = "info"
+    if pricing is not None:
+        total = sum(s["duration_s"] for s in shapes)
+        one = pricing.hourly(whole["cpu"], whole["memory"], whole["gpu"]) * total / 3600
+        split = sum(
+            pricing.hourly(s["cpu"], s["memory"], s["gpu"]) * s["duration_s"] / 3600 for s in shapes
+        )
+        if math.isfinite(one) and math.isfinite(split) and one > 0:
+            saving = one - split
+            per_month = runs_per_month or DEFAULT_RUNS_PER_MONTH
+            numbers.update(
+                one_step_usd_per_run=one,
+                split_usd_per_run=split,
+                split_saving_usd_per_run=saving,
+                split_saving_share=saving / one,
+                split_saving_usd_per_month=saving * per_month,
+                runs_per_month=per_month,
+                priced_on=pricing.server,
+            )
+            if saving / one >= SPLIT_MIN_SAVING:
+                severity = "warning"
+                at = shapes[1]["start_s"]
+                message += (
+                    f". Splitting the step at {at:.0f} s into steps sized for each phase "
+                    f"would save {saving / one:.0%}: {_usd(saving)} per run, "
+                    f"{_usd(saving * per_month)} per month at {_frequency(runs_per_month)} "
+                    f"(priced on {pricing.server})"
+                )
+    return Insight("phases", severity, message + ".", numbers)

@@ -1,0 +1,223 @@
+"""Real servers on loopback for the export tests.
+
+- Debian's ``prometheus-pushgateway`` and ``prometheus`` binaries (installed by ``make
+  test``), each on a free 127.0.0.1 port with its data in a temporary folder (the
+  Pushgateway with its own ``--persistence.file``), Prometheus scraping the Pushgateway
+  every second with ``honor_labels`` (the pushed job/instance labels stay).
+- :class:`OtlpReceiver`: an HTTP server on 127.0.0.1 that decodes every OTLP/HTTP request
+  with the official ``opentelemetry-proto`` message class (``ExportMetricsServiceRequest``)
+  — a stand-in for an OpenTelemetry Collector speaking the real protocol. It can also answer
+  500, or hang, for the fault tests.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_http(url: str, proc: subprocess.Popen, log: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{url} exited at start: {open(log).read()[-2000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:
+                if answer.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"{url} did not come up in {timeout} s: {open(log).read()[-2000:]}")
+
+
+def _need(binary: str) -> str:
+    path = shutil.which(binary)
+    if path is None:
+        pytest.skip(f"{binary} is not installed (make test installs Debian's package)")
+    return path
+
+
+class Server:
+    """A started server process; stop() ends it (also when the test failed)."""
+
+    def __init__(self, args, url, ready_path, folder, name):
+        self.url = url
+        self.log = os.path.join(folder, f"{name}.log")
+        with open(self.log, "w") as log:
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            _wait_http(url + ready_path, self.proc, self.log)
+        except Exception:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+def start_pushgateway(folder: str) -> Server:
+    binary = _need("prometheus-pushgateway")
+    port = free_port()
+    args = [
+        binary,
+        f"--web.listen-address=127.0.0.1:{port}",
+        f"--persistence.file={os.path.join(folder, 'pushgateway.store')}",
+    ]
+    return Server(args, f"http://127.0.0.1:{port}", "/-/ready", folder, "pushgateway")
+
+
+def start_prometheus(folder: str, pushgateway_url: str) -> Server:
+    binary = _need("prometheus")
+    port = free_port()
+    target = urllib.parse.urlparse(pushgateway_url).netloc
+    config = os.path.join(folder, "prometheus.yml")
+    with open(config, "w") as f:
+        f.write(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+            "scrape_configs:\n  - job_name: pushgateway\n    honor_labels: true\n"
+            f"    static_configs:\n      - targets: ['{target}']\n"
+        )
+    data = os.path.join(folder, "prometheus-data")
+    args = [
+        binary,
+        f"--config.file={config}",
+        f"--storage.tsdb.path={data}",
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--web.enable-lifecycle",
+    ]
+    return Server(args, f"http://127.0.0.1:{port}", "/-/ready", folder, "prometheus")
+
+
+def prom_query(prometheus: Server, promql: str):
+    """The result vector of an instant query ([{"metric": {...}, "value": [t, "v"]}, ...])."""
+    url = prometheus.url + "/api/v1/query?" + urllib.parse.urlencode({"query": promql})
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        body = json.load(answer)
+    assert body["status"] == "success", body
+    return body["data"]["result"]
+
+
+def prom_wait(prometheus: Server, promql: str, count: int = 1, timeout: float = 60.0):
+    """Query until the result has at least count series (Prometheus scrapes every second)."""
+    deadline = time.monotonic() + timeout
+    result = []
+    while time.monotonic() < deadline:
+        result = prom_query(prometheus, promql)
+        if len(result) >= count:
+            return result
+        time.sleep(0.5)
+    raise AssertionError(f"{promql}: {len(result)} series after {timeout} s, wanted {count}")
+
+
+class OtlpReceiver:
+    """OTLP/HTTP metrics receiver on 127.0.0.1 (see the module docstring).
+
+    mode: 'ok' (decode, keep, answer 200), 'fail' (answer 500) or 'hang' (never answer
+    until closed); the fault modes answer a Pushgateway's PUT the same way. requests: the
+    decoded ExportMetricsServiceRequest messages; headers: the HTTP headers of each request."""
+
+    def __init__(self, mode: str = "ok"):
+        from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+            ExportMetricsServiceRequest,
+            ExportMetricsServiceResponse,
+        )
+
+        self.mode = mode
+        self.requests = []
+        self.headers = []
+        self.hits = 0
+        self._release = threading.Event()
+        receiver = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                receiver.hits += 1
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if receiver.mode == "hang":
+                    receiver._release.wait(60)
+                    return
+                if receiver.mode == "fail":
+                    self.send_response(500)
+                    self.end_headers()
+                    return
+                message = ExportMetricsServiceRequest()
+                message.ParseFromString(body)
+                receiver.requests.append(message)
+                receiver.headers.append(dict(self.headers))
+                reply = ExportMetricsServiceResponse().SerializeToString()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def do_PUT(self):  # the Pushgateway's method, for the fault modes
+                self.do_POST()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def data_points(requests):
+    """Every data point received: dicts with name, unit, kind, attributes, value, resource."""
+    points = []
+    for request in requests:
+        for rm in request.resource_metrics:
+            resource = {kv.key: _any_value(kv.value) for kv in rm.resource.attributes}
+            for sm in rm.scope_metrics:
+                for metric in sm.metrics:
+                    kind = metric.WhichOneof("data")
+                    for dp in getattr(metric, kind).data_points:
+                        points.append(
+                            {
+                                "name": metric.name,
+                                "unit": metric.unit,
+                                "kind": kind,
+                                "monotonic": getattr(getattr(metric, kind), "is_monotonic", None),
+                                "attributes": {
+                                    kv.key: _any_value(kv.value) for kv in dp.attributes
+                                },
+                                "value": dp.as_double
+                                if dp.WhichOneof("value") == "as_double"
+                                else dp.as_int,
+                                "resource": resource,
+                            }
+                        )
+    return points
+
+
+def _any_value(value):
+    return getattr(value, value.WhichOneof("value"))

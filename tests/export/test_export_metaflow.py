@@ -1,0 +1,95 @@
+"""A real Metaflow run (pip-installed metaflow, local datastore and metadata; see
+tests/metaflow/mf_harness.py) with @track_resources(export="pushgateway"): the step's series
+reach Prometheus (through Debian's Pushgateway, scraped on loopback) carrying the flow, run,
+step and task ids, and the PromQL of docs/export.md answers "peak memory of step X over the
+last N runs" from them."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from mf_harness import query, run_flow, task_of
+from servers import prom_query, prom_wait
+
+pytest.importorskip("metaflow")
+
+FLOW = os.path.join(os.path.dirname(os.path.abspath(__file__)), "flows", "mf_export_flow.py")
+MIB = 1024 * 1024
+
+# the query of docs/export.md, with N = 30 (and 1 below)
+LAST_RUNS = """
+max by (run_id) (
+  resource_tracker_run_process_memory_peak_bytes{{flow="ExportFlow", step="train"}}
+  and on (run_id)
+  topk({n}, max by (run_id) (
+    resource_tracker_run_end_timestamp_seconds{{flow="ExportFlow", step="train"}}))
+)
+"""
+
+
+def test_metaflow_step_series_carry_the_task_ids(prom_stack, tmp_path):
+    pushgateway, prometheus = prom_stack
+    env = {"RESOURCE_TRACKER_PUSHGATEWAY_URL": pushgateway.url}
+    for _ in range(2):
+        done = run_flow(tmp_path, FLOW, env=env)
+        assert done.returncode == 0, done.stdout[-4000:]
+    runs = query(tmp_path, "ExportFlow", all_runs=True)
+    assert len(runs) == 2
+    tasks = {}
+    for run in runs:
+        task = task_of(run, "train")
+        data = task["artifacts"]["resource_tracker_data"]
+        assert data["error"] is None, data["error"]
+        export = data["detailed_stats"]["export"]["targets"]["pushgateway"]
+        assert export["final"] == "sent" and export["failures"] == 0, export
+        tasks[str(run["id"])] = (str(task["id"]), data["detailed_stats"])
+
+    peaks = prom_wait(
+        prometheus, 'resource_tracker_run_process_memory_peak_bytes{flow="ExportFlow"}', count=2
+    )
+    for series in peaks:
+        labels = series["metric"]
+        assert labels["step"] == "train" and labels["job"] == "resource_tracker"
+        task_id, stats = tasks[labels["run_id"]]
+        assert labels["task_id"] == task_id
+        assert labels["instance"]
+        peak = stats["process_memory"]["max"] * 1024
+        assert float(series["value"][1]) == pytest.approx(peak, rel=0.01)
+        assert peak > 100 * MIB
+    # the live gauges carry the same labels
+    live = prom_query(prometheus, 'resource_tracker_process_memory_bytes{flow="ExportFlow"}')
+    assert {s["metric"]["run_id"] for s in live} == set(tasks)
+
+    last_30 = prom_query(prometheus, LAST_RUNS.format(n=30))
+    assert {s["metric"]["run_id"] for s in last_30} == set(tasks)
+    newest = max(tasks, key=int)
+    last_1 = prom_query(prometheus, LAST_RUNS.format(n=1))
+    assert [s["metric"]["run_id"] for s in last_1] == [newest]
+
+
+def test_metaflow_otlp_resource_carries_the_task_ids(tmp_path):
+    """RESOURCE_TRACKER_EXPORT=otlp and no export attribute: the step exports over OTLP to a
+    loopback receiver (official opentelemetry-proto decoding); the resource carries the
+    flow, run, step and task ids beside host.name and process.pid."""
+    from servers import OtlpReceiver, data_points
+
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+    flow = os.path.join(os.path.dirname(FLOW), "mf_otlp_flow.py")
+    receiver = OtlpReceiver()
+    try:
+        env = {"RESOURCE_TRACKER_EXPORT": "otlp", "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url}
+        done = run_flow(tmp_path, flow, env=env)
+        assert done.returncode == 0, done.stdout[-4000:]
+    finally:
+        receiver.close()
+    run = query(tmp_path, "OtlpFlow")[0]
+    task = task_of(run, "train")
+    resources = {tuple(sorted(p["resource"].items())) for p in data_points(receiver.requests)}
+    assert len(resources) == 1  # only the tracked step exported
+    resource = dict(next(iter(resources)))
+    assert resource["metaflow.flow_name"] == "OtlpFlow"
+    assert resource["metaflow.run_id"] == str(run["id"])
+    assert resource["metaflow.step_name"] == "train"
+    assert resource["metaflow.task_id"] == str(task["id"])
+    assert resource["host.name"] and resource["process.pid"] > 0
