@@ -150,12 +150,12 @@ fill_system_row(const Collector *collector, const SystemReading *sys, const GpuR
     row[SC_STIME] = sys->sys_s;
     row[SC_CPU_USAGE] = collector_cpu_usage(sys->user_s + sys->sys_s, dt, collector->tick_s,
                                             collector->system_cores);
-    row[SC_MEMORY_FREE] = sys->memory_free;
-    row[SC_MEMORY_USED] = sys->memory_used;
-    row[SC_MEMORY_BUFFERS] = sys->memory_buffers;
-    row[SC_MEMORY_CACHED] = sys->memory_cached;
-    row[SC_MEMORY_ACTIVE] = sys->memory_active;
-    row[SC_MEMORY_INACTIVE] = sys->memory_inactive;
+    row[SC_MEMORY_FREE] = sys->free_kib;
+    row[SC_MEMORY_USED] = sys->used_kib;
+    row[SC_MEMORY_BUFFERS] = sys->buffers_kib;
+    row[SC_MEMORY_CACHED] = sys->cached_kib;
+    row[SC_MEMORY_ACTIVE] = sys->active_kib;
+    row[SC_MEMORY_INACTIVE] = sys->inactive_kib;
     row[SC_DISK_READ_BYTES] = sys->disk_read_b;
     row[SC_DISK_WRITE_BYTES] = sys->disk_write_b;
     row[SC_DISK_SPACE_TOTAL_GB] = sys->space_total_gb;

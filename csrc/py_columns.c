@@ -3,6 +3,7 @@
 #include "py_core.h"
 
 #include "columns.h"
+#include "schedule.h"
 
 /* a tuple of the names of n columns */
 static PyObject *
@@ -55,7 +56,7 @@ registry_tuple(void)
 }
 
 static int
-add_tuple(PyObject *module, const char *name, PyObject *value)
+add_value(PyObject *module, const char *name, PyObject *value)
 {
     if (value == NULL)
         return -1;
@@ -69,9 +70,13 @@ add_tuple(PyObject *module, const char *name, PyObject *value)
 int
 rt_add_columns(PyObject *module)
 {
-    return add_tuple(module, "PROCESS_COLUMNS", names_tuple(process_columns, PC_COUNT)) ||
-                   add_tuple(module, "SYSTEM_COLUMNS", names_tuple(system_columns, SC_COUNT)) ||
-                   add_tuple(module, "COLUMN_REGISTRY", registry_tuple())
+    if (add_value(module, "FOLD_SHARE", PyFloat_FromDouble(FOLD_SHARE)) ||
+        add_value(module, "FOLD_MIN_SECONDS", PyFloat_FromDouble(FOLD_MIN_SECONDS)) ||
+        add_value(module, "FINAL_MIN_SECONDS", PyFloat_FromDouble(FINAL_MIN_SECONDS)))
+        return -1;
+    return add_value(module, "PROCESS_COLUMNS", names_tuple(process_columns, PC_COUNT)) ||
+                   add_value(module, "SYSTEM_COLUMNS", names_tuple(system_columns, SC_COUNT)) ||
+                   add_value(module, "COLUMN_REGISTRY", registry_tuple())
                ? -1
                : 0;
 }

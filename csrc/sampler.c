@@ -9,13 +9,9 @@
 #include <time.h>
 
 #include "columns.h"
+#include "schedule.h"
 
 #define SAMPLER_STACK_BYTES (256 * 1024)
-#define FOLD_SHARE 0.25
-/* a final interval shorter than this is too short to measure CPU time in clock ticks (10 ms):
- * it is folded into the previous row whatever the interval */
-#define FOLD_MIN_SECONDS 0.1
-#define FINAL_MIN_SECONDS 0.001
 #define WAIT_SLICE_SECONDS 60.0       /* one timed wait at most (deadlines beyond are re-waited) */
 #define WAIT_ERROR_SLEEP_NS 10000000L /* after a failed timed wait: no busy loop */
 

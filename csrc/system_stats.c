@@ -214,12 +214,12 @@ read_memory(SystemStats *stats, SystemReading *out)
         return;
     }
     used = mem.total - mem.free - mem.buffers - mem.cached - mem.sreclaimable;
-    out->memory_free = (double)mem.free;
-    out->memory_used = used > 0 ? (double)used : 0.0;
-    out->memory_buffers = (double)mem.buffers;
-    out->memory_cached = (double)(mem.cached + mem.sreclaimable);
-    out->memory_active = (double)mem.active;
-    out->memory_inactive = (double)mem.inactive;
+    out->free_kib = (double)mem.free;
+    out->used_kib = used > 0 ? (double)used : 0.0;
+    out->buffers_kib = (double)mem.buffers;
+    out->cached_kib = (double)(mem.cached + mem.sreclaimable);
+    out->active_kib = (double)mem.active;
+    out->inactive_kib = (double)mem.inactive;
 }
 
 static void

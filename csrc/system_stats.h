@@ -12,8 +12,9 @@
 
 typedef struct SystemReading {
     double user_s, sys_s; /* CPU seconds in the interval, all cores */
-    double memory_free, memory_used, memory_buffers, memory_cached, memory_active,
-        memory_inactive;              /* KiB */
+    /* /proc/meminfo in KiB: MemFree, used (total - free - buffers - cached), Buffers, Cached +
+     * SReclaimable, Active, Inactive */
+    double free_kib, used_kib, buffers_kib, cached_kib, active_kib, inactive_kib;
     double disk_read_b, disk_write_b; /* in the interval */
     double space_total_gb, space_used_gb, space_free_gb;
     double net_recv_b, net_sent_b; /* in the interval */

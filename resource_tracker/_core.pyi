@@ -124,3 +124,6 @@ def keeper_prices(
 ) -> Tuple[str, Any]: ...
 
 COLUMN_REGISTRY: Tuple[Tuple[str, str, str, str, str, str, str, int], ...]
+FOLD_SHARE: float
+FOLD_MIN_SECONDS: float
+FINAL_MIN_SECONDS: float

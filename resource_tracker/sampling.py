@@ -48,14 +48,14 @@ __all__ = [
 #: The two tables a sampler fills.
 TABLES: Tuple[str, str] = ("process", "system")
 
-# The last, partial interval (when stop() comes between two ticks), as csrc/sampler.c has it:
-#: a final reading this much of an interval long or shorter is folded into the previous row;
-FOLD_SHARE = 0.25
+# The last, partial interval (when stop() comes between two ticks): csrc/schedule.h's rules.
+#: A final reading this much of an interval long or shorter is folded into the previous row;
+FOLD_SHARE: float = _core.FOLD_SHARE
 #: so is one this short (seconds) whatever the interval: too short to measure CPU time in
 #: clock ticks (10 ms);
-FOLD_MIN_SECONDS = 0.1
+FOLD_MIN_SECONDS: float = _core.FOLD_MIN_SECONDS
 #: and a final reading closer than this (seconds) to the last one is not taken at all.
-FINAL_MIN_SECONDS = 0.001
+FINAL_MIN_SECONDS: float = _core.FINAL_MIN_SECONDS
 #: Seconds stop() waits for the sampler thread at most (the C sampler's value where built).
 STOP_TIMEOUT: float = float(getattr(_core, "STOP_TIMEOUT", 2.0))
 

@@ -415,6 +415,32 @@ def _set_schedule(tracker, history):
             tracker.extra["schedule"] = {"runs_per_month": per_month}
 
 
+def _describe_step(tracker, history, failed, label, asked, stats_list):
+    """What the summary needs to know of the step: its label, Metaflow, whether it failed,
+    what it asked for, its earlier runs and how often it runs."""
+    if label:
+        tracker.label = label
+    tracker.extra.update(integration="Metaflow", step_failed=bool(failed))
+    if asked:
+        tracker.extra["resources_asked"] = dict(asked)
+    if stats_list:
+        tracker.extra["historical_stats"] = list(stats_list)
+    _set_schedule(tracker, history)
+
+
+def _recommendations(summary):
+    """The artifact's ``recommendations``: resources, the best server and why there is none."""
+    return {
+        "resources": summary.resources,
+        "server": summary.server.best,
+        "server_note": (
+            (summary.server.unavailable or summary.server.no_match)
+            if summary.resources is not None
+            else None
+        ),
+    }
+
+
 def build_artifact(tracker, history, failed, error=None, label=None, asked=None):
     """The artifact dict of a stopped tracker.
 
@@ -440,27 +466,13 @@ def build_artifact(tracker, history, failed, error=None, label=None, asked=None)
         artifact = error_artifact(error or "resource tracking did not run", failed)
         artifact["historical_stats"] = summarize_history(stats_list, notes, runs)
         return artifact
-    if label:
-        tracker.label = label
-    tracker.extra.update(integration="Metaflow", step_failed=bool(failed))
-    if asked:
-        tracker.extra["resources_asked"] = dict(asked)
-    if stats_list:
-        tracker.extra["historical_stats"] = list(stats_list)
-    _set_schedule(tracker, history)
+    _describe_step(tracker, history, failed, label, asked, stats_list)
     # computed once here (the catalog lookup included, bounded in time); the snapshot below
     # stores it, so the card renders it without asking the catalog again
     summary = tracker.summary(historical_stats=list(stats_list) or None)
     errors = ([error] if error else []) + [
         f"no resource recommendation: {text}" for text in summary.warnings_about("recommendation")
     ]
-    recommendations = {
-        "resources": summary.resources,
-        "server": summary.server.best,
-        "server_note": summary.server.unavailable or summary.server.no_match,
-    }
-    if summary.resources is None:
-        recommendations["server_note"] = None
     process, system = tracker.process_metrics, tracker.system_metrics
     snapshot = tracker._snapshot_fields()
     snapshot.update(process_metrics=process, system_metrics=system)
@@ -473,7 +485,7 @@ def build_artifact(tracker, history, failed, error=None, label=None, asked=None)
         "detailed_stats": summary.stats,
         "historical_stats": summarize_history(stats_list, notes, runs),
         "historical_runs_stats": stats_list,
-        "recommendations": recommendations,
+        "recommendations": _recommendations(summary),
         "insights": [insight.to_dict() for insight in summary.insights],
         "step_failed": bool(failed),
         "error": "; ".join(errors) or None,
