@@ -230,6 +230,10 @@ def summary_metric(col: Column, stat: str) -> Tuple[str, str, float]:
     return prom, f"{OTLP_PREFIX}.run.{col.table}.{col.name}.{word}", scale
 
 
+#: The run's findings (resource_tracker.insights), counted by kind and severity:
+#: (Prometheus name, OTLP name).
+INSIGHTS = ("resource_tracker_run_insights", f"{OTLP_PREFIX}.run.insights")
+
 #: recommend_resources() key -> (Prometheus name, OTLP name, OTLP unit, scale to base unit)
 RECOMMENDATION = {
     "cpu": (

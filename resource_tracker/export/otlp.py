@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Dict, List
 
 from .context import Identity
-from .metrics import RECOMMENDATION, SUMMARY_FIELDS, cpu_count, exported, summary_metric
+from .metrics import INSIGHTS, RECOMMENDATION, SUMMARY_FIELDS, cpu_count, exported, summary_metric
 
 SEND_TIMEOUT_S = 5.0
 SERVICE_NAME = "resource-tracker"
@@ -181,6 +181,21 @@ class OtlpSink:
                     f"{col.label}: {stat} over the run",
                     lambda s, k=key, st=stat, sc=scale: _figure(s, k, st, sc),
                 )
+
+        def insights(options):
+            if self._summary is None:
+                return []
+            return [
+                Observation(n, {"kind": kind, "severity": severity})
+                for (kind, severity), n in sorted(self._summary.insights.items())
+            ]
+
+        self._meter.create_observable_gauge(
+            INSIGHTS[1],
+            callbacks=[insights],
+            unit="{finding}",
+            description="Findings of the run (resource_tracker.insights) by kind and severity",
+        )
         for key, (_, otlp_name, unit, scale) in RECOMMENDATION.items():
             gauge(
                 otlp_name,

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional
 
 from ..registry import column
 from .context import Identity
-from .metrics import RECOMMENDATION, SUMMARY_FIELDS, exported, summary_metric
+from .metrics import INSIGHTS, RECOMMENDATION, SUMMARY_FIELDS, exported, summary_metric
 
 
 def grouping_key(identity: Identity) -> Dict[str, str]:
@@ -140,4 +140,19 @@ class PushgatewaySink:
             if key in RECOMMENDATION:
                 prom, _, _, scale = RECOMMENDATION[key]
                 families.append(self._gauge(prom, f"Recommended {key}", value * scale))
+        if summary.insights:
+            families.append(self._insights(summary.insights))
         return families
+
+    @staticmethod
+    def _insights(counts):
+        from prometheus_client.core import GaugeMetricFamily
+
+        family = GaugeMetricFamily(
+            INSIGHTS[0],
+            "Findings of the run (resource_tracker.insights) by kind and severity",
+            labels=["kind", "severity"],
+        )
+        for (kind, severity), n in sorted(counts.items()):
+            family.add_metric([kind, severity], float(n))
+        return family

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 from ..registry import stat_columns
 
@@ -17,13 +17,15 @@ from ..registry import stat_columns
 class RunSummary:
     """duration (s), end time (s since the epoch), failed (None: not known), and per stats
     key the figures (mean/max/sum, in the column's unit); recommendation as
-    ``recommend_resources()`` gives it (memory and vram in MiB)."""
+    ``recommend_resources()`` gives it (memory and vram in MiB); insights: how many findings
+    of each (kind, severity) the run summary has (resource_tracker.insights)."""
 
     duration: float
     end_time: float
     failed: Optional[bool]
     figures: Dict[str, Dict[str, float]] = field(default_factory=dict)
     recommendation: Dict[str, float] = field(default_factory=dict)
+    insights: Dict[Tuple[str, str], int] = field(default_factory=dict)
 
 
 def run_summary(tracker, failed: Optional[bool] = None) -> RunSummary:
@@ -47,7 +49,17 @@ def run_summary(tracker, failed: Optional[bool] = None) -> RunSummary:
         failed=failed,
         figures=figures,
         recommendation=recommendation,
+        insights=insight_counts(summary.insights),
     )
+
+
+def insight_counts(insights) -> Dict[Tuple[str, str], int]:
+    """How many findings of each (kind, severity)."""
+    counts: Dict[Tuple[str, str], int] = {}
+    for insight in insights or ():
+        key = (str(insight.kind), str(insight.severity))
+        counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 def _num(value) -> bool:

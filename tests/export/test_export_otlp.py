@@ -165,3 +165,29 @@ def test_otlp_from_resource_tracker_run_knows_the_command_failed(monkeypatch, re
     assert final[("resource_tracker.run.failed", ())]["value"] == 1
     duration = final[("resource_tracker.run.duration", ())]["value"]
     assert duration == pytest.approx(run.tracker.stats()["timestamp"]["duration"], rel=1e-9)
+
+
+def test_otlp_final_export_counts_the_runs_findings(monkeypatch, receiver):
+    """A run that asked for 8 CPUs and 16000 MiB (as a Metaflow step's @resources would) and
+    used a fraction: the final export carries resource_tracker.run.insights by kind and
+    severity, the counts of the run summary's findings (decoded with the official proto
+    classes by the loopback receiver)."""
+    import time
+
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    tracker = ResourceTracker(interval=0.1, export="otlp")
+    tracker.extra["resources_asked"] = {"cpu": 8, "memory": 16000}
+    time.sleep(0.5)
+    tracker.stop()
+    assert tracker.stats()["export"]["targets"]["otlp"]["final"] == "sent"
+    final = _final(data_points(receiver.requests))
+    got = {
+        (dict(attrs)["kind"], dict(attrs)["severity"]): point["value"]
+        for (name, attrs), point in final.items()
+        if name == "resource_tracker.run.insights"
+    }
+    expected = {}
+    for insight in tracker.summary().insights:
+        key = (insight.kind, insight.severity)
+        expected[key] = expected.get(key, 0) + 1
+    assert ("over_provisioned", "warning") in got and got == expected

@@ -78,13 +78,15 @@ def test_pushgateway_live_gauges_and_final_summary_reach_prometheus(prom_stack, 
 
 def test_pushgateway_final_push_on_failure(prom_stack, monkeypatch):
     """A job failing inside ``with ResourceTracker(...)``: the exception reaches the caller
-    unchanged and the final push still happens, marked failed."""
+    unchanged and the final push still happens, marked failed, with the run's findings (it
+    asked for 8 CPUs and 16000 MiB, as a Metaflow step's @resources would: over-provisioned)."""
     pushgateway, prometheus = prom_stack
     monkeypatch.setenv("RESOURCE_TRACKER_PUSHGATEWAY_URL", pushgateway.url)
     work = Workload("time.sleep(1.0)\n")
     try:
         with pytest.raises(ZeroDivisionError):
             with ResourceTracker(pid=work.pid, interval=0.2, export="pushgateway") as tracker:
+                tracker.extra["resources_asked"] = {"cpu": 8, "memory": 16000}
                 work.go()
                 work.proc.wait(30)
                 raise ZeroDivisionError("the job broke")
@@ -94,6 +96,13 @@ def test_pushgateway_final_push_on_failure(prom_stack, monkeypatch):
     assert tracker.stats()["export"]["targets"]["pushgateway"]["final"] == "sent"
     failed = prom_wait(prometheus, f'resource_tracker_run_failed{{pid="{work.pid}"}}')
     assert float(failed[0]["value"][1]) == 1.0
+    found = prom_wait(prometheus, f'resource_tracker_run_insights{{pid="{work.pid}"}}')
+    kinds = {(r["metric"]["kind"], r["metric"]["severity"]): float(r["value"][1]) for r in found}
+    expected = {}
+    for insight in tracker.summary().insights:
+        key = (insight.kind, insight.severity)
+        expected[key] = expected.get(key, 0.0) + 1.0
+    assert ("over_provisioned", "warning") in kinds and kinds == expected
 
 
 def test_pushgateway_final_push_at_exit_without_stop(prom_stack, tmp_path):
