@@ -849,10 +849,22 @@ class ResourceTracker:
 
 
 def _export_settings(export: Any) -> Any:
-    """The checked export settings (no targets: no export), read once at construction."""
+    """The checked export settings (no targets: no export), read once at construction; None
+    when export is off (the export package is not even imported: start() stays cheap)."""
+    if _export_off(export):
+        return None
     from .export import prepare_export
 
     return prepare_export(export)
+
+
+def _export_off(export: Any) -> bool:
+    """True when neither the argument nor RESOURCE_TRACKER_EXPORT names a target."""
+    if export is None:
+        return not settings.get("RESOURCE_TRACKER_EXPORT")
+    if isinstance(export, str):
+        return not export.strip(" ,")
+    return isinstance(export, (list, tuple)) and not export
 
 
 def _data_quality(rows_dropped: int, io_denied: int, pss_denied: int) -> Dict[str, Any]:
