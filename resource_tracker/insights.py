@@ -65,6 +65,8 @@ CHANGE_SHARE = 0.2
 SPLIT_MIN_SAVING = 0.2
 #: Samples a phase has at least.
 MIN_PHASE_SAMPLES = 3
+#: Phases whose memory peaks are this close (MiB; or 10%) need the same memory.
+SAME_MEMORY_MIB = 256.0
 
 
 @dataclass(frozen=True)
@@ -503,10 +505,13 @@ def phases(
     bounds = _merge(found, MIN_PHASE_SAMPLES)
     if not bounds:
         return []
+    cols = [data.get(k, []) for k in ("cpu", "memory", "gpu")]
+    bounds = _distinct_phases(bounds, n, cols)
+    if not bounds:
+        return []
     edges = [0] + [k for k, _ in bounds] + [n]
     step = (timestamps[-1] - timestamps[0]) / (n - 1) if n > 1 else 0.0
     start = timestamps[0] - step
-    cols = [data.get(k, []) for k in ("cpu", "memory", "gpu")]
     shapes = []
     for lo, hi in zip(edges, edges[1:]):
         began = start if lo == 0 else timestamps[lo - 1]
@@ -519,6 +524,36 @@ def phases(
             }
         )
     return [_phases_insight(shapes, bounds, _need(*cols), pricing, runs_per_month)]
+
+
+def _distinct_phases(
+    bounds: List[Tuple[int, str]], n: int, cols: Sequence[Sequence[float]]
+) -> List[Tuple[int, str]]:
+    """The boundaries between phases that need different resources: a boundary whose two
+    sides need the same cores and GPUs and memory within :data:`SAME_MEMORY_MIB` (or 10%)
+    is dropped (a wobble of a busy machine, not a phase a split could size for)."""
+    kept = list(bounds)
+    changed = True
+    while changed and kept:
+        changed = False
+        edges = [0] + [k for k, _ in kept] + [n]
+        for i in range(len(kept)):
+            left = _need(*(c[edges[i] : edges[i + 1]] for c in cols))
+            right = _need(*(c[edges[i + 1] : edges[i + 2]] for c in cols))
+            if _same_need(left, right):
+                del kept[i]
+                changed = True
+                break
+    return kept
+
+
+def _same_need(a: Mapping[str, float], b: Mapping[str, float]) -> bool:
+    memory_gap = abs(a["memory"] - b["memory"])
+    return (
+        a["cpu"] == b["cpu"]
+        and a["gpu"] == b["gpu"]
+        and memory_gap <= max(SAME_MEMORY_MIB, 0.1 * max(a["memory"], b["memory"]))
+    )
 
 
 def _phases_insight(shapes, bounds, whole, pricing, runs_per_month) -> Insight:

@@ -17,20 +17,16 @@ from __future__ import annotations
 
 import math
 from array import array
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Dict,
-    List,
-    Mapping,
-    Optional,
-    Protocol,
-    Tuple,
-    runtime_checkable,
-)
 
 from . import _core
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
+
+TYPE_CHECKING = False  # typing is not imported at run time: see __getattr__ below
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+    from .sampler_protocol import RowSampler, Sampler
+
 
 __all__ = [
     "Sampler",
@@ -60,86 +56,15 @@ FINAL_MIN_SECONDS: float = _core.FINAL_MIN_SECONDS
 STOP_TIMEOUT: float = float(getattr(_core, "STOP_TIMEOUT", 2.0))
 
 
-@runtime_checkable
-class Sampler(Protocol):
-    """A sampler of one workload (a process tree) and the machine.
+def __getattr__(name: str) -> Any:
+    """``Sampler`` and ``RowSampler`` (typing.Protocol classes, in sampler_protocol.py) are
+    loaded on first use: importing typing costs ~2 MiB and milliseconds, which
+    ``import resource_tracker`` does without."""
+    if name in ("Sampler", "RowSampler"):
+        from . import sampler_protocol
 
-    Lifecycle: ``state`` goes ``'new'`` -> ``'running'`` (``start()``) -> ``'stopped'``
-    (``stop()``, idempotent; it takes a last reading of the partial interval). A stopped
-    sampler cannot start again (``RuntimeError``). The first reading after start is a
-    baseline that stores no row; then one row per table per tick of the grid
-    ``start + k * interval`` (:func:`next_tick`).
-
-    The counters ``rows_dropped``, ``io_denied``, ``pss_denied`` feed
-    ``ResourceTracker.data_quality()``; ``memory_hwm`` is the largest resident set (KiB) one
-    process of the workload had (the kernel's high-water mark), 0 where unknown.
-    """
-
-    def start(self) -> None:
-        """Starts sampling in the background (RuntimeError when started before)."""
-
-    def stop(self) -> None:
-        """Stops sampling after a last reading; the rows stay (safe to call again)."""
-
-    def wait(self, n: int, timeout: float) -> bool:
-        """Waits up to timeout seconds until n rows are stored: True when there are."""
-
-    def columns(self, table: str) -> List[bytes]:
-        """One buffer of float64 values per column of ``table`` ('process' or 'system')."""
-
-    def column_views(self, table: str) -> Optional[List[Any]]:
-        """The stored columns of ``table`` themselves (read-only float64 buffers, no copy)
-        once the rows are final (stopped), else None: then ``columns()`` copies them."""
-
-    @property
-    def state(self) -> str:
-        """'new', 'running' or 'stopped'."""
-
-    @property
-    def n_samples(self) -> int:
-        """Rows stored so far (the larger of the two tables)."""
-
-    @property
-    def start_time(self) -> float:
-        """Start, seconds since the epoch (0.0 before start)."""
-
-    @property
-    def stop_time(self) -> float:
-        """Stop, seconds since the epoch (0.0 while running)."""
-
-    @property
-    def interval(self) -> float:
-        """Seconds between samples."""
-
-    @property
-    def cpu_seconds(self) -> float:
-        """CPU time the sampler itself used."""
-
-    @property
-    def rows_dropped(self) -> float:
-        """Rows lost because memory ran out."""
-
-    @property
-    def io_denied(self) -> float:
-        """Reads of a process's I/O counters that were refused."""
-
-    @property
-    def pss_denied(self) -> float:
-        """Reads of a process's shared-memory figures (PSS) that were refused."""
-
-    @property
-    def memory_hwm(self) -> float:
-        """KiB: the kernel's high-water mark of one process of the workload (0: unknown)."""
-
-
-@runtime_checkable
-class RowSampler(Sampler, Protocol):
-    """A live sampler that can also take one reading in the calling thread (the C and the
-    psutil sampler; the CSV trackers drive it so, without a thread of their own)."""
-
-    def sample_now(self) -> Optional[Tuple[List[float], List[float]]]:
-        """One reading now: (process row, system row), or None for the baseline (the first
-        reading). RuntimeError while the sampler's own thread runs."""
+        return getattr(sampler_protocol, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def table_columns(table: str) -> Tuple[str, ...]:

@@ -6,10 +6,15 @@ Everything is read from /proc, /sys and NVML in a few milliseconds; no subproces
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
-#: A cgroup mount: (root of the mount, mount point).
-Mount = Tuple[str, str]
+TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+
+if TYPE_CHECKING:
+    #: A cgroup mount: (root of the mount, mount point).
+    Mount = Tuple[str, str]
+
 
 _UNLIMITED = 1 << 62  # cgroup v1 writes "no limit" as a page-aligned 2**63 - 1
 

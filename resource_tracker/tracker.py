@@ -10,21 +10,6 @@ from __future__ import annotations
 
 import os
 from array import array
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Callable,
-    Dict,
-    List,
-    Literal,
-    Mapping,
-    NoReturn,
-    Optional,
-    Sequence,
-    TypeVar,
-    Union,
-    cast,
-)
 
 # cgroup_usage is imported here: in the worker thread that reads the start figures it would
 # grow that thread's own C heap (~650 KiB of RSS), in start() it would cost ~2.5 ms
@@ -32,15 +17,31 @@ from . import _background, _core, settings
 from . import cgroup_usage as _cgroup
 from ._version import __version__
 from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABELS
-from .sampling import RowSampler, Sampler
 from .sampling import StoredRun as _StoredRun
 from .tiny_data_frame import TinyDataFrame
 
-_T = TypeVar("_T")
+TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds): annotations only
+if TYPE_CHECKING:
+    from typing import (
+        Any,
+        Callable,
+        Dict,
+        List,
+        Literal,
+        Mapping,
+        NoReturn,
+        Optional,
+        Sequence,
+        TypeVar,
+        Union,
+    )
 
-if TYPE_CHECKING:  # for the annotations only
+    from .sampler_protocol import RowSampler, Sampler
     from .summary import RunSummary
     from .supervise import CommandRun
+
+    _T = TypeVar("_T")
+
 
 #: Runs shorter than this (seconds) have no measurable CPU usage (10 clock ticks of 10 ms);
 #: the rule lives in the C core (csrc/stats.c), which says how short.
@@ -468,7 +469,8 @@ class ResourceTracker:
         cache = self.__dict__.setdefault("_data_cache", {})
         hit = cache.get(what)
         if hit is not None and hit[0] == key:
-            return cast(_T, hit[1])
+            cached: _T = hit[1]
+            return cached
         value = compute()
         cache[what] = (key, value)
         return value

