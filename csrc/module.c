@@ -7,9 +7,9 @@
 #define RT_VERSION "0.0.0"
 #endif
 
-/* 0, or -1 with an exception */
-static int
-add_object(PyObject *module, const char *name, PyObject *value)
+/* 0, or -1 with an exception (value is stolen, NULL passes an earlier error on) */
+int
+rt_add_object(PyObject *module, const char *name, PyObject *value)
 {
     if (value == NULL)
         return -1;
@@ -25,7 +25,7 @@ add_object(PyObject *module, const char *name, PyObject *value)
 static int
 add_platform_parts(PyObject *module)
 {
-    if (add_object(module, "HAVE_PROCFS", PyBool_FromLong(RT_HAVE_PROCFS)))
+    if (rt_add_object(module, "HAVE_PROCFS", PyBool_FromLong(RT_HAVE_PROCFS)))
         return -1;
 #if RT_HAVE_PROCFS
     if (rt_add_views(module) || rt_add_sampler(module) || rt_add_gpu(module) ||
@@ -38,7 +38,7 @@ add_platform_parts(PyObject *module)
 static int
 core_exec(PyObject *module)
 {
-    if (add_object(module, "__version__", PyUnicode_FromString(RT_VERSION)) ||
+    if (rt_add_object(module, "__version__", PyUnicode_FromString(RT_VERSION)) ||
         rt_add_columns(module) || rt_add_stats(module) || rt_add_encode(module) ||
         add_platform_parts(module))
         return -1;

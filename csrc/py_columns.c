@@ -55,28 +55,16 @@ registry_tuple(void)
     return tuple;
 }
 
-static int
-add_value(PyObject *module, const char *name, PyObject *value)
-{
-    if (value == NULL)
-        return -1;
-    if (PyModule_AddObject(module, name, value) < 0) {
-        Py_DECREF(value);
-        return -1;
-    }
-    return 0;
-}
-
 int
 rt_add_columns(PyObject *module)
 {
-    if (add_value(module, "FOLD_SHARE", PyFloat_FromDouble(FOLD_SHARE)) ||
-        add_value(module, "FOLD_MIN_SECONDS", PyFloat_FromDouble(FOLD_MIN_SECONDS)) ||
-        add_value(module, "FINAL_MIN_SECONDS", PyFloat_FromDouble(FINAL_MIN_SECONDS)))
+    if (rt_add_object(module, "FOLD_SHARE", PyFloat_FromDouble(FOLD_SHARE)) ||
+        rt_add_object(module, "FOLD_MIN_SECONDS", PyFloat_FromDouble(FOLD_MIN_SECONDS)) ||
+        rt_add_object(module, "FINAL_MIN_SECONDS", PyFloat_FromDouble(FINAL_MIN_SECONDS)))
         return -1;
-    return add_value(module, "PROCESS_COLUMNS", names_tuple(process_columns, PC_COUNT)) ||
-                   add_value(module, "SYSTEM_COLUMNS", names_tuple(system_columns, SC_COUNT)) ||
-                   add_value(module, "COLUMN_REGISTRY", registry_tuple())
+    return rt_add_object(module, "PROCESS_COLUMNS", names_tuple(process_columns, PC_COUNT)) ||
+                   rt_add_object(module, "SYSTEM_COLUMNS", names_tuple(system_columns, SC_COUNT)) ||
+                   rt_add_object(module, "COLUMN_REGISTRY", registry_tuple())
                ? -1
                : 0;
 }

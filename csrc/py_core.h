@@ -10,6 +10,10 @@ typedef struct CoreState {
     PyTypeObject *column_view_type; /* py_views.c */
 } CoreState;
 
+/* Adds value to the module under name, stealing it: 0, or -1 with an exception (a NULL value
+ * passes on the error that made it). */
+int rt_add_object(PyObject *module, const char *name, PyObject *value);
+
 /* Each binding file adds its types and functions to the module: 0, or -1 with an exception. */
 int rt_add_columns(PyObject *module);
 int rt_add_sampler(PyObject *module);
