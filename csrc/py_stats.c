@@ -378,7 +378,42 @@ core_round_memory(PyObject *module, PyObject *arg)
     return PyLong_FromDouble(round_memory_mib(mib));
 }
 
+/* combine_runs(values, peaks): the rule over runs for one figure, on a sequence of numbers */
+static PyObject *
+core_combine_runs(PyObject *module, PyObject *args)
+{
+    PyObject *values, *seq;
+    RunCombiner c = {0, 0, 0};
+    Py_ssize_t i;
+    int peaks;
+    double v;
+
+    (void)module;
+    if (!PyArg_ParseTuple(args, "Op:combine_runs", &values, &peaks))
+        return NULL;
+    if ((seq = PySequence_Fast(values, "combine_runs() takes a sequence of numbers")) == NULL)
+        return NULL;
+    for (i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        if (item == Py_None || PyBool_Check(item))
+            continue; /* unknown: left out, like a value that is not finite */
+        if ((v = PyFloat_AsDouble(item)) == -1.0 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        run_combiner_add(&c, v);
+    }
+    Py_DECREF(seq);
+    v = run_combiner_value(&c, peaks);
+    if (!isfinite(v))
+        Py_RETURN_NONE;
+    return PyFloat_FromDouble(v);
+}
+
 static PyMethodDef stats_functions[] = {
+    {"combine_runs", (PyCFunction)core_combine_runs, METH_VARARGS,
+     "combine_runs(values, peaks) -> the highest of the values (peaks) or their mean; None when "
+     "none is a finite number."},
     {"stats", (PyCFunction)(void (*)(void))core_stats, METH_VARARGS | METH_KEYWORDS,
      "stats(process, system, start_time=0, end_time=0) -> dict of summaries by column."},
     {"summarize", (PyCFunction)(void (*)(void))core_summarize, METH_VARARGS | METH_KEYWORDS,

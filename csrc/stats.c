@@ -274,29 +274,62 @@ too_short_for_cpu(const RunFigures *run)
     return run->duration > 0 && run->duration < RECOMMEND_SHORT_RUN_S;
 }
 
+void
+run_combiner_add(RunCombiner *c, double value)
+{
+    if (!isfinite(value))
+        return;
+    c->sum += value;
+    c->top = c->used ? fmax(c->top, value) : value;
+    c->used++;
+}
+
+double
+run_combiner_value(const RunCombiner *c, int peaks)
+{
+    if (c->used == 0)
+        return NAN;
+    return peaks ? c->top : c->sum / (double)c->used;
+}
+
+double
+combine_runs(const double *values, size_t n, int peaks)
+{
+    RunCombiner c = {0, 0, 0};
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        run_combiner_add(&c, values[i]);
+    return run_combiner_value(&c, peaks);
+}
+
 /* 0, or -1 when there is not enough data */
 int
 recommend_runs(const RunFigures *runs, size_t n, Recommendation *out)
 {
-    double cpu_sum = 0, peak[RESOURCE_COUNT] = {0};
-    size_t i, cpu_runs = 0, measurable = 0, memory_runs = 0;
+    RunCombiner by[RESOURCE_COUNT];
+    size_t i, known[RESOURCE_COUNT] = {0};
+    double cpu, peak[RESOURCE_COUNT];
     int r;
 
     memset(out, 0, sizeof(*out));
-    for (i = 0; i < n; i++) {
-        if (runs[i].known[RES_CPU]) {
-            cpu_runs++;
-            if (!too_short_for_cpu(&runs[i]))
-                cpu_sum += runs[i].value[RES_CPU], measurable++;
+    memset(by, 0, sizeof(by));
+    for (i = 0; i < n; i++)
+        for (r = 0; r < RESOURCE_COUNT; r++) {
+            if (!runs[i].known[r])
+                continue;
+            known[r]++;
+            if (!(r == RES_CPU && too_short_for_cpu(&runs[i])))
+                run_combiner_add(&by[r], runs[i].value[r]);
         }
-        memory_runs += runs[i].known[RES_MEMORY];
-        for (r = RES_MEMORY; r < RESOURCE_COUNT; r++)
-            if (runs[i].known[r])
-                peak[r] = fmax(peak[r], runs[i].value[r]);
-    }
-    if (cpu_runs == 0 || memory_runs == 0)
+    if (known[RES_CPU] == 0 || known[RES_MEMORY] == 0)
         return -1;
-    out->cpu = measurable ? recommend_cpu(cpu_sum / (double)measurable) : 1;
+    for (r = 0; r < RESOURCE_COUNT; r++) {
+        double v = run_combiner_value(&by[r], r != RES_CPU);
+        peak[r] = isfinite(v) ? v : 0;
+    }
+    cpu = run_combiner_value(&by[RES_CPU], 0);
+    out->cpu = isfinite(cpu) ? recommend_cpu(cpu) : 1; /* only short runs: 1 core */
     out->memory_mib = saturate_int(recommend_memory_mib(peak[RES_MEMORY], 0));
     out->gpu = saturate_int(ceil(peak[RES_GPU] - 1e-9));
     out->vram_mib = saturate_int(recommend_memory_mib(peak[RES_VRAM], 1));

@@ -81,7 +81,21 @@ void run_figures_set(RunFigures *run, const ColumnSpec *spec, double value);
 void run_figures_from_stats(const TableColumns *process, const TableStats *stats, double duration,
                             RunFigures *out);
 
-/* The rule over runs ("mean of the means, highest of the peaks"): CPU is the mean over the
+/* The rule over runs for one figure ("mean of the means, highest of the peaks"): the highest of
+ * the values when they are peaks, else their mean (means, totals, durations). Values that are
+ * not finite are left out; NAN when none is left. The report's history and the recommender
+ * both go by it. */
+double combine_runs(const double *values, size_t n, int peaks);
+
+/* The same rule, one run at a time: add each run's value, then read the combined one. */
+typedef struct RunCombiner {
+    double sum, top;
+    size_t used;
+} RunCombiner;
+void run_combiner_add(RunCombiner *c, double value);
+double run_combiner_value(const RunCombiner *c, int peaks);
+
+/* The rule over runs applied to the resources: CPU is the mean over the
  * runs of each run's mean CPU (runs shorter than RECOMMEND_SHORT_RUN_S left out; only those:
  * 1 core); memory, GPUs and VRAM are the highest peak over the runs. 0, or -1 when no run
  * has both a CPU and a memory figure to go by. */

@@ -1,4 +1,4 @@
-/* libFuzzer target: summarize(), table_stats() and recommend_runs() (csrc/stats.c) on any
+/* libFuzzer target: summarize(), table_stats() recommend_runs() and combine_runs() (csrc/stats.c) on any
  * float64 values, NaN and infinities included. The percentiles by selection must equal those
  * of a full sort (when no NaN is in the input), lie between min and max, and nothing may hang
  * or touch memory it should not (ASan/UBSan). */
@@ -58,6 +58,21 @@ check_summary(const double *v, size_t n)
     free(sorted);
 }
 
+/* the rule over runs: a peak is one of the finite values and at least the mean of them */
+static void
+check_combined(const double *v, size_t n)
+{
+    double top = combine_runs(v, n, 1), mean = combine_runs(v, n, 0);
+    size_t i, found = 0;
+
+    for (i = 0; i < n; i++)
+        found += v[i] == top;
+    if (isnan(top) != isnan(mean) || (!isnan(top) && !found))
+        abort();
+    if (!isnan(top) && isfinite(mean) && mean > top * (1 + 1e-12) + 1e-300 && top >= 0)
+        abort();
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -83,6 +98,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         runs[1] = runs[0];
         recommend_runs(runs, 2, &rec);
     }
+    check_combined(v, n);
     free(v);
     return 0;
 }

@@ -21,6 +21,7 @@ import threading
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from . import _core
 from .insights import Insight
 from .registry import Column, column, stat_columns
 
@@ -290,9 +291,9 @@ def history_values(runs: Sequence[Mapping[str, Any]]) -> Dict[str, Dict[str, flo
     runs that have it. ``{stats key: {field: value}}``."""
     out: Dict[str, Dict[str, float]] = {}
     for spec in stat_specs():
-        seen = [v for v in (_number(s, spec.key, spec.field) for s in runs) if v is not None]
-        if seen:
-            value = max(seen) if spec.field == "max" else sum(seen) / len(seen)
+        seen = [_number(s, spec.key, spec.field) for s in runs]
+        value = _core.combine_runs(seen, spec.field == "max")  # the rule: csrc/stats.c
+        if value is not None:
             out.setdefault(spec.key, {})[spec.field] = value
     return out
 

@@ -220,6 +220,18 @@ check_history_rule(void)
 /* the snapshot's column text: base64 of little-endian float64 (the expected texts are
  * Python's base64.b64encode(array('d', values).tobytes()) on a little-endian machine) */
 static void
+check_combine_runs(void)
+{
+    const double means[] = {3.0, NAN, 0.2, INFINITY, 1.3};
+    const double none[] = {NAN, -INFINITY};
+
+    CHECK(fabs(combine_runs(means, 5, 0) - 1.5) < 1e-12, "mean of the finite means");
+    CHECK(combine_runs(means, 5, 1) == 3.0, "highest of the finite peaks");
+    CHECK(isnan(combine_runs(none, 2, 1)) && isnan(combine_runs(means, 0, 0)), "none: NAN");
+    CHECK(combine_runs(means + 2, 1, 0) == 0.2, "one run is its own figure");
+}
+
+static void
 check_float64_text(void)
 {
     double v[4] = {1.0, -2.5, 0.0, 1e300};
@@ -243,6 +255,7 @@ main(void)
     check_weights_and_nan();
     check_table();
     check_history_rule();
+    check_combine_runs();
     if (failures) {
         printf("%d of %d checks failed\n", failures, checks);
         return 1;
