@@ -24,7 +24,7 @@ typedef struct GpuMonitor GpuMonitor;
  * when there is no usable library or no GPU (silently: that is the normal case). */
 GpuMonitor *gpu_monitor_open(const char *library_path);
 
-/* Fills system (all GPUs) and process (only the processes in pids, sorted ascending). A failing
+/* Fills system (all GPUs) and process (only the processes in pids, in any order). A failing
  * call leaves the affected values at 0; sampling goes on. Process-level: usage is the tree's
  * per-process utilisation, vram the tree's used GPU memory, utilized the GPUs where the tree
  * has utilisation or memory. */

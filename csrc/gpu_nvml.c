@@ -1,8 +1,10 @@
 /* GPU monitor over NVML, loaded with dlopen: no build-time CUDA dependency. The declarations
  * below follow the NVML C API (nvml.h); only the symbols used here are resolved. */
 #include "gpu.h"
+#include "pid_map.h"
 
 #include <dlfcn.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,6 +94,8 @@ struct GpuMonitor {
     size_t procs_cap;
     nvmlProcessUtilizationSample_t *samples;
     unsigned int samples_cap;
+    PidMap tree; /* the tracked tree's pids, for the reading under way */
+    PidMap seen; /* one device's processes, each once, with its largest figure */
 };
 
 /* the first of the names that the library exports, or NULL */
@@ -255,99 +259,83 @@ read_process_list(GpuMonitor *m, fn_procs call, nvmlDevice_t dev, size_t used)
     return n;
 }
 
-/* nonzero when pid is in the sorted pids */
-static int
-in_tree(const pid_t *pids, size_t npids, pid_t pid)
+/* m->seen's figures summed over the tree's processes, leaving out those above limit (not
+ * possible); *mine / *others: whether a process in / outside the tree is among them */
+static double
+sum_over_tree(const GpuMonitor *m, double limit, int *mine, int *others)
 {
-    size_t lo = 0, hi = npids;
+    double total = 0.0;
+    size_t i;
 
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (pids[mid] == pid)
-            return 1;
-        if (pids[mid] < pid)
-            lo = mid + 1;
-        else
-            hi = mid;
+    for (i = 0; i < m->seen.cap; i++) {
+        if (m->seen.keys[i] == PID_MAP_EMPTY)
+            continue;
+        if (!pid_map_has(&m->tree, m->seen.keys[i])) {
+            *others = 1;
+            continue;
+        }
+        *mine = 1;
+        if (m->seen.values[i] <= limit)
+            total += m->seen.values[i];
     }
-    return 0;
-}
-
-static int
-process_cmp(const void *a, const void *b)
-{
-    const GpuProcess *x = a, *y = b;
-    return (x->pid > y->pid) - (x->pid < y->pid);
-}
-
-static int
-sample_cmp(const void *a, const void *b)
-{
-    const nvmlProcessUtilizationSample_t *x = a, *y = b;
-    return (x->pid > y->pid) - (x->pid < y->pid);
+    return total;
 }
 
 /* MiB of GPU memory the tree uses on the device (a process in both lists counts once, with its
  * larger figure; one above the device's memory, limit_mib, is impossible and not counted);
- * *others is set when a process outside the tree holds the device too. Sorted by pid, the
- * duplicates are neighbours: O(n log n) for n processes, not a scan per process. */
+ * *others is set when a process outside the tree holds the device too. Linear in the number
+ * of processes listed: each is looked up in hash maps, none is compared with the others. */
 static double
-tree_memory(GpuMonitor *m, nvmlDevice_t dev, const pid_t *pids, size_t npids, double limit_mib,
-            int *mine, int *others)
+tree_memory(GpuMonitor *m, nvmlDevice_t dev, double limit_mib, int *mine, int *others)
 {
-    size_t n, i, j;
-    double total = 0.0;
+    size_t n, i;
 
     n = read_process_list(m, m->compute, dev, 0);
     n += read_process_list(m, m->graphics, dev, n);
     *mine = 0;
     *others = 0;
-    if (n > 1) /* m->procs is NULL while no process was ever listed */
-        qsort(m->procs, n, sizeof(*m->procs), process_cmp);
-    for (i = 0; i < n; i = j) {
-        double mib = 0.0;
-        for (j = i; j < n && m->procs[j].pid == m->procs[i].pid; j++)
-            if (m->procs[j].mib <= limit_mib && m->procs[j].mib > mib)
-                mib = m->procs[j].mib;
-        if (in_tree(pids, npids, m->procs[i].pid)) {
-            *mine = 1;
-            total += mib;
-        } else {
-            *others = 1;
-        }
+    if (pid_map_reset(&m->seen, n) != 0)
+        return 0.0;
+    for (i = 0; i < n; i++) {
+        int added;
+        double *mib = pid_map_slot(&m->seen, m->procs[i].pid, &added);
+        if (mib == NULL)
+            *others = 1; /* not a pid the tree can have */
+        else if (m->procs[i].mib <= limit_mib && m->procs[i].mib > *mib)
+            *mib = m->procs[i].mib;
     }
-    return total;
+    return sum_over_tree(m, INFINITY, mine, others);
 }
 
-/* the samples (sorted by pid here) of one call: their newest time stamp, and in *total the
- * summed per-process peaks of the tree's processes (each process once) */
+/* the samples of one call: their newest time stamp, and in *total the summed per-process peaks
+ * of the tree's processes (each process once; a peak above 100% is impossible: left out) */
 static unsigned long long
-sum_tree_samples(nvmlProcessUtilizationSample_t *samples, unsigned int n, const pid_t *pids,
-                 size_t npids, unsigned long long newest, double *total)
+sum_tree_samples(GpuMonitor *m, const nvmlProcessUtilizationSample_t *samples, unsigned int n,
+                 unsigned long long newest, double *total)
 {
-    unsigned int i, j;
+    unsigned int i;
+    int mine = 0, others = 0;
 
     *total = 0.0;
     for (i = 0; i < n; i++)
         if (samples[i].timeStamp > newest)
             newest = samples[i].timeStamp;
-    if (n > 1)
-        qsort(samples, n, sizeof(*samples), sample_cmp);
-    for (i = 0; i < n; i = j) {
-        unsigned int peak = 0;
-        for (j = i; j < n && samples[j].pid == samples[i].pid; j++)
-            if (samples[j].smUtil > peak)
-                peak = samples[j].smUtil;
-        if (peak <= 100 && in_tree(pids, npids, (pid_t)samples[i].pid))
-            *total += peak;
+    if (pid_map_reset(&m->seen, n) != 0)
+        return newest;
+    for (i = 0; i < n; i++) {
+        int added;
+        double *peak = pid_map_slot(&m->seen, (pid_t)samples[i].pid, &added);
+        if (peak != NULL && (double)samples[i].smUtil > *peak)
+            *peak = (double)samples[i].smUtil;
     }
+    *total = sum_over_tree(m, 100.0, &mine, &others);
     return newest;
 }
 
 /* utilisation (0..100 per process, summed) of the tree's processes from the samples newer than
  * the last read; -1 when NVML cannot tell (not supported, failing call) */
 static double
-tree_utilization(GpuMonitor *m, GpuDevice *d, const pid_t *pids, size_t npids)
+tree_utilization(GpuMonitor *m, GpuDevice *d)
 {
     unsigned int n;
     nvmlReturn_t rc;
@@ -375,8 +363,24 @@ tree_utilization(GpuMonitor *m, GpuDevice *d, const pid_t *pids, size_t npids)
         return 0.0; /* no sample since the last read: nothing ran */
     if (rc != NVML_SUCCESS || n > m->samples_cap)
         return -1.0;
-    d->last_seen = sum_tree_samples(m->samples, n, pids, npids, d->last_seen, &total);
+    d->last_seen = sum_tree_samples(m, m->samples, n, d->last_seen, &total);
     return total > 100.0 ? 100.0 : total;
+}
+
+/* the tree's pids into m->tree: 0, or -1 when out of memory */
+static int
+load_tree(GpuMonitor *m, const pid_t *pids, size_t npids)
+{
+    size_t i;
+    int added;
+
+    if (npids == 0)
+        return 0;
+    if (pid_map_reset(&m->tree, npids) != 0)
+        return -1;
+    for (i = 0; i < npids; i++)
+        pid_map_slot(&m->tree, pids[i], &added);
+    return 0;
 }
 
 /* fills the readings; failing calls leave their values at 0 */
@@ -390,6 +394,8 @@ gpu_monitor_sample(GpuMonitor *m, const pid_t *pids, size_t npids, GpuReading *s
     memset(process, 0, sizeof(*process));
     if (m == NULL)
         return;
+    if (load_tree(m, pids, npids) != 0)
+        npids = 0; /* out of memory: the devices' figures only, this time */
     for (i = 0; i < m->count; i++) {
         GpuDevice *d = &m->devices[i];
         nvmlUtilization_t util;
@@ -414,8 +420,8 @@ gpu_monitor_sample(GpuMonitor *m, const pid_t *pids, size_t npids, GpuReading *s
         system->utilized += device_util > 0 ? 1.0 : 0.0;
         if (npids == 0)
             continue;
-        mine_mib = tree_memory(m, d->handle, pids, npids, limit_mib, &mine, &others);
-        mine_util = tree_utilization(m, d, pids, npids);
+        mine_mib = tree_memory(m, d->handle, limit_mib, &mine, &others);
+        mine_util = tree_utilization(m, d);
         if (mine_util < 0)
             /* no per-process figures: the device's when the tree is alone on it */
             mine_util = mine && !others ? device_util : 0.0;
@@ -459,5 +465,7 @@ gpu_monitor_close(GpuMonitor *m)
     free(m->raw);
     free(m->procs);
     free(m->samples);
+    pid_map_free(&m->tree);
+    pid_map_free(&m->seen);
     free(m);
 }

@@ -2,9 +2,10 @@
 
 tests/core/c/stats_check.c is compiled with the system's C compiler (with AddressSanitizer
 and UndefinedBehaviorSanitizer when the compiler has them) against csrc/stats.c,
-csrc/columns.c and csrc/float64_text.c only, and run: percentiles by selection against a full
+csrc/columns.c, csrc/float64_text.c and csrc/pid_map.c only, and run: percentiles by selection against a full
 sort on random, repeated, sorted, reversed, organ-pipe and constant inputs up to 86,400 values;
-one table's statistics; the history rule of the recommendation; the snapshot's column text.
+one table's statistics; the history rule of the recommendation; the snapshot's column text;
+the pid map that counts each GPU process once.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import subprocess
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SOURCES = ["csrc/stats.c", "csrc/columns.c", "csrc/float64_text.c"]
+SOURCES = ["csrc/stats.c", "csrc/columns.c", "csrc/float64_text.c", "csrc/pid_map.c"]
 
 
 def _compiler():

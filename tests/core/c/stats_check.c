@@ -9,6 +9,7 @@
 
 #include "columns.h"
 #include "float64_text.h"
+#include "pid_map.h"
 #include "stats.h"
 
 static int checks, failures;
@@ -232,6 +233,32 @@ check_combine_runs(void)
 }
 
 static void
+check_pid_map(void)
+{
+    PidMap map = {0};
+    int added, i, found = 0;
+    double *slot;
+
+    CHECK(pid_map_reset(&map, 3000) == 0 && map.cap >= 6000, "room for 3000: cap %zu", map.cap);
+    for (i = 0; i < 3000; i++) { /* consecutive and strided pids, each twice */
+        pid_t pid = i % 2 ? i : 4096 * i;
+        if ((slot = pid_map_slot(&map, pid, &added)) != NULL && added)
+            *slot = i;
+        if ((slot = pid_map_slot(&map, pid, &added)) != NULL && !added && *slot == i)
+            found++;
+    }
+    CHECK(found == 3000, "each pid once, its value kept: %d", found);
+    CHECK(pid_map_has(&map, 4096 * 2) && !pid_map_has(&map, 3001) && !pid_map_has(&map, -5),
+          "lookups");
+    CHECK(pid_map_slot(&map, -1, &added) == NULL, "a negative pid is not a key");
+    CHECK(pid_map_reset(&map, 4) == 0 && map.cap == 16 && !pid_map_has(&map, 1), "reset shrinks");
+    for (i = 0; i < 16; i++)
+        pid_map_slot(&map, i, &added);
+    CHECK(pid_map_slot(&map, 99, &added) == NULL && pid_map_has(&map, 15), "full: NULL");
+    pid_map_free(&map);
+}
+
+static void
 check_float64_text(void)
 {
     double v[4] = {1.0, -2.5, 0.0, 1e300};
@@ -256,6 +283,7 @@ main(void)
     check_table();
     check_history_rule();
     check_combine_runs();
+    check_pid_map();
     if (failures) {
         printf("%d of %d checks failed\n", failures, checks);
         return 1;
