@@ -2,10 +2,10 @@
 
 tests/core/c/stats_check.c is compiled with the system's C compiler (with AddressSanitizer
 and UndefinedBehaviorSanitizer when the compiler has them) against csrc/stats.c,
-csrc/columns.c, csrc/float64_text.c and csrc/pid_map.c only, and run: percentiles by selection against a full
-sort on random, repeated, sorted, reversed, organ-pipe and constant inputs up to 86,400 values;
-one table's statistics; the history rule of the recommendation; the snapshot's column text;
-the pid map that counts each GPU process once.
+csrc/columns.c, csrc/float64_text.c and csrc/pid_map.c only, and run: percentiles by
+selection against a full sort on random, repeated, sorted, reversed, organ-pipe and constant
+inputs up to 86,400 values; one table's statistics; the history rule of the recommendation;
+the snapshot's column text; the pid map that counts each GPU process once.
 """
 
 from __future__ import annotations
