@@ -138,6 +138,7 @@ class _Collector:
         self.pss_refilled_at = 0.0
         self.system_prev: Optional[Dict[str, Any]] = None
         self.disks: Optional[Set[str]] = None
+        self.cpus = _process_cpus(psutil, pid) if track_processes else _MACHINE_CPUS
         self.mounts: List[str] = []
         self.refreshed_at = 0.0
         self.has_baseline = False
@@ -525,7 +526,7 @@ class _Collector:
         prow[_P["children"]] = float(live - (1 if root_alive else 0))
         prow[_P["utime"]] = interval[0]
         prow[_P["stime"]] = interval[1]
-        prow[_P["cpu_usage"]] = _cpu_usage(interval[0] + interval[1], dt)
+        prow[_P["cpu_usage"]] = _cpu_usage(interval[0] + interval[1], dt, self.cpus)
         prow[_P["memory"]] = memory
         prow[_P["read_bytes"]] = interval[2]
         prow[_P["write_bytes"]] = interval[3]
@@ -537,19 +538,31 @@ class _Collector:
         return prow, [float(srow[name]) for name in SYSTEM_COLUMNS]
 
 
-def _cpu_usage(cpu_s: float, dt: float) -> float:
+def _cpu_usage(cpu_s: float, dt: float, cpus: Optional[int] = None) -> float:
     """Cores in use over dt, as the C sampler computes it: over at least one clock tick
-    (10 ms, the resolution of CPU time counters) and never more than the machine's CPUs."""
+    (10 ms, the resolution of CPU time counters) and never more than ``cpus`` (the CPUs the
+    process may run on; default: the machine's)."""
     if dt <= 0:
         return 0.0
-    return max(0.0, min(cpu_s / max(dt, _TICK_S), float(_MACHINE_CPUS)))
+    cap = float(cpus or _MACHINE_CPUS)
+    return max(0.0, min(cpu_s / max(dt, _TICK_S), cap))
+
+
+def _process_cpus(psutil: Any, pid: int) -> int:
+    """The CPUs pid may run on (its affinity, where the platform has one), at most the
+    machine's; the machine's when it cannot be read (macOS has no affinity)."""
+    try:
+        allowed = len(psutil.Process(pid).cpu_affinity())
+    except Exception:
+        return _MACHINE_CPUS
+    return allowed if 0 < allowed < _MACHINE_CPUS else _MACHINE_CPUS
 
 
 _TICK_S = 0.01
 _MACHINE_CPUS = os.cpu_count() or 1
 
 
-def _fold_row(table: str, kept: List[float], later: List[float], dt: float) -> None:
+def _fold_row(table: str, kept: List[float], later: List[float], dt: float, cpus: int) -> None:
     """Folds the row ``later`` into ``kept`` (in place) by the registry's fold rules: the
     latest reading of a gauge, the sum of an amount, the higher of a peak, and CPU usage
     recomputed from the summed CPU time over the whole ``dt`` (as csrc/collector.c)."""
@@ -562,7 +575,7 @@ def _fold_row(table: str, kept: List[float], later: List[float], dt: float) -> N
         kept[i] = max(kept[i], later[i])
     index = _P if table == "process" else _S
     for i in plan["rate"]:
-        kept[i] = _cpu_usage(kept[index["utime"]] + kept[index["stime"]], dt)
+        kept[i] = _cpu_usage(kept[index["utime"]] + kept[index["stime"]], dt, cpus)
 
 
 def _fold(
@@ -572,12 +585,14 @@ def _fold(
     s: List[float],
     prev_dt: float,
     part_dt: float,
+    process_cpus: int,
 ) -> None:
-    """Folds a short last reading into the previous rows (in place), like the C sampler."""
+    """Folds a short last reading into the previous rows (in place), like the C sampler
+    (the process's CPU usage capped at the CPUs it may run on, the machine's at its own)."""
     if pp is not None:
-        _fold_row("process", pp, p, prev_dt + part_dt)
+        _fold_row("process", pp, p, prev_dt + part_dt, process_cpus)
     if ps is not None:
-        _fold_row("system", ps, s, prev_dt + part_dt)
+        _fold_row("system", ps, s, prev_dt + part_dt, _MACHINE_CPUS)
 
 
 class _Engine:
@@ -626,7 +641,7 @@ class _Engine:
             if fold:
                 pp = [c[-1] for c in self.process] if self.nrows_p else None
                 ps = [c[-1] for c in self.system] if self.nrows_s else None
-                _fold(pp, ps, prow, srow, self.last_row_dt, dt)
+                _fold(pp, ps, prow, srow, self.last_row_dt, dt, self.collector.cpus)
                 if pp is not None:
                     for c, v in zip(self.process, pp):
                         c[-1] = v

@@ -64,8 +64,9 @@ def test_a_task_of_a_few_ms_reads_no_more_cores_than_there_are(backend):
     assert len(seen) == 20  # one row each: the run is measured, not dropped
 
 
-def test_the_cap_is_the_cpus_the_process_may_run_on():
-    """A process pinned to one CPU, bursting with 3 threads: never more than 1 core."""
+def test_the_cap_is_the_cpus_the_process_may_run_on(backend):
+    """A process pinned to one CPU, bursting with 3 threads: never more than 1 core (both
+    backends: the psutil one reads the affinity through psutil)."""
     code = textwrap.dedent(
         """
         import json, os, threading, time
