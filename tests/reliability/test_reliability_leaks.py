@@ -252,6 +252,22 @@ def test_reliability_leak_recommend(sampled):
     assert_no_leak("recommend(bad)", bad, 2000)
 
 
+@covers("combine_runs")
+def test_reliability_leak_combine_runs():
+    values = [1.5, None, 3.0, float("nan"), 2]
+    assert_no_leak("combine_runs(means)", lambda: _core.combine_runs(values, False), 5000)
+    assert_no_leak("combine_runs(peaks)", lambda: _core.combine_runs(values, True), 5000)
+
+    def bad():
+        for args in ((["x"], True), (None, False), (1.0, True)):
+            try:
+                _core.combine_runs(*args)
+            except TypeError:
+                pass
+
+    assert_no_leak("combine_runs(bad)", bad, 2000)
+
+
 @covers("gpu_inventory")
 def test_reliability_leak_gpu(tmp_path):
     stub = nvml_stub(tmp_path)
