@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,22 +25,26 @@ next_ull(const char **p, unsigned long long *out)
     return 0;
 }
 
-/* Parses one signed decimal at *p (after blanks): 0, or -1 if none. */
+/* Parses one signed decimal at *p (after blanks): an optional minus sign, then what next_ull()
+ * reads, within the range of long long. 0, or -1 if none or out of range. */
 static int
 next_ll(const char **p, long long *out)
 {
     const char *s = *p;
-    char *end = NULL;
+    unsigned long long magnitude = 0;
+    int negative;
 
     while (*s == ' ' || *s == '\t')
         s++;
-    if (!(isdigit((unsigned char)*s) || (*s == '-' && isdigit((unsigned char)s[1]))))
+    negative = *s == '-';
+    s += negative;
+    if (!isdigit((unsigned char)*s) || next_ull(&s, &magnitude) != 0)
         return -1;
-    errno = 0;
-    *out = strtoll(s, &end, 10);
-    if (errno != 0 || end == s)
+    if (magnitude > (unsigned long long)LLONG_MAX + (unsigned long long)negative)
         return -1;
-    *p = end;
+    /* -(magnitude - 1) - 1: LLONG_MIN too, with no overflow on the way */
+    *out = negative && magnitude > 0 ? -(long long)(magnitude - 1) - 1 : (long long)magnitude;
+    *p = s;
     return 0;
 }
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 
 from resource_tracker.server_info import cgroup_limits
@@ -62,13 +61,7 @@ def test_one_input(data: bytes) -> None:
         assert result[key] is None or result[key] > 0, result
 
 
-def main():
-    import atheris
-
-    atheris.instrument_all()
-    atheris.Setup(sys.argv, lambda data: test_one_input(data))
-    atheris.Fuzz()
-
-
 if __name__ == "__main__":
-    main()
+    from atheris_main import fuzz  # fuzz/, this script's folder, is on sys.path
+
+    fuzz(test_one_input)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 import zlib
 
 from resource_tracker import ResourceTracker
@@ -60,13 +59,7 @@ def test_one_input(data: bytes) -> None:
         _check(json.dumps(_mutate(obj, rng)))
 
 
-def main():
-    import atheris
-
-    atheris.instrument_all()
-    atheris.Setup(sys.argv, lambda data: test_one_input(data))
-    atheris.Fuzz()
-
-
 if __name__ == "__main__":
-    main()
+    from atheris_main import fuzz  # fuzz/, this script's folder, is on sys.path
+
+    fuzz(test_one_input)

@@ -80,7 +80,8 @@ def build(name):
     sources = [os.path.join(HERE, f"fuzz_{name}.c")] + [
         os.path.join(CSRC, s) for s in C_TARGETS[name]
     ]
-    deps = sources + glob.glob(os.path.join(CSRC, "*.h")) + [os.path.join(HERE, "fuzz_common.h")]
+    headers = glob.glob(os.path.join(CSRC, "*.h")) + glob.glob(os.path.join(HERE, "fuzz_*.h"))
+    deps = sources + headers
     if os.path.exists(out) and os.path.getmtime(out) >= max(os.path.getmtime(d) for d in deps):
         return out
     cmd = [

@@ -23,6 +23,11 @@ def pss_kib(pid):
     return 0
 def report(**kw):
     sys.stdout.write(json.dumps(kw) + "\\n"); sys.stdout.flush()
+def touched(mib):  # a buffer of mib MiB with every page written: resident, not only reserved
+    buf = bytearray(mib * 1024 * 1024)
+    for i in range(0, len(buf), 4096):
+        buf[i] = 1
+    return buf
 def spin(seconds):  # this thread's CPU time, not wall time: longer on a busy machine
     end = time.thread_time() + seconds
     x = 0
@@ -84,3 +89,17 @@ class Workload:
 def total_cpu(df):
     """Seconds of CPU over all rows of a process_metrics table."""
     return sum(df["utime"]) + sum(df["stime"])
+
+
+def run_to_report(workload, tracker):
+    """Runs a workload that reports once and exits while the tracker watches it: starts it,
+    reads its report, waits for its exit (unreaped, so the tracker takes its last reading),
+    then stops the tracker; the workload is killed whatever happens. Returns the report."""
+    try:
+        workload.go()
+        report = workload.read_report()
+        workload.finish()
+    finally:
+        tracker.stop()
+        workload.kill()
+    return report

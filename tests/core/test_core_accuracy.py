@@ -10,7 +10,7 @@ import os
 import time
 
 import pytest
-from workloads import Workload, total_cpu
+from workloads import Workload, run_to_report, total_cpu
 
 from resource_tracker import ResourceTracker
 
@@ -35,13 +35,7 @@ def test_one_busy_core_reads_one_core(backend):
         """
     )
     tracker = _track(w, interval=0.5)
-    try:
-        w.go()
-        truth = w.read_report()
-        w.finish()
-    finally:
-        tracker.stop()
-        w.kill()
+    truth = run_to_report(w, tracker)
     df = tracker.process_metrics
     measured = total_cpu(df)
     # the CPU time of the workload is read to within 3 %
@@ -76,13 +70,7 @@ def test_two_busy_children_read_two_cores_and_two_children(backend):
         """
     )
     tracker = _track(w, interval=0.5)
-    try:
-        w.go()
-        truth = w.read_report()
-        w.finish()
-    finally:
-        tracker.stop()
-        w.kill()
+    truth = run_to_report(w, tracker)
     df = tracker.process_metrics
     assert max(df["children"]) == 2
     assert total_cpu(df) == pytest.approx(truth["children_cpu"], rel=0.05, abs=0.05)
@@ -127,9 +115,7 @@ def test_touched_500_mib_buffer_reads_within_3_percent(backend):
     w = Workload(
         """
         report(rss=rss_kib())
-        buf = bytearray(500 * 1024 * 1024)
-        for i in range(0, len(buf), 4096):
-            buf[i] = 1
+        buf = touched(500)
         report(rss=rss_kib())
         sys.stdin.readline()
         """
@@ -157,9 +143,7 @@ def test_touched_500_mib_buffer_reads_within_3_percent(backend):
 def test_forked_workers_sharing_a_buffer_are_not_double_counted(backend):
     w = Workload(
         """
-        buf = bytearray(400 * 1024 * 1024)
-        for i in range(0, len(buf), 4096):
-            buf[i] = 1
+        buf = touched(400)
         pids = []
         for _ in range(4):
             pid = os.fork()
@@ -229,13 +213,7 @@ def test_short_lived_children_cpu_is_counted(backend):
         """
     )
     tracker = _track(w, interval=1.0)
-    try:
-        w.go()
-        truth = w.read_report()
-        w.finish()
-    finally:
-        tracker.stop()
-        w.kill()
+    truth = run_to_report(w, tracker)
     # every child lived far less than one interval; their CPU still counts (via cutime)
     measured = total_cpu(tracker.process_metrics)
     assert measured == pytest.approx(truth["cpu"], rel=0.10, abs=0.1)

@@ -21,7 +21,7 @@ import os
 import time
 
 import pytest
-from workloads import Workload, total_cpu
+from workloads import Workload, run_to_report, total_cpu
 
 from resource_tracker import ResourceTracker
 
@@ -63,9 +63,7 @@ COW_WORKLOAD = """
 def wait_for(name):
     while not os.path.exists(os.path.join(FOLDER, name)):
         time.sleep(0.02)
-buf = bytearray(400 * 1024 * 1024)
-for i in range(0, len(buf), 4096):
-    buf[i] = 1
+buf = touched(400)
 pids = []
 t_fork = time.time()
 for k in range(4):
@@ -76,9 +74,7 @@ for k in range(4):
         for i in range(0, len(buf), 4096):
             s += buf[i]  # the workers read the whole buffer
         wait_for("write")
-        own = bytearray(50 * 1024 * 1024)
-        for i in range(0, len(own), 4096):
-            own[i] = 1
+        own = touched(50)
         wait_for("end")
         os._exit(0)
     pids.append(pid)
@@ -252,13 +248,7 @@ def test_eight_busy_threads_read_the_cores_they_get_never_more(interval):
     cores = len(os.sched_getaffinity(0))
     w = Workload(THREADS_WORKLOAD)
     tracker = _track(w.pid, interval)
-    try:
-        w.go()
-        truth = w.read_report()
-        w.finish()
-    finally:
-        tracker.stop()
-        w.kill()
+    truth = run_to_report(w, tracker)
     df = tracker.process_metrics
     measured = total_cpu(df)
     _log(
@@ -276,9 +266,7 @@ def test_eight_busy_threads_read_the_cores_they_get_never_more(interval):
 
 SPIKE_WORKLOAD = """
 time.sleep(SETTLE)
-b = bytearray(300 * 1024 * 1024)
-for i in range(0, len(b), 4096):
-    b[i] = 1
+b = touched(300)
 report(spike=rss_kib())
 del b  # freed at once: 50 ms of 300 MiB, between two samples
 time.sleep(2.0)
@@ -292,13 +280,7 @@ def test_a_peak_between_two_samples_shows_through_the_kernel_high_water_mark(int
     is built on it."""
     w = Workload(SPIKE_WORKLOAD.replace("SETTLE", str(interval * 1.3)))
     tracker = _track(w.pid, interval)
-    try:
-        w.go()
-        spike = w.read_report()["spike"]
-        w.finish()
-    finally:
-        tracker.stop()
-        w.kill()
+    spike = run_to_report(w, tracker)["spike"]
     stats = tracker.stats()
     hwm = stats["process_memory_hwm"]["max"]
     _log("a 300 MiB spike between samples (VmHWM)", interval, spike / MIB, hwm / MIB, "MiB")
@@ -312,9 +294,7 @@ def test_a_peak_before_tracking_began_is_not_the_workloads():
     """VmHWM covers a process's whole life: a peak from before start() is left out."""
     w = Workload(
         """
-        b = bytearray(400 * 1024 * 1024)
-        for i in range(0, len(b), 4096):
-            b[i] = 1
+        b = touched(400)
         del b
         report(rss=rss_kib())
         sys.stdin.readline()
@@ -348,13 +328,7 @@ def test_short_lived_children_cpu_is_counted_at_a_short_interval(interval):
         """
     )
     tracker = _track(w.pid, interval)
-    try:
-        w.go()
-        truth = w.read_report()
-        w.finish()
-    finally:
-        tracker.stop()
-        w.kill()
+    truth = run_to_report(w, tracker)
     measured = total_cpu(tracker.process_metrics)
     _log("20 children of 0.03 s (CPU s)", interval, truth["cpu"], measured, "CPU s")
     assert measured == pytest.approx(truth["cpu"], rel=0.10, abs=0.1)
@@ -368,9 +342,7 @@ def test_a_large_trees_pss_round_is_spread_over_ticks():
 
     w = Workload(
         """
-        buf = bytearray(1536 * 1024 * 1024)
-        for i in range(0, len(buf), 4096):
-            buf[i] = 1
+        buf = touched(1536)
         pids = []
         for _ in range(4):
             pid = os.fork()

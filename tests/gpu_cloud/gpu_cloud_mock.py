@@ -11,8 +11,10 @@ import json
 import os
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
+
+from loopback import LoopbackHTTPServer
 
 AWS_TOKEN = "AQAEAFakeTokenForTests_0123456789=="
 ALI_TOKEN = "ali-token-0123456789"
@@ -226,14 +228,11 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_PUT = do_POST = _answer
 
 
-class MetadataServer(ThreadingHTTPServer):
+class MetadataServer(LoopbackHTTPServer):
     """A metadata service on 127.0.0.1 (ephemeral port) counting the connections it accepts."""
 
-    daemon_threads = True
-    block_on_close = False
-
     def __init__(self, vendor="aws", behaviour="ok", delay=3.0, garbage=b"\x00\xff garbage"):
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(_Handler)
         self.vendor = vendor
         self.behaviour = behaviour
         self.delay = delay
@@ -241,22 +240,9 @@ class MetadataServer(ThreadingHTTPServer):
         self.connections = 0
         self.requests = []
         self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self.serve_forever, args=(0.02,), daemon=True)
 
     def get_request(self):
         conn = super().get_request()
         with self._lock:
             self.connections += 1
         return conn
-
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.shutdown()
-        self.server_close()

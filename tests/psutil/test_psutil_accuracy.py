@@ -31,9 +31,7 @@ def test_same_columns_and_readings_as_the_c_sampler():
     """The C sampler and the psutil sampler watch one busy workload side by side."""
     w = Workload(
         """
-        buf = bytearray(64 * 1024 * 1024)
-        for i in range(0, len(buf), 4096):
-            buf[i] = 1
+        buf = touched(64)
         spin(2.0)
         report(done=True)
         """

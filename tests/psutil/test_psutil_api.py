@@ -105,9 +105,7 @@ def test_garbage_collecting_a_running_sampler_ends_its_thread():
 def test_stats_recommendations_and_snapshot_round_trip():
     w = Workload(
         """
-        buf = bytearray(300 * 1024 * 1024)
-        for i in range(0, len(buf), 4096):
-            buf[i] = 1
+        buf = touched(300)
         spin(1.5)
         report(done=True)
         """

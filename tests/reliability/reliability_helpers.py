@@ -162,3 +162,17 @@ def nvml_stub(directory, name="libnvidia-ml-stub.so.1", *defines):
     import test_gpu_nvml
 
     return test_gpu_nvml._compile(directory, name, *defines)
+
+
+def nvml_hang_stub(directory):
+    """Builds the NVML stand-in whose calls sleep NVML_STUB_HANG_MS (tests/reliability/nvml_hang.c,
+    on top of tests/gpu_cloud's stub) into directory; its path."""
+    import subprocess
+
+    out = os.path.join(str(directory), "libnvidia-ml-hang.so.1")
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-O1", "-fvisibility=hidden", "-I", GPU_CLOUD]
+        + ["-o", out, os.path.join(HERE, "nvml_hang.c")],
+        check=True,
+    )
+    return out

@@ -280,18 +280,6 @@ def test_reliability_fault_processes_exit_between_listing_and_reading():
     assert sum(t["utime"]) + sum(t["stime"]) > 0.5  # the churn's CPU was counted
 
 
-@pytest.fixture(scope="module")
-def hang_stub(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("nvml") / "libnvidia-ml-hang.so.1")
-    subprocess.run(
-        ["gcc", "-shared", "-fPIC", "-O1", "-fvisibility=hidden"]
-        + ["-I", os.path.join(os.path.dirname(HERE), "gpu_cloud")]
-        + ["-o", out, os.path.join(HERE, "nvml_hang.c")],
-        check=True,
-    )
-    return out
-
-
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc for the stub")
 def test_reliability_fault_nvml_fails_while_sampling(tmp_path, monkeypatch):
     """NVML calls start failing (lost GPU, not supported, no process utilisation) mid-run:

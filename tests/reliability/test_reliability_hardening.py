@@ -39,7 +39,7 @@ import time
 
 import pytest
 from reliability_helpers import nvml_stub, open_fds, table, threads
-from test_reliability_faults import ROOT_PID, _pid_stat, make_fake_proc
+from test_reliability_faults import ROOT_PID, _pid_stat, _run, make_fake_proc
 
 from resource_tracker import ResourceTracker, _core
 
@@ -300,18 +300,6 @@ def test_hardening_psutil_stop_bounded_when_a_read_blocks(tmp_path, monkeypatch)
     assert _wait_threads(before) <= before
 
 
-@pytest.fixture(scope="module")
-def hang_stub(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("nvml") / "libnvidia-ml-hang.so.1")
-    subprocess.run(
-        ["gcc", "-shared", "-fPIC", "-O1", "-fvisibility=hidden"]
-        + ["-I", os.path.join(os.path.dirname(HERE), "gpu_cloud")]
-        + ["-o", out, os.path.join(HERE, "nvml_hang.c")],
-        check=True,
-    )
-    return out
-
-
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc for the stub")
 def test_hardening_stop_bounded_when_nvml_hangs(hang_stub, tmp_path, monkeypatch):
     """An NVML call of the stand-in sleeps 6 s (2 GPUs: a reading takes 12 s): stop() returns
@@ -504,6 +492,21 @@ def test_hardening_recommendations_saturate():
     assert res == {"cpu": 2**31 - 1, "memory": 2**31 - 1, "gpu": 2**31 - 1, "vram": 2**31 - 1}
 
 
+def _add_fake_process(proc, pid, ppid):
+    """A process of the fake procfs under proc: its stat (pid and parent put in) only."""
+    os.makedirs(os.path.join(proc, str(pid)))
+    with open(os.path.join(proc, str(pid), "stat"), "wb") as f:
+        f.write(_pid_stat(pid, ppid))
+
+
+def _sample_fake_procfs(pid, proc, sys_root):
+    """A sampler of pid in the fake procfs, stopped after 3 rows (at most 10 s: else fails)."""
+    sampler = _core.Sampler(pid, 0.02, proc_root=proc, sys_root=sys_root)
+    recorded, _ = _run(sampler, n=3, timeout=10.0)
+    assert recorded
+    return sampler
+
+
 def test_hardening_deep_process_chain(tmp_path):
     """A chain of 301 processes (each the child of the previous; pids falling as after a pid
     wrap, so the listing meets the deepest first) in a fake procfs: all 300 descendants are
@@ -512,16 +515,8 @@ def test_hardening_deep_process_chain(tmp_path):
     first = 5300
     for depth in range(301):
         pid = first - depth
-        os.makedirs(os.path.join(proc, str(pid)))
-        ppid = 1 if depth == 0 else pid + 1
-        with open(os.path.join(proc, str(pid), "stat"), "wb") as f:
-            f.write(_pid_stat(pid, ppid))
-    sampler = _core.Sampler(first, 0.02, proc_root=proc, sys_root=sys_root)
-    sampler.start()
-    try:
-        assert sampler.wait(3, 10.0)
-    finally:
-        sampler.stop()
+        _add_fake_process(proc, pid, 1 if depth == 0 else pid + 1)
+    sampler = _sample_fake_procfs(first, proc, sys_root)
     assert max(table(sampler, "process")["children"]) == 300
 
 
@@ -530,15 +525,8 @@ def test_hardening_parent_cycle_in_fake_procfs(tmp_path):
     ends, neither is a member, sampling goes on."""
     proc, sys_root = make_fake_proc(str(tmp_path))
     for pid, ppid in ((7001, 7002), (7002, 7001)):
-        os.makedirs(os.path.join(proc, str(pid)))
-        with open(os.path.join(proc, str(pid), "stat"), "wb") as f:
-            f.write(_pid_stat(pid, ppid))
-    sampler = _core.Sampler(ROOT_PID, 0.02, proc_root=proc, sys_root=sys_root)
-    sampler.start()
-    try:
-        assert sampler.wait(3, 10.0)
-    finally:
-        sampler.stop()
+        _add_fake_process(proc, pid, ppid)
+    sampler = _sample_fake_procfs(ROOT_PID, proc, sys_root)
     assert max(table(sampler, "process")["children"]) == 1  # 4243 only
 
 
@@ -551,12 +539,7 @@ def test_hardening_meminfo_near_int64_limits(tmp_path):
             "MemTotal: 9223372036854775807 kB\nMemFree: -9223372036854775807 kB\n"
             "Buffers: 9223372036854775807 kB\nCached: 9223372036854775807 kB\n"
         )
-    sampler = _core.Sampler(ROOT_PID, 0.02, proc_root=proc, sys_root=sys_root)
-    sampler.start()
-    try:
-        assert sampler.wait(3, 10.0)
-    finally:
-        sampler.stop()
+    sampler = _sample_fake_procfs(ROOT_PID, proc, sys_root)
     system = table(sampler, "system")
     for name in ("memory_free", "memory_used", "memory_buffers", "memory_cached"):
         assert min(system[name]) >= 0 and max(system[name]) < 2**50, name

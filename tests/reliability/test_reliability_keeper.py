@@ -7,11 +7,11 @@ value or RuntimeError/ValueError within the timeout, never a crash."""
 from __future__ import annotations
 
 import random
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+from loopback import LoopbackHTTPServer
 from reliability_helpers import assert_no_leak
 from test_reliability_leaks import covers
 
@@ -45,28 +45,12 @@ class _Handler(BaseHTTPRequestHandler):
             pass
 
 
-class KeeperStandIn(ThreadingHTTPServer):
+class KeeperStandIn(LoopbackHTTPServer):
     """A Keeper API stand-in on 127.0.0.1 answering (status, body, delay) = self.answer."""
 
-    daemon_threads = True
-    block_on_close = False
-
     def __init__(self):
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__(_Handler)
         self.answer = (200, SERVERS, 0.0)
-        self._thread = threading.Thread(target=self.serve_forever, args=(0.02,), daemon=True)
-
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.shutdown()
-        self.server_close()
 
 
 @pytest.fixture

@@ -121,13 +121,7 @@ class Browser:
         ]
         for domain in ("Page", "Runtime", "Log", "Network"):
             self.call(f"{domain}.enable")
-        self.call(
-            "Emulation.setDeviceMetricsOverride",
-            width=width,
-            height=height,
-            deviceScaleFactor=1,
-            mobile=False,
-        )
+        self._window_size(width, height)
 
     # -- protocol ------------------------------------------------------------------------
 
@@ -205,18 +199,22 @@ class Browser:
     def viewport(self, width, height=800, dark=False, media=""):
         """Sets the window size and the emulated media: prefers-color-scheme dark or light,
         and 'print' or screen."""
+        self._window_size(width, height)
+        scheme = "dark" if dark else "light"
+        self.call(
+            "Emulation.setEmulatedMedia",
+            media=media,
+            features=[{"name": "prefers-color-scheme", "value": scheme}],
+        )
+
+    def _window_size(self, width, height):
+        """Sets the size of the emulated window (CSS pixels, scale 1, not a phone)."""
         self.call(
             "Emulation.setDeviceMetricsOverride",
             width=width,
             height=height,
             deviceScaleFactor=1,
             mobile=False,
-        )
-        scheme = "dark" if dark else "light"
-        self.call(
-            "Emulation.setEmulatedMedia",
-            media=media,
-            features=[{"name": "prefers-color-scheme", "value": scheme}],
         )
 
     def mouse(self, kind, x, y, buttons=0, button="none", click_count=0):

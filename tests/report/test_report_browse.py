@@ -29,6 +29,15 @@ tracker.stop()
 tracker.report().browse()
 """
 
+# a short run whose report is browsed; prints what browse() returned (the page's path)
+BROWSE_AND_PRINT = """
+from resource_tracker import ResourceTracker
+t = ResourceTracker(interval=0.05)
+t.wait_for_samples(2)
+t.stop()
+print(t.report().browse())
+"""
+
 
 def _fake_browser(folder, delay=1.0):
     """A 'browser' that sleeps, then writes its argument to <folder>/opened.txt."""
@@ -78,14 +87,7 @@ def test_browse_as_the_last_line_of_a_script_opens_the_page(tmp_path, repeat):
 def test_browser_command_with_a_url_placeholder(tmp_path):
     browser, record = _fake_browser(tmp_path, delay=0)
     env = dict(os.environ, BROWSER=f"/no/such/browser{os.pathsep}{browser} %s")
-    code = """
-    from resource_tracker import ResourceTracker
-    t = ResourceTracker(interval=0.05)
-    t.wait_for_samples(2)
-    t.stop()
-    print(t.report().browse())
-    """
-    result = _run(code, env, tmp_path)
+    result = _run(BROWSE_AND_PRINT, env, tmp_path)
     assert result.returncode == 0, result.stderr
     path = result.stdout.strip()
     assert _wait_for(record) == "file://" + path
@@ -102,14 +104,7 @@ def test_with_no_browser_it_says_where_the_file_is(tmp_path):
         if k not in ("BROWSER", "DISPLAY", "WAYLAND_DISPLAY", "MIR_SOCKET")
     }
     env["PATH"] = str(empty)
-    code = """
-    from resource_tracker import ResourceTracker
-    t = ResourceTracker(interval=0.05)
-    t.wait_for_samples(2)
-    t.stop()
-    print(t.report().browse())
-    """
-    result = _run(code, env, tmp_path)
+    result = _run(BROWSE_AND_PRINT, env, tmp_path)
     assert result.returncode == 0, result.stderr
     path = result.stdout.strip()
     assert os.path.isfile(path) and path.endswith(".html")

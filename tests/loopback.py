@@ -1,0 +1,32 @@
+"""An HTTP server on 127.0.0.1 (an ephemeral port), serving from a thread inside a ``with``
+block: the base of the tests' stand-ins for outside services (cloud metadata, the Keeper API),
+so that nothing a test sends leaves the machine. Shared by every test directory (tests/ is on
+sys.path through tests/conftest.py)."""
+
+from __future__ import annotations
+
+import threading
+from http.server import ThreadingHTTPServer
+
+
+class LoopbackHTTPServer(ThreadingHTTPServer):
+    """Serves `handler` on 127.0.0.1 while in a ``with`` block; `url` is its base address."""
+
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, handler):
+        super().__init__(("127.0.0.1", 0), handler)
+        self._thread = threading.Thread(target=self.serve_forever, args=(0.02,), daemon=True)
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown()
+        self.server_close()
