@@ -25,6 +25,16 @@ def _track(workload, interval=0.25, **kwargs):
     return tracker
 
 
+def _rows_inside(df, truth, interval=0.5):
+    """The CPU usage of the rows whose whole interval lies inside the workload's own run
+    (``truth`` reports its wall-clock ``start`` and ``end``)."""
+    return [
+        u
+        for u, t in zip(df["cpu_usage"], df["timestamp"])
+        if truth["start"] <= t - interval and t <= truth["end"]
+    ]
+
+
 def test_one_busy_core_reads_one_core(backend):
     w = Workload(
         """
@@ -43,11 +53,7 @@ def test_one_busy_core_reads_one_core(backend):
     # the full rows inside the spin read the cores it got: one core within 0.03 on a quiet
     # machine; on a busy one, its share over the whole spin (which varies over the spin with
     # the load: 0.1 of leeway)
-    busy_rows = [
-        u
-        for u, t in zip(df["cpu_usage"], df["timestamp"])
-        if truth["start"] <= t - 0.5 and t <= truth["end"]
-    ]
+    busy_rows = _rows_inside(df, truth)
     assert len(busy_rows) >= 4, df["timestamp"]
     expected_share = truth["cpu"] / truth["wall"]
     leeway = 0.03 if expected_share > 0.97 else 0.1
@@ -76,11 +82,7 @@ def test_two_busy_children_read_two_cores_and_two_children(backend):
     assert total_cpu(df) == pytest.approx(truth["children_cpu"], rel=0.05, abs=0.05)
     # two busy processes on this 2-core machine: ~2 cores (what they got, by their own clocks),
     # read in the full rows while both ran (a loaded machine may start them late)
-    middle = [
-        u
-        for u, t in zip(df["cpu_usage"], df["timestamp"])
-        if truth["start"] <= t - 0.5 and t <= truth["end"]
-    ]
+    middle = _rows_inside(df, truth)
     assert len(middle) >= 2, df["timestamp"]
     got = truth["children_cpu"] / truth["wall"]
     assert sum(middle) / len(middle) == pytest.approx(got, abs=0.25)
