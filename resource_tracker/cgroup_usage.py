@@ -199,3 +199,59 @@ def _only_workload(pids, root_pid, proc_root):
         if p != root_pid and os.path.exists(os.path.join(proc_root, str(pid))):
             return False
     return True
+
+
+def tree_cgroup_plan(pid, mode="auto", proc_root="/proc", sys_root=None):
+    """Where the tracked tree's columns can come from its cgroup: ``(version, {"cpu": dir,
+    "memory": dir, "io": dir}, note)``, a directory "" leaving that column to the process
+    walk, or None (with nothing to read) when the tree has no cgroup of its own. The note
+    says why a column stays with the walk (None: none does).
+
+    A cgroup that is the hierarchy's root is never the tree's own (it holds the machine).
+    Whether the cgroup holds only the tree is checked by the sampler at each reading. In v1,
+    ``blkio.throttle.io_service_bytes`` counts only throttled I/O on recent kernels (this
+    machine, 6.x: 0 after 40 MiB written): with ``mode`` "auto" the I/O column is taken from
+    it only when the hierarchy's root shows bytes (the kernel counts); "cgroup" takes it.
+    """
+    found = _cgroup_places(pid, proc_root, "", extra=("blkio",))
+    if found is None:
+        return None
+    version, places = found
+    if sys_root:
+        places = {c: ((r, _under(sys_root, m)), path) for c, ((r, m), path) in places.items()}
+
+    def own(controller):
+        place = places.get(controller)
+        return cgroup_directory(*place) if place and place[1].strip("/") else ""
+
+    if version == 2:
+        d = own("unified")
+        dirs = {"cpu": d, "memory": d, "io": d}
+    else:
+        dirs = {"cpu": own("cpuacct"), "memory": own("memory"), "io": own("blkio")}
+    note = None
+    if version == 1 and dirs["io"] and mode != "cgroup":
+        mount_point = places["blkio"][0][1]
+        if not _blkio_counts(mount_point):
+            dirs["io"] = ""
+            note = ("I/O from the processes: the kernel's blkio counts no unthrottled I/O "
+                    "(RESOURCE_TRACKER_TREE_SOURCE=cgroup takes it anyway)")
+    if not any(dirs.values()):
+        return None
+    missing = [c for c, d in dirs.items() if not d]
+    if missing and note is None:
+        note = f"{', '.join(missing)} from the processes: no cgroup of the tree's own there"
+    return version, dirs, note
+
+
+def _blkio_counts(mount_point):
+    """True when the blkio hierarchy's root shows storage bytes (the kernel counts them)."""
+    for name in ("blkio.throttle.io_service_bytes_recursive", "blkio.throttle.io_service_bytes"):
+        text = _read(os.path.join(mount_point, name))
+        if text is not None:
+            for line in text.splitlines():
+                fields = line.split()
+                if len(fields) == 3 and fields[1] in ("Read", "Write") and fields[2] != "0":
+                    return True
+            return False
+    return False
