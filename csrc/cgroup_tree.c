@@ -18,7 +18,7 @@ cgroup_tree_init(CgroupTree *cg, int proc_fd, pid_t root, pid_t adopter)
 
     memset(cg, 0, sizeof(*cg));
     for (i = 0; i < CG_COLUMNS; i++)
-        cg->fd[i] = cg->procs_fd[i] = -1;
+        cg->fd[i] = -1;
     cg->cpu_split_fd = -1;
     cg->proc_fd = proc_fd;
     cg->root = root;
@@ -55,7 +55,6 @@ end_source(CgroupTree *cg, const char *why)
     snprintf(cg->note, sizeof(cg->note), "%s", why);
     for (i = 0; i < CG_COLUMNS; i++) {
         close_fd(&cg->fd[i]);
-        close_fd(&cg->procs_fd[i]);
         cg->cfg.dir[i][0] = '\0';
     }
     close_fd(&cg->cpu_split_fd);
@@ -86,6 +85,18 @@ open_in(const char *dir, const char *name)
 
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* non-zero when dir/name can be opened for reading */
+static int
+readable_in(const char *dir, const char *name)
+{
+    int fd = open_in(dir, name);
+
+    if (fd < 0)
+        return 0;
+    close(fd);
+    return 1;
 }
 
 /* the file a column reads in the cgroup's version */
@@ -121,8 +132,9 @@ open_files(CgroupTree *cg)
         }
         for (j = 0, same = 0; j < i; j++)
             same |= cg->cfg.dir[j][0] && strcmp(cg->cfg.dir[j], cg->cfg.dir[i]) == 0;
-        if (!same && (cg->procs_fd[cg->procs_n] = open_in(cg->cfg.dir[i], "cgroup.procs")) >= 0)
-            cg->procs_n++;
+        if (!same && readable_in(cg->cfg.dir[i], "cgroup.procs"))
+            snprintf(cg->procs_path[cg->procs_n++], sizeof(cg->procs_path[0]), "%s/cgroup.procs",
+                     cg->cfg.dir[i]);
         else if (!same) {
             end_source(cg, "the cgroup's cgroup.procs cannot be read: processes walked");
             return;
@@ -243,7 +255,10 @@ list_pids(CgroupTree *cg)
     int i;
 
     for (i = 0; i < cg->procs_n; i++) {
-        if (read_open(cg, cg->procs_fd[i]) != 0)
+        /* opened anew each time: a v1 cgroup.procs kept open keeps serving the pid list of
+         * its first read while re-read within a second (the kernel's pidlist cache) */
+        cg->reads++;
+        if (textbuf_read_at(&cg->buf, AT_FDCWD, cg->procs_path[i]) < 0)
             return -1;
         got = parse_cgroup_procs(cg->buf.data, cg->scratch + n, cg->scratch_cap - n);
         if (got < 0)
@@ -467,6 +482,7 @@ memory_column(CgroupTree *cg, CgroupReading *out)
         kib -= cg->others[i].alive ? cg->others[i].anon_kib : 0.0;
     out->memory_kib = kib > 0 ? kib : 0.0;
     out->have[CG_MEMORY] = out->have_interval[CG_MEMORY] = 1;
+    cg->has_last[CG_MEMORY] = 1; /* a level: no previous reading needed */
 }
 
 static void
@@ -584,10 +600,8 @@ cgroup_tree_free(CgroupTree *cg)
 {
     int i;
 
-    for (i = 0; i < CG_COLUMNS; i++) {
+    for (i = 0; i < CG_COLUMNS; i++)
         close_fd(&cg->fd[i]);
-        close_fd(&cg->procs_fd[i]);
-    }
     close_fd(&cg->cpu_split_fd);
     free(cg->known);
     free(cg->scratch);

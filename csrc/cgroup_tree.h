@@ -3,7 +3,8 @@
  *
  * Python decides once, beside start(), which directories hold the tree's cgroup (one per
  * column: "" leaves the column to the process walk) and hands them over; the sampler thread
- * opens the files at its next tick (descriptors stay open, pread from 0 each tick).
+ * opens the files at its next tick (descriptors stay open, pread from 0 each tick; only
+ * cgroup.procs is opened anew each time: v1 caches its pid list per open file).
  *
  * The cgroup must hold only the tree: every pid in its cgroup.procs is a member (the root, a
  * descendant of a member, a child of the adopter) or an ancestor of the root (whose own CPU
@@ -51,7 +52,7 @@ typedef struct CgroupTree {
     int state;                 /* enum CgroupState */
     int fd[CG_COLUMNS];        /* cpu.stat / cpuacct.usage, memory.stat, io.stat / blkio */
     int cpu_split_fd;          /* v1 cpuacct.stat (user and system ticks), -1 in v2 */
-    int procs_fd[CG_COLUMNS];  /* cgroup.procs of each distinct directory */
+    char procs_path[CG_COLUMNS][600]; /* cgroup.procs of each distinct directory */
     int procs_n;
     int proc_fd;               /* the procfs root, for the ancestry of new pids */
     pid_t root, adopter, self;

@@ -168,7 +168,7 @@ def test_real_tree_in_its_own_v1_cgroups(tree_cgroups, monkeypatch):
     c, p = _totals(by_cgroup), _totals(by_walk)
     assert abs(c["cpu"] - truth) <= 0.15 * truth + 0.1, (c, truth)
     assert abs(c["cpu"] - p["cpu"]) <= 0.15 * truth + 0.1, (c, p)
-    assert c["children"] == p["children"] == 4
+    assert c["children"] == 4 and p["children"] == 4, (c, p)
     assert 120 <= c["memory_mib"] <= 120 + 40, c
     assert abs(c["memory_mib"] - p["memory_mib"]) <= 0.25 * p["memory_mib"], (c, p)
 
@@ -176,8 +176,8 @@ def test_real_tree_in_its_own_v1_cgroups(tree_cgroups, monkeypatch):
 def _sleepers_in(cgroups, n):
     enter = "; ".join(f"echo $$ > {os.path.join(c, 'cgroup.procs')}" for c in cgroups)
     return subprocess.Popen(
-        ["sh", "-c", f"{enter}; i=0; while [ $i -lt {n} ]; do sleep 60 & i=$((i+1)); done; "
-         "echo ready; read x; kill $(jobs -p) 2>/dev/null; wait"],
+        ["sh", "-c", f"{enter}; i=0; while [ $i -lt {n} ]; do sleep 60 & p=\"$p $!\"; i=$((i+1)); done; "
+         "echo ready; read x; kill $p; wait"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
 
@@ -228,15 +228,16 @@ def _row(sampler):
 def real_tree():
     """A real root with two sleeping children."""
     w = subprocess.Popen(
-        ["sh", "-c", "sleep 30 & sleep 30 & echo ready; read x; kill $(jobs -p); wait"],
+        ["sh", "-c", 'sleep 30 & a=$!; sleep 30 & b=$!; echo ready; read x; kill $a $b; wait'],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert w.stdout.readline().strip() == "ready"
     time.sleep(0.1)
     yield w
+    for pid in _children(w.pid):
+        os.kill(pid, 9)
     w.kill()
     w.wait()
-    subprocess.run(["pkill", "-P", str(w.pid)], check=False)
 
 
 def _children(pid):
