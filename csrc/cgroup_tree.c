@@ -20,6 +20,7 @@ cgroup_tree_init(CgroupTree *cg, int proc_fd, pid_t root, pid_t adopter)
     for (i = 0; i < CG_COLUMNS; i++)
         cg->fd[i] = -1;
     cg->cpu_split_fd = -1;
+    cg->loadavg_fd = -1;
     cg->proc_fd = proc_fd;
     cg->root = root;
     cg->adopter = adopter;
@@ -58,6 +59,7 @@ end_source(CgroupTree *cg, const char *why)
         cg->cfg.dir[i][0] = '\0';
     }
     close_fd(&cg->cpu_split_fd);
+    close_fd(&cg->loadavg_fd);
     cg->procs_n = 0;
     cg->state = CG_ENDED;
 }
@@ -246,15 +248,33 @@ classify(CgroupTree *cg, const ProcTree *walk, pid_t pid)
     return -1;
 }
 
-/* The pids of every cgroup.procs, sorted, without repeats, in cg->scratch: how many, or -1. */
+/* Non-zero when no task was created or ended on the machine since cgroup.procs was last read
+ * (the task count and the last pid of loadavg are those of then), within its age limit. */
+static int
+membership_unchanged(CgroupTree *cg, double now)
+{
+    const char *tasks;
+    int same;
+
+    if (cg->loadavg_fd < 0 || read_open(cg, cg->loadavg_fd) != 0)
+        return 0;
+    tasks = strchr(cg->buf.data, '/'); /* "0.00 0.01 0.05 1/123 4567": from the task count */
+    tasks = tasks ? tasks + 1 : cg->buf.data;
+    same = strncmp(tasks, cg->loadavg_seen, sizeof(cg->loadavg_seen)) == 0;
+    snprintf(cg->loadavg_seen, sizeof(cg->loadavg_seen), "%s", tasks);
+    return same && cg->procs_at > 0 && now - cg->procs_at < CGROUP_PROCS_MAX_AGE;
+}
+
+/* The pids of the first (all: every) cgroup.procs, sorted, without repeats, in cg->scratch:
+ * how many, or -1. */
 static long
-list_pids(CgroupTree *cg)
+list_pids(CgroupTree *cg, int all)
 {
     size_t n = 0;
     long got;
     int i;
 
-    for (i = 0; i < cg->procs_n; i++) {
+    for (i = 0; i < (all ? cg->procs_n : 1); i++) {
         /* opened anew each time: a v1 cgroup.procs kept open keeps serving the pid list of
          * its first read while re-read within a second (the kernel's pidlist cache) */
         cg->reads++;
@@ -508,7 +528,7 @@ io_column(CgroupTree *cg, CgroupReading *out)
 
 /* 1 when out was filled from the cgroup */
 int
-cgroup_tree_sample(CgroupTree *cg, const ProcTree *walk, const TreeTotals *own_cpu,
+cgroup_tree_sample(CgroupTree *cg, double now, const ProcTree *walk, const TreeTotals *own_cpu,
                    CgroupReading *out)
 {
     char why[200];
@@ -520,17 +540,29 @@ cgroup_tree_sample(CgroupTree *cg, const ProcTree *walk, const TreeTotals *own_c
         cg->state = CG_ON;
         find_ancestors(cg);
         open_files(cg);
+        cg->loadavg_fd = openat(cg->proc_fd, "loadavg", O_RDONLY | O_CLOEXEC);
     }
     if (cg->state != CG_ON)
         return 0;
-    n = list_pids(cg);
-    if (n < 0) {
-        end_source(cg, "the cgroup's cgroup.procs could not be read: processes walked");
-        return 0;
+    intruder = 0;
+    if (membership_unchanged(cg, now)) {
+        out->members = (int)cg->known_len;
+        out->root_alive = sorted_has(cg->known, cg->known_len, cg->root);
+        out->self_member = sorted_has(cg->known, cg->known_len, cg->self);
+    } else {
+        int all = now - cg->all_procs_at >= CGROUP_PROCS_MAX_AGE;
+        n = list_pids(cg, all);
+        if (n < 0) {
+            end_source(cg, "the cgroup's cgroup.procs could not be read: processes walked");
+            return 0;
+        }
+        cg->procs_at = now;
+        if (all)
+            cg->all_procs_at = now;
+        /* a process that is not the tree's: this tick's rises still count (it joined during
+         * the interval), then the walk takes over */
+        intruder = sort_pids(cg, walk, (size_t)n, out, why, sizeof(why));
     }
-    /* a process that is not the tree's: this tick's rises still count (it joined during the
-     * interval), then the walk takes over */
-    intruder = sort_pids(cg, walk, (size_t)n, out, why, sizeof(why));
     read_others(cg);
     if (cg->cfg.dir[CG_CPU][0])
         cpu_column(cg, own_cpu, out);
@@ -603,6 +635,7 @@ cgroup_tree_free(CgroupTree *cg)
     for (i = 0; i < CG_COLUMNS; i++)
         close_fd(&cg->fd[i]);
     close_fd(&cg->cpu_split_fd);
+    close_fd(&cg->loadavg_fd);
     free(cg->known);
     free(cg->scratch);
     cg->known = cg->scratch = NULL;

@@ -10,7 +10,7 @@
  * descendant of a member, a child of the adopter) or an ancestor of the root (whose own CPU
  * and anonymous memory are read from its stat / statm and taken off: a constant number of
  * processes, at most CGROUP_MAX_OTHERS). A pid found for the first time has its ancestry read
- * once. Any other process in the cgroup, or a cgroup.procs that cannot be read, ends the
+ * once (see CGROUP_PROCS_MAX_AGE for when cgroup.procs is read). Any other process in the cgroup, or a cgroup.procs that cannot be read, ends the
  * cgroup source for good (the walk takes over; note says why); a column whose file cannot be
  * read goes back to the walk alone. */
 #ifndef RT_CGROUP_TREE_H
@@ -23,6 +23,12 @@
 
 #define CGROUP_MAX_OTHERS 16    /* ancestors of the root allowed in the cgroup */
 #define CGROUP_MAX_ANCESTRY 256 /* parents followed to classify a new pid */
+/* cgroup.procs costs the kernel ~0.3 ms per 1,000 processes (v1 builds a sorted pid list):
+ * it is read only when a task was created or ended on the machine since the last read (the
+ * last pid and the task count of /proc/loadavg moved) and at least this often (a process
+ * moved into the cgroup creates none); the first directory's only, every directory's at
+ * least this often too. */
+#define CGROUP_PROCS_MAX_AGE 5.0
 
 enum CgroupColumn { CG_CPU, CG_MEMORY, CG_IO, CG_COLUMNS };
 enum CgroupState { CG_OFF, CG_WANTED, CG_ON, CG_ENDED };
@@ -55,6 +61,9 @@ typedef struct CgroupTree {
     char procs_path[CG_COLUMNS][600]; /* cgroup.procs of each distinct directory */
     int procs_n;
     int proc_fd;               /* the procfs root, for the ancestry of new pids */
+    int loadavg_fd;            /* <proc_root>/loadavg: tasks and the last pid, -1: none */
+    char loadavg_seen[64];     /* its task count and last pid at the last cgroup.procs read */
+    double procs_at, all_procs_at; /* when cgroup.procs was read (the first / every one) */
     pid_t root, adopter, self;
     pid_t ancestors[32];       /* the root's ancestors, found at the first reading */
     int n_ancestors;
@@ -79,10 +88,10 @@ void cgroup_tree_init(CgroupTree *cg, int proc_fd, pid_t root, pid_t adopter);
 void cgroup_tree_request(CgroupTree *cg, const CgroupTreeConfig *cfg);
 
 /* Reads the cgroup at this tick: 1 when the source is on (out filled), 0 when it is not.
- * walk: the process walk of this tick, when one ran (its members seed the first reading),
+ * now: monotonic seconds. walk: the process walk of this tick, when one ran (its members seed the first reading),
  * or NULL. own_cpu: the sampler thread's CPU (taken off when this process is a member). */
-int cgroup_tree_sample(CgroupTree *cg, const ProcTree *walk, const TreeTotals *own_cpu,
-                       CgroupReading *out);
+int cgroup_tree_sample(CgroupTree *cg, double now, const ProcTree *walk,
+                       const TreeTotals *own_cpu, CgroupReading *out);
 
 /* Non-zero while the source is on and a previous reading exists for every column. */
 int cgroup_tree_covers_all(const CgroupTree *cg);

@@ -232,7 +232,7 @@ read_tree(Collector *collector, double mono, const OwnUsage *own, ProcTreeReadin
         collector->tree.self_offset = own->cpu;
     if (cgroup_tree_needs_walk(&collector->cgroup) || !cgroup_tree_covers_all(&collector->cgroup))
         walk_tree(collector, mono, &walk, &walked, &fresh);
-    on = cgroup_tree_sample(&collector->cgroup, walked ? &collector->tree : NULL,
+    on = cgroup_tree_sample(&collector->cgroup, mono, walked ? &collector->tree : NULL,
                             own ? &own->cpu : NULL, &cg);
     if (!walked && !(on && cg.have_interval[CG_CPU] && cg.have[CG_MEMORY] &&
                      cg.have_interval[CG_IO] && cgroup_tree_covers_all(&collector->cgroup)))

@@ -184,9 +184,10 @@ def _sleepers_in(cgroups, n):
 
 @pytest.mark.parametrize("n", [10, 500])
 def test_real_reads_per_tick_do_not_grow_with_the_tree(tree_cgroups, monkeypatch, n):
-    """10 and 500 processes in the cgroup: the same number of files read per cgroup reading
-    (the column files, cgroup.procs of each hierarchy), no process walked, the children
-    counted."""
+    """10 and 500 processes in the cgroup: at most 8 files read per cgroup reading whatever
+    the size (cpuacct.usage, cpuacct.stat, memory.stat, blkio, /proc/loadavg, and
+    cgroup.procs of the first hierarchy when a task came or went on the machine, of all
+    three every 5 s), no process walked, the children counted."""
     w = _sleepers_in(tree_cgroups, n)
     try:
         assert w.stdout.readline().strip() == "ready"
@@ -206,9 +207,9 @@ def test_real_reads_per_tick_do_not_grow_with_the_tree(tree_cgroups, monkeypatch
     reads = after["cgroup_reads"] - before["cgroup_reads"]
     assert after["source"] == "cgroup", after
     assert readings >= 10 and after["walks"] == before["walks"], (before, after)
-    # cpuacct.usage + cpuacct.stat + memory.stat + blkio + 3 x cgroup.procs + the shell's
-    # parent (this test process is its ancestor, outside the cgroups: not read)
-    assert reads == 7 * readings, (reads, readings)
+    # 5 every reading, 1 more when tasks came or went, 2 more every 5 s (the shell's parent,
+    # this test process, is outside the cgroups: not read)
+    assert 5 * readings <= reads <= 6 * readings + 2 * (readings // 50 + 1), (reads, readings)
     assert max(tracker.process_metrics["children"]) == n
 
 
