@@ -8,8 +8,8 @@ apart: caches cold, as at a 1 s interval):
   short-lived processes a second, tracking a 10-process tree;
 - 10 ms sampling of a 10-process tree: ours' share of a core and the jitter (standard
   deviation of the intervals between samples);
-- a tree in its own cgroup (10, 100, 1,000 processes in new v1 cpuacct, memory and blkio
-  cgroups; root only, else skipped): ours reading the cgroup, ours walking the processes, the
+- a tree in its own cgroup (10, 100, 1,000 processes in new v1 cpuacct, memory, blkio and
+  pids cgroups; root only, else skipped): ours reading the cgroup, ours walking the processes, the
   original procfs backend.
 
 Usage (`make bench` runs it): python bench/bench_scale.py --baseline-python .bench-venv/bin/python
@@ -86,7 +86,7 @@ def busy_row(r, others):
 
 
 def _v1_cgroups(name):
-    """New cgroups for the tree in the v1 cpuacct, memory and blkio hierarchies (under this
+    """New cgroups for the tree in the v1 cpuacct, memory, blkio and pids hierarchies (under this
     process's own), or None when they cannot be made (not root, a cgroup v2 machine)."""
     if os.geteuid() != 0:
         return None
@@ -97,7 +97,7 @@ def _v1_cgroups(name):
     with open("/proc/self/mountinfo") as f:
         mounts = {c: line.split()[4] for line in f if " - cgroup " in line
                   for c in line.split(" - ")[1].split()[2].split(",")}  # fmt: skip
-    for controller in ("cpuacct", "memory", "blkio"):
+    for controller in ("cpuacct", "memory", "blkio", "pids"):
         if controller not in mounts:
             return None
         path = os.path.join(mounts[controller], own.get(controller, ""), name)

@@ -42,7 +42,7 @@ def persample(args):
         from resource_tracker.cgroup_usage import tree_cgroup_plan
 
         version, dirs, _ = tree_cgroup_plan(args.pid, "cgroup")
-        sampler.use_cgroup(version, dirs["cpu"], dirs["memory"], dirs["io"])
+        sampler.use_cgroup(version, dirs["cpu"], dirs["memory"], dirs["io"], dirs["pids"])
     last = None
     for _ in range(3):  # baseline reading, then the first full readings
         last = sampler.sample_now()

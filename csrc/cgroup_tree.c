@@ -20,7 +20,7 @@ cgroup_tree_init(CgroupTree *cg, int proc_fd, pid_t root, pid_t adopter)
     for (i = 0; i < CG_COLUMNS; i++)
         cg->fd[i] = -1;
     cg->cpu_split_fd = -1;
-    cg->loadavg_fd = -1;
+    cg->loadavg_fd = cg->pids_fd = -1;
     cg->proc_fd = proc_fd;
     cg->root = root;
     cg->adopter = adopter;
@@ -60,6 +60,7 @@ end_source(CgroupTree *cg, const char *why)
     }
     close_fd(&cg->cpu_split_fd);
     close_fd(&cg->loadavg_fd);
+    close_fd(&cg->pids_fd);
     cg->procs_n = 0;
     cg->state = CG_ENDED;
 }
@@ -248,20 +249,24 @@ classify(CgroupTree *cg, const ProcTree *walk, pid_t pid)
     return -1;
 }
 
-/* Non-zero when no task was created or ended on the machine since cgroup.procs was last read
- * (the task count and the last pid of loadavg are those of then), within its age limit. */
+/* Non-zero when the tree's tasks cannot have changed since cgroup.procs was last read (its
+ * pids cgroup's task count, else the machine's task count and last pid, are those of then),
+ * within the age limit. */
 static int
 membership_unchanged(CgroupTree *cg, double now)
 {
     const char *tasks;
-    int same;
+    int same, fd = cg->pids_fd >= 0 ? cg->pids_fd : cg->loadavg_fd;
 
-    if (cg->loadavg_fd < 0 || read_open(cg, cg->loadavg_fd) != 0)
+    if (fd < 0 || read_open(cg, fd) != 0)
         return 0;
-    tasks = strchr(cg->buf.data, '/'); /* "0.00 0.01 0.05 1/123 4567": from the task count */
-    tasks = tasks ? tasks + 1 : cg->buf.data;
-    same = strncmp(tasks, cg->loadavg_seen, sizeof(cg->loadavg_seen)) == 0;
-    snprintf(cg->loadavg_seen, sizeof(cg->loadavg_seen), "%s", tasks);
+    tasks = cg->buf.data;
+    if (fd == cg->loadavg_fd) { /* "0.00 0.01 0.05 1/123 4567": from the task count on */
+        tasks = strchr(tasks, '/');
+        tasks = tasks ? tasks + 1 : cg->buf.data;
+    }
+    same = strncmp(tasks, cg->tasks_seen, sizeof(cg->tasks_seen) - 1) == 0;
+    snprintf(cg->tasks_seen, sizeof(cg->tasks_seen), "%s", tasks);
     return same && cg->procs_at > 0 && now - cg->procs_at < CGROUP_PROCS_MAX_AGE;
 }
 
@@ -540,7 +545,10 @@ cgroup_tree_sample(CgroupTree *cg, double now, const ProcTree *walk, const TreeT
         cg->state = CG_ON;
         find_ancestors(cg);
         open_files(cg);
-        cg->loadavg_fd = openat(cg->proc_fd, "loadavg", O_RDONLY | O_CLOEXEC);
+        if (cg->cfg.pids_dir[0])
+            cg->pids_fd = open_in(cg->cfg.pids_dir, "pids.current");
+        if (cg->pids_fd < 0)
+            cg->loadavg_fd = openat(cg->proc_fd, "loadavg", O_RDONLY | O_CLOEXEC);
     }
     if (cg->state != CG_ON)
         return 0;
@@ -636,6 +644,7 @@ cgroup_tree_free(CgroupTree *cg)
         close_fd(&cg->fd[i]);
     close_fd(&cg->cpu_split_fd);
     close_fd(&cg->loadavg_fd);
+    close_fd(&cg->pids_fd);
     free(cg->known);
     free(cg->scratch);
     cg->known = cg->scratch = NULL;

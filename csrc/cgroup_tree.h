@@ -24,10 +24,11 @@
 #define CGROUP_MAX_OTHERS 16    /* ancestors of the root allowed in the cgroup */
 #define CGROUP_MAX_ANCESTRY 256 /* parents followed to classify a new pid */
 /* cgroup.procs costs the kernel ~0.3 ms per 1,000 processes (v1 builds a sorted pid list):
- * it is read only when a task was created or ended on the machine since the last read (the
- * last pid and the task count of /proc/loadavg moved) and at least this often (a process
- * moved into the cgroup creates none); the first directory's only, every directory's at
- * least this often too. */
+ * it is read only when the tree's tasks may have changed since the last read, and at least
+ * this often; the first directory's only, every directory's at least this often too. "May
+ * have changed": the cgroup's own task count moved (pids.current, when the tree has its own
+ * pids cgroup), else a task was created or ended anywhere on the machine (the task count and
+ * the last pid of /proc/loadavg moved). */
 #define CGROUP_PROCS_MAX_AGE 5.0
 
 enum CgroupColumn { CG_CPU, CG_MEMORY, CG_IO, CG_COLUMNS };
@@ -36,6 +37,7 @@ enum CgroupState { CG_OFF, CG_WANTED, CG_ON, CG_ENDED };
 typedef struct CgroupTreeConfig {
     int version;                   /* 1 or 2 */
     char dir[CG_COLUMNS][512];     /* the cgroup directory of each column, "" : the walk */
+    char pids_dir[512];            /* the tree's own pids cgroup (pids.current), "" : none */
 } CgroupTreeConfig;
 
 typedef struct CgroupReading {
@@ -62,7 +64,8 @@ typedef struct CgroupTree {
     int procs_n;
     int proc_fd;               /* the procfs root, for the ancestry of new pids */
     int loadavg_fd;            /* <proc_root>/loadavg: tasks and the last pid, -1: none */
-    char loadavg_seen[64];     /* its task count and last pid at the last cgroup.procs read */
+    int pids_fd;               /* pids.current of the tree's pids cgroup, -1: none */
+    char tasks_seen[64];       /* what they said at the last cgroup.procs read */
     double procs_at, all_procs_at; /* when cgroup.procs was read (the first / every one) */
     pid_t root, adopter, self;
     pid_t ancestors[32];       /* the root's ancestors, found at the first reading */

@@ -353,17 +353,18 @@ SAMPLER_FLOAT_GETTER(probes, (double)s->probes)
 SAMPLER_FLOAT_GETTER(fd_sheds, (double)s->fd_sheds)
 SAMPLER_FLOAT_GETTER(kept_open, (double)s->kept_open)
 
-/* use_cgroup(version, cpu_dir, memory_dir, io_dir): the tree's columns from its cgroup */
+/* use_cgroup(version, cpu_dir, memory_dir, io_dir, pids_dir=""): the tree's columns from
+ * its cgroup */
 static PyObject *
 sampler_use_cgroup_py(SamplerObject *self, PyObject *args)
 {
     Sampler *s = get_sampler(self);
-    const char *dirs[CG_COLUMNS];
+    const char *dirs[CG_COLUMNS], *pids = "";
     CgroupTreeConfig cfg;
     int version, i;
 
-    if (s == NULL || !PyArg_ParseTuple(args, "isss", &version, &dirs[CG_CPU], &dirs[CG_MEMORY],
-                                       &dirs[CG_IO]))
+    if (s == NULL || !PyArg_ParseTuple(args, "isss|s", &version, &dirs[CG_CPU], &dirs[CG_MEMORY],
+                                       &dirs[CG_IO], &pids))
         return NULL;
     if (version != 1 && version != 2) {
         PyErr_Format(PyExc_ValueError, "cgroup version must be 1 or 2, got %d", version);
@@ -374,6 +375,8 @@ sampler_use_cgroup_py(SamplerObject *self, PyObject *args)
     for (i = 0; i < CG_COLUMNS; i++)
         if (copy_path(dirs[i], "", cfg.dir[i], sizeof(cfg.dir[i]), "cgroup directory"))
             return NULL;
+    if (copy_path(pids, "", cfg.pids_dir, sizeof(cfg.pids_dir), "cgroup directory"))
+        return NULL;
     Py_BEGIN_ALLOW_THREADS
     sampler_use_cgroup(s, &cfg);
     Py_END_ALLOW_THREADS
@@ -439,8 +442,9 @@ static PyGetSetDef sampler_getset[] = {
 static PyMethodDef sampler_methods[] = {
     {"start", (PyCFunction)sampler_start_py, METH_NOARGS, "Start the sampler thread."},
     {"use_cgroup", (PyCFunction)sampler_use_cgroup_py, METH_VARARGS,
-     "use_cgroup(version, cpu_dir, memory_dir, io_dir): the tree's columns from its cgroup "
-     "from the next reading on ('' leaves a column to the process walk)."},
+     "use_cgroup(version, cpu_dir, memory_dir, io_dir, pids_dir=''): the tree's columns from "
+     "its cgroup from the next reading on ('' leaves a column to the process walk; pids_dir: "
+     "its own pids cgroup, whose task count says when cgroup.procs needs a read)."},
     {"tree_source", (PyCFunction)sampler_tree_source_py, METH_NOARGS,
      "Where the tree's columns come from: a dict (source, columns, note, counters)."},
     {"stop", (PyCFunction)sampler_stop_py, METH_NOARGS,

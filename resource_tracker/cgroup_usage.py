@@ -203,8 +203,9 @@ def _only_workload(pids, root_pid, proc_root):
 
 def tree_cgroup_plan(pid, mode="auto", proc_root="/proc", sys_root=None):
     """Where the tracked tree's columns can come from its cgroup: ``(version, {"cpu": dir,
-    "memory": dir, "io": dir}, note)``, a directory "" leaving that column to the process
-    walk, or None (with nothing to read) when the tree has no cgroup of its own. The note
+    "memory": dir, "io": dir, "pids": dir}, note)``, a directory "" leaving that column to
+    the process walk ("pids": the tree's own pids cgroup, whose task count tells when the
+    member list needs a read; "" for none), or None (with nothing to read) when the tree has no cgroup of its own. The note
     says why a column stays with the walk (None: none does).
 
     A cgroup that is the hierarchy's root is never the tree's own (it holds the machine).
@@ -213,7 +214,7 @@ def tree_cgroup_plan(pid, mode="auto", proc_root="/proc", sys_root=None):
     machine, 6.x: 0 after 40 MiB written): with ``mode`` "auto" the I/O column is taken from
     it only when the hierarchy's root shows bytes (the kernel counts); "cgroup" takes it.
     """
-    found = _cgroup_places(pid, proc_root, "", extra=("blkio",))
+    found = _cgroup_places(pid, proc_root, "", extra=("blkio", "pids"))
     if found is None:
         return None
     version, places = found
@@ -227,8 +228,10 @@ def tree_cgroup_plan(pid, mode="auto", proc_root="/proc", sys_root=None):
     if version == 2:
         d = own("unified")
         dirs = {"cpu": d, "memory": d, "io": d}
+        pids = d if d and os.path.exists(os.path.join(d, "pids.current")) else ""
     else:
         dirs = {"cpu": own("cpuacct"), "memory": own("memory"), "io": own("blkio")}
+        pids = own("pids")
     note = None
     if version == 1 and dirs["io"] and mode != "cgroup":
         mount_point = places["blkio"][0][1]
@@ -241,6 +244,7 @@ def tree_cgroup_plan(pid, mode="auto", proc_root="/proc", sys_root=None):
     missing = [c for c, d in dirs.items() if not d]
     if missing and note is None:
         note = f"{', '.join(missing)} from the processes: no cgroup of the tree's own there"
+    dirs["pids"] = pids
     return version, dirs, note
 
 

@@ -439,7 +439,7 @@ class ResourceTracker:
             self._tree_plan_note = "the tracked process has no cgroup of its own"
             return
         version, dirs, self._tree_plan_note = plan
-        sampler.use_cgroup(version, dirs["cpu"], dirs["memory"], dirs["io"])
+        sampler.use_cgroup(version, dirs["cpu"], dirs["memory"], dirs["io"], dirs["pids"])
 
     @property
     def tree_source(self) -> Optional[Dict[str, Any]]:

@@ -52,13 +52,13 @@ def _own_path(controller):
 
 @pytest.fixture
 def tree_cgroups():
-    """New child cgroups of this process's own in v1 cpuacct, memory and blkio (removed after
-    the test, once the workload has exited)."""
+    """New child cgroups of this process's own in v1 cpuacct, memory, blkio and pids (removed
+    after the test, once the workload has exited)."""
     if os.geteuid() != 0:
         pytest.skip("creating cgroups needs root")
     made = []
     name = f"rt-tree-{os.getpid()}-{time.monotonic_ns()}"
-    for controller in ("cpuacct", "memory", "blkio"):
+    for controller in ("cpuacct", "memory", "blkio", "pids"):
         mount = _v1_mount(controller)
         if mount is None:
             pytest.skip(f"no v1 {controller} hierarchy mounted (cgroup v2 machine)")
@@ -184,10 +184,9 @@ def _sleepers_in(cgroups, n):
 
 @pytest.mark.parametrize("n", [10, 500])
 def test_real_reads_per_tick_do_not_grow_with_the_tree(tree_cgroups, monkeypatch, n):
-    """10 and 500 processes in the cgroup: at most 8 files read per cgroup reading whatever
-    the size (cpuacct.usage, cpuacct.stat, memory.stat, blkio, /proc/loadavg, and
-    cgroup.procs of the first hierarchy when a task came or went on the machine, of all
-    three every 5 s), no process walked, the children counted."""
+    """10 and 500 processes in the cgroup: the same files read per cgroup reading whatever
+    the size (cpuacct.usage, cpuacct.stat, memory.stat, blkio, pids.current; cgroup.procs
+    only when pids.current moves, and every 5 s), no process walked, the children counted."""
     w = _sleepers_in(tree_cgroups, n)
     try:
         assert w.stdout.readline().strip() == "ready"
@@ -207,9 +206,9 @@ def test_real_reads_per_tick_do_not_grow_with_the_tree(tree_cgroups, monkeypatch
     reads = after["cgroup_reads"] - before["cgroup_reads"]
     assert after["source"] == "cgroup", after
     assert readings >= 10 and after["walks"] == before["walks"], (before, after)
-    # 5 every reading, 1 more when tasks came or went, 2 more every 5 s (the shell's parent,
-    # this test process, is outside the cgroups: not read)
-    assert 5 * readings <= reads <= 6 * readings + 2 * (readings // 50 + 1), (reads, readings)
+    # 5 every reading; the sleepers neither come nor go: cgroup.procs (3 hierarchies) at
+    # most every 5 s (the shell's parent, this test process, is outside: not read)
+    assert 5 * readings <= reads <= 5 * readings + 3 * (readings // 50 + 1), (reads, readings)
     assert max(tracker.process_metrics["children"]) == n
 
 
@@ -293,6 +292,32 @@ def test_fake_v2_cgroup_columns_and_the_intruder_fallback(tmp_path, real_tree):
     assert p["children"] == 2
 
 
+def test_fake_v2_member_list_read_when_the_task_count_moves(tmp_path, real_tree):
+    """With the tree's own pids cgroup, cgroup.procs is read again only when pids.current
+    moves: a pid written into the file alone is not read; once the count moves, it is (and,
+    not being of the tree, hands the columns back to the walk)."""
+    d = str(tmp_path / "job")
+    _v2_files(d, real_tree, 5.0, 100, 0)
+    _write(os.path.join(d, "pids.current"), "3\n")
+    s = _core.Sampler(real_tree.pid, 1.0)
+    s.use_cgroup(2, d, d, d, d)
+    _row(s)
+    stranger = subprocess.Popen(["sleep", "30"])
+    try:
+        _v2_files(d, real_tree, 6.0, 100, 0, extra_pids=[stranger.pid])
+        reads = s.tree_source()["cgroup_reads"]
+        assert _row(s)["children"] == 2
+        info = s.tree_source()
+        assert info["source"] == "cgroup" and info["cgroup_reads"] - reads == 4, info
+        _write(os.path.join(d, "pids.current"), "4\n")
+        _row(s)
+    finally:
+        stranger.kill()
+        stranger.wait()
+    info = s.tree_source()
+    assert info["source"] == "procfs" and f"process {stranger.pid}" in info["note"], info
+
+
 def test_fake_v2_missing_file_leaves_that_column_to_the_walk(tmp_path, real_tree):
     """No memory.stat (memory controller not enabled): memory from the walk, CPU and I/O from
     the cgroup; the source is 'mixed' and the note names the file."""
@@ -355,7 +380,9 @@ def test_plan_v2_own_cgroup_and_hierarchy_root(tmp_path):
     _fake_proc(proc, 7, ["0::/kubepods/pod1/job"], mount)
     version, dirs, note = tree_cgroup_plan(7, "auto", proc, sys_root)
     d = os.path.join(sys_root, "fs/cgroup/kubepods/pod1/job")
-    assert version == 2 and dirs == {"cpu": d, "memory": d, "io": d} and note is None
+    assert version == 2 and dirs == {"cpu": d, "memory": d, "io": d, "pids": ""} and not note
+    _write(os.path.join(d, "pids.current"), "3\n")  # the pids controller is enabled
+    assert tree_cgroup_plan(7, "auto", proc, sys_root)[1]["pids"] == d
     _fake_proc(proc, 8, ["0::/"], mount)
     assert tree_cgroup_plan(8, "auto", proc, sys_root) is None  # the machine's root
 
