@@ -338,7 +338,7 @@ sort_pids(CgroupTree *cg, const ProcTree *walk, size_t n, CgroupReading *out, ch
 
     for (i = 0; i < (size_t)cg->n_others; i++)
         cg->others[i].alive = 0;
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < n && rc == 0; i++) { /* the first stranger settles it */
         pid_t pid = cg->scratch[i];
         kind = classify(cg, walk, pid);
         if (kind == 1) {
@@ -346,11 +346,11 @@ sort_pids(CgroupTree *cg, const ProcTree *walk, size_t n, CgroupReading *out, ch
             out->members++;
             out->root_alive |= pid == cg->root;
             out->self_member |= pid == cg->self;
-        } else if (rc == 0 && kind == 0 && note_other(cg, pid) != 0) {
+        } else if (kind == 0 && note_other(cg, pid) != 0) {
             snprintf(why, why_size, "more than %d of the root's ancestors are in the cgroup: "
                      "processes walked from then on", CGROUP_MAX_OTHERS);
             rc = -1;
-        } else if (rc == 0 && kind == -1) {
+        } else if (kind == -1) {
             snprintf(why, why_size, "process %d, not of the tracked tree, joined the cgroup: "
                      "processes walked from then on", (int)pid);
             rc = -1;

@@ -252,6 +252,10 @@ read_tree(Collector *collector, double mono, const OwnUsage *own, ProcTreeReadin
         out->interval.read_b = cg.interval.read_b;
         out->interval.write_b = cg.interval.write_b;
     }
+    /* a cgroup found shared at this tick: its rises above still count (the stranger joined
+     * during the interval), its levels and member list no more (the walk ran) */
+    if (on && collector->cgroup.state != CG_ON)
+        on = 0;
     if (on && cg.have[CG_MEMORY])
         out->memory_kib = cg.memory_kib;
     if (on) {

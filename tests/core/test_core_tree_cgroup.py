@@ -318,6 +318,38 @@ def test_fake_v2_member_list_read_when_the_task_count_moves(tmp_path, real_tree)
     assert info["source"] == "procfs" and f"process {stranger.pid}" in info["note"], info
 
 
+def _own_cpu_and_anon():
+    """This process's own CPU seconds and resident anonymous KiB (stat, statm)."""
+    with open("/proc/self/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    with open("/proc/self/statm") as f:
+        _, resident, shared = (int(x) for x in f.read().split()[:3])
+    tick = os.sysconf("SC_CLK_TCK")
+    page_kib = os.sysconf("SC_PAGE_SIZE") // 1024
+    return (int(fields[11]) + int(fields[12])) / tick, (resident - shared) * page_kib
+
+
+def test_fake_v2_ancestor_in_the_cgroup_is_taken_off(tmp_path, real_tree):
+    """The root's parent (this test process) in the cgroup too: not a stranger; its own CPU
+    and anonymous memory, read from its stat / statm each tick, are taken off the cgroup's."""
+    d = str(tmp_path / "job")
+    me = os.getpid()
+    _v2_files(d, real_tree, 5.0, 400, 0, extra_pids=[me])
+    s = _core.Sampler(real_tree.pid, 1.0)
+    s.use_cgroup(2, d, d, d)
+    _row(s)
+    cpu0, _ = _own_cpu_and_anon()
+    sum(i * i for i in range(3_000_000))  # this process burns some CPU meanwhile
+    cpu1, anon = _own_cpu_and_anon()
+    _v2_files(d, real_tree, 7.0, 400, 0, extra_pids=[me])
+    p = _row(s)
+    info = s.tree_source()
+    assert info["source"] == "cgroup" and p["children"] == 2, info
+    assert cpu1 - cpu0 >= 0.05
+    assert p["utime"] + p["stime"] == pytest.approx(2.0 - (cpu1 - cpu0), abs=0.03)
+    assert p["memory"] == pytest.approx(410 * 1024 - anon, abs=2048)
+
+
 def test_fake_v2_missing_file_leaves_that_column_to_the_walk(tmp_path, real_tree):
     """No memory.stat (memory controller not enabled): memory from the walk, CPU and I/O from
     the cgroup; the source is 'mixed' and the note names the file."""
