@@ -164,7 +164,9 @@ def main():
     parser.add_argument("--samples", type=int, default=20000)
     parser.add_argument("--few", type=int, default=2000, help="first memory reading after")
     parser.add_argument("--hold-mib", type=int, default=200)
-    parser.add_argument("--cgroup", action="store_true", help="persample: read the tree from its cgroup")
+    parser.add_argument(
+        "--cgroup", action="store_true", help="persample: read the tree from its cgroup"
+    )
     args = parser.parse_args()
     globals()[args.task](args)
 

@@ -14,8 +14,7 @@ int parse_cgroup_keyed(const char *text, const char *key, unsigned long long *va
 int parse_cgroup_number(const char *text, unsigned long long *value);
 
 /* v2 io.stat: rbytes and wbytes summed over the devices ("8:0 rbytes=.. wbytes=.. ..."). */
-int parse_cgroup_io_stat(const char *text, unsigned long long *read_b,
-                         unsigned long long *write_b);
+int parse_cgroup_io_stat(const char *text, unsigned long long *read_b, unsigned long long *write_b);
 
 /* v1 blkio.throttle.io_service_bytes(_recursive): the "Read" and "Write" lines summed over the
  * devices (the "Total" lines left out). */

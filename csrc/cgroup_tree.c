@@ -347,12 +347,16 @@ sort_pids(CgroupTree *cg, const ProcTree *walk, size_t n, CgroupReading *out, ch
             out->root_alive |= pid == cg->root;
             out->self_member |= pid == cg->self;
         } else if (kind == 0 && note_other(cg, pid) != 0) {
-            snprintf(why, why_size, "more than %d of the root's ancestors are in the cgroup: "
-                     "processes walked from then on", CGROUP_MAX_OTHERS);
+            snprintf(why, why_size,
+                     "more than %d of the root's ancestors are in the cgroup: "
+                     "processes walked from then on",
+                     CGROUP_MAX_OTHERS);
             rc = -1;
         } else if (kind == -1) {
-            snprintf(why, why_size, "process %d, not of the tracked tree, joined the cgroup: "
-                     "processes walked from then on", (int)pid);
+            snprintf(why, why_size,
+                     "process %d, not of the tracked tree, joined the cgroup: "
+                     "processes walked from then on",
+                     (int)pid);
             rc = -1;
         }
     }

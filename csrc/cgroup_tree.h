@@ -9,10 +9,11 @@
  * The cgroup must hold only the tree: every pid in its cgroup.procs is a member (the root, a
  * descendant of a member, a child of the adopter) or an ancestor of the root (whose own CPU
  * and anonymous memory are read from its stat / statm and taken off: a constant number of
- * processes, at most CGROUP_MAX_OTHERS). A pid found for the first time has its ancestry read
- * once (see CGROUP_PROCS_MAX_AGE for when cgroup.procs is read). Any other process in the cgroup, or a cgroup.procs that cannot be read, ends the
- * cgroup source for good (the walk takes over; note says why); a column whose file cannot be
- * read goes back to the walk alone. */
+ * processes, at most CGROUP_MAX_OTHERS). A pid found for the first time has its ancestry
+ * read once (see CGROUP_PROCS_MAX_AGE for when cgroup.procs is read). Any other process in
+ * the cgroup, or a cgroup.procs that cannot be read, ends the cgroup source for good (the
+ * walk takes over; note says why); a column whose file cannot be read goes back to the walk
+ * alone. */
 #ifndef RT_CGROUP_TREE_H
 #define RT_CGROUP_TREE_H
 
@@ -35,16 +36,16 @@ enum CgroupColumn { CG_CPU, CG_MEMORY, CG_IO, CG_COLUMNS };
 enum CgroupState { CG_OFF, CG_WANTED, CG_ON, CG_ENDED };
 
 typedef struct CgroupTreeConfig {
-    int version;                   /* 1 or 2 */
-    char dir[CG_COLUMNS][512];     /* the cgroup directory of each column, "" : the walk */
-    char pids_dir[512];            /* the tree's own pids cgroup (pids.current), "" : none */
+    int version;               /* 1 or 2 */
+    char dir[CG_COLUMNS][512]; /* the cgroup directory of each column, "" : the walk */
+    char pids_dir[512];        /* the tree's own pids cgroup (pids.current), "" : none */
 } CgroupTreeConfig;
 
 typedef struct CgroupReading {
-    int have[CG_COLUMNS];     /* the column came from the cgroup at this tick */
+    int have[CG_COLUMNS];          /* the column came from the cgroup at this tick */
     int have_interval[CG_COLUMNS]; /* ... with a previous reading to take the rise from */
-    TreeTotals interval;      /* CPU and I/O of the tree during the interval */
-    double memory_kib;        /* resident anonymous + mapped file memory of the tree */
+    TreeTotals interval;           /* CPU and I/O of the tree during the interval */
+    double memory_kib;             /* resident anonymous + mapped file memory of the tree */
     int members, root_alive, self_member;
 } CgroupReading;
 
@@ -57,30 +58,30 @@ typedef struct CgroupOther {
 
 typedef struct CgroupTree {
     CgroupTreeConfig cfg;
-    int state;                 /* enum CgroupState */
-    int fd[CG_COLUMNS];        /* cpu.stat / cpuacct.usage, memory.stat, io.stat / blkio */
-    int cpu_split_fd;          /* v1 cpuacct.stat (user and system ticks), -1 in v2 */
+    int state;                        /* enum CgroupState */
+    int fd[CG_COLUMNS];               /* cpu.stat / cpuacct.usage, memory.stat, io.stat / blkio */
+    int cpu_split_fd;                 /* v1 cpuacct.stat (user and system ticks), -1 in v2 */
     char procs_path[CG_COLUMNS][600]; /* cgroup.procs of each distinct directory */
     int procs_n;
-    int proc_fd;               /* the procfs root, for the ancestry of new pids */
-    int loadavg_fd;            /* <proc_root>/loadavg: tasks and the last pid, -1: none */
-    int pids_fd;               /* pids.current of the tree's pids cgroup, -1: none */
-    char tasks_seen[64];       /* what they said at the last cgroup.procs read */
+    int proc_fd;                   /* the procfs root, for the ancestry of new pids */
+    int loadavg_fd;                /* <proc_root>/loadavg: tasks and the last pid, -1: none */
+    int pids_fd;                   /* pids.current of the tree's pids cgroup, -1: none */
+    char tasks_seen[64];           /* what they said at the last cgroup.procs read */
     double procs_at, all_procs_at; /* when cgroup.procs was read (the first / every one) */
     pid_t root, adopter, self;
-    pid_t ancestors[32];       /* the root's ancestors, found at the first reading */
+    pid_t ancestors[32]; /* the root's ancestors, found at the first reading */
     int n_ancestors;
     CgroupOther others[CGROUP_MAX_OTHERS];
     int n_others;
-    pid_t *known, *scratch;    /* sorted pids of the last cgroup.procs (members only) */
+    pid_t *known, *scratch; /* sorted pids of the last cgroup.procs (members only) */
     size_t known_len, known_cap, scratch_cap;
-    TreeTotals last;           /* cumulative CPU and I/O at the previous reading */
+    TreeTotals last; /* cumulative CPU and I/O at the previous reading */
     int has_last[CG_COLUMNS];
     double ticks_per_s;
     long long page_kib;
-    unsigned long reads;       /* cgroup and procfs files read by this source */
-    unsigned long ticks;       /* readings taken from the cgroup */
-    char note[256];            /* why the cgroup source ended, or a column fell back */
+    unsigned long reads; /* cgroup and procfs files read by this source */
+    unsigned long ticks; /* readings taken from the cgroup */
+    char note[256];      /* why the cgroup source ended, or a column fell back */
     TextBuf buf;
 } CgroupTree;
 
@@ -91,10 +92,11 @@ void cgroup_tree_init(CgroupTree *cg, int proc_fd, pid_t root, pid_t adopter);
 void cgroup_tree_request(CgroupTree *cg, const CgroupTreeConfig *cfg);
 
 /* Reads the cgroup at this tick: 1 when the source is on (out filled), 0 when it is not.
- * now: monotonic seconds. walk: the process walk of this tick, when one ran (its members seed the first reading),
- * or NULL. own_cpu: the sampler thread's CPU (taken off when this process is a member). */
-int cgroup_tree_sample(CgroupTree *cg, double now, const ProcTree *walk,
-                       const TreeTotals *own_cpu, CgroupReading *out);
+ * now: monotonic seconds. walk: the process walk of this tick, when one ran (its members seed the
+ * first reading), or NULL. own_cpu: the sampler thread's CPU (taken off when this process is a
+ * member). */
+int cgroup_tree_sample(CgroupTree *cg, double now, const ProcTree *walk, const TreeTotals *own_cpu,
+                       CgroupReading *out);
 
 /* Non-zero while the source is on and a previous reading exists for every column. */
 int cgroup_tree_covers_all(const CgroupTree *cg);

@@ -132,8 +132,7 @@ read_gpus(Collector *collector, GpuReading *system, GpuReading *process)
 
 static void
 fill_process_row(Collector *collector, const ProcTreeReading *tree, int self_in_tree,
-                 const GpuReading *gpu, const OwnUsage *own, double dt, double wall,
-                 double *row)
+                 const GpuReading *gpu, const OwnUsage *own, double dt, double wall, double *row)
 {
     double memory = tree->memory_kib;
 
@@ -360,8 +359,7 @@ size_t
 collector_bytes(const Collector *collector)
 {
     return proc_tree_bytes(&collector->tree) + cgroup_tree_bytes(&collector->cgroup) +
-           collector->system.buf.cap +
-           collector->member_pids_cap * sizeof(pid_t);
+           collector->system.buf.cap + collector->member_pids_cap * sizeof(pid_t);
 }
 
 void

@@ -403,9 +403,9 @@ sampler_tree_source_py(SamplerObject *self, PyObject *unused)
     walks = s->walks;
     pthread_mutex_unlock(&s->sync->lock);
     return Py_BuildValue("{s:s,s:{s:s,s:s,s:s},s:z,s:k,s:k,s:k}", "source", source, "columns",
-                         "cpu", columns[CG_CPU], "memory", columns[CG_MEMORY], "io",
-                         columns[CG_IO], "note", note[0] ? note : NULL, "cgroup_readings",
-                         readings, "cgroup_reads", reads, "walks", walks);
+                         "cpu", columns[CG_CPU], "memory", columns[CG_MEMORY], "io", columns[CG_IO],
+                         "note", note[0] ? note : NULL, "cgroup_readings", readings, "cgroup_reads",
+                         reads, "walks", walks);
 }
 
 static PyGetSetDef sampler_getset[] = {

@@ -205,8 +205,8 @@ def tree_cgroup_plan(pid, mode="auto", proc_root="/proc", sys_root=None):
     """Where the tracked tree's columns can come from its cgroup: ``(version, {"cpu": dir,
     "memory": dir, "io": dir, "pids": dir}, note)``, a directory "" leaving that column to
     the process walk ("pids": the tree's own pids cgroup, whose task count tells when the
-    member list needs a read; "" for none), or None (with nothing to read) when the tree has no cgroup of its own. The note
-    says why a column stays with the walk (None: none does).
+    member list needs a read; "" for none), or None (with nothing to read) when the tree has
+    no cgroup of its own. The note says why a column stays with the walk (None: none does).
 
     A cgroup that is the hierarchy's root is never the tree's own (it holds the machine).
     Whether the cgroup holds only the tree is checked by the sampler at each reading. In v1,
@@ -237,8 +237,10 @@ def tree_cgroup_plan(pid, mode="auto", proc_root="/proc", sys_root=None):
         mount_point = places["blkio"][0][1]
         if not _blkio_counts(mount_point):
             dirs["io"] = ""
-            note = ("I/O from the processes: the kernel's blkio counts no unthrottled I/O "
-                    "(RESOURCE_TRACKER_TREE_SOURCE=cgroup takes it anyway)")
+            note = (
+                "I/O from the processes: the kernel's blkio counts no unthrottled I/O "
+                "(RESOURCE_TRACKER_TREE_SOURCE=cgroup takes it anyway)"
+            )
     if not any(dirs.values()):
         return None
     missing = [c for c, d in dirs.items() if not d]

@@ -176,8 +176,8 @@ def test_real_tree_in_its_own_v1_cgroups(tree_cgroups, monkeypatch):
 def _sleepers_in(cgroups, n):
     enter = "; ".join(f"echo $$ > {os.path.join(c, 'cgroup.procs')}" for c in cgroups)
     return subprocess.Popen(
-        ["sh", "-c", f"{enter}; i=0; while [ $i -lt {n} ]; do sleep 60 & p=\"$p $!\"; i=$((i+1)); done; "
-         "echo ready; read x; kill $p; wait"],
+        ["sh", "-c", f"{enter}; i=0; while [ $i -lt {n} ]; do sleep 60 & p=\"$p $!\"; "
+         "i=$((i+1)); done; echo ready; read x; kill $p; wait"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
 
@@ -381,10 +381,10 @@ def test_fake_v1_cgroup_files(tmp_path, real_tree):
             _write(os.path.join(d, "cgroup.procs"), pids)
         _write(os.path.join(dirs["cpuacct"], "cpuacct.usage"), f"{usage_ns}\n")
         _write(os.path.join(dirs["cpuacct"], "cpuacct.stat"), "user 300\nsystem 100\n")
-        _write(os.path.join(dirs["memory"], "memory.stat"),
-               f"rss 1\nmapped_file 1\ntotal_rss {50 * MIB}\ntotal_mapped_file {MIB}\n")  # fmt: skip
-        _write(os.path.join(dirs["blkio"], "blkio.throttle.io_service_bytes_recursive"),
-               f"8:0 Read {read_b}\n8:0 Write 512\n8:0 Total {read_b + 512}\nTotal 9\n")  # fmt: skip
+        memory = f"rss 1\nmapped_file 1\ntotal_rss {50 * MIB}\ntotal_mapped_file {MIB}\n"
+        _write(os.path.join(dirs["memory"], "memory.stat"), memory)
+        blkio = f"8:0 Read {read_b}\n8:0 Write 512\n8:0 Total {read_b + 512}\nTotal 9\n"
+        _write(os.path.join(dirs["blkio"], "blkio.throttle.io_service_bytes_recursive"), blkio)
 
     files(2 * 10**9, 100)
     s = _core.Sampler(real_tree.pid, 1.0)
