@@ -163,6 +163,9 @@ def test_real_tree_in_its_own_v1_cgroups(tree_cgroups, monkeypatch):
     assert source["source"] == "cgroup", source
     assert source["columns"] == {"cpu": "cgroup", "memory": "cgroup", "io": "cgroup"}
     assert by_walk.stats()["tree_source"]["source"] == "procfs"
+    # kept by the snapshot, shown in the report's container section
+    assert ResourceTracker.from_snapshot(by_cgroup.snapshot()).stats()["tree_source"] == source
+    assert "Workload figures read from</th><td>the cgroup" in str(by_cgroup.report())
     # after the first readings the cgroup source walks no processes
     assert source["walks"] <= 3 and source["cgroup_readings"] >= 10, source
     c, p = _totals(by_cgroup), _totals(by_walk)
