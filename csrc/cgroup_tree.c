@@ -1,5 +1,6 @@
 #include "cgroup_tree.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -112,7 +113,59 @@ column_file(const CgroupTree *cg, int column)
     return cg->cfg.version == 1 ? v1[column] : v2[column];
 }
 
-/* Opens the column files and each distinct directory's cgroup.procs. */
+/* Adds dir's cgroup.procs and those of the cgroups below it: 0, or -1 when there are too
+ * many. */
+static int
+add_cgroup_tree(CgroupTree *cg, const char *dir, int depth)
+{
+    DIR *d;
+    struct dirent *e;
+    char child[600];
+    int rc = 0;
+
+    if (cg->procs_n == CGROUP_MAX_DIRS)
+        return -1;
+    cg->procs_own[cg->procs_n] = depth == 0;
+    snprintf(cg->procs_path[cg->procs_n++], sizeof(cg->procs_path[0]), "%s/cgroup.procs", dir);
+    if (depth == CGROUP_MAX_DEPTH || (d = opendir(dir)) == NULL)
+        return 0;
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        if (e->d_type != DT_DIR || e->d_name[0] == '.')
+            continue;
+        if ((size_t)snprintf(child, sizeof(child), "%s/%s", dir, e->d_name) >= sizeof(child) - 16)
+            rc = -1;
+        else
+            rc = add_cgroup_tree(cg, child, depth + 1);
+    }
+    closedir(d);
+    return rc;
+}
+
+/* Lists the cgroup.procs to read (each distinct column directory and the cgroups below it):
+ * 0, or -1 with the source ended. */
+static int
+scan_cgroups(CgroupTree *cg)
+{
+    int i, j, same;
+
+    cg->procs_n = cg->first_n = 0;
+    for (i = 0; i < CG_COLUMNS; i++) {
+        for (j = 0, same = 0; j < i; j++)
+            same |= strcmp(cg->cfg.dir[j], cg->cfg.dir[i]) == 0;
+        if (!cg->cfg.dir[i][0] || same)
+            continue;
+        if (add_cgroup_tree(cg, cg->cfg.dir[i], 0) != 0) {
+            end_source(cg, "more than 32 cgroups below the tree's (or too deep): processes "
+                           "walked");
+            return -1;
+        }
+        if (cg->first_n == 0)
+            cg->first_n = cg->procs_n;
+    }
+    return 0;
+}
+
+/* Opens the column files and checks each distinct directory's cgroup.procs. */
 static void
 open_files(CgroupTree *cg)
 {
@@ -135,15 +188,14 @@ open_files(CgroupTree *cg)
         }
         for (j = 0, same = 0; j < i; j++)
             same |= cg->cfg.dir[j][0] && strcmp(cg->cfg.dir[j], cg->cfg.dir[i]) == 0;
-        if (!same && readable_in(cg->cfg.dir[i], "cgroup.procs"))
-            snprintf(cg->procs_path[cg->procs_n++], sizeof(cg->procs_path[0]), "%s/cgroup.procs",
-                     cg->cfg.dir[i]);
-        else if (!same) {
+        if (!same && !readable_in(cg->cfg.dir[i], "cgroup.procs")) {
             end_source(cg, "the cgroup's cgroup.procs cannot be read: processes walked");
             return;
         }
     }
-    if (cg->procs_n == 0 && cg->state != CG_ENDED)
+    if (scan_cgroups(cg) != 0)
+        return;
+    if (cg->procs_n == 0)
         end_source(cg, cg->note[0] ? cg->note : "no cgroup file readable: processes walked");
 }
 
@@ -279,12 +331,15 @@ list_pids(CgroupTree *cg, int all)
     long got;
     int i;
 
-    for (i = 0; i < (all ? cg->procs_n : 1); i++) {
+    for (i = 0; i < (all ? cg->procs_n : cg->first_n); i++) {
         /* opened anew each time: a v1 cgroup.procs kept open keeps serving the pid list of
          * its first read while re-read within a second (the kernel's pidlist cache) */
         cg->reads++;
-        if (textbuf_read_at(&cg->buf, AT_FDCWD, cg->procs_path[i]) < 0)
+        if (textbuf_read_at(&cg->buf, AT_FDCWD, cg->procs_path[i]) < 0) {
+            if (!cg->procs_own[i] && errno == ENOENT)
+                continue; /* a child cgroup removed since the scan */
             return -1;
+        }
         got = parse_cgroup_procs(cg->buf.data, cg->scratch + n, cg->scratch_cap - n);
         if (got < 0)
             return -1;
@@ -563,6 +618,8 @@ cgroup_tree_sample(CgroupTree *cg, double now, const ProcTree *walk, const TreeT
         out->self_member = sorted_has(cg->known, cg->known_len, cg->self);
     } else {
         int all = now - cg->all_procs_at >= CGROUP_PROCS_MAX_AGE;
+        if (all && cg->all_procs_at > 0 && scan_cgroups(cg) != 0)
+            return 0;
         n = list_pids(cg, all);
         if (n < 0) {
             end_source(cg, "the cgroup's cgroup.procs could not be read: processes walked");

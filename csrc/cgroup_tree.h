@@ -31,6 +31,11 @@
  * pids cgroup), else a task was created or ended anywhere on the machine (the task count and
  * the last pid of /proc/loadavg moved). */
 #define CGROUP_PROCS_MAX_AGE 5.0
+/* The cgroup's counters include its child cgroups' (hierarchical): their cgroup.procs are
+ * read too (found again at each read of every directory), at most this many directories in
+ * all and this deep; more ends the cgroup source. */
+#define CGROUP_MAX_DIRS 32
+#define CGROUP_MAX_DEPTH 4
 
 enum CgroupColumn { CG_CPU, CG_MEMORY, CG_IO, CG_COLUMNS };
 enum CgroupState { CG_OFF, CG_WANTED, CG_ON, CG_ENDED };
@@ -58,11 +63,14 @@ typedef struct CgroupOther {
 
 typedef struct CgroupTree {
     CgroupTreeConfig cfg;
-    int state;                        /* enum CgroupState */
-    int fd[CG_COLUMNS];               /* cpu.stat / cpuacct.usage, memory.stat, io.stat / blkio */
-    int cpu_split_fd;                 /* v1 cpuacct.stat (user and system ticks), -1 in v2 */
-    char procs_path[CG_COLUMNS][600]; /* cgroup.procs of each distinct directory */
-    int procs_n;
+    int state;          /* enum CgroupState */
+    int fd[CG_COLUMNS]; /* cpu.stat / cpuacct.usage, memory.stat, io.stat / blkio */
+    int cpu_split_fd;   /* v1 cpuacct.stat (user and system ticks), -1 in v2 */
+    /* cgroup.procs of each distinct directory and of the cgroups below it; the first
+     * first_n belong to the first directory (read each time, the rest with every one) */
+    char procs_path[CGROUP_MAX_DIRS][600];
+    unsigned char procs_own[CGROUP_MAX_DIRS]; /* a column's own directory (not a child) */
+    int procs_n, first_n;
     int proc_fd;                   /* the procfs root, for the ancestry of new pids */
     int loadavg_fd;                /* <proc_root>/loadavg: tasks and the last pid, -1: none */
     int pids_fd;                   /* pids.current of the tree's pids cgroup, -1: none */

@@ -436,10 +436,11 @@ class ResourceTracker:
             self._tree_plan_note = f"no cgroup source: {type(exc).__name__}: {exc}"
             return
         if plan is None:
-            self._tree_plan_note = "the tracked process has no cgroup of its own"
+            self._tree_plan_note = "processes walked: the tracked process's cgroup not found"
             return
         version, dirs, self._tree_plan_note = plan
-        sampler.use_cgroup(version, dirs["cpu"], dirs["memory"], dirs["io"], dirs["pids"])
+        if dirs["cpu"] or dirs["memory"] or dirs["io"]:
+            sampler.use_cgroup(version, dirs["cpu"], dirs["memory"], dirs["io"], dirs["pids"])
 
     @property
     def tree_source(self) -> Optional[Dict[str, Any]]:

@@ -381,6 +381,33 @@ def test_fake_v2_member_list_read_when_the_task_count_moves(tmp_path, real_tree)
     assert info["source"] == "procfs" and f"process {stranger.pid}" in info["note"], info
 
 
+def test_fake_v2_child_cgroups_are_read_too(tmp_path, real_tree):
+    """The cgroup's counters include its child cgroups': their cgroup.procs are read too. A
+    member in a child cgroup is counted; a stranger there ends the cgroup source."""
+    d = str(tmp_path / "job")
+    kids = _children(real_tree.pid)
+    _v2_files(d, real_tree, 5.0, 100, 0)
+    _write(os.path.join(d, "cgroup.procs"), f"{real_tree.pid}\n{kids[0]}\n")
+    _write(os.path.join(d, "sub", "cgroup.procs"), f"{kids[1]}\n")
+    s = _core.Sampler(real_tree.pid, 1.0)
+    s.use_cgroup(2, d, d, d)
+    _row(s)
+    _v2_files(d, real_tree, 6.0, 100, 0)
+    _write(os.path.join(d, "cgroup.procs"), f"{real_tree.pid}\n{kids[0]}\n")
+    stranger = subprocess.Popen(["sleep", "30"])
+    try:
+        p = _row(s)
+        assert p["children"] == 2 and s.tree_source()["source"] == "cgroup"
+        _write(os.path.join(d, "sub", "deeper", "cgroup.procs"), f"{stranger.pid}\n")
+        time.sleep(5.1)  # every cgroup below is found again at least every 5 s
+        _row(s)
+    finally:
+        stranger.kill()
+        stranger.wait()
+    info = s.tree_source()
+    assert info["source"] == "procfs" and f"process {stranger.pid}" in info["note"], info
+
+
 def _own_cpu_and_anon():
     """This process's own CPU seconds and resident anonymous KiB (stat, statm)."""
     with open("/proc/self/stat") as f:
@@ -470,29 +497,52 @@ def _fake_proc(root, pid, cgroup_lines, mount_lines):
 
 
 def test_plan_v2_own_cgroup_and_hierarchy_root(tmp_path):
+    """v2: the pid's own cgroup gives every column when its files are there (the memory and
+    io controllers enabled); a missing one, or the hierarchy's root, leaves the tree to the
+    walk in auto mode (the walk would run anyway), and only that column in cgroup mode."""
     proc, sys_root = str(tmp_path / "proc"), str(tmp_path / "sys")
     mount = ["30 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw"]
     _fake_proc(proc, 7, ["0::/kubepods/pod1/job"], mount)
-    version, dirs, note = tree_cgroup_plan(7, "auto", proc, sys_root)
     d = os.path.join(sys_root, "fs/cgroup/kubepods/pod1/job")
+    for name in ("cpu.stat", "memory.stat", "io.stat"):
+        _write(os.path.join(d, name), "")
+    version, dirs, note = tree_cgroup_plan(7, "auto", proc, sys_root)
     assert version == 2 and dirs == {"cpu": d, "memory": d, "io": d, "pids": ""} and not note
     _write(os.path.join(d, "pids.current"), "3\n")  # the pids controller is enabled
     assert tree_cgroup_plan(7, "auto", proc, sys_root)[1]["pids"] == d
-    _fake_proc(proc, 8, ["0::/"], mount)
-    assert tree_cgroup_plan(8, "auto", proc, sys_root) is None  # the machine's root
+    os.remove(os.path.join(d, "io.stat"))  # no io controller
+    _, dirs, note = tree_cgroup_plan(7, "auto", proc, sys_root)
+    assert dirs == {"cpu": "", "memory": "", "io": "", "pids": d} and "no io.stat" in note
+    _, dirs, note = tree_cgroup_plan(7, "cgroup", proc, sys_root)
+    assert dirs == {"cpu": d, "memory": d, "io": "", "pids": d} and "no io.stat" in note
+    _fake_proc(proc, 8, ["0::/"], mount)  # the machine's root
+    _, dirs, note = tree_cgroup_plan(8, "cgroup", proc, sys_root)
+    assert not any(dirs.values()) and "no cgroup of the tree's own" in note
+    assert tree_cgroup_plan(9, "auto", proc, sys_root) is None  # no /proc/9
 
 
 def test_plan_v1_blkio_only_where_the_kernel_counts(tmp_path):
+    """v1: cpuacct, memory and blkio of the pid's own; blkio only where the hierarchy's root
+    shows bytes (else walked in auto mode, taken in cgroup mode); cpuacct at the root walks."""
     proc, sys_root = str(tmp_path / "proc"), str(tmp_path / "sys")
-    _fake_proc(proc, 7, ["5:blkio:/docker/abc", "4:memory:/docker/abc", "3:cpuacct:/"],
-               ["40 31 0:35 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory",
-                "41 31 0:36 / /sys/fs/cgroup/cpuacct rw - cgroup cgroup rw,cpuacct",
-                "42 31 0:37 / /sys/fs/cgroup/blkio rw - cgroup cgroup rw,blkio"])  # fmt: skip
-    counter = os.path.join(sys_root, "fs/cgroup/blkio/blkio.throttle.io_service_bytes_recursive")
+    mounts = ["40 31 0:35 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory",
+              "41 31 0:36 / /sys/fs/cgroup/cpuacct rw - cgroup cgroup rw,cpuacct",
+              "42 31 0:37 / /sys/fs/cgroup/blkio rw - cgroup cgroup rw,blkio"]  # fmt: skip
+    _fake_proc(proc, 7, ["5:blkio:/docker/abc", "4:memory:/docker/abc", "3:cpuacct:/docker/abc"],
+               mounts)  # fmt: skip
+    cg = os.path.join(sys_root, "fs/cgroup")
+    _write(os.path.join(cg, "cpuacct/docker/abc/cpuacct.usage"), "0\n")
+    _write(os.path.join(cg, "memory/docker/abc/memory.stat"), "")
+    _write(os.path.join(cg, "blkio/docker/abc/blkio.throttle.io_service_bytes"), "Total 0\n")
+    counter = os.path.join(cg, "blkio/blkio.throttle.io_service_bytes_recursive")
     _write(counter, "Total 0\n")
     version, dirs, note = tree_cgroup_plan(7, "auto", proc, sys_root)
-    assert version == 1 and dirs["cpu"] == "" and dirs["io"] == ""  # cpuacct at the root
-    assert dirs["memory"].endswith("fs/cgroup/memory/docker/abc") and "blkio" in note
-    assert tree_cgroup_plan(7, "cgroup", proc, sys_root)[1]["io"].endswith("blkio/docker/abc")
-    _write(counter, "8:0 Read 4096\n8:0 Write 0\nTotal 4096\n")
-    assert tree_cgroup_plan(7, "auto", proc, sys_root)[1]["io"].endswith("blkio/docker/abc")
+    assert version == 1 and not any(dirs.values()) and "blkio" in note
+    _, dirs, note = tree_cgroup_plan(7, "cgroup", proc, sys_root)
+    assert dirs["io"].endswith("blkio/docker/abc") and dirs["cpu"].endswith("cpuacct/docker/abc")
+    _write(counter, "8:0 Read 4096\n8:0 Write 0\nTotal 4096\n")  # the kernel counts
+    _, dirs, note = tree_cgroup_plan(7, "auto", proc, sys_root)
+    assert dirs["io"].endswith("blkio/docker/abc") and dirs["memory"] and note is None
+    _fake_proc(proc, 7, ["5:blkio:/docker/abc", "4:memory:/docker/abc", "3:cpuacct:/"], mounts)
+    _, dirs, note = tree_cgroup_plan(7, "auto", proc, sys_root)
+    assert not any(dirs.values()) and "cpu: no cgroup of the tree's own" in note
