@@ -280,7 +280,6 @@ def test_real_reads_per_tick_do_not_grow_with_the_tree(tree_cgroups, monkeypatch
 # -- fake cgroup files, the real C sampler over a real process tree --------------------------
 
 
-
 def _row(sampler):
     """One reading now: the process row as a dict (None for the baseline)."""
     rows = sampler.sample_now()
