@@ -72,7 +72,7 @@ drop_column(CgroupTree *cg, int column, const char *file)
 {
     static const char *const names[] = {"CPU", "memory", "I/O"};
 
-    snprintf(cg->note, sizeof(cg->note), "%s from the processes: %s/%s cannot be read (%s)",
+    snprintf(cg->note, sizeof(cg->note), "%s from the processes: %s/%s not read or parsed (%s)",
              names[column], cg->cfg.dir[column], file, strerror(errno));
     close_fd(&cg->fd[column]);
     if (column == CG_CPU)
