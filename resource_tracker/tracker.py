@@ -412,7 +412,7 @@ class ResourceTracker:
         """The cgroup figures at the start, read beside the caller (start() does not wait
         for the import, the cgroup's location and its files: ~3 ms); then the tree's own
         cgroup handed to the sampler when it has one (docs/metrics.md, "The tree from its
-        cgroup")."""
+        own cgroup")."""
         self._cgroup_start = self._read_cgroup()
         self._start_tree_source()
 
@@ -448,15 +448,14 @@ class ResourceTracker:
         ('cgroup', 'procfs' or 'mixed'), ``columns`` (cpu, memory, io: each 'cgroup' or
         'procfs'), ``note`` (why a column is walked, or why the cgroup source ended) and the
         counters ``cgroup_readings``, ``cgroup_reads`` (files read for it) and ``walks``
-        (ticks that walked the processes). See docs/metrics.md, "The tree from its cgroup".
+        (ticks that walked the processes). See docs/metrics.md, "The tree from its own cgroup".
         """
         if hasattr(self, "_tree_source_stored"):
             return self._tree_source_stored
         sampler = self._sampler
         if not hasattr(sampler, "tree_source"):
             return None
-        if self.running or self._sampler.state == "new":
-            self._wait_cgroup_start()
+        self._wait_cgroup_start()  # the plan is made beside start()
         info: Dict[str, Any] = sampler.tree_source()
         plan_note = getattr(self, "_tree_plan_note", None)
         if info["note"] is None and plan_note is not None:
