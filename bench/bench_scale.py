@@ -7,7 +7,10 @@ apart: caches cold, as at a 1 s interval):
 - a busy machine: 2,000 unrelated sleeping processes and a neighbour creating ~200
   short-lived processes a second, tracking a 10-process tree;
 - 10 ms sampling of a 10-process tree: ours' share of a core and the jitter (standard
-  deviation of the intervals between samples).
+  deviation of the intervals between samples);
+- a tree in its own cgroup (10, 100, 1,000 processes in new v1 cpuacct, memory, blkio and
+  pids cgroups; root only, else skipped): ours reading the cgroup, ours walking the processes, the
+  original procfs backend.
 
 Usage (`make bench` runs it): python bench/bench_scale.py --baseline-python .bench-venv/bin/python
 [--quick] (trees up to 1,000 and 1,000 neighbours).
@@ -19,6 +22,7 @@ import argparse
 import os
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -81,6 +85,84 @@ def busy_row(r, others):
     return res
 
 
+def _v1_cgroups(name):
+    """New cgroups for the tree in the v1 cpuacct, memory, blkio and pids hierarchies (under this
+    process's own), or None when they cannot be made (not root, a cgroup v2 machine)."""
+    if os.geteuid() != 0:
+        return None
+    with open("/proc/self/cgroup") as f:
+        own = {c: p.strip().strip("/") for line in f for _, cs, p in [line.split(":", 2)]
+               for c in cs.split(",")}  # fmt: skip
+    made = []
+    with open("/proc/self/mountinfo") as f:
+        mounts = {c: line.split()[4] for line in f if " - cgroup " in line
+                  for c in line.split(" - ")[1].split()[2].split(",")}  # fmt: skip
+    for controller in ("cpuacct", "memory", "blkio", "pids"):
+        if controller not in mounts:
+            return None
+        path = os.path.join(mounts[controller], own.get(controller, ""), name)
+        try:
+            os.mkdir(path)
+        except OSError:
+            return None
+        made.append(path)
+    return made
+
+
+def _remove(cgroups):
+    for path in cgroups:
+        for _ in range(50):
+            try:
+                os.rmdir(path)
+                break
+            except OSError:
+                time.sleep(0.1)
+
+
+def cgroup_rows(r, sizes):
+    """CPU per sample of a tree in its own cgroup: ours from the cgroup, ours walking, the
+    original procfs backend (None when no cgroup could be made)."""
+    rows = []
+    for size in sizes:
+        cgroups = _v1_cgroups(f"rt-bench-{os.getpid()}-{size}")
+        if cgroups is None:
+            return None
+        progress(f"tree of {size} processes in its own cgroup")
+        tree = wl.spawn_tree(size - 1, cgroups=cgroups)
+        try:
+            n = 40 if size <= 100 else 12
+            args = ("persample", "--pid", tree.pid, "--gap", 0.05, "--n", n)
+            res = {
+                "cgroup": r.ours(*args, "--part", "both", "--cgroup"),
+                "walk": r.ours(*args, "--part", "both"),
+                "procfs": r.original("procfs", *args, "--part", "both"),
+                "cgroup_process": r.ours(*args, "--part", "process", "--cgroup"),
+                "walk_process": r.ours(*args, "--part", "process"),
+            }
+        finally:
+            wl.stop_group(tree)
+            _remove(cgroups)
+        rows.append((size, res))
+    return rows
+
+
+def print_cgroup_rows(rows):
+    if rows is None:
+        print("\ntree in its own cgroup: skipped (needs root and v1 cpuacct, memory, blkio)")
+        return
+    print("\nCPU per sample (tree + system; process part only in brackets), samples 50 ms "
+          "apart, tree in its own cgroup\n")  # fmt: skip
+    print("| case | ours, from the cgroup | ours, walking | original procfs | ratio procfs |")
+    print("|---|---|---|---|---|")
+    for size, res in rows:
+        assert res["cgroup"]["tree_source"] == "cgroup", res["cgroup"]
+        print(
+            f"| tree in its own cgroup: {size:,} processes | {cell(res, 'cgroup')} "
+            f"({cell(res, 'cgroup_process')}) | {cell(res, 'walk')} ({cell(res, 'walk_process')})"
+            f" | {cell(res, 'procfs')} | {res['procfs']['cpu_s'] / res['cgroup']['cpu_s']:.1f}x |"
+        )
+
+
 def cell(res, key):
     v = res.get(key)
     if v is None:
@@ -99,14 +181,19 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline-python", required=True, help="python of the bench venv")
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--cgroup-only", action="store_true", help="only the cgroup rows")
     args = parser.parse_args()
     r = Runner(os.path.abspath(args.baseline_python), quick=args.quick)
     sizes = [1, 10, 100, 1000] if args.quick else [1, 10, 100, 1000, 2000]
     others = 1000 if args.quick else 2000
+    if args.cgroup_only:
+        print_cgroup_rows(cgroup_rows(r, [10, 100, 1000]))
+        return
     rows, ours_process = tree_rows(r, sizes, original_max=max(sizes))
     busy = busy_row(r, others)
     progress("10 ms sampling of a 10-process tree")
     fast = r.ours("share", "--interval", "0.01", "--duration", "10")
+    in_cgroup = cgroup_rows(r, [10, 100, 1000])
     print(f"CPU per sample (tree + system), samples 50 ms apart, on {machine()}\n")
     print("| case | ours | original procfs | original psutil | raw psutil | ratio procfs "
           "| ratio psutil | ratio raw psutil |")  # fmt: skip
@@ -134,6 +221,7 @@ def main():
     print(f"ours, 10 ms sampling of a 10-process tree: {fast['sampler_share'] * 100:.2f}% of a "
           f"core (goal <= 3%), jitter (std of intervals) {fast['jitter_s'] * 1e3:.2f} ms, "
           f"{fast['samples']} samples in {fast['wall_s']:.1f} s")  # fmt: skip
+    print_cgroup_rows(in_cgroup)
 
 
 if __name__ == "__main__":

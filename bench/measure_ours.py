@@ -38,6 +38,11 @@ def persample(args):
         track_processes=args.part != "system",
         track_system=args.part != "process",
     )
+    if args.cgroup:  # the tree in its own cgroup: read from it (v1 blkio taken as it is)
+        from resource_tracker.cgroup_usage import tree_cgroup_plan
+
+        version, dirs, _ = tree_cgroup_plan(args.pid, "cgroup")
+        sampler.use_cgroup(version, dirs["cpu"], dirs["memory"], dirs["io"], dirs["pids"])
     last = None
     for _ in range(3):  # baseline reading, then the first full readings
         last = sampler.sample_now()
@@ -56,6 +61,7 @@ def persample(args):
             "memory_mib": last[0][6] / 1024 if args.part != "system" else None,
             "pss_reads": sampler.pss_reads,
             "pss_s": sampler.pss_seconds,
+            "tree_source": sampler.tree_source()["source"],
         }
     )
 
@@ -158,6 +164,9 @@ def main():
     parser.add_argument("--samples", type=int, default=20000)
     parser.add_argument("--few", type=int, default=2000, help="first memory reading after")
     parser.add_argument("--hold-mib", type=int, default=200)
+    parser.add_argument(
+        "--cgroup", action="store_true", help="persample: read the tree from its cgroup"
+    )
     args = parser.parse_args()
     globals()[args.task](args)
 

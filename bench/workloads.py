@@ -87,9 +87,11 @@ def stop_all(procs):
         p.wait()
 
 
-def spawn_tree(n_children=10, seconds=600):
-    """An 11-process tree: a shell with n_children sleeping children. Returns its Popen."""
-    script = f"for i in $(seq {n_children}); do sleep {seconds} & done; wait"
+def spawn_tree(n_children=10, seconds=600, cgroups=()):
+    """An 11-process tree: a shell with n_children sleeping children. Returns its Popen.
+    cgroups: cgroup directories the shell enters first (its children are born in them)."""
+    enter = "".join(f"echo $$ > {os.path.join(c, 'cgroup.procs')}; " for c in cgroups)
+    script = f"{enter}for i in $(seq {n_children}); do sleep {seconds} & done; wait"
     proc = subprocess.Popen(["sh", "-c", script], start_new_session=True)
     deadline = time.monotonic() + 10
     while len(child_pids(proc.pid)) < n_children:

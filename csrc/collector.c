@@ -1,5 +1,6 @@
 #include "collector.h"
 
+#include <dirent.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,9 @@ collector_init(Collector *collector, const CollectorConfig *cfg)
                        cfg->track_processes && cfg->follow_children) != 0)
         return -1;
     collector->tree.count_processes = cfg->track_system;
+    cgroup_tree_init(&collector->cgroup, collector->tree.proc_fd, cfg->pid,
+                     cfg->follow_children ? cfg->adopter : 0);
+    collector->walked_last = 1;
     if (cfg->track_processes && cfg->follow_children && cfg->adopter > 0)
         proc_tree_adopt_children_of(&collector->tree, cfg->adopter);
     if (system_stats_init(&collector->system, cfg->proc_root,
@@ -88,6 +92,15 @@ collector_init(Collector *collector, const CollectorConfig *cfg)
     }
     set_cpu_caps(collector);
     return 0;
+}
+
+/* the tree's member pids: from the walk when it ran at this tick, else from the cgroup */
+static size_t
+member_pids(const Collector *collector, pid_t *out, size_t cap)
+{
+    if (collector->walked_last)
+        return proc_tree_member_pids(&collector->tree, out, cap);
+    return cgroup_tree_member_pids(&collector->cgroup, out, cap);
 }
 
 /* GPU readings for the tree's members (the library is loaded on first use, in this thread). */
@@ -105,25 +118,25 @@ read_gpus(Collector *collector, GpuReading *system, GpuReading *process)
     }
     if (collector->gpu == NULL)
         return;
-    n = proc_tree_member_pids(&collector->tree, collector->member_pids, collector->member_pids_cap);
+    n = member_pids(collector, collector->member_pids, collector->member_pids_cap);
     if (n > collector->member_pids_cap) {
         pid_t *grown = realloc(collector->member_pids, n * 2 * sizeof(pid_t));
         if (grown == NULL)
             return;
         collector->member_pids = grown;
         collector->member_pids_cap = n * 2;
-        n = proc_tree_member_pids(&collector->tree, grown, n * 2);
+        n = member_pids(collector, grown, n * 2);
     }
     gpu_monitor_sample(collector->gpu, collector->member_pids, n, system, process);
 }
 
 static void
-fill_process_row(Collector *collector, const ProcTreeReading *tree, const GpuReading *gpu,
-                 const OwnUsage *own, double dt, double wall, double *row)
+fill_process_row(Collector *collector, const ProcTreeReading *tree, int self_in_tree,
+                 const GpuReading *gpu, const OwnUsage *own, double dt, double wall, double *row)
 {
     double memory = tree->memory_kib;
 
-    if (own && proc_tree_contains(&collector->tree, getpid()))
+    if (own && self_in_tree)
         memory = memory > own->memory_kib ? memory - own->memory_kib : 0.0;
     row[PC_TIMESTAMP] = wall;
     row[PC_PID] = (double)collector->cfg.pid;
@@ -168,6 +181,92 @@ fill_system_row(const Collector *collector, const SystemReading *sys, const GpuR
     row[SC_GPU_UTILIZED] = gpu->utilized;
 }
 
+/* Processes on the system while the walk does not run: /proc listed at most every
+ * LISTING_MAX_AGE seconds (a cost of the machine's size, not of the tree's, and rare). */
+static int
+count_processes(Collector *collector, double mono)
+{
+    DIR *dir;
+    struct dirent *d;
+    int n = 0;
+
+    if (collector->processes_at > 0 && mono - collector->processes_at < LISTING_MAX_AGE)
+        return collector->processes;
+    dir = opendir(collector->cfg.proc_root[0] ? collector->cfg.proc_root : "/proc");
+    if (dir == NULL)
+        return collector->processes;
+    while ((d = readdir(dir)) != NULL)
+        n += d->d_name[0] >= '1' && d->d_name[0] <= '9';
+    closedir(dir);
+    collector->processes = n;
+    collector->processes_at = mono;
+    return n;
+}
+
+/* The process walk of this tick into walk; its rises count only when it ran at the previous
+ * tick too (after ticks without it they span those ticks, which the cgroup counted). */
+static void
+walk_tree(Collector *collector, double mono, ProcTreeReading *walk, int *walked, int *fresh)
+{
+    proc_tree_sample(&collector->tree, mono, walk);
+    *fresh = collector->walked_last;
+    *walked = 1;
+    collector->walks++;
+    collector->processes = walk->processes;
+    collector->processes_at = mono;
+}
+
+/* The tree's reading at this tick: the cgroup's columns where it gives them, the walk's for
+ * the rest (the walk runs only when a column needs it, or the cgroup's first reading). */
+static void
+read_tree(Collector *collector, double mono, const OwnUsage *own, ProcTreeReading *out,
+          int *self_in_tree)
+{
+    ProcTreeReading walk;
+    CgroupReading cg;
+    int walked = 0, fresh = 0, on;
+
+    memset(&walk, 0, sizeof(walk));
+    if (own)
+        collector->tree.self_offset = own->cpu;
+    if (cgroup_tree_needs_walk(&collector->cgroup) || !cgroup_tree_covers_all(&collector->cgroup))
+        walk_tree(collector, mono, &walk, &walked, &fresh);
+    on = cgroup_tree_sample(&collector->cgroup, mono, walked ? &collector->tree : NULL,
+                            own ? &own->cpu : NULL, &cg);
+    if (!walked && !(on && cg.have_interval[CG_CPU] && cg.have[CG_MEMORY] &&
+                     cg.have_interval[CG_IO] && cgroup_tree_covers_all(&collector->cgroup)))
+        walk_tree(collector, mono, &walk, &walked, &fresh);
+    *out = walk;
+    if (!on || !cg.have_interval[CG_CPU]) {
+        out->interval.user_s = fresh ? walk.interval.user_s : 0.0;
+        out->interval.sys_s = fresh ? walk.interval.sys_s : 0.0;
+    } else {
+        out->interval.user_s = cg.interval.user_s;
+        out->interval.sys_s = cg.interval.sys_s;
+    }
+    if (!on || !cg.have_interval[CG_IO]) {
+        out->interval.read_b = fresh ? walk.interval.read_b : 0.0;
+        out->interval.write_b = fresh ? walk.interval.write_b : 0.0;
+    } else {
+        out->interval.read_b = cg.interval.read_b;
+        out->interval.write_b = cg.interval.write_b;
+    }
+    /* a cgroup found shared at this tick: its rises above still count (the stranger joined
+     * during the interval), its levels and member list no more (the walk ran) */
+    if (on && collector->cgroup.state != CG_ON)
+        on = 0;
+    if (on && cg.have[CG_MEMORY])
+        out->memory_kib = cg.memory_kib;
+    if (on) {
+        out->members = cg.members;
+        out->root_alive = cg.root_alive;
+    }
+    *self_in_tree = on ? cg.self_member : proc_tree_contains(&collector->tree, getpid());
+    collector->walked_last = walked;
+    if (!walked)
+        out->processes = collector->cfg.track_system ? count_processes(collector, mono) : 0;
+}
+
 /* 0 for the baseline, 1 when rows were filled */
 int
 collector_sample(Collector *collector, double mono, double wall, const OwnUsage *own, double *prow,
@@ -177,10 +276,9 @@ collector_sample(Collector *collector, double mono, double wall, const OwnUsage 
     SystemReading sys;
     GpuReading gpu_system, gpu_process;
     double dt = mono - collector->last_mono;
+    int self_in_tree = 0;
 
-    if (own)
-        collector->tree.self_offset = own->cpu;
-    proc_tree_sample(&collector->tree, mono, &tree);
+    read_tree(collector, mono, own, &tree, &self_in_tree);
     memset(&sys, 0, sizeof(sys));
     if (collector->cfg.track_system)
         system_stats_sample(&collector->system, mono, &sys);
@@ -190,9 +288,16 @@ collector_sample(Collector *collector, double mono, double wall, const OwnUsage 
         collector->has_baseline = 1;
         return 0;
     }
-    fill_process_row(collector, &tree, &gpu_process, own, dt, wall, prow);
+    fill_process_row(collector, &tree, self_in_tree, &gpu_process, own, dt, wall, prow);
     fill_system_row(collector, &sys, &gpu_system, tree.processes, dt, wall, srow);
     return 1;
+}
+
+void
+collector_use_cgroup(Collector *collector, const CgroupTreeConfig *cfg)
+{
+    if (!collector->released && collector->cfg.track_processes && collector->cfg.follow_children)
+        cgroup_tree_request(&collector->cgroup, cfg);
 }
 
 void
@@ -253,8 +358,8 @@ collector_fold_rows(const Collector *collector, double *pp, double *ps, const do
 size_t
 collector_bytes(const Collector *collector)
 {
-    return proc_tree_bytes(&collector->tree) + collector->system.buf.cap +
-           collector->member_pids_cap * sizeof(pid_t);
+    return proc_tree_bytes(&collector->tree) + cgroup_tree_bytes(&collector->cgroup) +
+           collector->system.buf.cap + collector->member_pids_cap * sizeof(pid_t);
 }
 
 void
@@ -262,6 +367,7 @@ collector_release(Collector *collector)
 {
     if (collector->released)
         return;
+    cgroup_tree_free(&collector->cgroup);
     proc_tree_free(&collector->tree);
     system_stats_free(&collector->system);
     if (collector->gpu)

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include "cgroup_tree.h"
 #include "gpu.h"
 #include "proc_tree.h"
 #include "system_stats.h"
@@ -23,6 +24,11 @@ typedef struct CollectorConfig {
 typedef struct Collector {
     CollectorConfig cfg;
     ProcTree tree;
+    CgroupTree cgroup;   /* the tree from its own cgroup, when Python asked for it */
+    int walked_last;     /* the process walk ran at the previous tick (its rises go on) */
+    unsigned long walks; /* ticks that walked the processes */
+    int processes;       /* processes on the system, while the walk does not run */
+    double processes_at; /* when they were counted (monotonic) */
     SystemStats system;
     GpuMonitor *gpu;
     int gpu_tried;
@@ -49,6 +55,9 @@ int collector_init(Collector *collector, const CollectorConfig *cfg);
  * srow were filled with one row of the process and system tables. */
 int collector_sample(Collector *collector, double mono, double wall, const OwnUsage *own,
                      double *prow, double *srow);
+
+/* Takes the tree's columns from its cgroup from the next reading on (cgroup_tree.h). */
+void collector_use_cgroup(Collector *collector, const CgroupTreeConfig *cfg);
 
 /* The next collector_sample() is the run's last: nothing is left for a later reading. */
 void collector_last_reading(Collector *collector);

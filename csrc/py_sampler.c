@@ -353,6 +353,61 @@ SAMPLER_FLOAT_GETTER(probes, (double)s->probes)
 SAMPLER_FLOAT_GETTER(fd_sheds, (double)s->fd_sheds)
 SAMPLER_FLOAT_GETTER(kept_open, (double)s->kept_open)
 
+/* use_cgroup(version, cpu_dir, memory_dir, io_dir, pids_dir=""): the tree's columns from
+ * its cgroup */
+static PyObject *
+sampler_use_cgroup_py(SamplerObject *self, PyObject *args)
+{
+    Sampler *s = get_sampler(self);
+    const char *dirs[CG_COLUMNS], *pids = "";
+    CgroupTreeConfig cfg;
+    int version, i;
+
+    if (s == NULL || !PyArg_ParseTuple(args, "isss|s", &version, &dirs[CG_CPU], &dirs[CG_MEMORY],
+                                       &dirs[CG_IO], &pids))
+        return NULL;
+    if (version != 1 && version != 2) {
+        PyErr_Format(PyExc_ValueError, "cgroup version must be 1 or 2, got %d", version);
+        return NULL;
+    }
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.version = version;
+    for (i = 0; i < CG_COLUMNS; i++)
+        if (copy_path(dirs[i], "", cfg.dir[i], sizeof(cfg.dir[i]), "cgroup directory"))
+            return NULL;
+    if (copy_path(pids, "", cfg.pids_dir, sizeof(cfg.pids_dir), "cgroup directory"))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    sampler_use_cgroup(s, &cfg);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* {"source", "columns", "note", "cgroup_readings", "cgroup_reads", "walks"} */
+static PyObject *
+sampler_tree_source_py(SamplerObject *self, PyObject *unused)
+{
+    Sampler *s = get_sampler(self);
+    char source[8], columns[CG_COLUMNS][8], note[256];
+    unsigned long readings, reads, walks;
+
+    (void)unused;
+    if (s == NULL)
+        return NULL;
+    pthread_mutex_lock(&s->sync->lock);
+    memcpy(source, s->tree_source, sizeof(source));
+    memcpy(columns, s->column_source, sizeof(columns));
+    memcpy(note, s->tree_note, sizeof(note));
+    readings = s->cgroup_readings;
+    reads = s->cgroup_reads;
+    walks = s->walks;
+    pthread_mutex_unlock(&s->sync->lock);
+    return Py_BuildValue("{s:s,s:{s:s,s:s,s:s},s:z,s:k,s:k,s:k}", "source", source, "columns",
+                         "cpu", columns[CG_CPU], "memory", columns[CG_MEMORY], "io", columns[CG_IO],
+                         "note", note[0] ? note : NULL, "cgroup_readings", readings, "cgroup_reads",
+                         reads, "walks", walks);
+}
+
 static PyGetSetDef sampler_getset[] = {
     {"state", (getter)sampler_get_state, NULL, "'new', 'running' or 'stopped'", NULL},
     {"n_samples", (getter)sampler_get_rows, NULL, "rows stored so far", NULL},
@@ -386,6 +441,12 @@ static PyGetSetDef sampler_getset[] = {
 
 static PyMethodDef sampler_methods[] = {
     {"start", (PyCFunction)sampler_start_py, METH_NOARGS, "Start the sampler thread."},
+    {"use_cgroup", (PyCFunction)sampler_use_cgroup_py, METH_VARARGS,
+     "use_cgroup(version, cpu_dir, memory_dir, io_dir, pids_dir=''): the tree's columns from "
+     "its cgroup from the next reading on ('' leaves a column to the process walk; pids_dir: "
+     "its own pids cgroup, whose task count says when cgroup.procs needs a read)."},
+    {"tree_source", (PyCFunction)sampler_tree_source_py, METH_NOARGS,
+     "Where the tree's columns come from: a dict (source, columns, note, counters)."},
     {"stop", (PyCFunction)sampler_stop_py, METH_NOARGS,
      "Stop the thread (returns within STOP_TIMEOUT seconds) and release descriptors."},
     {"sample_now", (PyCFunction)sampler_sample_now_py, METH_NOARGS,

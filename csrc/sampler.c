@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -10,6 +11,8 @@
 
 #include "columns.h"
 #include "schedule.h"
+
+static void publish_tree_source(Sampler *sampler);
 
 #define SAMPLER_STACK_BYTES (256 * 1024)
 #define WAIT_SLICE_SECONDS 60.0       /* one timed wait at most (deadlines beyond are re-waited) */
@@ -192,6 +195,7 @@ sampler_new(const CollectorConfig *cfg, double interval)
         errno = ENOMEM;
         return NULL;
     }
+    publish_tree_source(sampler);
     registry_add(sampler);
     return sampler;
 }
@@ -269,6 +273,31 @@ store_rows(Sampler *sampler, double *prow, double *srow, double dt, int may_fold
     pthread_mutex_unlock(&sampler->sync->lock);
 }
 
+/* Copies where the tree's columns come from (the caller holds the lock). */
+static void
+publish_tree_source(Sampler *sampler)
+{
+    const CgroupTree *cg = &sampler->collector.cgroup;
+    int i;
+
+    snprintf(sampler->tree_source, sizeof(sampler->tree_source), "%s", cgroup_tree_source(cg));
+    for (i = 0; i < CG_COLUMNS; i++)
+        snprintf(sampler->column_source[i], sizeof(sampler->column_source[i]), "%s",
+                 cgroup_tree_column_source(cg, i));
+    snprintf(sampler->tree_note, sizeof(sampler->tree_note), "%s", cg->note);
+    sampler->cgroup_reads = cg->reads;
+    sampler->cgroup_readings = cg->ticks;
+    sampler->walks = sampler->collector.walks;
+}
+
+void
+sampler_use_cgroup(Sampler *sampler, const CgroupTreeConfig *cfg)
+{
+    pthread_mutex_lock(&sampler->sync->collect_lock);
+    collector_use_cgroup(&sampler->collector, cfg);
+    pthread_mutex_unlock(&sampler->sync->collect_lock);
+}
+
 /* One reading at the current time; stores rows unless it is the baseline. */
 static int
 take_sample(Sampler *sampler, int in_thread, int may_fold, double *prow, double *srow)
@@ -296,6 +325,7 @@ take_sample(Sampler *sampler, int in_thread, int may_fold, double *prow, double 
     sampler->probes = sampler->collector.tree.probes;
     sampler->fd_sheds = sampler->collector.tree.fd_sheds;
     sampler->kept_open = (unsigned long)sampler->collector.tree.kept_open;
+    publish_tree_source(sampler);
     pthread_mutex_unlock(&sampler->sync->lock);
     if (filled)
         store_rows(sampler, prow, srow, dt, may_fold);

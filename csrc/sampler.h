@@ -64,6 +64,10 @@ typedef struct Sampler {
     double memory_hwm_kib;                /* the largest resident set of one member */
     unsigned long listings, probes;       /* ticks that listed procfs / probed new pids */
     unsigned long fd_sheds, kept_open;    /* kept descriptors given back; members kept open */
+    /* where the tree's columns came from (cgroup_tree.h), copied after each reading */
+    char tree_source[8], column_source[CG_COLUMNS][8];
+    char tree_note[256];
+    unsigned long cgroup_reads, cgroup_readings, walks;
     struct Sampler *registry_next;
 } Sampler;
 
@@ -81,6 +85,10 @@ void sampler_stop(Sampler *sampler);
  * take turns): 1 when rows were appended
  * (copied to prow/srow if not NULL), 0 for the baseline, -1 when the sampler is running. */
 int sampler_sample_now(Sampler *sampler, double *prow, double *srow);
+
+/* Takes the tree's columns from its cgroup from the next reading on (waits for a reading
+ * under way). */
+void sampler_use_cgroup(Sampler *sampler, const CgroupTreeConfig *cfg);
 
 /* Waits up to timeout seconds for at least n rows: 1 when there are, 0 otherwise. */
 int sampler_wait_rows(Sampler *sampler, size_t n, double timeout);

@@ -42,6 +42,7 @@ C_TARGETS = {
     "cloud": ["cloud.c"],
     "keeper": ["keeper.c"],
     "stats": ["stats.c", "columns.c"],
+    "cgroup_files": ["cgroup_parse.c"],
 }
 PY_TARGETS = ["cgroup", "snapshot"]
 LIBS = {"cloud": ["-lcjson"], "keeper": ["-lcjson"]}
@@ -202,6 +203,19 @@ def _keeper_seeds():
     ]
 
 
+def _cgroup_file_seeds():
+    """The tree source's cgroup files: this machine's where readable, and v2 / v1 examples."""
+    found = [_read(p) for p in glob.glob("/sys/fs/cgroup/*/memory.stat")[:1]
+             + glob.glob("/sys/fs/cgroup/cpuacct/cpuacct.*")[:3]
+             + glob.glob("/sys/fs/cgroup/*/blkio.throttle.io_service_bytes")[:1]]  # fmt: skip
+    return found + [
+        b"usage_usec 5000000\nuser_usec 4000000\nsystem_usec 1000000\n",
+        b"8:0 rbytes=1000 wbytes=4096 rios=1 wios=1 dbytes=0 dios=0\n8:16 rbytes=5\n",
+        b"8:0 Read 4096\n8:0 Write 512\n8:0 Total 4608\nTotal 4608\n",
+        b"1\n22\n333\n4444\n55555\n666666\n7777777\n88888888\n999999999\n",
+    ]
+
+
 def seeds(name):
     """The seed inputs of target name, from this machine's real files."""
     stat = _read("/proc/stat") or b""
@@ -219,6 +233,7 @@ def seeds(name):
         "cgroup": _cgroup_seeds,
         "snapshot": _snapshot_seeds,
         "stats": _stats_seeds,
+        "cgroup_files": _cgroup_file_seeds,
     }
     return [s for s in table[name]() if s is not None]
 

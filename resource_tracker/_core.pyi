@@ -42,6 +42,14 @@ class Sampler:
     def columns(self, table: str) -> List[bytes]: ...
     def column_views(self, table: str) -> Optional[List[memoryview]]:
         """Read-only float64 views of the stored columns (no copy) once stopped, else None."""
+    def use_cgroup(
+        self, version: int, cpu_dir: str, memory_dir: str, io_dir: str, pids_dir: str = ...
+    ) -> None:
+        """The tree's columns from its cgroup from the next reading on ('' leaves a column to
+        the process walk; pids_dir: the tree's own pids cgroup). ValueError: version not 1/2."""
+    def tree_source(self) -> Dict[str, Any]:
+        """source, columns (cpu/memory/io: 'cgroup' or 'procfs'), note, cgroup_readings,
+        cgroup_reads, walks (docs/metrics.md, "The tree from its own cgroup")."""
     @property
     def state(self) -> str: ...
     @property

@@ -134,13 +134,14 @@ def cgroup_limits(
 
 
 def _cgroup_places(
-    pid: Union[int, str], proc_root: str, fs_root: str
+    pid: Union[int, str], proc_root: str, fs_root: str, extra: Tuple[str, ...] = ()
 ) -> Optional[Tuple[int, Dict[str, Tuple[Mount, str]]]]:
     """(version, {controller: (mount, path)}) of pid's cgroups, or None when none is found.
 
     v1: the ``cpu``, ``cpuacct`` and ``memory`` hierarchies that are mounted (v1 wins when a
     v1 ``cpu`` or ``memory`` controller is mounted: then v2 holds no controller of those);
     v2: the one ``unified`` hierarchy. A mount is (root of the mount, mount point).
+    ``extra``: v1 controllers wanted too (``blkio`` for the tree source).
     """
     membership = _read(os.path.join(proc_root, str(pid), "cgroup"))
     mountinfo = _read(os.path.join(proc_root, str(pid), "mountinfo"))
@@ -172,7 +173,7 @@ def _cgroup_places(
             v2_mount = mount
         elif fs_type == "cgroup":
             for controller in options.split(","):
-                if controller in ("cpu", "cpuacct", "memory"):
+                if controller in ("cpu", "cpuacct", "memory") + extra:
                     v1_mounts[controller] = mount
     if any(c in v1_mounts and c in v1_paths for c in ("cpu", "memory")):
         places = {c: (v1_mounts[c], v1_paths[c]) for c in v1_mounts if c in v1_paths}

@@ -180,6 +180,11 @@ SETTINGS = _declare(
             "off altogether (same as `discover_cloud=False`)", default=True),
     Setting("RESOURCE_TRACKER_METHOD", "choice", "force a sampling backend (default: `procfs` "
             "where the C core can read procfs, else `psutil`)", choices=("procfs", "psutil")),
+    Setting("RESOURCE_TRACKER_TREE_SOURCE", "choice", "where the tracked tree's CPU, memory "
+            "and I/O come from: `auto` (its cgroup when the tree has one of its own, else the "
+            "processes), `cgroup` (also v1 `blkio`, which recent kernels leave at 0 unless "
+            "throttled) or `procfs` (always walk the processes); see docs/metrics.md",
+            default="auto", choices=("auto", "cgroup", "procfs")),
     Setting("RESOURCE_TRACKER_PROCFS_ROOT", "path", "root under which procfs is read (default "
             "`/proc`; for tests)"),
     Setting("RESOURCE_TRACKER_SYSFS_ROOT", "path", "root under which sysfs evidence is read "

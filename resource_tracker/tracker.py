@@ -174,6 +174,7 @@ class ResourceTracker:
     # set by from_snapshot() only (a stored run's figures); hasattr() tells which
     _cgroup_stored: Optional[Dict[str, Any]]
     _hwm_stored: Optional[float]
+    _tree_source_stored: Optional[Dict[str, Any]]
     # the run summary once summary() made it (or a snapshot held it)
     _summary: Any  # a RunSummary (Any: read through getattr, which mypy cannot narrow)
 
@@ -409,8 +410,57 @@ class ResourceTracker:
 
     def _read_cgroup_start(self) -> None:
         """The cgroup figures at the start, read beside the caller (start() does not wait
-        for the import, the cgroup's location and its files: ~3 ms)."""
+        for the import, the cgroup's location and its files: ~3 ms); then the tree's own
+        cgroup handed to the sampler when it has one (docs/metrics.md, "The tree from its
+        own cgroup")."""
         self._cgroup_start = self._read_cgroup()
+        self._start_tree_source()
+
+    def _start_tree_source(self) -> None:
+        """Asks the C sampler to read the tree's CPU, memory and I/O from its cgroup."""
+        sampler = self._sampler
+        mode = settings.get("RESOURCE_TRACKER_TREE_SOURCE")
+        if mode == "procfs" or not hasattr(sampler, "use_cgroup"):
+            return
+        if not (self.track_processes and self.children):
+            self._tree_plan_note = "the tracker follows no children: processes walked"
+            return
+        try:
+            plan = _cgroup.tree_cgroup_plan(
+                self.pid,
+                mode,
+                proc_root=settings.get("RESOURCE_TRACKER_PROCFS_ROOT") or "/proc",
+                sys_root=settings.get("RESOURCE_TRACKER_SYSFS_ROOT"),
+            )
+        except Exception as exc:  # never let a probe break the run
+            self._tree_plan_note = f"no cgroup source: {type(exc).__name__}: {exc}"
+            return
+        if plan is None:
+            self._tree_plan_note = "processes walked: the tracked process's cgroup not found"
+            return
+        version, dirs, self._tree_plan_note = plan
+        if dirs["cpu"] or dirs["memory"] or dirs["io"]:
+            sampler.use_cgroup(version, dirs["cpu"], dirs["memory"], dirs["io"], dirs["pids"])
+
+    @property
+    def tree_source(self) -> Optional[Dict[str, Any]]:
+        """Where the tree's figures came from (C sampler only; None otherwise): ``source``
+        ('cgroup', 'procfs' or 'mixed'), ``columns`` (cpu, memory, io: each 'cgroup' or
+        'procfs'), ``note`` (why a column is walked, or why the cgroup source ended) and the
+        counters ``cgroup_readings``, ``cgroup_reads`` (files read for it) and ``walks``
+        (ticks that walked the processes). See docs/metrics.md, "The tree from its own cgroup".
+        """
+        if hasattr(self, "_tree_source_stored"):
+            return self._tree_source_stored
+        sampler = self._sampler
+        if not hasattr(sampler, "tree_source"):
+            return None
+        self._wait_cgroup_start()  # the plan is made beside start()
+        info: Dict[str, Any] = sampler.tree_source()
+        plan_note = getattr(self, "_tree_plan_note", None)
+        if info["note"] is None and plan_note is not None:
+            info["note"] = plan_note
+        return info
 
     def _wait_cgroup_start(self) -> None:
         """Waits for the reading of the start figures, when one is under way."""
@@ -568,6 +618,9 @@ class ResourceTracker:
         cgroup = self.cgroup_metrics
         if cgroup is not None:
             result["cgroup"] = cgroup
+        source = self.tree_source
+        if source is not None:
+            result["tree_source"] = source
         export = self.export_report()
         if export is not None:
             result["export"] = export
@@ -741,6 +794,7 @@ class ResourceTracker:
             "extra": dict(self.extra),
             "data_quality": self.data_quality(),
             "cgroup_metrics": self.cgroup_metrics,
+            "tree_source": self.tree_source,
             "memory_hwm": self.memory_hwm,
             # the run summary, when one was made (so a loaded run shows the same servers)
             "summary": self._summary.to_dict() if getattr(self, "_summary", None) else None,
@@ -785,6 +839,7 @@ class ResourceTracker:
         self._autostarted = False
         self._cgroup_stored = snapshot.get("cgroup_metrics")
         self._hwm_stored = snapshot.get("memory_hwm")
+        self._tree_source_stored = snapshot.get("tree_source")
         from .summary import stored_summary
 
         self._summary = stored_summary(snapshot.get("summary"))

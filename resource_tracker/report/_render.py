@@ -424,8 +424,25 @@ def _cgroup(view):
         ["CPU throttled", throttling],
         ["OOM kills", "n/a" if cg.get("oom_kills") is None else _num(cg["oom_kills"], 6)],
     ]
+    source = _tree_source((view.s.stats or {}).get("tree_source"))
+    if source:
+        rows.append(["Workload figures read from", source])
     out.append(_table(rows))
     return _fold("rt-cgroup", "Container (cgroup)", "".join(out))
+
+
+def _tree_source(info):
+    """Where the tree's CPU, memory and I/O came from (stats()["tree_source"]), or ''."""
+    if not isinstance(info, dict) or not isinstance(info.get("columns"), dict):
+        return ""
+    columns = info["columns"]
+    where = {"cgroup": "the cgroup's files", "procfs": "each process (procfs)"}
+    if len(set(columns.values())) == 1:
+        text = where.get(next(iter(columns.values())), "n/a")
+    else:
+        text = ", ".join(f"{_esc(k)}: {_esc(where.get(v, v))}" for k, v in columns.items())
+    note = info.get("note")
+    return _esc(text) + (f" ({_esc(note)})" if note else "")
 
 
 def _cloud(view):

@@ -112,6 +112,39 @@ def test_reliability_leak_sample_now():
         running.stop()
 
 
+@covers("Sampler.use_cgroup", "Sampler.tree_source")
+def test_reliability_leak_cgroup_tree_source(tmp_path):
+    """Samplers reading a (fake) v2 cgroup holding this process: created, pointed at the
+    cgroup, read twice (the files opened, the pid list kept), freed; bad arguments refused;
+    tree_source() read many times."""
+    d = tmp_path / "job"
+    d.mkdir()
+    (d / "cgroup.procs").write_text(f"{os.getpid()}\n")
+    (d / "cpu.stat").write_text("usage_usec 10\nuser_usec 5\nsystem_usec 5\n")
+    (d / "memory.stat").write_text("anon 4096\nfile_mapped 4096\n")
+    (d / "io.stat").write_text("8:0 rbytes=1 wbytes=2\n")
+    (d / "pids.current").write_text("1\n")
+
+    def cycle():
+        s = _core.Sampler(os.getpid(), 1.0, track_system=False)
+        s.use_cgroup(2, str(d), str(d), str(d), str(d))
+        s.sample_now()
+        s.sample_now()
+        assert s.tree_source()["source"] == "cgroup"
+
+    def refused():
+        try:
+            _core.Sampler(os.getpid(), 1.0).use_cgroup(3, "", "", "")
+        except ValueError:
+            return
+        raise AssertionError("cgroup version 3 accepted")
+
+    assert_no_leak("Sampler.use_cgroup + two readings", cycle, 200)
+    assert_no_leak("Sampler.use_cgroup refused", refused, 500)
+    s = _core.Sampler(os.getpid(), 1.0)
+    assert_no_leak("Sampler.tree_source", s.tree_source, 2000)
+
+
 @covers("Sampler.columns", "Sampler.wait")
 @pytest.mark.valgrind
 def test_reliability_leak_columns_wait(sampled):
