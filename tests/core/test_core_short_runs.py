@@ -50,7 +50,7 @@ def _burst(threads, seconds):
 
 def test_a_task_of_a_few_ms_reads_no_more_cores_than_there_are(backend):
     """Twenty trackers around a burst of 3 threads x 4 ms (the trivial Metaflow step)."""
-    seen = []
+    seen, short = [], 0
     for _ in range(20):
         tracker = _quiet()  # interval 1 s: the run is one short final interval
         _burst(3, 0.004)
@@ -59,9 +59,11 @@ def test_a_task_of_a_few_ms_reads_no_more_cores_than_there_are(backend):
         seen += process["cpu_usage"]
         assert all(0 <= v <= CORES for v in process["cpu_usage"]), process["cpu_usage"]
         assert all(0 <= v <= os.cpu_count() for v in system["cpu_usage"])
-        assert tracker.stats()["timestamp"]["duration"] < SHORT_RUN_S
-        assert tracker.recommend_resources()["cpu"] == 1
+        if tracker.stats()["timestamp"]["duration"] < SHORT_RUN_S:  # a loaded machine may
+            short += 1  # stall a run past it: then it is not a short run
+            assert tracker.recommend_resources()["cpu"] == 1
     assert len(seen) == 20  # one row each: the run is measured, not dropped
+    assert short >= 10, f"only {short} of 20 runs were shorter than {SHORT_RUN_S} s"
 
 
 def test_the_cap_is_the_cpus_the_process_may_run_on(backend):
