@@ -11,11 +11,12 @@ import json
 from array import array
 
 from . import _core
+from ._run_data import _data_quality
 from ._version import __version__
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
 from .sampling import StoredRun as _StoredRun
 from .tiny_data_frame import TinyDataFrame
-from .tracker import MAX_INTERVAL, MAX_PID, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, _data_quality
+from .tracker import MAX_INTERVAL, MAX_PID, SNAPSHOT_FORMAT, SNAPSHOT_VERSION
 
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds): annotations only
 if TYPE_CHECKING:

@@ -442,66 +442,31 @@ class ResourceTracker:
         """
         if hasattr(self, "_cgroup_stored"):
             return self._cgroup_stored
-        self._wait_cgroup_start()
-        start = getattr(self, "_cgroup_start", None)
-        end = getattr(self, "_cgroup_end", None)
-        if start is None and end is None:
-            return None
-        if end is None and self.running:
-            end = self._read_cgroup()
-        try:
-            from .cgroup_usage import cgroup_run
+        from ._run_data import cgroup_figures
 
-            figures: Optional[Dict[str, Any]] = cgroup_run(
-                start, end, self.pid, settings.get("RESOURCE_TRACKER_PROCFS_ROOT") or "/proc"
-            )
-            return figures
-        except Exception:
-            return None
+        return cgroup_figures(self)
 
     # -- data ------------------------------------------------------------------------
 
     def _cached(self, what: str, compute: Callable[[], _T]) -> _T:
         """compute() once per state of the samples: recomputed when a row was added (or the
         run stopped), else the value of the last call."""
-        sampler = self._sampler
-        key = (sampler, sampler.n_samples, sampler.state)
-        cache = self.__dict__.setdefault("_data_cache", {})
-        hit = cache.get(what)
-        if hit is not None and hit[0] == key:
-            cached: _T = hit[1]
-            return cached
-        value = compute()
-        cache[what] = (key, value)
-        return value
+        from ._run_data import cached
+
+        return cached(self, what, compute)
 
     def _table_columns(self, table: str) -> Dict[str, Any]:
         """{column: float64 column} of a table. A stopped run's columns are read-only views
         of the sampler's own storage (the samples cross into Python once, uncopied); while
         running, one copy per new row count (cached until the next row)."""
+        from ._run_data import table_columns
 
-        def load() -> Dict[str, Any]:
-            from array import array
-
-            from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
-
-            names = PROCESS_COLUMNS if table == "process" else SYSTEM_COLUMNS
-            raw = self._sampler.column_views(table)
-            if raw is not None:
-                return dict(zip(names, raw))
-            arrays: Dict[str, Any] = {}
-            for name, data in zip(names, self._sampler.columns(table)):
-                col = array("d")
-                col.frombytes(data)
-                arrays[name] = col
-            return arrays
-
-        return self._cached(table, load)
+        return table_columns(self, table)
 
     def _table(self, table: str) -> TinyDataFrame:
-        from .tiny_data_frame import TinyDataFrame
+        from ._run_data import table as make_table
 
-        return TinyDataFrame._from_arrays(self._table_columns(table))
+        return make_table(self, table)
 
     @property
     def process_metrics(self) -> TinyDataFrame:
@@ -521,65 +486,18 @@ class ResourceTracker:
         ``resource_tracker.rounding``), so no float noise such as 0.09999999999999998
         shows. ``process_metrics`` and ``system_metrics`` keep the exact values.
         """
-        from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABELS
-        from .rounding import round_column
-        from .tiny_data_frame import TinyDataFrame
+        from ._run_data import combined_metrics
 
-        system, process = self.system_metrics, self.process_metrics
-        n = (
-            min(len(system), len(process))
-            if len(system) and len(process)
-            else len(system or process)
-        )
-        combined = {}
-        for name in SYSTEM_COLUMNS:
-            if len(system):
-                key = (
-                    SYSTEM_LABELS[name]
-                    if human_names
-                    else ("timestamp" if name == "timestamp" else "system_" + name)
-                )
-                combined[key] = round_column(name, system.column_array(name)[:n])
-        for name in PROCESS_COLUMNS:
-            if not len(process) or (name == "timestamp" and len(system)):
-                continue
-            key = (
-                ("Timestamp" if name == "timestamp" else PROCESS_LABELS[name])
-                if human_names
-                else ("timestamp" if name == "timestamp" else "process_" + name)
-            )
-            combined[key] = round_column(name, process.column_array(name)[:n])
-        return TinyDataFrame._from_arrays(combined)
+        return combined_metrics(self, human_names)
 
     def stats(self) -> Dict[str, Any]:
         """Summaries of the samples: mean/max/percentiles, sums, peak disk use, duration.
 
         Computed once per state of the samples (a stopped run: once), on the sampler's own
         column buffers; each call returns a new dict."""
+        from ._run_data import stats
 
-        def compute() -> Dict[str, Any]:
-            return _core.stats(
-                self._table_columns("process") if self.track_processes else None,
-                self._table_columns("system") if self.track_system else None,
-                self.start_time or 0.0,
-                self.stop_time or 0.0,
-            )
-
-        result = {
-            k: dict(v) if isinstance(v, dict) else v
-            for k, v in self._cached("stats", compute).items()
-        }
-        result["data_quality"] = self.data_quality()
-        hwm = self.memory_hwm
-        if hwm and self.track_processes:
-            result["process_memory_hwm"] = {"max": hwm}
-        cgroup = self.cgroup_metrics
-        if cgroup is not None:
-            result["cgroup"] = cgroup
-        export = self.export_report()
-        if export is not None:
-            result["export"] = export
-        return result
+        return stats(self)
 
     def data_quality(self) -> Dict[str, Any]:
         """What is missing from the data, and why: ``{'samples_dropped': int,
@@ -591,14 +509,9 @@ class ResourceTracker:
         - process_memory: /proc/<pid>/smaps_rollup refused: memory shared between the
           tracked processes is counted once per process (an over-estimate).
         """
-        from .sampling import StoredRun
+        from ._run_data import data_quality
 
-        sampler = self._sampler
-        if isinstance(sampler, StoredRun) and sampler.data_quality is not None:
-            return sampler.data_quality
-        return _data_quality(
-            int(sampler.rows_dropped), int(sampler.io_denied), int(sampler.pss_denied)
-        )
+        return data_quality(self)
 
     @property
     def memory_hwm(self) -> Optional[float]:
@@ -634,7 +547,9 @@ class ResourceTracker:
         Returns:
             {'cpu': int, 'memory': int MiB, 'gpu': int, 'vram': int MiB}
         """
-        runs = [_with_kernel_peak(self.stats())] + list(historical_stats or [])
+        from ._run_data import with_kernel_peak
+
+        runs = [with_kernel_peak(self.stats())] + list(historical_stats or [])
         return _core.recommend(runs)  # the rules: csrc/stats.c (recommend_runs)
 
     def recommend_server(
@@ -788,69 +703,11 @@ def _export_off(export: Any) -> bool:
     return isinstance(export, (list, tuple)) and not export
 
 
-def _data_quality(rows_dropped: int, io_denied: int, pss_denied: int) -> Dict[str, Any]:
-    """The data_quality() dict from the sampler's counters."""
-    incomplete: Dict[str, str] = {}
-    if io_denied:
-        reason = (
-            f"permission denied reading /proc/<pid>/io ({io_denied} reads): processes of "
-            "another user are tracked without root, their disk I/O is not counted; run as "
-            "that user or as root"
-        )
-        incomplete["process_read_bytes"] = incomplete["process_write_bytes"] = reason
-    if pss_denied:
-        incomplete["process_memory"] = (
-            f"permission denied reading /proc/<pid>/smaps_rollup ({pss_denied} reads): memory "
-            "shared between the tracked processes is counted once per process (an "
-            "over-estimate); run as that user or as root"
-        )
-    return {"samples_dropped": int(rows_dropped), "incomplete_columns": incomplete}
-
-
 def data_quality_notes(stats: Optional[Mapping[str, Any]]) -> List[str]:
     """One line per problem in stats()['data_quality'] (for the report and the CLI)."""
-    quality = (stats or {}).get("data_quality") or {}
-    if not isinstance(quality, dict):
-        return []
-    notes = []
-    dropped = quality.get("samples_dropped") or 0
-    if dropped:
-        notes.append(
-            f"{dropped} samples were dropped because memory ran out (recording resumed "
-            "when memory was available again)"
-        )
-    by_reason: Dict[str, List[str]] = {}
-    for column, reason in (quality.get("incomplete_columns") or {}).items():
-        by_reason.setdefault(str(reason), []).append(str(column))
-    for reason, columns in by_reason.items():
-        notes.append(f"{', '.join(columns)} incomplete: {reason}")
-    return notes + _export_notes((stats or {}).get("export"))
+    from ._run_data import data_quality_notes as notes
 
-
-def _export_notes(export: Any) -> List[str]:
-    """One line per export target that dropped samples or failed (stats()['export'])."""
-    if not isinstance(export, dict):
-        return []
-    notes = [f"export: {export['error']}"] if export.get("error") else []
-    for target, done in (export.get("targets") or {}).items():
-        dropped, failures = done.get("dropped_rows", 0), done.get("failures", 0)
-        if dropped or failures or done.get("final") not in ("sent", "pending"):
-            notes.append(
-                f"export to {target}: {dropped} samples dropped, {failures} failed sends, "
-                f"final push {done.get('final')}"
-                + (f" (last error: {done['last_error']})" if done.get("last_error") else "")
-            )
-    return notes
-
-
-def _with_kernel_peak(stats: Dict[str, Any]) -> Dict[str, Any]:
-    """stats() with the memory peak raised to the kernel's high-water mark of one process
-    when the samples missed a higher peak."""
-    hwm = (stats.get("process_memory_hwm") or {}).get("max")
-    memory = stats.get("process_memory")
-    if not hwm or not isinstance(memory, dict) or hwm <= (memory.get("max") or 0):
-        return stats
-    return dict(stats, process_memory=dict(memory, max=hwm))
+    return notes(stats)
 
 
 def _start_cloud_discovery() -> Any:
