@@ -9,6 +9,7 @@ compiled, in time and memory, where no pyc is written).
 
 from __future__ import annotations
 
+import os
 from array import array
 
 from . import _core, settings
@@ -18,14 +19,14 @@ from .tiny_data_frame import TinyDataFrame
 
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds): annotations only
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, List, Mapping, Optional, TypeVar
+    from typing import Any, Callable, Dict, List, Mapping, Optional, Set, TypeVar
 
-    from .tracker import ResourceTracker
+    from ._results import TrackerResults
 
     _T = TypeVar("_T")
 
 
-def cached(tracker: ResourceTracker, what: str, compute: Callable[[], _T]) -> _T:
+def cached(tracker: TrackerResults, what: str, compute: Callable[[], _T]) -> _T:
     """compute() once per state of the samples: recomputed when a row was added (or the
     run stopped), else the value of the last call."""
     sampler = tracker._sampler
@@ -40,7 +41,7 @@ def cached(tracker: ResourceTracker, what: str, compute: Callable[[], _T]) -> _T
     return value
 
 
-def table_columns(tracker: ResourceTracker, table: str) -> Dict[str, Any]:
+def table_columns(tracker: TrackerResults, table: str) -> Dict[str, Any]:
     """{column: float64 column} of a table (see ResourceTracker._table_columns)."""
 
     def load() -> Dict[str, Any]:
@@ -58,11 +59,11 @@ def table_columns(tracker: ResourceTracker, table: str) -> Dict[str, Any]:
     return cached(tracker, table, load)
 
 
-def table(tracker: ResourceTracker, name: str) -> TinyDataFrame:
+def table(tracker: TrackerResults, name: str) -> TinyDataFrame:
     return TinyDataFrame._from_arrays(table_columns(tracker, name))
 
 
-def combined_metrics(tracker: ResourceTracker, human_names: bool) -> TinyDataFrame:
+def combined_metrics(tracker: TrackerResults, human_names: bool) -> TinyDataFrame:
     """get_combined_metrics(): both tables side by side, rounded for people."""
     from .rounding import round_column
 
@@ -89,7 +90,7 @@ def combined_metrics(tracker: ResourceTracker, human_names: bool) -> TinyDataFra
     return TinyDataFrame._from_arrays(combined)
 
 
-def stats(tracker: ResourceTracker) -> Dict[str, Any]:
+def stats(tracker: TrackerResults) -> Dict[str, Any]:
     """stats(): computed once per state of the samples; each call returns a new dict."""
 
     def compute() -> Dict[str, Any]:
@@ -117,7 +118,7 @@ def stats(tracker: ResourceTracker) -> Dict[str, Any]:
     return result
 
 
-def data_quality(tracker: ResourceTracker) -> Dict[str, Any]:
+def data_quality(tracker: TrackerResults) -> Dict[str, Any]:
     """data_quality(): a stored run's own, else from the sampler's counters."""
     sampler = tracker._sampler
     if isinstance(sampler, StoredRun) and sampler.data_quality is not None:
@@ -125,7 +126,7 @@ def data_quality(tracker: ResourceTracker) -> Dict[str, Any]:
     return _data_quality(int(sampler.rows_dropped), int(sampler.io_denied), int(sampler.pss_denied))
 
 
-def cgroup_figures(tracker: ResourceTracker) -> Optional[Dict[str, Any]]:
+def cgroup_figures(tracker: TrackerResults) -> Optional[Dict[str, Any]]:
     """cgroup_metrics of a live tracker: the run's figures from the start and end readings."""
     tracker._wait_cgroup_start()
     start = getattr(tracker, "_cgroup_start", None)
@@ -135,12 +136,9 @@ def cgroup_figures(tracker: ResourceTracker) -> Optional[Dict[str, Any]]:
     if end is None and tracker.running:
         end = tracker._read_cgroup()
     try:
-        from .cgroup_usage import cgroup_run
-
-        figures: Optional[Dict[str, Any]] = cgroup_run(
+        return cgroup_run(
             start, end, tracker.pid, settings.get("RESOURCE_TRACKER_PROCFS_ROOT") or "/proc"
         )
-        return figures
     except Exception:
         return None
 
@@ -208,3 +206,62 @@ def with_kernel_peak(stats: Dict[str, Any]) -> Dict[str, Any]:
     if not hwm or not isinstance(memory, dict) or hwm <= (memory.get("max") or 0):
         return stats
     return dict(stats, process_memory=dict(memory, max=hwm))
+
+
+# -- the cgroup's figures of a run (from the readings at start() and stop()) --------------
+
+COUNTERS = ("cpu_seconds", "cpu_periods", "cpu_throttled_periods", "cpu_throttled_seconds",
+            "oom_kills")  # fmt: skip
+
+
+def cgroup_run(
+    start: Optional[Dict[str, Any]],
+    end: Optional[Dict[str, Any]],
+    root_pid: int,
+    proc_root: str = "/proc",
+) -> Optional[Dict[str, Any]]:
+    """The figures of a run from the readings at its start and end (None without a cgroup).
+
+    Counters are the rise during the run; memory is the last reading; the peak is the
+    cgroup's high-water mark; ``dedicated`` says whether only the workload (its processes,
+    their ancestors and this process) was in the cgroup at both readings.
+    """
+    last = end or start
+    if last is None:
+        return None
+    out = {k: v for k, v in last.items() if k != "pids"}
+    for key in COUNTERS:
+        a, b = (start or {}).get(key), last.get(key)
+        out[key] = None if a is None or b is None else max(b - a, 0)
+    peaks = [r["memory_peak_mib"] for r in (start, last) if r and r.get("memory_peak_mib")]
+    out["memory_peak_mib"] = max(peaks) if peaks else None
+    pids = set((start or {}).get("pids") or []) | set(last.get("pids") or [])
+    out["dedicated"] = _only_workload(pids, root_pid, proc_root)
+    return out
+
+
+def _parent(pid: int, proc_root: str) -> Optional[int]:
+    try:
+        with open(os.path.join(proc_root, str(pid), "stat"), "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _only_workload(pids: Set[int], root_pid: int, proc_root: str) -> bool:
+    """True when every pid is the root, one of its ancestors or descendants, or this process."""
+    ancestors: Set[int] = set()
+    pid: Optional[int] = root_pid
+    while pid and pid not in ancestors and len(ancestors) < 1000:
+        ancestors.add(pid)
+        pid = _parent(pid, proc_root)
+    p: Optional[int]
+    for member in pids:
+        if member in ancestors or member == os.getpid():
+            continue
+        chain, p = 0, member
+        while p and p != root_pid and chain < 1000:
+            p, chain = _parent(p, proc_root), chain + 1
+        if p != root_pid and os.path.exists(os.path.join(proc_root, str(member))):
+            return False
+    return True

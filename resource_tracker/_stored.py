@@ -11,21 +11,24 @@ import json
 from array import array
 
 from . import _core
+from ._launch import MAX_INTERVAL, MAX_PID
 from ._run_data import _data_quality
 from ._version import __version__
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
 from .sampling import StoredRun as _StoredRun
 from .tiny_data_frame import TinyDataFrame
-from .tracker import MAX_INTERVAL, MAX_PID, SNAPSHOT_FORMAT, SNAPSHOT_VERSION
+from .tracker import SNAPSHOT_FORMAT, SNAPSHOT_VERSION
 
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds): annotations only
 if TYPE_CHECKING:
-    from typing import Any, Dict, Mapping, NoReturn, Sequence, Type, Union
+    from typing import Any, Dict, Mapping, NoReturn, Sequence, Type, TypeVar, Union
 
-    from .tracker import ResourceTracker
+    from ._results import TrackerResults
+
+    _R = TypeVar("_R", bound=TrackerResults)
 
 
-def snapshot(tracker: ResourceTracker) -> Dict[str, Any]:
+def snapshot(tracker: TrackerResults) -> Dict[str, Any]:
     """Everything about this run as a dict of plain Python values (lossless).
 
     The tables are stored as dumps() stores them: ``{"encoding": "float64-le-base64",
@@ -37,7 +40,7 @@ def snapshot(tracker: ResourceTracker) -> Dict[str, Any]:
     return snap
 
 
-def snapshot_fields(tracker: ResourceTracker) -> Dict[str, Any]:
+def snapshot_fields(tracker: TrackerResults) -> Dict[str, Any]:
     """snapshot() without the two tables."""
     return {
         "format": SNAPSHOT_FORMAT,
@@ -65,7 +68,7 @@ def snapshot_fields(tracker: ResourceTracker) -> Dict[str, Any]:
     }
 
 
-def from_snapshot(cls: Type[ResourceTracker], snapshot: Mapping[str, Any]) -> ResourceTracker:
+def from_snapshot(cls: Type[_R], snapshot: Mapping[str, Any]) -> _R:
     """A stopped tracker holding the data of snapshot() (report, stats, ... all work).
 
     Also takes the ``tracker`` entry of the Metaflow artifact (a snapshot whose tables
@@ -119,7 +122,7 @@ def from_snapshot(cls: Type[ResourceTracker], snapshot: Mapping[str, Any]) -> Re
     return tracker
 
 
-def dumps(tracker: ResourceTracker) -> str:
+def dumps(tracker: TrackerResults) -> str:
     """The snapshot as compact JSON text (columns as base64 float64: lossless).
 
     Written in one piece by a streaming encoder: the text of the columns is made from the
@@ -139,7 +142,7 @@ def dumps(tracker: ResourceTracker) -> str:
     return _core.float64_text(pieces)
 
 
-def loads(cls: Type[ResourceTracker], text: Union[str, bytes]) -> ResourceTracker:
+def loads(cls: Type[_R], text: Union[str, bytes]) -> _R:
     """A stopped tracker from dumps() text (str or bytes)."""
     try:
         snapshot = json.loads(text)

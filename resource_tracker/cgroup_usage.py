@@ -5,15 +5,17 @@ The sampler sees processes; the cgroup sees the whole container, including memor
 kernel charges to it that no process shows (page cache, kernel memory) and peaks between
 two samples (``memory.peak``, ``memory.max_usage_in_bytes``). Read at start() and at stop():
 the counters are the difference, the peak is the cgroup's own high-water mark (since the
-cgroup was created: for a container, the job). Paths and limits come from
-``server_info`` (the same cgroup discovery as the container limits).
+cgroup was created: for a container, the job); ``_run_data.cgroup_run`` makes the run's
+figures from the two readings (loaded on first use: this module is imported with the
+package, for the worker thread that reads the start figures). Paths and limits come from
+``_cgroup_fs`` (the same cgroup discovery as the container limits of ``server_info``).
 """
 
 from __future__ import annotations
 
 import os
 
-from .server_info import (
+from ._cgroup_fs import (
     _cgroup_places,
     _number,
     _read,
@@ -149,53 +151,3 @@ def _read_v1(places):
         "oom_kills": oom.get("oom_kill"),
         "pids": _pids(mem_dir or cpu_dir),
     }
-
-
-COUNTERS = ("cpu_seconds", "cpu_periods", "cpu_throttled_periods", "cpu_throttled_seconds",
-            "oom_kills")  # fmt: skip
-
-
-def cgroup_run(start, end, root_pid, proc_root="/proc"):
-    """The figures of a run from the readings at its start and end (None without a cgroup).
-
-    Counters are the rise during the run; memory is the last reading; the peak is the
-    cgroup's high-water mark; ``dedicated`` says whether only the workload (its processes,
-    their ancestors and this process) was in the cgroup at both readings.
-    """
-    if start is None and end is None:
-        return None
-    end = end or start
-    out = {k: v for k, v in end.items() if k != "pids"}
-    for key in COUNTERS:
-        a, b = (start or {}).get(key), end.get(key)
-        out[key] = None if a is None or b is None else max(b - a, 0)
-    peaks = [r.get("memory_peak_mib") for r in (start, end) if r and r.get("memory_peak_mib")]
-    out["memory_peak_mib"] = max(peaks) if peaks else None
-    pids = set((start or {}).get("pids") or []) | set(end.get("pids") or [])
-    out["dedicated"] = _only_workload(pids, root_pid, proc_root)
-    return out
-
-
-def _parent(pid, proc_root):
-    try:
-        with open(os.path.join(proc_root, str(pid), "stat"), "rb") as f:
-            return int(f.read().rsplit(b")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def _only_workload(pids, root_pid, proc_root):
-    """True when every pid is the root, one of its ancestors or descendants, or this process."""
-    ancestors, pid = set(), root_pid
-    while pid and pid not in ancestors and len(ancestors) < 1000:
-        ancestors.add(pid)
-        pid = _parent(pid, proc_root)
-    for pid in pids:
-        if pid in ancestors or pid == os.getpid():
-            continue
-        chain, p = 0, pid
-        while p and p != root_pid and chain < 1000:
-            p, chain = _parent(p, proc_root), chain + 1
-        if p != root_pid and os.path.exists(os.path.join(proc_root, str(pid))):
-            return False
-    return True
