@@ -38,21 +38,10 @@ from ._results import TrackerResults
 
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds): annotations only
 if TYPE_CHECKING:
-    from typing import (
-        Any,
-        Dict,
-        List,
-        Literal,
-        Mapping,
-        Optional,
-        Sequence,
-        TypeVar,
-    )
+    from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence
 
     from .sampler_protocol import RowSampler, Sampler
     from .supervise import CommandRun
-
-    _T = TypeVar("_T")
 
 
 #: Runs shorter than this (seconds) have no measurable CPU usage (10 clock ticks of 10 ms);
