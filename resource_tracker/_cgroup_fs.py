@@ -1,9 +1,9 @@
-"""Where a process's cgroup is and what its files say: the cgroup discovery shared by
-``server_info`` (the container's limits, ``cgroup_limits``) and ``cgroup_usage`` (the run's
-figures, read at start() and at stop()).
+"""Where a process's cgroup is: the cgroup discovery shared by ``server_info`` (the
+container's limits, ``cgroup_limits``) and ``cgroup_usage`` (the run's figures, read at
+start() and at stop()); the limit files are read in ``_cgroup_limits``.
 
-Imported with the package (small on purpose): the tracker's worker thread reads the start
-figures through it, and a module compiled in that thread would grow the thread's own C heap.
+Small modules on purpose: the tracker's worker thread imports them when it reads the start
+figures, and the compiler's peak memory in that thread stays in the thread's C heap.
 """
 
 from __future__ import annotations
@@ -12,13 +12,10 @@ import os
 
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
 if TYPE_CHECKING:
-    from typing import Callable, Dict, List, Optional, Tuple, Union
+    from typing import Dict, List, Optional, Tuple, Union
 
     #: A cgroup mount: (root of the mount, mount point).
     Mount = Tuple[str, str]
-
-
-_UNLIMITED = 1 << 62  # cgroup v1 writes "no limit" as a page-aligned 2**63 - 1
 
 
 def _read(path: str) -> Optional[str]:
@@ -101,62 +98,8 @@ def cgroup_directory(mount: Mount, path: str) -> str:
     return os.path.join(mount_point, *parts)
 
 
-def _walk(
-    mount: Optional[Mount], path: Optional[str], reader: Callable[[str], Optional[float]]
-) -> Optional[float]:
-    """The smallest limit ``reader`` finds from the cgroup directory up to the mount point."""
-    if mount is None or path is None:
-        return None
-    mount_point, parts = _relative_parts(mount, path)
-    best: Optional[float] = None
-    for depth in range(len(parts), -1, -1):
-        directory = os.path.join(mount_point, *parts[:depth])
-        value = reader(directory)
-        if value is not None and (best is None or value < best):
-            best = value
-    return best
-
-
 def _number(text: Optional[str]) -> Optional[int]:
     try:
         return int(text.strip()) if text is not None else None
     except ValueError:
         return None
-
-
-def _v2_cpu(directory: str) -> Optional[float]:
-    text = _read(os.path.join(directory, "cpu.max"))
-    if not text:
-        return None
-    fields = text.split()
-    if not fields or fields[0] == "max":
-        return None
-    quota = _number(fields[0])
-    period = _number(fields[1]) if len(fields) > 1 else 100000
-    if not quota or not period or quota <= 0 or period <= 0:
-        return None
-    return round(quota / period, 3)
-
-
-def _v2_memory(directory: str) -> Optional[int]:
-    text = _read(os.path.join(directory, "memory.max"))
-    value = _number(text) if text and text.strip() != "max" else None
-    return _mib(value)
-
-
-def _v1_cpu(directory: str) -> Optional[float]:
-    quota = _number(_read(os.path.join(directory, "cpu.cfs_quota_us")))
-    period = _number(_read(os.path.join(directory, "cpu.cfs_period_us")))
-    if not quota or not period or quota <= 0 or period <= 0:
-        return None
-    return round(quota / period, 3)
-
-
-def _v1_memory(directory: str) -> Optional[int]:
-    return _mib(_number(_read(os.path.join(directory, "memory.limit_in_bytes"))))
-
-
-def _mib(value: Optional[int]) -> Optional[int]:
-    if value is None or value <= 0 or value >= _UNLIMITED:
-        return None
-    return value // (1024 * 1024)

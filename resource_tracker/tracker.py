@@ -15,13 +15,10 @@ import os
 # compiled, and the compiler's peak memory (~380 B a token) stays with the process. The
 # argument checks and the sampler's choice are in _launch, the data methods in _results
 # (a base class); the tables, statistics, stored runs and reports (_run_data, _stored,
-# summary, report) load on first use.
+# summary, report) load on first use. The cgroup readers (cgroup_usage and the modules it
+# imports) are imported by the worker thread that reads the start figures: kept small, so
+# that the compiler's peak in that thread's C heap stays small too (~0.2 MiB).
 from . import _background, _core, settings
-
-# cgroup_usage is imported here, not in the worker thread that reads the start figures: a
-# module compiled in that thread grows the thread's own C heap (~0.5 MiB of RSS for good),
-# and in start() its import would cost milliseconds
-from . import cgroup_usage as _cgroup
 from ._launch import (  # noqa: F401  (what starting a tracker takes; importable from here)
     MAX_INTERVAL,
     MAX_PID,
@@ -311,6 +308,8 @@ class ResourceTracker(TrackerResults):
         if not self.track_processes:
             return None
         try:
+            from . import cgroup_usage as _cgroup  # first in the worker thread, after start()
+
             if not hasattr(self, "_cgroup_place"):
                 self._cgroup_place = _cgroup.locate_cgroup(
                     self.pid,
