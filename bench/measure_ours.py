@@ -39,7 +39,7 @@ def persample(args):
         track_system=args.part != "process",
     )
     if args.cgroup:  # the tree in its own cgroup: read from it (v1 blkio taken as it is)
-        from resource_tracker.cgroup_usage import tree_cgroup_plan
+        from resource_tracker._tree_cgroup import tree_cgroup_plan
 
         version, dirs, _ = tree_cgroup_plan(args.pid, "cgroup")
         sampler.use_cgroup(version, dirs["cpu"], dirs["memory"], dirs["io"], dirs["pids"])

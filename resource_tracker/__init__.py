@@ -17,7 +17,7 @@ from ._version import __version__
 
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
 if TYPE_CHECKING:
-    from typing import Any, Dict, Optional
+    from typing import Any, Dict, List, Optional
 
 
 if _core.__version__ != __version__:  # a stale build would give wrong columns or crash
@@ -26,9 +26,32 @@ if _core.__version__ != __version__:  # a stale build would give wrong columns o
         "rebuild it (pip install -e . or make build)"
     )
 
-from .csv_trackers import PidTracker, SystemTracker  # noqa: E402
-from .tiny_data_frame import TinyDataFrame  # noqa: E402
 from .tracker import ResourceTracker  # noqa: E402
+
+if TYPE_CHECKING:
+    from .csv_trackers import PidTracker, SystemTracker
+    from .tiny_data_frame import TinyDataFrame
+
+#: The public names loaded on first use (PEP 562): a tracker needs none of them, and each
+#: module costs the import its compile time and memory. ``from resource_tracker import X``
+#: works for them as for the others.
+_LAZY = ("PidTracker", "SystemTracker", "TinyDataFrame")
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("PidTracker", "SystemTracker"):
+        from . import csv_trackers as module
+    elif name == "TinyDataFrame":
+        from . import tiny_data_frame as module  # type: ignore[no-redef]
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(module, name)
+    globals()[name] = value  # once: later lookups find it directly
+    return value
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def get_server_info(pid: Optional[int] = None) -> Dict[str, Any]:

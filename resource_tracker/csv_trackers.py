@@ -13,9 +13,9 @@ import os
 import sys
 import time
 
+from ._launch import _check_interval, _check_pid, _default_method, _new_sampler
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
 from .sampling import next_tick
-from .tracker import _check_interval, _check_pid, _default_method, _new_sampler
 
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
 if TYPE_CHECKING:

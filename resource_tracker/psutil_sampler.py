@@ -764,7 +764,7 @@ class PsutilSampler:
         track_processes: bool = True,
         track_system: bool = True,
     ) -> None:
-        from .tracker import MAX_PID, _check_interval
+        from ._launch import MAX_PID, _check_interval
 
         interval = _check_interval(interval)  # bounded: a timed wait cannot overflow
         if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid <= MAX_PID:

@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import os
 
+# the cgroup discovery, shared with cgroup_usage (a run's figures), is in _cgroup_fs
+from ._cgroup_fs import _cgroup_places, _read
+from ._cgroup_limits import _v1_cpu, _v1_memory, _v2_cpu, _v2_memory, _walk
+
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+    from typing import Any, Callable, Dict, Optional, Tuple, Union
 
-if TYPE_CHECKING:
-    #: A cgroup mount: (root of the mount, mount point).
-    Mount = Tuple[str, str]
-
-
-_UNLIMITED = 1 << 62  # cgroup v1 writes "no limit" as a page-aligned 2**63 - 1
+    from ._cgroup_fs import Mount
 
 
 def get_server_info(
@@ -61,14 +60,6 @@ def get_server_info(
     }
 
 
-def _read(path: str) -> Optional[str]:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except (OSError, ValueError):  # ValueError: a NUL in the path (found by fuzz_cgroup.py)
-        return None
-
-
 def _memory_mb(proc_root: str) -> Optional[int]:
     text = _read(os.path.join(proc_root, "meminfo")) or ""
     for line in text.splitlines():
@@ -105,7 +96,7 @@ def _os_name(uname: os.uname_result) -> str:
     return f"{uname.sysname} {uname.release}"
 
 
-# -- cgroups -----------------------------------------------------------------------------
+# -- cgroups ------------------------------------------------------------------------------
 
 
 def cgroup_limits(
@@ -133,139 +124,8 @@ def cgroup_limits(
     return result
 
 
-def _cgroup_places(
-    pid: Union[int, str], proc_root: str, fs_root: str, extra: Tuple[str, ...] = ()
-) -> Optional[Tuple[int, Dict[str, Tuple[Mount, str]]]]:
-    """(version, {controller: (mount, path)}) of pid's cgroups, or None when none is found.
-
-    v1: the ``cpu``, ``cpuacct`` and ``memory`` hierarchies that are mounted (v1 wins when a
-    v1 ``cpu`` or ``memory`` controller is mounted: then v2 holds no controller of those);
-    v2: the one ``unified`` hierarchy. A mount is (root of the mount, mount point).
-    ``extra``: v1 controllers wanted too (``blkio`` for the tree source).
-    """
-    membership = _read(os.path.join(proc_root, str(pid), "cgroup"))
-    mountinfo = _read(os.path.join(proc_root, str(pid), "mountinfo"))
-    if not membership or not mountinfo:
-        return None
-    v1_paths: Dict[str, str] = {}
-    v2_path: Optional[str] = None
-    for line in membership.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) != 3:
-            continue
-        if parts[0] == "0" and parts[1] == "":
-            v2_path = parts[2]
-        else:
-            for controller in parts[1].split(","):
-                v1_paths[controller] = parts[2]
-    v1_mounts: Dict[str, Mount] = {}
-    v2_mount: Optional[Mount] = None
-    for line in mountinfo.splitlines():
-        fields = line.split()
-        if " - " not in line or len(fields) < 5:
-            continue
-        tail = line.split(" - ", 1)[1].split()
-        if len(tail) < 3:  # a damaged line (found by fuzz/fuzz_cgroup.py)
-            continue
-        fs_type, _source, options = tail[:3]
-        mount = (fields[3], fs_root + _unescape(fields[4]))
-        if fs_type == "cgroup2":
-            v2_mount = mount
-        elif fs_type == "cgroup":
-            for controller in options.split(","):
-                if controller in ("cpu", "cpuacct", "memory") + extra:
-                    v1_mounts[controller] = mount
-    if any(c in v1_mounts and c in v1_paths for c in ("cpu", "memory")):
-        places = {c: (v1_mounts[c], v1_paths[c]) for c in v1_mounts if c in v1_paths}
-        return 1, places
-    if v2_mount is not None and v2_path is not None:
-        return 2, {"unified": (v2_mount, v2_path)}
-    return None
-
-
-def _unescape(path: str) -> str:
-    return path.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n")
-
-
-def _relative_parts(mount: Mount, path: str) -> Tuple[str, List[str]]:
-    """(mount point, [directory names]) of a cgroup path below its mount."""
-    root, mount_point = mount
-    if root != "/" and (path == root or path.startswith(root.rstrip("/") + "/")):
-        path = path[len(root.rstrip("/")) :]
-    # in a cgroup namespace /proc/<pid>/cgroup is relative to the namespace root: the mount
-    rel = path.strip("/")
-    return mount_point, (rel.split("/") if rel else [])
-
-
-def cgroup_directory(mount: Mount, path: str) -> str:
-    """The directory of a cgroup (``mount`` and ``path`` from ``_cgroup_places``)."""
-    mount_point, parts = _relative_parts(mount, path)
-    return os.path.join(mount_point, *parts)
-
-
 def _walk_place(
     place: Optional[Tuple[Mount, str]], reader: Callable[[str], Optional[float]]
 ) -> Optional[float]:
     """_walk over ``place`` (a cgroup's mount and path; None: no such cgroup)."""
     return None if place is None else _walk(place[0], place[1], reader)
-
-
-def _walk(
-    mount: Optional[Mount], path: Optional[str], reader: Callable[[str], Optional[float]]
-) -> Optional[float]:
-    """The smallest limit ``reader`` finds from the cgroup directory up to the mount point."""
-    if mount is None or path is None:
-        return None
-    mount_point, parts = _relative_parts(mount, path)
-    best: Optional[float] = None
-    for depth in range(len(parts), -1, -1):
-        directory = os.path.join(mount_point, *parts[:depth])
-        value = reader(directory)
-        if value is not None and (best is None or value < best):
-            best = value
-    return best
-
-
-def _number(text: Optional[str]) -> Optional[int]:
-    try:
-        return int(text.strip()) if text is not None else None
-    except ValueError:
-        return None
-
-
-def _v2_cpu(directory: str) -> Optional[float]:
-    text = _read(os.path.join(directory, "cpu.max"))
-    if not text:
-        return None
-    fields = text.split()
-    if not fields or fields[0] == "max":
-        return None
-    quota = _number(fields[0])
-    period = _number(fields[1]) if len(fields) > 1 else 100000
-    if not quota or not period or quota <= 0 or period <= 0:
-        return None
-    return round(quota / period, 3)
-
-
-def _v2_memory(directory: str) -> Optional[int]:
-    text = _read(os.path.join(directory, "memory.max"))
-    value = _number(text) if text and text.strip() != "max" else None
-    return _mib(value)
-
-
-def _v1_cpu(directory: str) -> Optional[float]:
-    quota = _number(_read(os.path.join(directory, "cpu.cfs_quota_us")))
-    period = _number(_read(os.path.join(directory, "cpu.cfs_period_us")))
-    if not quota or not period or quota <= 0 or period <= 0:
-        return None
-    return round(quota / period, 3)
-
-
-def _v1_memory(directory: str) -> Optional[int]:
-    return _mib(_number(_read(os.path.join(directory, "memory.limit_in_bytes"))))
-
-
-def _mib(value: Optional[int]) -> Optional[int]:
-    if value is None or value <= 0 or value >= _UNLIMITED:
-        return None
-    return value // (1024 * 1024)

@@ -26,7 +26,6 @@ exporter that was asked for has no right guess.
 
 from __future__ import annotations
 
-import math
 import os
 import warnings
 
@@ -137,6 +136,8 @@ def _choice(setting: Setting, text: str) -> str:
 
 
 def _number(setting: Setting, text: str) -> float:
+    import math  # here: a C extension module, only numbers need it (not the import)
+
     low, high = setting.bounds or (-math.inf, math.inf)
     expected = (
         f"give a number {'above' if setting.low_open else 'from'} {low:g} "

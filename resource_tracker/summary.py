@@ -604,7 +604,7 @@ def build_summary(
             the server choice says it was not looked up).
         server_timeout: seconds the catalog lookup may take.
     """
-    from .tracker import data_quality_notes
+    from ._run_data import data_quality_notes
 
     get = _Collector(tracker)
     n_process, n_system = get.rows_of("process_metrics"), get.rows_of("system_metrics")

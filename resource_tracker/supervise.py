@@ -352,7 +352,8 @@ def _check_options(tracker_options: dict[str, Any]) -> float:
     the command starts (afterwards, a failure to track leaves the command untracked)."""
     import inspect
 
-    from .tracker import ResourceTracker, _check_interval
+    from ._launch import _check_interval
+    from .tracker import ResourceTracker
 
     for name in ("pid", "autostart"):
         if name in tracker_options:

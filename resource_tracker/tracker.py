@@ -9,38 +9,36 @@ interface takes its place.
 from __future__ import annotations
 
 import os
-from array import array
 
-# cgroup_usage is imported here: in the worker thread that reads the start figures it would
-# grow that thread's own C heap (~650 KiB of RSS), in start() it would cost ~2.5 ms
+# Only what constructing, starting and stopping a tracker needs is imported with the package,
+# in modules of at most ~1,500 tokens: where no pyc is written, every module imported is
+# compiled, and the compiler's peak memory (~380 B a token) stays with the process. The
+# argument checks and the sampler's choice are in _launch, the data methods in _results
+# (a base class); the tables, statistics, stored runs and reports (_run_data, _stored,
+# summary, report) load on first use. The cgroup readers (cgroup_usage and the modules it
+# imports) are imported by the worker thread that reads the start figures: kept small, so
+# that the compiler's peak in that thread's C heap stays small too (~0.2 MiB).
 from . import _background, _core, settings
-from . import cgroup_usage as _cgroup
-from ._version import __version__
-from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABELS
-from .sampling import StoredRun as _StoredRun
-from .tiny_data_frame import TinyDataFrame
+from ._launch import (  # noqa: F401  (what starting a tracker takes; importable from here)
+    MAX_INTERVAL,
+    MAX_PID,
+    MIN_INTERVAL,
+    _check_interval,
+    _check_pid,
+    _command_line,
+    _default_method,
+    _export_settings,
+    _new_sampler,
+    _start_cloud_discovery,
+)
+from ._results import TrackerResults
 
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds): annotations only
 if TYPE_CHECKING:
-    from typing import (
-        Any,
-        Callable,
-        Dict,
-        List,
-        Literal,
-        Mapping,
-        NoReturn,
-        Optional,
-        Sequence,
-        TypeVar,
-        Union,
-    )
+    from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence
 
     from .sampler_protocol import RowSampler, Sampler
-    from .summary import RunSummary
     from .supervise import CommandRun
-
-    _T = TypeVar("_T")
 
 
 #: Runs shorter than this (seconds) have no measurable CPU usage (10 clock ticks of 10 ms);
@@ -50,102 +48,8 @@ SHORT_RUN_S = _core.SHORT_RUN_S
 SNAPSHOT_FORMAT = "resource-tracker-snapshot"
 SNAPSHOT_VERSION = 1
 
-#: The shortest and the longest interval between samples, seconds (both backends, the CLI and
-#: the Metaflow decorator): a longer one would overflow the clock arithmetic of a timed wait.
-#: (The C sampler holds the same values as _core.MIN_INTERVAL / _core.MAX_INTERVAL; a build
-#: without it, HAVE_PROCFS False, samples with psutil under these.)
-MIN_INTERVAL = 0.0001
-MAX_INTERVAL = 86400.0
-#: The largest process id Linux can give (pid_max is at most 2**22; this is the type's limit).
-MAX_PID = 2**31 - 1
 
-
-def _check_interval(interval: Any) -> float:
-    """The interval as a float, or ValueError saying what is wrong."""
-    if isinstance(interval, bool) or not isinstance(interval, (int, float)):
-        raise ValueError(f"interval must be a number of seconds, got {interval!r}; use e.g. 1.0")
-    try:
-        value = float(interval)
-    except OverflowError:  # an int beyond any float
-        value = float("inf")
-    if not MIN_INTERVAL <= value <= MAX_INTERVAL:
-        raise ValueError(
-            f"interval must be between {MIN_INTERVAL:g} and {MAX_INTERVAL:g} seconds "
-            f"(one day), got {interval!r}; use e.g. 1.0"
-        )
-    return value
-
-
-def _check_pid(pid: Any) -> int:
-    """The pid to track (None: this process), or ValueError when there is no such process."""
-    if pid is None:
-        return os.getpid()
-    if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid <= MAX_PID:
-        raise ValueError(f"pid must be a positive process id (at most {MAX_PID}), got {pid!r}")
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        raise ValueError(f"no process with pid {pid}: start the workload first") from None
-    except PermissionError:
-        pass  # it exists, owned by someone else
-    return pid
-
-
-def _default_method() -> str:
-    """'procfs' on Linux (with the C core's procfs sampler), else 'psutil';
-    RESOURCE_TRACKER_METHOD overrides."""
-    forced: Optional[str] = settings.get("RESOURCE_TRACKER_METHOD")
-    if forced:
-        return forced
-    return "procfs" if _core.HAVE_PROCFS and os.path.exists("/proc/self/stat") else "psutil"
-
-
-def _new_sampler(
-    method: str, pid: int, interval: float, adopted_by: int = 0, **kwargs: bool
-) -> RowSampler:
-    """The one engine choice: the C procfs sampler or the psutil one (both a
-    ``sampling.Sampler``).
-
-    kwargs: children, track_processes, track_system. adopted_by: a pid whose children count
-    as the workload's too (the C sampler only; see ResourceTracker._adopt_children_of)."""
-    if method == "procfs":
-        if not _core.HAVE_PROCFS:
-            raise ValueError(
-                "method 'procfs' needs the Linux readers of the C core, and this build has none "
-                "(a non-Linux platform or RESOURCE_TRACKER_PORTABLE=1): use method='psutil'"
-            )
-        return _core.Sampler(
-            pid,
-            interval,
-            proc_root=settings.get("RESOURCE_TRACKER_PROCFS_ROOT"),
-            sys_root=settings.get("RESOURCE_TRACKER_SYSFS_ROOT"),
-            nvml_library=settings.get("RESOURCE_TRACKER_NVML_LIBRARY"),
-            adopted_by=adopted_by,
-            **kwargs,
-        )
-    if method == "psutil":
-        from .psutil_sampler import PsutilSampler
-
-        return PsutilSampler(pid, interval, **kwargs)
-    raise ValueError(f"method must be 'procfs' or 'psutil', got {method!r}")
-
-
-def _command_line(pid: int) -> str:
-    """The command line of pid as one string ('' when unreadable)."""
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            raw = f.read()
-    except OSError:
-        try:
-            import psutil
-
-            return " ".join(psutil.Process(pid).cmdline())
-        except Exception:
-            return ""
-    return raw.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace")
-
-
-class ResourceTracker:
+class ResourceTracker(TrackerResults):
     """Tracks a process with its descendants, and the whole machine, in the background.
 
     Args:
@@ -170,13 +74,6 @@ class ResourceTracker:
         >>> tracker.recommend_resources()
         {'cpu': 1, 'memory': 256, 'gpu': 0, 'vram': 0}
     """
-
-    # set by from_snapshot() only (a stored run's figures); hasattr() tells which
-    _cgroup_stored: Optional[Dict[str, Any]]
-    _hwm_stored: Optional[float]
-    _tree_source_stored: Optional[Dict[str, Any]]
-    # the run summary once summary() made it (or a snapshot held it)
-    _summary: Any  # a RunSummary (Any: read through getattr, which mypy cannot narrow)
 
     def __init__(
         self,
@@ -333,19 +230,6 @@ class ResourceTracker:
                 self._export_error = f"export could not finish: {type(exc).__name__}: {exc}"
             self.extra["export"] = self.export_report()  # kept by snapshot() / dumps()
 
-    def export_report(self) -> Optional[Dict[str, Any]]:
-        """What the export did (None without export): per target the points sent, failed
-        sends, points and rows dropped, the last error and the final push's fate."""
-        exporter = getattr(self, "_exporter", None)
-        error = getattr(self, "_export_error", None)
-        if exporter is None and error is None:
-            stored = (getattr(self, "extra", None) or {}).get("export")
-            return stored if isinstance(stored, dict) else None
-        report = exporter.report() if exporter is not None else {"targets": {}, "rows_dropped": 0}
-        if error is not None:
-            report["error"] = error
-        return report
-
     @property
     def running(self) -> bool:
         """True while the sampler runs."""
@@ -414,53 +298,12 @@ class ResourceTracker:
         cgroup handed to the sampler when it has one (docs/metrics.md, "The tree from its
         own cgroup")."""
         self._cgroup_start = self._read_cgroup()
-        self._start_tree_source()
-
-    def _start_tree_source(self) -> None:
-        """Asks the C sampler to read the tree's CPU, memory and I/O from its cgroup."""
-        sampler = self._sampler
-        mode = settings.get("RESOURCE_TRACKER_TREE_SOURCE")
-        if mode == "procfs" or not hasattr(sampler, "use_cgroup"):
-            return
-        if not (self.track_processes and self.children):
-            self._tree_plan_note = "the tracker follows no children: processes walked"
-            return
         try:
-            plan = _cgroup.tree_cgroup_plan(
-                self.pid,
-                mode,
-                proc_root=settings.get("RESOURCE_TRACKER_PROCFS_ROOT") or "/proc",
-                sys_root=settings.get("RESOURCE_TRACKER_SYSFS_ROOT"),
-            )
-        except Exception as exc:  # never let a probe break the run
-            self._tree_plan_note = f"no cgroup source: {type(exc).__name__}: {exc}"
-            return
-        if plan is None:
-            self._tree_plan_note = "processes walked: the tracked process's cgroup not found"
-            return
-        version, dirs, self._tree_plan_note = plan
-        if dirs["cpu"] or dirs["memory"] or dirs["io"]:
-            sampler.use_cgroup(version, dirs["cpu"], dirs["memory"], dirs["io"], dirs["pids"])
+            from ._tree_cgroup import start_tree_source  # in the worker thread
 
-    @property
-    def tree_source(self) -> Optional[Dict[str, Any]]:
-        """Where the tree's figures came from (C sampler only; None otherwise): ``source``
-        ('cgroup', 'procfs' or 'mixed'), ``columns`` (cpu, memory, io: each 'cgroup' or
-        'procfs'), ``note`` (why a column is walked, or why the cgroup source ended) and the
-        counters ``cgroup_readings``, ``cgroup_reads`` (files read for it) and ``walks``
-        (ticks that walked the processes). See docs/metrics.md, "The tree from its own cgroup".
-        """
-        if hasattr(self, "_tree_source_stored"):
-            return self._tree_source_stored
-        sampler = self._sampler
-        if not hasattr(sampler, "tree_source"):
-            return None
-        self._wait_cgroup_start()  # the plan is made beside start()
-        info: Dict[str, Any] = sampler.tree_source()
-        plan_note = getattr(self, "_tree_plan_note", None)
-        if info["note"] is None and plan_note is not None:
-            info["note"] = plan_note
-        return info
+            start_tree_source(self)
+        except Exception:  # never let a probe break the run
+            pass
 
     def _wait_cgroup_start(self) -> None:
         """Waits for the reading of the start figures, when one is under way."""
@@ -473,6 +316,8 @@ class ResourceTracker:
         if not self.track_processes:
             return None
         try:
+            from . import cgroup_usage as _cgroup  # first in the worker thread, after start()
+
             if not hasattr(self, "_cgroup_place"):
                 self._cgroup_place = _cgroup.locate_cgroup(
                     self.pid,
@@ -483,421 +328,6 @@ class ResourceTracker:
         except Exception:  # never let a probe break the caller
             return None
 
-    @property
-    def cgroup_metrics(self) -> Optional[Dict[str, Any]]:
-        """What the cgroup of the tracked process saw during the run (a dict), or None.
-
-        Memory now (at stop) and its peak, the memory limit and CPU quota, CPU seconds,
-        CPU throttling (periods, throttled periods and seconds) and OOM kills during the run,
-        and ``dedicated``: whether only the workload was in the cgroup (a container of its
-        own). See docs/metrics.md, "The container (cgroup)".
-        """
-        if hasattr(self, "_cgroup_stored"):
-            return self._cgroup_stored
-        self._wait_cgroup_start()
-        start = getattr(self, "_cgroup_start", None)
-        end = getattr(self, "_cgroup_end", None)
-        if start is None and end is None:
-            return None
-        if end is None and self.running:
-            end = self._read_cgroup()
-        try:
-            figures: Optional[Dict[str, Any]] = _cgroup.cgroup_run(
-                start, end, self.pid, settings.get("RESOURCE_TRACKER_PROCFS_ROOT") or "/proc"
-            )
-            return figures
-        except Exception:
-            return None
-
-    # -- data ------------------------------------------------------------------------
-
-    def _cached(self, what: str, compute: Callable[[], _T]) -> _T:
-        """compute() once per state of the samples: recomputed when a row was added (or the
-        run stopped), else the value of the last call."""
-        sampler = self._sampler
-        key = (sampler, sampler.n_samples, sampler.state)
-        cache = self.__dict__.setdefault("_data_cache", {})
-        hit = cache.get(what)
-        if hit is not None and hit[0] == key:
-            cached: _T = hit[1]
-            return cached
-        value = compute()
-        cache[what] = (key, value)
-        return value
-
-    def _table_columns(self, table: str) -> Dict[str, Any]:
-        """{column: float64 column} of a table. A stopped run's columns are read-only views
-        of the sampler's own storage (the samples cross into Python once, uncopied); while
-        running, one copy per new row count (cached until the next row)."""
-
-        def load() -> Dict[str, Any]:
-            names = PROCESS_COLUMNS if table == "process" else SYSTEM_COLUMNS
-            raw = self._sampler.column_views(table)
-            if raw is not None:
-                return dict(zip(names, raw))
-            arrays: Dict[str, Any] = {}
-            for name, data in zip(names, self._sampler.columns(table)):
-                col = array("d")
-                col.frombytes(data)
-                arrays[name] = col
-            return arrays
-
-        return self._cached(table, load)
-
-    def _table(self, table: str) -> TinyDataFrame:
-        return TinyDataFrame._from_arrays(self._table_columns(table))
-
-    @property
-    def process_metrics(self) -> TinyDataFrame:
-        """Samples of the tracked process tree (TinyDataFrame; columns in DESIGN.md)."""
-        return self._table("process")
-
-    @property
-    def system_metrics(self) -> TinyDataFrame:
-        """Samples of the whole machine (TinyDataFrame)."""
-        return self._table("system")
-
-    def get_combined_metrics(self, human_names: bool = False) -> TinyDataFrame:
-        """System and process samples side by side, one row per timestamp.
-
-        A view for people: values are rounded as the seeds print them (CPU usage and CPU
-        seconds to 4 decimals, KiB and bytes whole, GB to 2 decimals; see
-        ``resource_tracker.rounding``), so no float noise such as 0.09999999999999998
-        shows. ``process_metrics`` and ``system_metrics`` keep the exact values.
-        """
-        from .rounding import round_column
-
-        system, process = self.system_metrics, self.process_metrics
-        n = (
-            min(len(system), len(process))
-            if len(system) and len(process)
-            else len(system or process)
-        )
-        combined = {}
-        for name in SYSTEM_COLUMNS:
-            if len(system):
-                key = (
-                    SYSTEM_LABELS[name]
-                    if human_names
-                    else ("timestamp" if name == "timestamp" else "system_" + name)
-                )
-                combined[key] = round_column(name, system.column_array(name)[:n])
-        for name in PROCESS_COLUMNS:
-            if not len(process) or (name == "timestamp" and len(system)):
-                continue
-            key = (
-                ("Timestamp" if name == "timestamp" else PROCESS_LABELS[name])
-                if human_names
-                else ("timestamp" if name == "timestamp" else "process_" + name)
-            )
-            combined[key] = round_column(name, process.column_array(name)[:n])
-        return TinyDataFrame._from_arrays(combined)
-
-    def stats(self) -> Dict[str, Any]:
-        """Summaries of the samples: mean/max/percentiles, sums, peak disk use, duration.
-
-        Computed once per state of the samples (a stopped run: once), on the sampler's own
-        column buffers; each call returns a new dict."""
-
-        def compute() -> Dict[str, Any]:
-            return _core.stats(
-                self._table_columns("process") if self.track_processes else None,
-                self._table_columns("system") if self.track_system else None,
-                self.start_time or 0.0,
-                self.stop_time or 0.0,
-            )
-
-        result = {
-            k: dict(v) if isinstance(v, dict) else v
-            for k, v in self._cached("stats", compute).items()
-        }
-        result["data_quality"] = self.data_quality()
-        hwm = self.memory_hwm
-        if hwm and self.track_processes:
-            result["process_memory_hwm"] = {"max": hwm}
-        cgroup = self.cgroup_metrics
-        if cgroup is not None:
-            result["cgroup"] = cgroup
-        source = self.tree_source
-        if source is not None:
-            result["tree_source"] = source
-        export = self.export_report()
-        if export is not None:
-            result["export"] = export
-        return result
-
-    def data_quality(self) -> Dict[str, Any]:
-        """What is missing from the data, and why: ``{'samples_dropped': int,
-        'incomplete_columns': {stats key: reason}}`` (empty when nothing is).
-
-        - samples_dropped: rows lost because memory ran out (each later row tries again);
-        - process_read_bytes / process_write_bytes: /proc/<pid>/io refused (processes of
-          another user, tracked without root): their I/O is not counted;
-        - process_memory: /proc/<pid>/smaps_rollup refused: memory shared between the
-          tracked processes is counted once per process (an over-estimate).
-        """
-        sampler = self._sampler
-        if isinstance(sampler, _StoredRun) and sampler.data_quality is not None:
-            return sampler.data_quality
-        return _data_quality(
-            int(sampler.rows_dropped), int(sampler.io_denied), int(sampler.pss_denied)
-        )
-
-    @property
-    def memory_hwm(self) -> Optional[float]:
-        """KiB: the largest resident set one process of the workload had during the run, from
-        the kernel's high-water mark (``VmHWM``), so a peak between two samples shows; None
-        where it is not known (psutil backend, old snapshots). One process's peak: a floor
-        of the workload's (see docs/metrics.md)."""
-        if hasattr(self, "_hwm_stored"):
-            return self._hwm_stored
-        value = self._sampler.memory_hwm
-        return float(value) if value else None
-
-    def recommend_resources(
-        self, historical_stats: Optional[Sequence[Mapping[str, Any]]] = None
-    ) -> Dict[str, int]:
-        """Recommend optimal resource allocation based on the measured resource tracker data.
-
-        The rules:
-
-        - cpu: the average CPU usage of the process tree (cores), rounded, at least 1; a
-          run shorter than 0.1 s (``SHORT_RUN_S``) gives no CPU figure (its CPU time is
-          below what the kernel's clock-tick counters can measure): then 1
-        - memory: the peak memory of the process tree + 20%, rounded up to 128, 256, 512
-          or 1024 MiB, or whole GiB beyond that (MiB); the peak is the largest sample, or the
-          kernel's high-water mark of one process when that is higher (a peak between samples)
-        - gpu: the peak number of GPUs in use by the process tree
-        - vram: the peak VRAM use of the process tree + 20%, rounded as memory (MiB)
-
-        Args:
-            historical_stats: earlier ``stats()`` results to combine with this run (mean
-                of the CPU means, max of the peaks).
-
-        Returns:
-            {'cpu': int, 'memory': int MiB, 'gpu': int, 'vram': int MiB}
-        """
-        runs = [_with_kernel_peak(self.stats())] + list(historical_stats or [])
-        return _core.recommend(runs)  # the rules: csrc/stats.c (recommend_runs)
-
-    def recommend_server(
-        self,
-        n: Optional[int] = None,
-        historical_stats: Optional[Sequence[Mapping[str, Any]]] = None,
-        **filters: Any,
-    ) -> Any:
-        """The cheapest cloud server that fits recommend_resources() (Spare Cores catalog).
-
-        Filters: vendor, region/regions, country, architecture, allocation,
-        compliance_framework, green_energy, min_score, max_price; order_by 'price' or
-        'score_per_price'; n for a list of the top n.
-        """
-        from .catalog import recommend_server
-
-        return recommend_server(self.recommend_resources(historical_stats), n=n, **filters)
-
-    def report(
-        self,
-        historical_stats: Optional[Sequence[Mapping[str, Any]]] = None,
-        *,
-        status: str | None = None,
-        integration: str | None = None,
-        status_failed: bool = False,
-    ) -> Any:
-        """The self-contained HTML report (a Report: str with save(), browse()).
-
-        Args:
-            historical_stats: earlier runs to compare with (a list of ``stats()`` dicts).
-            status: the status the page shows in place of the tracker's own: 'finished',
-                'failed' or 'running' (an integration knows whether the job failed).
-            integration: the name of what ran the job (e.g. 'Metaflow'), shown on the page.
-            status_failed: True is the same as ``status='failed'``.
-        """
-        from .report import render_report
-
-        if status_failed:
-            status = "failed"
-        return render_report(
-            self, historical_stats=historical_stats, status=status, integration=integration
-        )
-
-    def summary(self, historical_stats: Any = None, *, lookup_server: bool = True) -> RunSummary:
-        """The run summary (a frozen ``resource_tracker.summary.RunSummary``): statistics,
-        earlier runs, recommendation, cheapest servers and costs, warnings. Built once and
-        cached while the run does not change (new samples, stop, label, history); the
-        report, the Metaflow card and artifact and the CLI take it.
-
-        Args:
-            historical_stats: earlier runs (a list of ``stats()`` dicts, or the Metaflow
-                artifact's ``historical_stats`` summary).
-            lookup_server: ask the server catalog (False: no catalog lookup at all).
-        """
-        from .summary import cached_summary
-
-        return cached_summary(self, historical_stats, lookup_server=lookup_server)
-
-    # -- machine ---------------------------------------------------------------------
-
-    @property
-    def server_info(self) -> Optional[Dict[str, Any]]:
-        """CPU, memory, GPUs, OS and container limits of the machine (None if switched off)."""
-        if self._server_info is None and self.discover_server:
-            try:
-                from .server_info import get_server_info
-
-                self._server_info = get_server_info(
-                    pid=self.pid, nvml_library=settings.get("RESOURCE_TRACKER_NVML_LIBRARY")
-                )
-            except Exception as exc:  # never let a probe break the caller
-                self._server_info = {"error": f"{type(exc).__name__}: {exc}"}
-        return self._server_info
-
-    @property
-    def cloud_info(self) -> Optional[Dict[str, Any]]:
-        """Cloud vendor, region and instance type (None if switched off)."""
-        if self._cloud_info is None and self._cloud_job is not None:
-            self._cloud_info = self._cloud_job.result()
-        return self._cloud_info
-
-    # -- persistence -----------------------------------------------------------------
-
-    def snapshot(self) -> Dict[str, Any]:
-        """Everything about this run as a dict of plain Python values (lossless).
-
-        The tables are stored as dumps() stores them: ``{"encoding": "float64-le-base64",
-        "rows": n, "columns": {name: base64 text}}`` (every float bit for bit, about 11 bytes
-        a value; a list of floats would take 32)."""
-        snap = self._snapshot_fields()
-        for key, table in _TABLE_KEYS:
-            snap[key] = _encode_columns(self._table_columns(table))
-        return snap
-
-    def _snapshot_fields(self) -> Dict[str, Any]:
-        """snapshot() without the two tables."""
-        return {
-            "format": SNAPSHOT_FORMAT,
-            "format_version": SNAPSHOT_VERSION,
-            "version": __version__,
-            "pid": self.pid,
-            "children": self.children,
-            "interval": self.interval,
-            "method": self.method,
-            "command": self.command,
-            "label": self.label,
-            "status": self.status,
-            "start_time": self.start_time,
-            "stop_time": self.stop_time,
-            "track_processes": self.track_processes,
-            "track_system": self.track_system,
-            "server_info": self.server_info,
-            "cloud_info": self.cloud_info,
-            "extra": dict(self.extra),
-            "data_quality": self.data_quality(),
-            "cgroup_metrics": self.cgroup_metrics,
-            "tree_source": self.tree_source,
-            "memory_hwm": self.memory_hwm,
-            # the run summary, when one was made (so a loaded run shows the same servers)
-            "summary": self._summary.to_dict() if getattr(self, "_summary", None) else None,
-        }
-
-    @classmethod
-    def from_snapshot(cls, snapshot: Mapping[str, Any]) -> ResourceTracker:
-        """A stopped tracker holding the data of snapshot() (report, stats, ... all work).
-
-        Also takes the ``tracker`` entry of the Metaflow artifact (a snapshot whose tables
-        are the artifact's TinyDataFrames): ``from_snapshot(data["tracker"]).report()``
-        renders the step's page again.
-        """
-        if not isinstance(snapshot, dict) or snapshot.get("format") != SNAPSHOT_FORMAT:
-            raise ValueError(
-                "not a resource-tracker snapshot: expected a dict made by "
-                "ResourceTracker.snapshot() (or text made by dumps())"
-            )
-        if snapshot.get("format_version", 0) > SNAPSHOT_VERSION:
-            raise ValueError(
-                f"snapshot format {snapshot['format_version']} is newer than this "
-                f"resource-tracker ({__version__}) reads: upgrade resource-tracker"
-            )
-        _validate_snapshot(snapshot)
-        self = cls.__new__(cls)
-        for key in (
-            "pid",
-            "children",
-            "interval",
-            "method",
-            "command",
-            "label",
-            "track_processes",
-            "track_system",
-        ):
-            setattr(self, key, snapshot.get(key))
-        self.discover_server = self.discover_cloud = False
-        self.extra = dict(snapshot.get("extra") or {})
-        self._server_info = snapshot.get("server_info")
-        self._cloud_info = snapshot.get("cloud_info")
-        self._cloud_job = None
-        self._autostarted = False
-        self._cgroup_stored = snapshot.get("cgroup_metrics")
-        self._hwm_stored = snapshot.get("memory_hwm")
-        self._tree_source_stored = snapshot.get("tree_source")
-        from .summary import stored_summary
-
-        self._summary = stored_summary(snapshot.get("summary"))
-        process = _stored_table(snapshot.get("process_metrics"), PROCESS_COLUMNS)
-        system = _stored_table(snapshot.get("system_metrics"), SYSTEM_COLUMNS)
-        self._sampler = _StoredRun(
-            process,
-            system,
-            snapshot.get("start_time") or 0.0,
-            snapshot.get("stop_time") or 0.0,
-            self.interval,
-            _stored_quality(snapshot.get("data_quality")),
-        )
-        return self
-
-    def dumps(self) -> str:
-        """The snapshot as compact JSON text (columns as base64 float64: lossless).
-
-        Written in one piece by a streaming encoder: the text of the columns is made from the
-        samples directly (no float lists, no intermediate bytes)."""
-        import json
-
-        head = json.dumps(
-            self._snapshot_fields(), separators=(",", ":"), allow_nan=False, default=_json_default
-        )
-        pieces = [head[:-1]]  # without its closing brace: the tables follow
-        for key, table in _TABLE_KEYS:
-            columns = self._table_columns(table)
-            rows = len(next(iter(columns.values()), ()))
-            pieces.append(f',"{key}":{{"encoding":"{_ENCODING}","rows":{rows},"columns":{{')
-            for i, (name, col) in enumerate(columns.items()):
-                pieces += [("," if i else "") + json.dumps(name) + ':"', _float64(col), '"']
-            pieces.append("}}")
-        pieces.append("}")
-        return _core.float64_text(pieces)
-
-    @classmethod
-    def loads(cls, text: Union[str, bytes]) -> ResourceTracker:
-        """A stopped tracker from dumps() text (str or bytes)."""
-        import json
-
-        try:
-            snapshot = json.loads(text)
-        except ValueError as exc:
-            raise ValueError(f"not a resource-tracker snapshot: invalid JSON ({exc})") from None
-        except RecursionError:
-            raise ValueError(
-                "not a resource-tracker snapshot: JSON nested too deeply to be one"
-            ) from None
-        try:
-            if isinstance(snapshot, dict):  # decode the tables now, dropping each text as it goes
-                for key, _ in _TABLE_KEYS:
-                    if isinstance(snapshot.get(key), dict):
-                        snapshot[key] = _decode_columns(snapshot[key], consume=True)
-            return cls.from_snapshot(snapshot)
-        except (KeyError, TypeError, AttributeError, RecursionError) as exc:  # fuzz_snapshot.py
-            raise ValueError(f"not a resource-tracker snapshot: damaged ({exc!r})") from None
-
     def __repr__(self) -> str:
         return (
             f"<ResourceTracker pid={self.pid} interval={self.interval} status={self.status} "
@@ -905,259 +335,8 @@ class ResourceTracker:
         )
 
 
-def _export_settings(export: Any) -> Any:
-    """The checked export settings (no targets: no export), read once at construction; None
-    when export is off (the export package is not even imported: start() stays cheap)."""
-    if _export_off(export):
-        return None
-    from .export import prepare_export
-
-    return prepare_export(export)
-
-
-def _export_off(export: Any) -> bool:
-    """True when neither the argument nor RESOURCE_TRACKER_EXPORT names a target."""
-    if export is None:
-        return not settings.get("RESOURCE_TRACKER_EXPORT")
-    if isinstance(export, str):
-        return not export.strip(" ,")
-    return isinstance(export, (list, tuple)) and not export
-
-
-def _data_quality(rows_dropped: int, io_denied: int, pss_denied: int) -> Dict[str, Any]:
-    """The data_quality() dict from the sampler's counters."""
-    incomplete: Dict[str, str] = {}
-    if io_denied:
-        reason = (
-            f"permission denied reading /proc/<pid>/io ({io_denied} reads): processes of "
-            "another user are tracked without root, their disk I/O is not counted; run as "
-            "that user or as root"
-        )
-        incomplete["process_read_bytes"] = incomplete["process_write_bytes"] = reason
-    if pss_denied:
-        incomplete["process_memory"] = (
-            f"permission denied reading /proc/<pid>/smaps_rollup ({pss_denied} reads): memory "
-            "shared between the tracked processes is counted once per process (an "
-            "over-estimate); run as that user or as root"
-        )
-    return {"samples_dropped": int(rows_dropped), "incomplete_columns": incomplete}
-
-
 def data_quality_notes(stats: Optional[Mapping[str, Any]]) -> List[str]:
     """One line per problem in stats()['data_quality'] (for the report and the CLI)."""
-    quality = (stats or {}).get("data_quality") or {}
-    if not isinstance(quality, dict):
-        return []
-    notes = []
-    dropped = quality.get("samples_dropped") or 0
-    if dropped:
-        notes.append(
-            f"{dropped} samples were dropped because memory ran out (recording resumed "
-            "when memory was available again)"
-        )
-    by_reason: Dict[str, List[str]] = {}
-    for column, reason in (quality.get("incomplete_columns") or {}).items():
-        by_reason.setdefault(str(reason), []).append(str(column))
-    for reason, columns in by_reason.items():
-        notes.append(f"{', '.join(columns)} incomplete: {reason}")
-    return notes + _export_notes((stats or {}).get("export"))
+    from ._run_data import data_quality_notes as notes
 
-
-def _export_notes(export: Any) -> List[str]:
-    """One line per export target that dropped samples or failed (stats()['export'])."""
-    if not isinstance(export, dict):
-        return []
-    notes = [f"export: {export['error']}"] if export.get("error") else []
-    for target, done in (export.get("targets") or {}).items():
-        dropped, failures = done.get("dropped_rows", 0), done.get("failures", 0)
-        if dropped or failures or done.get("final") not in ("sent", "pending"):
-            notes.append(
-                f"export to {target}: {dropped} samples dropped, {failures} failed sends, "
-                f"final push {done.get('final')}"
-                + (f" (last error: {done['last_error']})" if done.get("last_error") else "")
-            )
-    return notes
-
-
-def _with_kernel_peak(stats: Dict[str, Any]) -> Dict[str, Any]:
-    """stats() with the memory peak raised to the kernel's high-water mark of one process
-    when the samples missed a higher peak."""
-    hwm = (stats.get("process_memory_hwm") or {}).get("max")
-    memory = stats.get("process_memory")
-    if not hwm or not isinstance(memory, dict) or hwm <= (memory.get("max") or 0):
-        return stats
-    return dict(stats, process_memory=dict(memory, max=hwm))
-
-
-# the latest start/stop time taken as real: year 5138 (a larger one breaks dates and durations)
-_MAX_EPOCH = 1e11
-
-
-def _validate_snapshot(snapshot: Mapping[str, Any]) -> None:
-    """ValueError naming the first field of a snapshot that later calls (stats(), report())
-    could not use: times, interval, pid, the info dicts and the texts."""
-
-    def bad(key: str, what: str) -> NoReturn:
-        raise ValueError(
-            f"not a resource-tracker snapshot: {key} must be {what}, got {snapshot.get(key)!r:.80}"
-        )
-
-    def number(value: Any) -> bool:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-    for key in ("start_time", "stop_time"):
-        value = snapshot.get(key)
-        if value is not None and not (number(value) and 0 <= value <= _MAX_EPOCH):
-            bad(key, "seconds since the epoch (or null)")
-    interval = snapshot.get("interval")
-    if interval is not None and not (number(interval) and 0 < interval <= MAX_INTERVAL):
-        bad("interval", f"a number of seconds up to {MAX_INTERVAL:g}")
-    pid = snapshot.get("pid")
-    if pid is not None and not (isinstance(pid, int) and 0 < pid <= MAX_PID):
-        bad("pid", "a process id")
-    for key in ("server_info", "cloud_info", "extra"):
-        if snapshot.get(key) is not None and not isinstance(snapshot[key], dict):
-            bad(key, "an object (or null)")
-    for key in ("command", "label", "method"):
-        if snapshot.get(key) is not None and not isinstance(snapshot[key], str):
-            bad(key, "a string (or null)")
-    for key in ("process_metrics", "system_metrics"):
-        if snapshot.get(key) is not None and not isinstance(
-            snapshot[key], (dict, list, TinyDataFrame)
-        ):
-            bad(key, "a table")
-
-
-def _stored_quality(value: Any) -> Dict[str, Any]:
-    """A snapshot's data_quality (missing in older snapshots: nothing known to be missing)."""
-    if value is None:
-        return _data_quality(0, 0, 0)
-    if not isinstance(value, dict) or not isinstance(value.get("incomplete_columns", {}), dict):
-        raise ValueError("not a resource-tracker snapshot: data_quality must be a dict")
-    return {
-        "samples_dropped": _nonnegative_int(value.get("samples_dropped", 0), "samples_dropped"),
-        "incomplete_columns": {
-            str(k): str(v) for k, v in value.get("incomplete_columns", {}).items()
-        },
-    }
-
-
-def _nonnegative_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 2**63:
-        raise ValueError(f"not a resource-tracker snapshot: {name} must be a count, got {value!r}")
-    return int(value)
-
-
-_ENCODING = "float64-le-base64"
-_TABLE_KEYS = (("process_metrics", "process"), ("system_metrics", "system"))
-
-
-def _is_float64(col: Any) -> bool:
-    """True for a float64 column: array('d') or a float64 memoryview (a stopped sampler's
-    columns, a loaded snapshot's decoded text)."""
-    if isinstance(col, memoryview):
-        return col.format == "d"
-    return isinstance(col, array) and col.typecode == "d"
-
-
-def _float64(col: Any) -> Any:
-    """col as a float64 buffer (itself when it is one)."""
-    return col if _is_float64(col) else array("d", col)
-
-
-def _encode_columns(columns: Mapping[str, Any]) -> Dict[str, Any]:
-    """A table ({name: float64 column}) as base64 of little-endian float64, one text a column."""
-    return {
-        "encoding": _ENCODING,
-        "rows": len(next(iter(columns.values()), ())),
-        "columns": {name: _core.float64_text([_float64(col)]) for name, col in columns.items()},
-    }
-
-
-def _decode_columns(data: Any, consume: bool = False) -> Any:
-    """{column: values} from a snapshot's table (plain lists, base64 float64, or a
-    TinyDataFrame as in the Metaflow artifact). consume: drop each column's text from data
-    once decoded (loads(): the decoded tables never sit beside all of their text)."""
-    if isinstance(data, TinyDataFrame):
-        return {name: data.column_array(name) for name in data.columns}
-    if not data:
-        return {}
-    if isinstance(data, dict) and data.get("encoding") == _ENCODING:
-        import base64
-        import sys
-
-        out: Dict[str, Any] = {}
-        texts = data["columns"]
-        for name in list(texts):
-            raw = base64.b64decode(texts.pop(name) if consume else texts[name])
-            if len(raw) % 8:
-                raise ValueError(
-                    f"not a resource-tracker snapshot: column {name} is not float64 values"
-                )
-            if sys.byteorder == "little":  # the decoded bytes themselves: exact size, no copy
-                out[name] = memoryview(raw).cast("d")
-                continue
-            col = array("d")
-            col.frombytes(raw)
-            col.byteswap()
-            out[name] = col
-        return out
-    if isinstance(data, dict):  # plain lists: numbers only (stats() and report() sum them)
-        try:
-            return {  # decoded columns are used as they are; anything else is copied
-                name: values if _is_float64(values) else array("d", values)
-                for name, values in data.items()
-            }
-        except TypeError:
-            raise ValueError(
-                "not a resource-tracker snapshot: a metrics column holds something other than "
-                "numbers"
-            ) from None
-    return data
-
-
-def _stored_table(data: Any, names: Sequence[str]) -> TinyDataFrame:
-    """A snapshot's table as a TinyDataFrame of float64 columns in the registry's order."""
-    copied = isinstance(data, TinyDataFrame)  # the caller's arrays: copy them
-    columns = _decode_columns(data)
-    if not isinstance(columns, dict):  # rows (a list of dicts): the frame sorts them out
-        return TinyDataFrame(columns, names)
-    table: Dict[str, Any] = {}
-    for name in names:
-        col = columns.get(name, ())
-        if copied or not _is_float64(col):
-            try:
-                col = array("d", col)
-            except TypeError:
-                raise ValueError(
-                    f"not a resource-tracker snapshot: column {name} holds something other "
-                    "than numbers"
-                ) from None
-        table[name] = col
-    lengths = {len(col) for col in table.values()}
-    if len(lengths) > 1:
-        raise ValueError(f"columns must be equally long, got lengths {sorted(lengths)}")
-    return TinyDataFrame._from_arrays(table)
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, array):
-        return list(value)
-    raise TypeError(f"cannot store {type(value).__name__} in a snapshot")
-
-
-def _start_cloud_discovery() -> Any:
-    """A background cloud discovery job, or a job answering None when it is unavailable."""
-    try:
-        from .cloud import start_discovery
-    except ImportError:
-        return _NoCloud()
-    try:
-        return start_discovery()
-    except Exception:
-        return _NoCloud()
-
-
-class _NoCloud:
-    def result(self, timeout: Optional[float] = None) -> None:
-        return None
+    return notes(stats)

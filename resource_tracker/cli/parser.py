@@ -52,7 +52,7 @@ def build_parser() -> Parser:
 
 def interval(text: str) -> float:
     """The interval option as a float within the tracker's bounds."""
-    from ..tracker import MAX_INTERVAL, MIN_INTERVAL
+    from .._launch import MAX_INTERVAL, MIN_INTERVAL
 
     try:
         value = float(text)

@@ -58,7 +58,7 @@ def metaflow_ids() -> Dict[str, str]:
 def identity_of(tracker) -> Identity:
     """The identity of a tracker's run in this process (the command line read again when
     the tracker saw none: a child caught before its exec)."""
-    from ..tracker import _command_line
+    from .._launch import _command_line
 
     return Identity(
         host_name=socket.gethostname(),

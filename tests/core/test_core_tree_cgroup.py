@@ -20,7 +20,7 @@ from array import array
 import pytest
 
 from resource_tracker import ResourceTracker, _core
-from resource_tracker.cgroup_usage import tree_cgroup_plan
+from resource_tracker._tree_cgroup import tree_cgroup_plan
 
 MIB = 1024 * 1024
 # the first columns of the process table, in order (columns.h)

@@ -446,6 +446,9 @@ def test_hardening_other_users_processes_are_reported_incomplete(backend, tmp_pa
             import psutil, psutil._pslinux  # before the switch: nobody cannot read the venv
             import resource_tracker.export, resource_tracker.psutil_sampler
             import resource_tracker.server_info
+            import resource_tracker._stored  # dumps() (loaded on first use, with the tables)
+            import resource_tracker.cgroup_usage, resource_tracker._cgroup_v1  # the worker's
+            import resource_tracker._tree_cgroup  # the worker's too
             from resource_tracker import ResourceTracker
             os.setgid({pwd_entry.pw_gid}); os.setuid({pwd_entry.pw_uid})
             t = ResourceTracker(pid={workload.pid}, interval=0.05, discover_cloud=False)

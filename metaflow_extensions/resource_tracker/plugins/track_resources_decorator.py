@@ -44,7 +44,7 @@ def _as_float(value, name):
 
 def _bounded_interval(value):
     """The interval within the tracker's bounds, or ValueError naming the attribute."""
-    from resource_tracker.tracker import _check_interval
+    from resource_tracker._launch import _check_interval
 
     try:
         return _check_interval(value)

@@ -1,0 +1,71 @@
+"""The limits of a cgroup and its ancestors: CPU quota and memory limit, cgroup v2 and v1
+(``server_info``'s container limits and ``cgroup_usage``'s readings)."""
+
+from __future__ import annotations
+
+import os
+
+from ._cgroup_fs import _number, _read, _relative_parts
+
+TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
+if TYPE_CHECKING:
+    from typing import Callable, Optional
+
+    from ._cgroup_fs import Mount
+
+
+_UNLIMITED = 1 << 62  # cgroup v1 writes "no limit" as a page-aligned 2**63 - 1
+
+
+def _walk(
+    mount: Optional[Mount], path: Optional[str], reader: Callable[[str], Optional[float]]
+) -> Optional[float]:
+    """The smallest limit ``reader`` finds from the cgroup directory up to the mount point."""
+    if mount is None or path is None:
+        return None
+    mount_point, parts = _relative_parts(mount, path)
+    best: Optional[float] = None
+    for depth in range(len(parts), -1, -1):
+        directory = os.path.join(mount_point, *parts[:depth])
+        value = reader(directory)
+        if value is not None and (best is None or value < best):
+            best = value
+    return best
+
+
+def _v2_cpu(directory: str) -> Optional[float]:
+    text = _read(os.path.join(directory, "cpu.max"))
+    if not text:
+        return None
+    fields = text.split()
+    if not fields or fields[0] == "max":
+        return None
+    quota = _number(fields[0])
+    period = _number(fields[1]) if len(fields) > 1 else 100000
+    if not quota or not period or quota <= 0 or period <= 0:
+        return None
+    return round(quota / period, 3)
+
+
+def _v2_memory(directory: str) -> Optional[int]:
+    text = _read(os.path.join(directory, "memory.max"))
+    value = _number(text) if text and text.strip() != "max" else None
+    return _mib(value)
+
+
+def _v1_cpu(directory: str) -> Optional[float]:
+    quota = _number(_read(os.path.join(directory, "cpu.cfs_quota_us")))
+    period = _number(_read(os.path.join(directory, "cpu.cfs_period_us")))
+    if not quota or not period or quota <= 0 or period <= 0:
+        return None
+    return round(quota / period, 3)
+
+
+def _v1_memory(directory: str) -> Optional[int]:
+    return _mib(_number(_read(os.path.join(directory, "memory.limit_in_bytes"))))
+
+
+def _mib(value: Optional[int]) -> Optional[int]:
+    if value is None or value <= 0 or value >= _UNLIMITED:
+        return None
+    return value // (1024 * 1024)

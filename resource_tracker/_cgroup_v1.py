@@ -1,0 +1,47 @@
+"""The cgroup v1 reader of ``cgroup_usage`` (older hosts): the figures of the ``memory``,
+``cpu`` and ``cpuacct`` hierarchies. A module of its own, loaded only where cgroup v1 is
+found (the worker thread that reads the start figures compiles only what the host needs).
+"""
+
+import os
+
+from ._cgroup_fs import _number, _read, cgroup_directory
+from ._cgroup_limits import _v1_cpu, _v1_memory, _walk
+from .cgroup_usage import _keyed, _mib, _pids
+
+
+def read_v1(places):
+    """The figures of a cgroup v1 process (``places``: its hierarchies, from locate_cgroup)."""
+    memory, cpu, cpuacct = (places.get(c) for c in ("memory", "cpu", "cpuacct"))
+    # a hierarchy where the process sits at the root (while it has a cgroup of its own in
+    # another) measures the whole machine, not the container: left out
+    own = {c for c, (_, path) in places.items() if path.strip("/")}
+    if own:
+        memory = memory if "memory" in own else None
+        cpu = cpu if "cpu" in own else None
+        cpuacct = cpuacct if "cpuacct" in own else None
+    mem_dir = cgroup_directory(*memory) if memory else None
+    cpu_dir = cgroup_directory(*cpu) if cpu else None
+    acct_dir = cgroup_directory(*cpuacct) if cpuacct else None
+    stat = _keyed(_read(os.path.join(cpu_dir, "cpu.stat"))) if cpu_dir else {}
+    oom = _keyed(_read(os.path.join(mem_dir, "memory.oom_control"))) if mem_dir else {}
+    usage = _number(_read(os.path.join(acct_dir, "cpuacct.usage"))) if acct_dir else None
+    throttled = stat.get("throttled_time")
+
+    def mem_file(name):
+        return _mib(_number(_read(os.path.join(mem_dir, name)))) if mem_dir else None
+
+    return {
+        "version": 1,
+        "path": (memory or cpu or places.get("memory") or places.get("cpu"))[1],
+        "memory_mib": mem_file("memory.usage_in_bytes"),
+        "memory_peak_mib": mem_file("memory.max_usage_in_bytes"),
+        "memory_limit_mib": _walk(*memory, _v1_memory) if memory else None,
+        "cpu_limit_cores": _walk(*cpu, _v1_cpu) if cpu else None,
+        "cpu_seconds": None if usage is None else usage / 1e9,
+        "cpu_periods": stat.get("nr_periods"),
+        "cpu_throttled_periods": stat.get("nr_throttled"),
+        "cpu_throttled_seconds": None if throttled is None else throttled / 1e9,
+        "oom_kills": oom.get("oom_kill"),
+        "pids": _pids(mem_dir or cpu_dir),
+    }

@@ -1,0 +1,283 @@
+"""A tracker's data: its tables, ``stats()``, ``data_quality()``, the cgroup's figures of
+the run and the combined view (the bodies of those methods of
+:class:`~resource_tracker.tracker.ResourceTracker`).
+
+Loaded on first use: a tracker that only samples and stops needs none of it, and
+``import resource_tracker`` stays small (every module imported with the package is
+compiled, in time and memory, where no pyc is written).
+"""
+
+from __future__ import annotations
+
+import os
+from array import array
+
+from . import _core, settings
+from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABELS
+from .sampling import StoredRun
+from .tiny_data_frame import TinyDataFrame
+
+TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds): annotations only
+if TYPE_CHECKING:
+    from typing import Any, Callable, Dict, List, Mapping, Optional, Set, TypeVar
+
+    from ._results import TrackerResults
+
+    _T = TypeVar("_T")
+
+
+def cached(tracker: TrackerResults, what: str, compute: Callable[[], _T]) -> _T:
+    """compute() once per state of the samples: recomputed when a row was added (or the
+    run stopped), else the value of the last call."""
+    sampler = tracker._sampler
+    key = (sampler, sampler.n_samples, sampler.state)
+    cache = tracker.__dict__.setdefault("_data_cache", {})
+    hit = cache.get(what)
+    if hit is not None and hit[0] == key:
+        value: _T = hit[1]
+        return value
+    value = compute()
+    cache[what] = (key, value)
+    return value
+
+
+def table_columns(tracker: TrackerResults, table: str) -> Dict[str, Any]:
+    """{column: float64 column} of a table (see ResourceTracker._table_columns)."""
+
+    def load() -> Dict[str, Any]:
+        names = PROCESS_COLUMNS if table == "process" else SYSTEM_COLUMNS
+        raw = tracker._sampler.column_views(table)
+        if raw is not None:
+            return dict(zip(names, raw))
+        arrays: Dict[str, Any] = {}
+        for name, data in zip(names, tracker._sampler.columns(table)):
+            col = array("d")
+            col.frombytes(data)
+            arrays[name] = col
+        return arrays
+
+    return cached(tracker, table, load)
+
+
+def table(tracker: TrackerResults, name: str) -> TinyDataFrame:
+    return TinyDataFrame._from_arrays(table_columns(tracker, name))
+
+
+def combined_metrics(tracker: TrackerResults, human_names: bool) -> TinyDataFrame:
+    """get_combined_metrics(): both tables side by side, rounded for people."""
+    from .rounding import round_column
+
+    system, process = tracker.system_metrics, tracker.process_metrics
+    n = min(len(system), len(process)) if len(system) and len(process) else len(system or process)
+    combined = {}
+    for name in SYSTEM_COLUMNS:
+        if len(system):
+            key = (
+                SYSTEM_LABELS[name]
+                if human_names
+                else ("timestamp" if name == "timestamp" else "system_" + name)
+            )
+            combined[key] = round_column(name, system.column_array(name)[:n])
+    for name in PROCESS_COLUMNS:
+        if not len(process) or (name == "timestamp" and len(system)):
+            continue
+        key = (
+            ("Timestamp" if name == "timestamp" else PROCESS_LABELS[name])
+            if human_names
+            else ("timestamp" if name == "timestamp" else "process_" + name)
+        )
+        combined[key] = round_column(name, process.column_array(name)[:n])
+    return TinyDataFrame._from_arrays(combined)
+
+
+def stats(tracker: TrackerResults) -> Dict[str, Any]:
+    """stats(): computed once per state of the samples; each call returns a new dict."""
+
+    def compute() -> Dict[str, Any]:
+        return _core.stats(
+            table_columns(tracker, "process") if tracker.track_processes else None,
+            table_columns(tracker, "system") if tracker.track_system else None,
+            tracker.start_time or 0.0,
+            tracker.stop_time or 0.0,
+        )
+
+    result = {
+        k: dict(v) if isinstance(v, dict) else v
+        for k, v in cached(tracker, "stats", compute).items()
+    }
+    result["data_quality"] = data_quality(tracker)
+    hwm = tracker.memory_hwm
+    if hwm and tracker.track_processes:
+        result["process_memory_hwm"] = {"max": hwm}
+    cgroup = tracker.cgroup_metrics
+    if cgroup is not None:
+        result["cgroup"] = cgroup
+    source = tracker.tree_source
+    if source is not None:
+        result["tree_source"] = source
+    export = tracker.export_report()
+    if export is not None:
+        result["export"] = export
+    return result
+
+
+def data_quality(tracker: TrackerResults) -> Dict[str, Any]:
+    """data_quality(): a stored run's own, else from the sampler's counters."""
+    sampler = tracker._sampler
+    if isinstance(sampler, StoredRun) and sampler.data_quality is not None:
+        return sampler.data_quality
+    return _data_quality(int(sampler.rows_dropped), int(sampler.io_denied), int(sampler.pss_denied))
+
+
+def tree_source(tracker: TrackerResults) -> Optional[Dict[str, Any]]:
+    """tree_source of a live tracker: the C sampler's account, with the start plan's note."""
+    sampler = tracker._sampler
+    if not hasattr(sampler, "tree_source"):
+        return None
+    tracker._wait_cgroup_start()  # the plan is made beside start()
+    info: Dict[str, Any] = sampler.tree_source()
+    plan_note = getattr(tracker, "_tree_plan_note", None)
+    if info["note"] is None and plan_note is not None:
+        info["note"] = plan_note
+    return info
+
+
+def cgroup_figures(tracker: TrackerResults) -> Optional[Dict[str, Any]]:
+    """cgroup_metrics of a live tracker: the run's figures from the start and end readings."""
+    tracker._wait_cgroup_start()
+    start = getattr(tracker, "_cgroup_start", None)
+    end = getattr(tracker, "_cgroup_end", None)
+    if start is None and end is None:
+        return None
+    if end is None and tracker.running:
+        end = tracker._read_cgroup()
+    try:
+        return cgroup_run(
+            start, end, tracker.pid, settings.get("RESOURCE_TRACKER_PROCFS_ROOT") or "/proc"
+        )
+    except Exception:
+        return None
+
+
+def _data_quality(rows_dropped: int, io_denied: int, pss_denied: int) -> Dict[str, Any]:
+    """The data_quality() dict from the sampler's counters."""
+    incomplete: Dict[str, str] = {}
+    if io_denied:
+        reason = (
+            f"permission denied reading /proc/<pid>/io ({io_denied} reads): processes of "
+            "another user are tracked without root, their disk I/O is not counted; run as "
+            "that user or as root"
+        )
+        incomplete["process_read_bytes"] = incomplete["process_write_bytes"] = reason
+    if pss_denied:
+        incomplete["process_memory"] = (
+            f"permission denied reading /proc/<pid>/smaps_rollup ({pss_denied} reads): memory "
+            "shared between the tracked processes is counted once per process (an "
+            "over-estimate); run as that user or as root"
+        )
+    return {"samples_dropped": int(rows_dropped), "incomplete_columns": incomplete}
+
+
+def data_quality_notes(stats: Optional[Mapping[str, Any]]) -> List[str]:
+    """One line per problem in stats()['data_quality'] (for the report and the CLI)."""
+    quality = (stats or {}).get("data_quality") or {}
+    if not isinstance(quality, dict):
+        return []
+    notes = []
+    dropped = quality.get("samples_dropped") or 0
+    if dropped:
+        notes.append(
+            f"{dropped} samples were dropped because memory ran out (recording resumed "
+            "when memory was available again)"
+        )
+    by_reason: Dict[str, List[str]] = {}
+    for column, reason in (quality.get("incomplete_columns") or {}).items():
+        by_reason.setdefault(str(reason), []).append(str(column))
+    for reason, columns in by_reason.items():
+        notes.append(f"{', '.join(columns)} incomplete: {reason}")
+    return notes + _export_notes((stats or {}).get("export"))
+
+
+def _export_notes(export: Any) -> List[str]:
+    """One line per export target that dropped samples or failed (stats()['export'])."""
+    if not isinstance(export, dict):
+        return []
+    notes = [f"export: {export['error']}"] if export.get("error") else []
+    for target, done in (export.get("targets") or {}).items():
+        dropped, failures = done.get("dropped_rows", 0), done.get("failures", 0)
+        if dropped or failures or done.get("final") not in ("sent", "pending"):
+            notes.append(
+                f"export to {target}: {dropped} samples dropped, {failures} failed sends, "
+                f"final push {done.get('final')}"
+                + (f" (last error: {done['last_error']})" if done.get("last_error") else "")
+            )
+    return notes
+
+
+def with_kernel_peak(stats: Dict[str, Any]) -> Dict[str, Any]:
+    """stats() with the memory peak raised to the kernel's high-water mark of one process
+    when the samples missed a higher peak."""
+    hwm = (stats.get("process_memory_hwm") or {}).get("max")
+    memory = stats.get("process_memory")
+    if not hwm or not isinstance(memory, dict) or hwm <= (memory.get("max") or 0):
+        return stats
+    return dict(stats, process_memory=dict(memory, max=hwm))
+
+
+# -- the cgroup's figures of a run (from the readings at start() and stop()) --------------
+
+COUNTERS = ("cpu_seconds", "cpu_periods", "cpu_throttled_periods", "cpu_throttled_seconds",
+            "oom_kills")  # fmt: skip
+
+
+def cgroup_run(
+    start: Optional[Dict[str, Any]],
+    end: Optional[Dict[str, Any]],
+    root_pid: int,
+    proc_root: str = "/proc",
+) -> Optional[Dict[str, Any]]:
+    """The figures of a run from the readings at its start and end (None without a cgroup).
+
+    Counters are the rise during the run; memory is the last reading; the peak is the
+    cgroup's high-water mark; ``dedicated`` says whether only the workload (its processes,
+    their ancestors and this process) was in the cgroup at both readings.
+    """
+    last = end or start
+    if last is None:
+        return None
+    out = {k: v for k, v in last.items() if k != "pids"}
+    for key in COUNTERS:
+        a, b = (start or {}).get(key), last.get(key)
+        out[key] = None if a is None or b is None else max(b - a, 0)
+    peaks = [r["memory_peak_mib"] for r in (start, last) if r and r.get("memory_peak_mib")]
+    out["memory_peak_mib"] = max(peaks) if peaks else None
+    pids = set((start or {}).get("pids") or []) | set(last.get("pids") or [])
+    out["dedicated"] = _only_workload(pids, root_pid, proc_root)
+    return out
+
+
+def _parent(pid: int, proc_root: str) -> Optional[int]:
+    try:
+        with open(os.path.join(proc_root, str(pid), "stat"), "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _only_workload(pids: Set[int], root_pid: int, proc_root: str) -> bool:
+    """True when every pid is the root, one of its ancestors or descendants, or this process."""
+    ancestors: Set[int] = set()
+    pid: Optional[int] = root_pid
+    while pid and pid not in ancestors and len(ancestors) < 1000:
+        ancestors.add(pid)
+        pid = _parent(pid, proc_root)
+    p: Optional[int]
+    for member in pids:
+        if member in ancestors or member == os.getpid():
+            continue
+        chain, p = 0, member
+        while p and p != root_pid and chain < 1000:
+            p, chain = _parent(p, proc_root), chain + 1
+        if p != root_pid and os.path.exists(os.path.join(proc_root, str(member))):
+            return False
+    return True

@@ -1,0 +1,321 @@
+"""A run as stored: ``snapshot()``, ``dumps()``, ``from_snapshot()`` and ``loads()`` of
+:class:`~resource_tracker.tracker.ResourceTracker`, and the checks of a stored run.
+
+Loaded on first use (the tracker's methods call in here): a tracker that samples and stops
+needs none of it, and ``import resource_tracker`` stays small.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+
+from . import _core
+from ._launch import MAX_INTERVAL, MAX_PID
+from ._run_data import _data_quality
+from ._version import __version__
+from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
+from .sampling import StoredRun as _StoredRun
+from .tiny_data_frame import TinyDataFrame
+from .tracker import SNAPSHOT_FORMAT, SNAPSHOT_VERSION
+
+TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds): annotations only
+if TYPE_CHECKING:
+    from typing import Any, Dict, Mapping, NoReturn, Sequence, Type, TypeVar, Union
+
+    from ._results import TrackerResults
+
+    _R = TypeVar("_R", bound=TrackerResults)
+
+
+def snapshot(tracker: TrackerResults) -> Dict[str, Any]:
+    """Everything about this run as a dict of plain Python values (lossless).
+
+    The tables are stored as dumps() stores them: ``{"encoding": "float64-le-base64",
+    "rows": n, "columns": {name: base64 text}}`` (every float bit for bit, about 11 bytes
+    a value; a list of floats would take 32)."""
+    snap = snapshot_fields(tracker)
+    for key, table in _TABLE_KEYS:
+        snap[key] = _encode_columns(tracker._table_columns(table))
+    return snap
+
+
+def snapshot_fields(tracker: TrackerResults) -> Dict[str, Any]:
+    """snapshot() without the two tables."""
+    return {
+        "format": SNAPSHOT_FORMAT,
+        "format_version": SNAPSHOT_VERSION,
+        "version": __version__,
+        "pid": tracker.pid,
+        "children": tracker.children,
+        "interval": tracker.interval,
+        "method": tracker.method,
+        "command": tracker.command,
+        "label": tracker.label,
+        "status": tracker.status,
+        "start_time": tracker.start_time,
+        "stop_time": tracker.stop_time,
+        "track_processes": tracker.track_processes,
+        "track_system": tracker.track_system,
+        "server_info": tracker.server_info,
+        "cloud_info": tracker.cloud_info,
+        "extra": dict(tracker.extra),
+        "data_quality": tracker.data_quality(),
+        "cgroup_metrics": tracker.cgroup_metrics,
+        "tree_source": tracker.tree_source,
+        "memory_hwm": tracker.memory_hwm,
+        # the run summary, when one was made (so a loaded run shows the same servers)
+        "summary": tracker._summary.to_dict() if getattr(tracker, "_summary", None) else None,
+    }
+
+
+def from_snapshot(cls: Type[_R], snapshot: Mapping[str, Any]) -> _R:
+    """A stopped tracker holding the data of snapshot() (report, stats, ... all work).
+
+    Also takes the ``tracker`` entry of the Metaflow artifact (a snapshot whose tables
+    are the artifact's TinyDataFrames): ``from_snapshot(data["tracker"]).report()``
+    renders the step's page again.
+    """
+    if not isinstance(snapshot, dict) or snapshot.get("format") != SNAPSHOT_FORMAT:
+        raise ValueError(
+            "not a resource-tracker snapshot: expected a dict made by "
+            "ResourceTracker.snapshot() (or text made by dumps())"
+        )
+    if snapshot.get("format_version", 0) > SNAPSHOT_VERSION:
+        raise ValueError(
+            f"snapshot format {snapshot['format_version']} is newer than this "
+            f"resource-tracker ({__version__}) reads: upgrade resource-tracker"
+        )
+    _validate_snapshot(snapshot)
+    tracker = cls.__new__(cls)
+    for key in (
+        "pid",
+        "children",
+        "interval",
+        "method",
+        "command",
+        "label",
+        "track_processes",
+        "track_system",
+    ):
+        setattr(tracker, key, snapshot.get(key))
+    tracker.discover_server = tracker.discover_cloud = False
+    tracker.extra = dict(snapshot.get("extra") or {})
+    tracker._server_info = snapshot.get("server_info")
+    tracker._cloud_info = snapshot.get("cloud_info")
+    tracker._cloud_job = None
+    tracker._autostarted = False
+    tracker._cgroup_stored = snapshot.get("cgroup_metrics")
+    tracker._hwm_stored = snapshot.get("memory_hwm")
+    tracker._tree_source_stored = snapshot.get("tree_source")
+    from .summary import stored_summary  # the summary module only for a stored run
+
+    tracker._summary = stored_summary(snapshot.get("summary"))
+    process = _stored_table(snapshot.get("process_metrics"), PROCESS_COLUMNS)
+    system = _stored_table(snapshot.get("system_metrics"), SYSTEM_COLUMNS)
+    tracker._sampler = _StoredRun(
+        process,
+        system,
+        snapshot.get("start_time") or 0.0,
+        snapshot.get("stop_time") or 0.0,
+        tracker.interval,
+        _stored_quality(snapshot.get("data_quality")),
+    )
+    return tracker
+
+
+def dumps(tracker: TrackerResults) -> str:
+    """The snapshot as compact JSON text (columns as base64 float64: lossless).
+
+    Written in one piece by a streaming encoder: the text of the columns is made from the
+    samples directly (no float lists, no intermediate bytes)."""
+    head = json.dumps(
+        snapshot_fields(tracker), separators=(",", ":"), allow_nan=False, default=_json_default
+    )
+    pieces = [head[:-1]]  # without its closing brace: the tables follow
+    for key, table in _TABLE_KEYS:
+        columns = tracker._table_columns(table)
+        rows = len(next(iter(columns.values()), ()))
+        pieces.append(f',"{key}":{{"encoding":"{_ENCODING}","rows":{rows},"columns":{{')
+        for i, (name, col) in enumerate(columns.items()):
+            pieces += [("," if i else "") + json.dumps(name) + ':"', _float64(col), '"']
+        pieces.append("}}")
+    pieces.append("}")
+    return _core.float64_text(pieces)
+
+
+def loads(cls: Type[_R], text: Union[str, bytes]) -> _R:
+    """A stopped tracker from dumps() text (str or bytes)."""
+    try:
+        snapshot = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"not a resource-tracker snapshot: invalid JSON ({exc})") from None
+    except RecursionError:
+        raise ValueError(
+            "not a resource-tracker snapshot: JSON nested too deeply to be one"
+        ) from None
+    try:
+        if isinstance(snapshot, dict):  # decode the tables now, dropping each text as it goes
+            for key, _ in _TABLE_KEYS:
+                if isinstance(snapshot.get(key), dict):
+                    snapshot[key] = _decode_columns(snapshot[key], consume=True)
+        return from_snapshot(cls, snapshot)
+    except (KeyError, TypeError, AttributeError, RecursionError) as exc:  # fuzz_snapshot.py
+        raise ValueError(f"not a resource-tracker snapshot: damaged ({exc!r})") from None
+
+
+# the latest start/stop time taken as real: year 5138 (a larger one breaks dates and durations)
+_MAX_EPOCH = 1e11
+
+
+def _validate_snapshot(snapshot: Mapping[str, Any]) -> None:
+    """ValueError naming the first field of a snapshot that later calls (stats(), report())
+    could not use: times, interval, pid, the info dicts and the texts."""
+
+    def bad(key: str, what: str) -> NoReturn:
+        raise ValueError(
+            f"not a resource-tracker snapshot: {key} must be {what}, got {snapshot.get(key)!r:.80}"
+        )
+
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    for key in ("start_time", "stop_time"):
+        value = snapshot.get(key)
+        if value is not None and not (number(value) and 0 <= value <= _MAX_EPOCH):
+            bad(key, "seconds since the epoch (or null)")
+    interval = snapshot.get("interval")
+    if interval is not None and not (number(interval) and 0 < interval <= MAX_INTERVAL):
+        bad("interval", f"a number of seconds up to {MAX_INTERVAL:g}")
+    pid = snapshot.get("pid")
+    if pid is not None and not (isinstance(pid, int) and 0 < pid <= MAX_PID):
+        bad("pid", "a process id")
+    for key in ("server_info", "cloud_info", "extra"):
+        if snapshot.get(key) is not None and not isinstance(snapshot[key], dict):
+            bad(key, "an object (or null)")
+    for key in ("command", "label", "method"):
+        if snapshot.get(key) is not None and not isinstance(snapshot[key], str):
+            bad(key, "a string (or null)")
+    for key in ("process_metrics", "system_metrics"):
+        if snapshot.get(key) is not None and not isinstance(
+            snapshot[key], (dict, list, TinyDataFrame)
+        ):
+            bad(key, "a table")
+
+
+def _stored_quality(value: Any) -> Dict[str, Any]:
+    """A snapshot's data_quality (missing in older snapshots: nothing known to be missing)."""
+    if value is None:
+        return _data_quality(0, 0, 0)
+    if not isinstance(value, dict) or not isinstance(value.get("incomplete_columns", {}), dict):
+        raise ValueError("not a resource-tracker snapshot: data_quality must be a dict")
+    return {
+        "samples_dropped": _nonnegative_int(value.get("samples_dropped", 0), "samples_dropped"),
+        "incomplete_columns": {
+            str(k): str(v) for k, v in value.get("incomplete_columns", {}).items()
+        },
+    }
+
+
+def _nonnegative_int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 2**63:
+        raise ValueError(f"not a resource-tracker snapshot: {name} must be a count, got {value!r}")
+    return int(value)
+
+
+_ENCODING = "float64-le-base64"
+_TABLE_KEYS = (("process_metrics", "process"), ("system_metrics", "system"))
+
+
+def _is_float64(col: Any) -> bool:
+    """True for a float64 column: array('d') or a float64 memoryview (a stopped sampler's
+    columns, a loaded snapshot's decoded text)."""
+    if isinstance(col, memoryview):
+        return col.format == "d"
+    return isinstance(col, array) and col.typecode == "d"
+
+
+def _float64(col: Any) -> Any:
+    """col as a float64 buffer (itself when it is one)."""
+    return col if _is_float64(col) else array("d", col)
+
+
+def _encode_columns(columns: Mapping[str, Any]) -> Dict[str, Any]:
+    """A table ({name: float64 column}) as base64 of little-endian float64, one text a column."""
+    return {
+        "encoding": _ENCODING,
+        "rows": len(next(iter(columns.values()), ())),
+        "columns": {name: _core.float64_text([_float64(col)]) for name, col in columns.items()},
+    }
+
+
+def _decode_columns(data: Any, consume: bool = False) -> Any:
+    """{column: values} from a snapshot's table (plain lists, base64 float64, or a
+    TinyDataFrame as in the Metaflow artifact). consume: drop each column's text from data
+    once decoded (loads(): the decoded tables never sit beside all of their text)."""
+    if isinstance(data, TinyDataFrame):
+        return {name: data.column_array(name) for name in data.columns}
+    if not data:
+        return {}
+    if isinstance(data, dict) and data.get("encoding") == _ENCODING:
+        import base64
+        import sys
+
+        out: Dict[str, Any] = {}
+        texts = data["columns"]
+        for name in list(texts):
+            raw = base64.b64decode(texts.pop(name) if consume else texts[name])
+            if len(raw) % 8:
+                raise ValueError(
+                    f"not a resource-tracker snapshot: column {name} is not float64 values"
+                )
+            if sys.byteorder == "little":  # the decoded bytes themselves: exact size, no copy
+                out[name] = memoryview(raw).cast("d")
+                continue
+            col = array("d")
+            col.frombytes(raw)
+            col.byteswap()
+            out[name] = col
+        return out
+    if isinstance(data, dict):  # plain lists: numbers only (stats() and report() sum them)
+        try:
+            return {  # decoded columns are used as they are; anything else is copied
+                name: values if _is_float64(values) else array("d", values)
+                for name, values in data.items()
+            }
+        except TypeError:
+            raise ValueError(
+                "not a resource-tracker snapshot: a metrics column holds something other than "
+                "numbers"
+            ) from None
+    return data
+
+
+def _stored_table(data: Any, names: Sequence[str]) -> TinyDataFrame:
+    """A snapshot's table as a TinyDataFrame of float64 columns in the registry's order."""
+    copied = isinstance(data, TinyDataFrame)  # the caller's arrays: copy them
+    columns = _decode_columns(data)
+    if not isinstance(columns, dict):  # rows (a list of dicts): the frame sorts them out
+        return TinyDataFrame(columns, names)
+    table: Dict[str, Any] = {}
+    for name in names:
+        col = columns.get(name, ())
+        if copied or not _is_float64(col):
+            try:
+                col = array("d", col)
+            except TypeError:
+                raise ValueError(
+                    f"not a resource-tracker snapshot: column {name} holds something other "
+                    "than numbers"
+                ) from None
+        table[name] = col
+    lengths = {len(col) for col in table.values()}
+    if len(lengths) > 1:
+        raise ValueError(f"columns must be equally long, got lengths {sorted(lengths)}")
+    return TinyDataFrame._from_arrays(table)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, array):
+        return list(value)
+    raise TypeError(f"cannot store {type(value).__name__} in a snapshot")
