@@ -432,6 +432,16 @@ def change_points(values: Sequence[float], floor: float, max_phases: int = 4) ->
     return _core.change_points(values, floor, max(max_phases - 1, 0), MIN_PHASE_SAMPLES)
 
 
+def _as_values(values: Sequence[float]) -> Sequence[float]:
+    """A float64 buffer (a stopped run's column) as it is, read in place; else a list."""
+    try:
+        if memoryview(values).format == "d":  # type: ignore[arg-type]
+            return values
+    except TypeError:
+        pass
+    return list(values)
+
+
 def _need(cpu: Sequence[float], memory: Sequence[float], gpu: Sequence[float]) -> Dict[str, float]:
     """The shape a phase (or the whole run) needs: whole cores above its mean (0.2 core of
     slack), its peak memory, its peak GPUs."""
@@ -466,7 +476,7 @@ def phases(
     each uses, and, when sizing each phase on its own (a split into steps) saves at least
     :data:`SPLIT_MIN_SAVING` of the run's cost on ``pricing``, the saving."""
     n = len(timestamps)
-    data = {k: list(v) for k, v in series.items() if k in PHASE_SERIES and len(v) == n}
+    data = {k: _as_values(v) for k, v in series.items() if k in PHASE_SERIES and len(v) == n}
     if n < 2 * MIN_PHASE_SAMPLES or not data:
         return []
     found = []
