@@ -27,11 +27,14 @@ from setuptools.errors import CompileError
 
 # The portable core (csrc/platform.h); every other csrc/*.c file is a Linux reader.
 PORTABLE_SOURCES = [
+    "csrc/chart.c",
     "csrc/columns.c",
     "csrc/float64_text.c",
     "csrc/module.c",
+    "csrc/phases.c",
     "csrc/py_columns.c",
     "csrc/py_encode.c",
+    "csrc/py_series.c",
     "csrc/py_stats.c",
     "csrc/stats.c",
     "csrc/table.c",

@@ -118,7 +118,7 @@ proc_tree_init(ProcTree *tree, const char *proc_root, pid_t root, int follow_chi
     tree->loadavg_fd = same_pid_namespace(tree->proc_fd)
                            ? openat(tree->proc_fd, "loadavg", O_RDONLY | O_CLOEXEC)
                            : -1;
-    tree->last_pid = -1;
+    tree->last_pid = tree->pid_at_listing = tree->tasks = tree->tasks_at_listing = -1;
     return 0;
 }
 
@@ -205,22 +205,31 @@ fd_within_margin(const ProcTree *tree, int fd)
     return -1;
 }
 
+/* Reads RLIMIT_NOFILE into tree->fd_limit (-1: none). */
+static void
+read_fd_limit(ProcTree *tree, double now)
+{
+    struct rlimit lim;
+
+    tree->fd_limit = -1;
+    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
+        tree->fd_limit = lim.rlim_cur > 0x7fffffff ? 0x7fffffff : (long)lim.rlim_cur;
+    tree->fd_limit_at = now;
+}
+
 /* Gives back every kept descriptor when the application came within half the margin of
  * RLIMIT_NOFILE (its lowest free descriptor number is that high: every number below is in
- * use; ours all sit below the full margin, so only the application's use can get there). */
+ * use; ours all sit below the full margin, so only the application's use can get there). The
+ * limit is read again every FD_LIMIT_MAX_AGE, and always before giving anything back. */
 static void
 shed_when_short(ProcTree *tree, double now)
 {
     EntryVec *vec = &tree->entries;
-    int probe;
+    int probe, fresh = tree->fd_limit_at == 0 || now - tree->fd_limit_at >= FD_LIMIT_MAX_AGE;
     size_t i;
 
-    tree->fd_limit = -1;
-    {
-        struct rlimit lim;
-        if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
-            tree->fd_limit = lim.rlim_cur > 0x7fffffff ? 0x7fffffff : (long)lim.rlim_cur;
-    }
+    if (fresh)
+        read_fd_limit(tree, now);
     if (tree->kept_open == 0 || tree->fd_limit < 0)
         return;
     probe = fcntl(tree->proc_fd, F_DUPFD_CLOEXEC, 0);
@@ -228,6 +237,12 @@ shed_when_short(ProcTree *tree, double now)
         close(probe);
     if (probe >= 0 && (long)probe + fd_margin(tree) / 2 < tree->fd_limit)
         return;
+    if (!fresh) { /* the application may have raised its limit since it was read */
+        read_fd_limit(tree, now);
+        if (tree->fd_limit < 0 ||
+            (probe >= 0 && (long)probe + fd_margin(tree) / 2 < tree->fd_limit))
+            return;
+    }
     for (i = 0; i < vec->len; i++)
         close_kept(tree, &vec->items[i]);
     tree->keep_blocked_til = now + KEEP_RETRY_S;
@@ -399,10 +414,14 @@ carry_entries(ProcTree *tree)
 static long
 read_last_pid(ProcTree *tree)
 {
-    const char *space;
+    const char *space, *slash;
 
+    tree->tasks = -1;
     if (tree->loadavg_fd < 0 || textbuf_read_fd(&tree->buf, tree->loadavg_fd) < 0)
         return -1;
+    slash = strchr(tree->buf.data, '/'); /* "0.00 0.01 0.05 1/134 4242": running/tasks */
+    if (slash != NULL)
+        tree->tasks = strtol(slash + 1, NULL, 10);
     space = strrchr(tree->buf.data, ' ');
     return space != NULL ? strtol(space + 1, NULL, 10) : -1;
 }
@@ -507,9 +526,20 @@ listing_max_age(const ProcTree *tree)
                                                            : LISTING_MAX_AGE;
 }
 
+/* Non-zero when a listing due by age would list what the last one did: since it, no pid was
+ * handed out (no process or thread created) and the machine's task count did not move (none
+ * reaped). Only /proc/loadavg of this pid namespace tells both. */
+static int
+listing_unchanged(const ProcTree *tree, long last_pid)
+{
+    return tree->listed_at > 0 && last_pid >= 0 && tree->tasks >= 0 &&
+           last_pid == tree->pid_at_listing && tree->tasks == tree->tasks_at_listing;
+}
+
 /* Lists procfs and merges, or carries the entries when no process was created since the last
  * tick, or adds the new ones by probing their pids: 0, or -1. Sets *count to the processes on
- * the system (a listing at least every LISTING_MAX_AGE refreshes it). */
+ * the system (a listing at least every LISTING_MAX_AGE refreshes it, unless it would list the
+ * same processes as the last one). */
 static int
 update_entries(ProcTree *tree, double now, int *count)
 {
@@ -518,22 +548,27 @@ update_entries(ProcTree *tree, double now, int *count)
     int have_forks = read_forks(tree, &forks, &last_pid) == 0;
     long listed;
 
-    if (have_forks && tree->has_baseline && now - tree->listed_at < listing_max_age(tree)) {
-        if (forks == tree->forks_at_listing) {
-            *count = tree->listed_count;
-            return carry_entries(tree);
-        }
-        if (probe_new_pids(tree, last_pid, count) == 0) {
-            tree->forks_at_listing = forks;
-            tree->last_pid = last_pid;
-            return 0;
+    if (have_forks && tree->has_baseline) {
+        if (now - tree->listed_at >= listing_max_age(tree) && listing_unchanged(tree, last_pid))
+            tree->listed_at = now; /* due, but it would list the same processes: not made */
+        if (now - tree->listed_at < listing_max_age(tree)) {
+            if (forks == tree->forks_at_listing) {
+                *count = tree->listed_count;
+                return carry_entries(tree);
+            }
+            if (probe_new_pids(tree, last_pid, count) == 0) {
+                tree->forks_at_listing = forks;
+                tree->last_pid = last_pid;
+                return 0;
+            }
         }
     }
     listed = list_processes(tree);
     if (listed < 0 || merge_listing(tree) != 0)
         return -1;
     tree->forks_at_listing = forks;
-    tree->last_pid = last_pid;
+    tree->last_pid = tree->pid_at_listing = last_pid;
+    tree->tasks_at_listing = tree->tasks;
     tree->listed_at = now;
     tree->listed_count = *count = (int)listed;
     tree->listings++;
@@ -782,19 +817,34 @@ unseen_fault_kib(const ProcTree *tree, const ProcEntry *e)
     return faults > grown ? faults - grown : 0;
 }
 
+/* Non-zero when no member faulted a page in or changed its RSS since the last round. */
+static int
+tree_idle_since_round(const ProcTree *tree)
+{
+    const EntryVec *vec = &tree->entries;
+    size_t i;
+
+    for (i = 0; i < vec->len; i++) {
+        const ProcEntry *e = &vec->items[i];
+        if (e->member && (e->rss_kib != e->rss_at_check || e->stat.minflt != e->minflt_at_check))
+            return 0;
+    }
+    return 1;
+}
+
 /* Non-zero when the tree's sharing may have changed since the last round of PSS reads: a
  * member came or went, members faulted pages in without growing (copy-on-write), or the
- * figures are old. */
+ * figures are old (PSS_MAX_AGE; PSS_IDLE_MAX_AGE for an idle tree). */
 static int
 pss_round_due(const ProcTree *tree, double now, double estimate_kib)
 {
     const EntryVec *vec = &tree->entries;
-    double faults = 0;
+    double faults = 0, age = now - tree->pss_round_at;
     size_t i;
 
     if (tree->pss_round_at == 0 || tree->round_generation != tree->generation)
         return 1;
-    if (now - tree->pss_round_at >= PSS_MAX_AGE)
+    if (age >= PSS_IDLE_MAX_AGE || (age >= PSS_MAX_AGE && !tree_idle_since_round(tree)))
         return 1;
     for (i = 0; i < vec->len; i++)
         if (vec->items[i].member && vec->items[i].rss_kib > 0)

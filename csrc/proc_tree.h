@@ -35,6 +35,10 @@
 /* A round of PSS reads is due after this many seconds, or when members faulted in more than
  * PSS_FAULT_KIB and PSS_FAULT_SHARE of the tree's memory without growing (copy-on-write). */
 #define PSS_MAX_AGE 30.0
+/* ... or this many seconds when no member faulted a page in or changed its RSS since the last
+ * round (an idle tree: only processes outside it mapping or unmapping pages it shares move its
+ * PSS, and slowly). */
+#define PSS_IDLE_MAX_AGE 120.0
 /* CPU seconds of smaps_rollup reads per tick: a larger tree's round spans several ticks. */
 #define PSS_ROUND_SLICE 0.020
 #define PSS_FAULT_KIB 16384.0
@@ -42,7 +46,9 @@
 
 /* The /proc listing is skipped while no process was created (the last pid handed out, in
  * /proc/loadavg, or the fork counter of /proc/stat did not move), but made at least this
- * often (it refreshes the process count). */
+ * often (it refreshes the process count), unless nothing was created or reaped on the machine
+ * since the last one: the same last pid and the same number of tasks (/proc/loadavg) mean the
+ * same list of processes. */
 #define LISTING_MAX_AGE 5.0
 /* ... and, when new pids are found by probing (below) and nobody reads the process count (no
  * system table), only this often: a safety net, not a cost that grows with the machine. */
@@ -70,6 +76,9 @@
 #define KEPT_FD_BUDGET 4096
 #define FD_MARGIN_MIN 16
 #define KEEP_RETRY_S 60.0
+/* RLIMIT_NOFILE is read again after this many seconds (the application may change it), and
+ * before any descriptor is given back. */
+#define FD_LIMIT_MAX_AGE 5.0
 
 typedef struct TreeTotals {
     double user_s, sys_s;   /* CPU seconds */
@@ -151,7 +160,8 @@ typedef struct ProcTree {
     /* io / smaps_rollup reads refused (EACCES, EPERM): another user's processes */
     unsigned long io_denied, pss_denied;
     int kept_open;                       /* members with open descriptors */
-    long fd_limit;                       /* RLIMIT_NOFILE this tick (-1: none) */
+    long fd_limit;                       /* RLIMIT_NOFILE (-1: none) */
+    double fd_limit_at;                  /* monotonic time it was read; 0 = never */
     double now;                          /* monotonic time of the tick under way */
     double keep_blocked_til;             /* no descriptor kept before this time (after a shed) */
     unsigned long fd_sheds;              /* times every kept descriptor was given back */
@@ -159,7 +169,9 @@ typedef struct ProcTree {
     unsigned long long forks_at_listing; /* the fork counter when new pids were last found */
     int loadavg_fd;                      /* <proc_root>/loadavg (the last pid), -1: no probing */
     long last_pid;                       /* the last pid handed out at that time (-1: unknown) */
-    unsigned long probes;                /* ticks that found new pids by probing */
+    long tasks;                          /* tasks on the machine this tick (loadavg; -1: unknown) */
+    long pid_at_listing, tasks_at_listing; /* the last pid and the tasks at the last listing */
+    unsigned long probes;                  /* ticks that found new pids by probing */
     double listed_at;
     int listed_count;
     unsigned long listings;

@@ -19,6 +19,7 @@ int rt_add_columns(PyObject *module);
 int rt_add_sampler(PyObject *module);
 int rt_add_stats(PyObject *module);
 int rt_add_encode(PyObject *module);
+int rt_add_series(PyObject *module);
 int rt_add_gpu(PyObject *module);
 int rt_add_cloud(PyObject *module);
 int rt_add_catalog(PyObject *module);
@@ -32,5 +33,18 @@ PyObject *rt_column_views(CoreState *state, PyObject *owner, const struct Table 
 /* Reads a buffer of float64 (array('d'), memoryview) or a sequence of numbers into a new C array
  * (free it with PyMem_Free): 0, or -1 with TypeError naming what. */
 int rt_as_doubles(PyObject *obj, const char *what, double **out, Py_ssize_t *n);
+
+/* A column held for the C functions: a borrowed float64 buffer, or a copy of a sequence. */
+typedef struct ColumnHold {
+    Py_buffer view; /* view.obj != NULL: borrowed */
+    double *owned;  /* else a PyMem copy (or NULL) */
+} ColumnHold;
+
+/* The C array of obj: borrowed when obj is a C-contiguous float64 buffer (array('d'), the
+ * sampler's column views), else copied (a sequence of numbers). 0, or -1 with TypeError naming
+ * what. Release it with rt_release_column. */
+int rt_hold_column(PyObject *obj, const char *what, ColumnHold *hold, const double **data,
+                   size_t *len);
+void rt_release_column(ColumnHold *hold);
 
 #endif

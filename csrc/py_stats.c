@@ -60,16 +60,9 @@ rt_as_doubles(PyObject *obj, const char *what, double **out, Py_ssize_t *n)
     return 0;
 }
 
-/* A column held for the C functions: a borrowed float64 buffer, or a copy of a sequence. */
-typedef struct ColumnHold {
-    Py_buffer view; /* view.obj != NULL: borrowed */
-    double *owned;  /* else a PyMem copy (or NULL) */
-} ColumnHold;
-
-/* The C array of obj: borrowed when obj is a C-contiguous float64 buffer (array('d'), the
- * sampler's column views), else copied. 0, or -1 with TypeError naming what. */
-static int
-hold_column(PyObject *obj, const char *what, ColumnHold *hold, const double **data, size_t *len)
+/* 0, or -1 with TypeError naming what (py_core.h) */
+int
+rt_hold_column(PyObject *obj, const char *what, ColumnHold *hold, const double **data, size_t *len)
 {
     Py_ssize_t n = 0;
 
@@ -94,8 +87,9 @@ hold_column(PyObject *obj, const char *what, ColumnHold *hold, const double **da
     return 0;
 }
 
-static void
-release_column(ColumnHold *hold)
+/* Gives back what rt_hold_column holds. */
+void
+rt_release_column(ColumnHold *hold)
 {
     if (hold->view.obj)
         PyBuffer_Release(&hold->view);
@@ -122,7 +116,7 @@ hold_table(PyObject *columns, TableColumns *t, ColumnHold *holds)
                 return 0; /* no timestamps: no table */
             continue;
         }
-        rc = hold_column(col, spec->name, &holds[k], &t->data[k], &t->len[k]);
+        rc = rt_hold_column(col, spec->name, &holds[k], &t->data[k], &t->len[k]);
         Py_DECREF(col);
         if (rc < 0)
             return -1;
@@ -136,7 +130,7 @@ release_table(ColumnHold *holds, size_t n)
     size_t k;
 
     for (k = 0; k < n; k++)
-        release_column(&holds[k]);
+        rt_release_column(&holds[k]);
 }
 
 /* Sets key to a float in dict: 0, or -1. */

@@ -100,6 +100,23 @@ def round_memory_mib(mib: float) -> int: ...
 def float64_text(pieces: Sequence[Union[str, memoryview, Any]]) -> str:
     """ASCII str pieces as they are, float64 buffers as base64 of little-endian float64."""
 
+def change_points(values: _Values, floor: float, max_points: int, min_len: int) -> List[int]:
+    """Where the mean of values steps by more than floor (insights.change_points)."""
+
+def chart_series(
+    values: _Values,
+    drawing: str,
+    max_points: int,
+    timestamps: Optional[_Values] = ...,
+    interval: float = ...,
+    limit: float = ...,
+) -> str:
+    """The JSON array of a column as drawn ('as_is', 'kib_as_mib', 'per_second', 'at_most'),
+    downsampled to at most max_points points (each bucket's lowest and highest value)."""
+
+def chart_times(timestamps: _Values, t0: float, max_points: int) -> str:
+    """The JSON array of the same points' times minus t0, with 3 decimals."""
+
 def gpu_inventory(library_path: Optional[str] = ...) -> List[Dict[str, Any]]: ...
 def discover_cloud(
     sysfs_root: Optional[str] = ..., metadata_url: Optional[str] = ..., timeout: float = ...

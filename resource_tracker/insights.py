@@ -28,6 +28,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from . import _core
+
 __all__ = [
     "Insight",
     "Pricing",
@@ -419,46 +421,25 @@ PHASE_SERIES: Dict[str, Tuple[str, str, float]] = {
 PHASE_SHARE = 0.2
 
 
-def _sse(prefix: List[float], prefix2: List[float], lo: int, hi: int) -> float:
-    n = hi - lo
-    s = prefix[hi] - prefix[lo]
-    return (prefix2[hi] - prefix2[lo]) - s * s / n
-
-
-def _best_split(values: Sequence[float], lo: int, hi: int, floor: float) -> Optional[int]:
-    """The index splitting values[lo:hi] in two with the least squared error, when the two
-    means differ by more than the floor and twice the within-segment deviation."""
-    m = MIN_PHASE_SAMPLES
-    if hi - lo < 2 * m:
-        return None
-    prefix, prefix2 = [0.0], [0.0]
-    for v in values:
-        prefix.append(prefix[-1] + v)
-        prefix2.append(prefix2[-1] + v * v)
-    best, best_k = math.inf, None
-    for k in range(lo + m, hi - m + 1):
-        cost = _sse(prefix, prefix2, lo, k) + _sse(prefix, prefix2, k, hi)
-        if cost < best:
-            best, best_k = cost, k
-    if best_k is None:
-        return None
-    left = (prefix[best_k] - prefix[lo]) / (best_k - lo)
-    right = (prefix[hi] - prefix[best_k]) / (hi - best_k)
-    spread = math.sqrt(max(best, 0.0) / (hi - lo))
-    return best_k if abs(right - left) > max(floor, 2 * spread) else None
-
-
 def change_points(values: Sequence[float], floor: float, max_phases: int = 4) -> List[int]:
     """Indices where the mean of ``values`` steps by more than ``floor`` (binary
-    segmentation: the best split, then the best split of each part, up to ``max_phases``)."""
-    segments, points = [(0, len(values))], []
-    while segments and len(points) < max_phases - 1:
-        lo, hi = segments.pop(0)
-        k = _best_split(values, lo, hi, floor)
-        if k is not None:
-            points.append(k)
-            segments += [(lo, k), (k, hi)]
-    return sorted(points)
+    segmentation: the best split, then the best split of each part, up to ``max_phases``).
+
+    The best split of a part is the one with the least squared error, both sides at least
+    :data:`MIN_PHASE_SAMPLES` long, kept when the two means differ by more than ``floor`` and
+    twice the within-part deviation. Done in C over the samples (``_core.change_points``: a
+    float64 buffer is read in place)."""
+    return _core.change_points(values, floor, max(max_phases - 1, 0), MIN_PHASE_SAMPLES)
+
+
+def _as_values(values: Sequence[float]) -> Sequence[float]:
+    """A float64 buffer (a stopped run's column) as it is, read in place; else a list."""
+    try:
+        if memoryview(values).format == "d":  # type: ignore[arg-type]
+            return values
+    except TypeError:
+        pass
+    return list(values)
 
 
 def _need(cpu: Sequence[float], memory: Sequence[float], gpu: Sequence[float]) -> Dict[str, float]:
@@ -495,7 +476,7 @@ def phases(
     each uses, and, when sizing each phase on its own (a split into steps) saves at least
     :data:`SPLIT_MIN_SAVING` of the run's cost on ``pricing``, the saving."""
     n = len(timestamps)
-    data = {k: list(v) for k, v in series.items() if k in PHASE_SERIES and len(v) == n}
+    data = {k: _as_values(v) for k, v in series.items() if k in PHASE_SERIES and len(v) == n}
     if n < 2 * MIN_PHASE_SAMPLES or not data:
         return []
     found = []

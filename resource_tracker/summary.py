@@ -527,21 +527,21 @@ class _Collector:
             return None
 
 
-def _series(tracker: Any) -> Tuple[List[float], Dict[str, List[float]]]:
+def _series(tracker: Any) -> Tuple[Sequence[float], Dict[str, Sequence[float]]]:
     """The process tree's samples for the phases: timestamps and the CPU (cores), memory
-    (MiB) and GPU (GPUs in use) series, from the registry's resource columns."""
+    (MiB) and GPU (GPUs in use) series, from the registry's resource columns (the stored
+    columns themselves where no unit changes: no copy)."""
     table = _attr(tracker, "process_metrics")
     if table is None or not len(table):
         return [], {}
     by_resource = {c.resource: c for c in stat_columns("process") if c.resource}
-    scale = {"memory": 1 / 1024}
-    series = {}
+    series: Dict[str, Sequence[float]] = {}
     for name in ("cpu", "memory", "gpu"):
         col = by_resource.get(name)
         if col is not None and col.name in table.columns:
-            series[name] = [float(v) * scale.get(name, 1.0) for v in table.column_array(col.name)]
-    stamps = [float(v) for v in table.column_array(column("process", "timestamp").name)]
-    return stamps, series
+            values = table.column_array(col.name)
+            series[name] = [v / 1024 for v in values] if name == "memory" else values
+    return table.column_array(column("process", "timestamp").name), series
 
 
 def _asked(tracker: Any, stats: Optional[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:

@@ -662,40 +662,41 @@ def _vcpus(summary):
     return float(vcpus) if isinstance(vcpus, (int, float)) and vcpus > 0 else None
 
 
-def _series_values(col, values, dts, vcpus=None):
-    """A column as drawn: KiB in MiB, amounts per interval as rates per second, the
-    machine's CPU never above its vCPUs (sampling jitter)."""
+def _drawing(col, vcpus=None):
+    """How a column is drawn (``_core.chart_series``): KiB as MiB, amounts per interval as
+    rates per second, the machine's CPU never above its vCPUs (sampling jitter)."""
     if col.unit == "cores" and col.table == "system" and vcpus:
-        return [min(v, vcpus) for v in values]
+        return "at_most"
     if col.unit == "KiB":
-        return [v / 1024.0 for v in values]
+        return "kib_as_mib"
     if col.fold == "sum":
-        return [v / d if d > 0 else 0.0 for v, d in zip(values, dts)]
-    return values
+        return "per_second"
+    return "as_is"
 
 
 def _table_data(name, df, interval, vcpus=None):
-    """(one table's chart data, points drawn per series)."""
+    """(one table's chart data, points drawn per series). Each series is drawn, downsampled
+    to at most MAX_POINTS points (each of MAX_POINTS / 2 buckets gives its lowest and highest
+    value, in their order, at the bucket's first and last timestamp: no peak is lost) and
+    written as JSON numbers with 5 significant digits (null for NaN and infinities) in C,
+    over the stored columns without copying them."""
+    from .. import _core
     from ..registry import columns
 
     t = _column(df, "timestamp")
     n = len(t)
-    dts = [interval] + [b - a for a, b in zip(t, t[1:])] if n else []
-    cols = {}
+    series = {}
     for col in columns(name):
         if any(select(col) for *_, select in _CHARTS) and _drawn(col):
             values = _column(df, col.name)
             if len(values) == n:
-                cols[col.name] = _series_values(col, values, dts, vcpus)
-    t_out, cols_out = _downsample(t, cols, MAX_POINTS)
+                text = _core.chart_series(
+                    values, _drawing(col, vcpus), MAX_POINTS, t, interval, vcpus or 0.0
+                )
+                series[col.name] = _RawJson(text)
     t0 = math.floor(t[0]) if n else 0
-    data = {
-        "t0": t0,
-        "rows": n,
-        "t": _RawJson("[" + ",".join(f"{v - t0:.3f}" for v in t_out) + "]"),
-        "s": {k: _RawJson(_json_numbers(v)) for k, v in cols_out.items()},
-    }
-    return data, len(t_out)
+    data = {"t0": t0, "rows": n, "t": _RawJson(_core.chart_times(t, t0, MAX_POINTS)), "s": series}
+    return data, min(n, MAX_POINTS // 2 * 2)
 
 
 # -- catalog records ---------------------------------------------------------------------
@@ -710,46 +711,7 @@ _server_price = _headline.server_price
 _server_shape = _headline.server_shape
 
 
-# -- downsampling and JSON ----------------------------------------------------------------
-
-
-def _downsample(t, cols, max_points):
-    """(timestamps, {key: values}) with at most max_points points: for longer series, each of
-    max_points/2 buckets gives two points holding the bucket's min and max (in their order),
-    at the bucket's first and last timestamp, so that no peak is lost."""
-    n = len(t)
-    if n <= max_points:
-        return list(t), {k: list(v) for k, v in cols.items()}
-    buckets = max_points // 2
-    t_out = []
-    out = {k: [] for k in cols}
-    bounds = [b * n // buckets for b in range(buckets + 1)]
-    for lo, hi in zip(bounds, bounds[1:]):
-        t_out.append(t[lo])
-        t_out.append(t[hi - 1])
-        for k, col in cols.items():
-            seg = list(col[lo:hi])  # (a stopped tracker's columns are memoryviews: no index())
-            lo_v, hi_v = min(seg), max(seg)
-            if seg.index(lo_v) <= seg.index(hi_v):
-                out[k].append(lo_v)
-                out[k].append(hi_v)
-            else:
-                out[k].append(hi_v)
-                out[k].append(lo_v)
-    return t_out, out
-
-
-def _json_numbers(values):
-    """A JSON array of numbers with 5 significant digits (null for NaN/inf)."""
-    parts = []
-    for v in values:
-        if v != v or v in (math.inf, -math.inf):
-            parts.append("null")
-        elif v == 0:
-            parts.append("0")
-        else:
-            parts.append(f"{v:.5g}")
-    return "[" + ",".join(parts) + "]"
+# -- JSON ---------------------------------------------------------------------------------
 
 
 class _RawJson:

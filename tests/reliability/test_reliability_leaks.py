@@ -269,6 +269,44 @@ def test_reliability_leak_summarize():
     assert_no_leak("round_memory_mib", lambda: _core.round_memory_mib(1234.5), 5000)
 
 
+@covers("change_points", "chart_series", "chart_times")
+def test_reliability_leak_series(sampled):
+    s = sampled[0]
+    views = s.column_views("process")  # the stored columns, read in place
+    t, cpu = views[0], views[_core.PROCESS_COLUMNS.index("cpu_usage")]
+    stepped = [1.0] * 500 + [4.0] * 500 + [float("nan")] * 3
+    assert_no_leak("change_points(list)", lambda: _core.change_points(stepped, 0.3, 3, 3), 1000)
+    assert_no_leak("change_points(view)", lambda: _core.change_points(cpu, 0.3, 3, 3), 2000)
+    for drawing in ("as_is", "kib_as_mib", "per_second", "at_most"):
+        assert_no_leak(
+            f"chart_series({drawing})",
+            lambda d=drawing: _core.chart_series(stepped, d, 100, stepped, 1.0, 2.0),
+            1000,
+        )
+    assert_no_leak("chart_series(view)", lambda: _core.chart_series(cpu, "as_is", 2, t), 2000)
+    assert_no_leak("chart_times", lambda: _core.chart_times(stepped, 0.0, 100), 1000)
+
+    def bad():
+        for call in (
+            lambda: _core.change_points(["x"], 0.3, 3, 3),
+            lambda: _core.change_points(array("q", [1]), 0.3, 3, 3),
+            lambda: _core.change_points([1.0], 0.3, 3, 0),
+            lambda: _core.chart_series([1.0], "log", 10),
+            lambda: _core.chart_series([1.0], "per_second", 10),
+            lambda: _core.chart_series([1.0, 2.0], "per_second", 10, [1.0]),
+            lambda: _core.chart_series([1.0], "per_second", 10, ["x"]),
+            lambda: _core.chart_times(None, 0.0, 10),
+        ):
+            try:
+                call()
+            except (TypeError, ValueError):
+                pass
+            else:
+                raise AssertionError("a bad call was accepted")
+
+    assert_no_leak("series(bad)", bad, 2000)
+
+
 @covers("recommend")
 def test_reliability_leak_recommend(sampled):
     s, process, system = sampled

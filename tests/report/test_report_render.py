@@ -17,10 +17,10 @@ import types
 import pytest
 from report_data import CLOUD_INFO, PEAK_CPU, PEAK_NET, XSS, long_run_snapshot, tracked_xss_run
 
-from resource_tracker import ResourceTracker
+from resource_tracker import ResourceTracker, _core
 from resource_tracker import formatting as fmt
 from resource_tracker.report import Report, render_report
-from resource_tracker.report._render import MAX_POINTS, _downsample
+from resource_tracker.report._render import MAX_POINTS
 
 
 def _data(page):
@@ -324,16 +324,18 @@ def test_report_downsampling_keeps_peaks_and_bounds(capsys):
 
 
 def test_downsample_min_max_per_bucket():
-    t = list(range(10_000))
-    col = [float(i % 7) for i in t]
+    t = [float(i) for i in range(10_000)]
+    col = [float(i % 7) for i in range(10_000)]
     col[1234] = 99.0
     col[8765] = -5.0
-    t2, out = _downsample(t, {"v": col}, 100)
-    assert len(t2) == 100 and len(out["v"]) == 100
-    assert max(out["v"]) == 99.0 and min(out["v"]) == -5.0
+    out = json.loads(_core.chart_series(col, "as_is", 100))
+    t2 = json.loads(_core.chart_times(t, 0.0, 100))
+    assert len(t2) == 100 and len(out) == 100
+    assert max(out) == 99.0 and min(out) == -5.0
     assert t2 == sorted(t2)
-    short_t, short = _downsample(t[:50], {"v": col[:50]}, 100)
-    assert short_t == t[:50] and short["v"] == col[:50]
+    short_t = json.loads(_core.chart_times(t[:50], 0.0, 100))
+    short = json.loads(_core.chart_series(col[:50], "as_is", 100))
+    assert short_t == t[:50] and short == col[:50]
 
 
 def test_report_same_after_snapshot_round_trip(real_run):
