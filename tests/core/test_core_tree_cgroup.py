@@ -73,13 +73,33 @@ def tree_cgroups():
             pytest.skip(f"cannot create a cgroup under {os.path.dirname(path)}: {exc.strerror}")
         made.append(path)
     yield made
-    for path in made:
+    _remove_cgroups(made)
+
+
+def _remove_cgroups(paths):
+    """rmdir each cgroup, retried for 5 s (the kernel frees it once its processes exited)."""
+    for path in paths:
         for _ in range(50):
             try:
                 os.rmdir(path)
                 break
             except OSError:
                 time.sleep(0.1)
+
+
+def _fork_burn_and_stop(w, stop):
+    """Lets the workload fork its children and burn, calls stop() once they are done, then
+    ends the workload: its own CPU seconds (the truth)."""
+    w.stdin.write("go\n")
+    w.stdin.flush()
+    assert w.stdout.readline().strip() == "forked"
+    truth = float(w.stdout.readline())
+    time.sleep(0.3)
+    stop()
+    w.stdin.write("end\n")
+    w.stdin.flush()
+    assert w.wait(10) == 0
+    return truth
 
 
 WORKLOAD = textwrap.dedent(
@@ -150,16 +170,7 @@ def test_real_tree_in_its_own_v1_cgroups(tree_cgroups, monkeypatch):
         assert w.stdout.readline().strip() == "ready"
         by_cgroup = _tracker(monkeypatch, w.pid, "cgroup")
         by_walk = _tracker(monkeypatch, w.pid, "procfs")
-        w.stdin.write("go\n")
-        w.stdin.flush()
-        assert w.stdout.readline().strip() == "forked"
-        truth = float(w.stdout.readline())
-        time.sleep(0.3)
-        by_cgroup.stop()
-        by_walk.stop()
-        w.stdin.write("end\n")
-        w.stdin.flush()
-        assert w.wait(10) == 0
+        truth = _fork_burn_and_stop(w, lambda: (by_cgroup.stop(), by_walk.stop()))
     finally:
         w.kill()
         w.wait()
@@ -196,12 +207,7 @@ def v2_cgroup():
     except OSError as exc:
         pytest.skip(f"cannot create a cgroup under {mounts[0]}: {exc.strerror}")
     yield path
-    for _ in range(50):
-        try:
-            os.rmdir(path)
-            break
-        except OSError:
-            time.sleep(0.1)
+    _remove_cgroups([path])
 
 
 def test_real_v2_cgroup_cpu_and_the_missing_controllers(v2_cgroup):
@@ -215,15 +221,7 @@ def test_real_v2_cgroup_cpu_and_the_missing_controllers(v2_cgroup):
         s.use_cgroup(2, v2_cgroup, v2_cgroup, v2_cgroup)
         s.start()
         assert s.wait(2, 10.0)
-        w.stdin.write("go\n")
-        w.stdin.flush()
-        assert w.stdout.readline().strip() == "forked"
-        truth = float(w.stdout.readline())
-        time.sleep(0.3)
-        s.stop()
-        w.stdin.write("end\n")
-        w.stdin.flush()
-        assert w.wait(10) == 0
+        truth = _fork_burn_and_stop(w, s.stop)
     finally:
         w.kill()
         w.wait()
