@@ -40,11 +40,7 @@ def _v2_cpu(directory: str) -> Optional[float]:
     fields = text.split()
     if not fields or fields[0] == "max":
         return None
-    quota = _number(fields[0])
-    period = _number(fields[1]) if len(fields) > 1 else 100000
-    if not quota or not period or quota <= 0 or period <= 0:
-        return None
-    return round(quota / period, 3)
+    return _cores(_number(fields[0]), _number(fields[1]) if len(fields) > 1 else 100000)
 
 
 def _v2_memory(directory: str) -> Optional[int]:
@@ -55,17 +51,23 @@ def _v2_memory(directory: str) -> Optional[int]:
 
 def _v1_cpu(directory: str) -> Optional[float]:
     quota = _number(_read(os.path.join(directory, "cpu.cfs_quota_us")))
-    period = _number(_read(os.path.join(directory, "cpu.cfs_period_us")))
-    if not quota or not period or quota <= 0 or period <= 0:
-        return None
-    return round(quota / period, 3)
+    return _cores(quota, _number(_read(os.path.join(directory, "cpu.cfs_period_us"))))
 
 
 def _v1_memory(directory: str) -> Optional[int]:
     return _mib(_number(_read(os.path.join(directory, "memory.limit_in_bytes"))))
 
 
+def _cores(quota: Optional[int], period: Optional[int]) -> Optional[float]:
+    """CPU cores of a quota per period (None: no limit), to 0.001 core, never rounded to 0
+    (the kernel's smallest quota, 1 ms per 1 s period, is 0.001 core)."""
+    if not quota or not period or quota <= 0 or period <= 0:
+        return None
+    return max(round(quota / period, 3), 0.001)
+
+
 def _mib(value: Optional[int]) -> Optional[int]:
+    """Whole MiB of a memory limit in bytes (None: no limit), never rounded to 0."""
     if value is None or value <= 0 or value >= _UNLIMITED:
         return None
-    return value // (1024 * 1024)
+    return max(value // (1024 * 1024), 1)

@@ -112,6 +112,19 @@ def test_server_info_cgroup_v2_namespaced(tmp_path):
     assert limits == {"version": 2, "cpu_limit_cores": 2.5, "memory_limit_mb": None}
 
 
+def test_server_info_tiny_limits_are_not_rounded_to_nothing(tmp_path):
+    """A quota of 1 ms per 20 s and a 100-byte memory limit are limits: 0.001 core, 1 MiB
+    (rounding them to 0 read as 'no CPU at all'; found by fuzz/fuzz_cgroup.py)."""
+    fs = str(tmp_path / "fs")
+    _write(fs + "/sys/fs/cgroup/cpu.max", "1000 20000000\n")
+    _write(fs + "/sys/fs/cgroup/memory.max", "100\n")
+    proc = _fake_proc(
+        tmp_path, 8, "0::/\n", "610 600 0:30 / /sys/fs/cgroup rw - cgroup2 cgroup rw\n"
+    )
+    limits = cgroup_limits(8, proc_root=proc, fs_root=fs)
+    assert limits == {"version": 2, "cpu_limit_cores": 0.001, "memory_limit_mb": 1}
+
+
 def test_server_info_cgroup_v1(tmp_path):
     """cgroup v1: cpu.cfs_quota_us / cpu.cfs_period_us and memory.limit_in_bytes."""
     fs = str(tmp_path / "fs")
