@@ -90,7 +90,6 @@ collector_init(Collector *collector, const CollectorConfig *cfg)
         proc_tree_free(&collector->tree);
         return -1;
     }
-    set_cpu_caps(collector);
     return 0;
 }
 
@@ -285,6 +284,7 @@ collector_sample(Collector *collector, double mono, double wall, const OwnUsage 
     read_gpus(collector, &gpu_system, &gpu_process);
     collector->last_mono = mono;
     if (!collector->has_baseline) {
+        set_cpu_caps(collector); /* at the baseline: in the sampler thread, not in start() */
         collector->has_baseline = 1;
         return 0;
     }

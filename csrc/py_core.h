@@ -24,6 +24,19 @@ int rt_add_gpu(PyObject *module);
 int rt_add_cloud(PyObject *module);
 int rt_add_catalog(PyObject *module);
 int rt_add_views(PyObject *module);
+int rt_add_jobs(PyObject *module);
+
+/* A Python function to run in a thread of its own, started by a C thread (py_jobs.c). */
+typedef struct PyJob PyJob;
+/* A job of fn (the interpreter lock held): NULL with an exception. */
+PyJob *rt_job_new(PyObject *fn);
+/* Frees the job (the interpreter lock held): its fn, a new reference. */
+PyObject *rt_job_take_fn(PyJob *job);
+/* Frees the job and its fn (the interpreter lock held; NULL: nothing). */
+void rt_job_discard(PyJob *job);
+/* Starts the job's thread, which owns it from then on (no interpreter lock needed): 0, or a
+ * pthread error number (the job stays the caller's). A SamplerHook. */
+int rt_job_spawn(void *job);
 
 /* Read-only memoryviews of a final table's columns, each keeping owner alive (py_views.c);
  * state: the module's (its ColumnView type). */

@@ -98,6 +98,7 @@ sampler_dealloc(SamplerObject *self)
 {
     PyTypeObject *type = Py_TYPE(self);
     if (self->sampler) {
+        rt_job_discard(sampler_take_after_baseline(self->sampler));
         Py_BEGIN_ALLOW_THREADS
         sampler_free(self->sampler);
         Py_END_ALLOW_THREADS
@@ -439,8 +440,56 @@ static PyGetSetDef sampler_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+static PyObject *
+sampler_run_after_baseline_py(SamplerObject *self, PyObject *fn)
+{
+    Sampler *s = get_sampler(self);
+    PyJob *job;
+
+    if (s == NULL)
+        return NULL;
+    if (!PyCallable_Check(fn))
+        return PyErr_Format(PyExc_TypeError, "run_after_baseline: fn must be callable, got %R", fn);
+    if (sampler_state(s) != SAMPLER_NEW) {
+        PyErr_SetString(PyExc_RuntimeError, "run_after_baseline: call it before start()");
+        return NULL;
+    }
+    if (PyInterpreterState_Get() != PyInterpreterState_Main()) { /* PyGILState: main only */
+        PyErr_SetString(PyExc_RuntimeError,
+                        "run_after_baseline: only in the main interpreter (run fn yourself)");
+        return NULL;
+    }
+    job = rt_job_new(fn);
+    if (job == NULL)
+        return NULL;
+    rt_job_discard(sampler_take_after_baseline(s)); /* a second call replaces the first */
+    sampler_set_after_baseline(s, rt_job_spawn, job);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+sampler_take_after_baseline_py(SamplerObject *self, PyObject *unused)
+{
+    Sampler *s = get_sampler(self);
+    PyJob *job;
+
+    (void)unused;
+    if (s == NULL)
+        return NULL;
+    job = sampler_take_after_baseline(s);
+    if (job == NULL)
+        Py_RETURN_NONE;
+    return rt_job_take_fn(job);
+}
+
 static PyMethodDef sampler_methods[] = {
     {"start", (PyCFunction)sampler_start_py, METH_NOARGS, "Start the sampler thread."},
+    {"run_after_baseline", (PyCFunction)sampler_run_after_baseline_py, METH_O,
+     "run_after_baseline(fn): before start(): the sampler thread starts a thread that calls "
+     "fn() right after its baseline reading (not in the caller of start())."},
+    {"take_after_baseline", (PyCFunction)sampler_take_after_baseline_py, METH_NOARGS,
+     "The fn of run_after_baseline() when no thread was started for it (the sampler stopped "
+     "or never started before its baseline), now the caller's to run; else None."},
     {"use_cgroup", (PyCFunction)sampler_use_cgroup_py, METH_VARARGS,
      "use_cgroup(version, cpu_dir, memory_dir, io_dir, pids_dir=''): the tree's columns from "
      "its cgroup from the next reading on ('' leaves a column to the process walk; pids_dir: "

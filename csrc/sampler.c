@@ -407,6 +407,40 @@ finish_thread(Sampler *sampler, double *prow, double *srow)
     pthread_mutex_unlock(&sampler->sync->lock);
 }
 
+void
+sampler_set_after_baseline(Sampler *sampler, SamplerHook hook, void *arg)
+{
+    pthread_mutex_lock(&sampler->sync->lock);
+    sampler->after_baseline = hook;
+    sampler->after_baseline_arg = arg;
+    pthread_mutex_unlock(&sampler->sync->lock);
+}
+
+void *
+sampler_take_after_baseline(Sampler *sampler)
+{
+    void *arg;
+
+    pthread_mutex_lock(&sampler->sync->lock);
+    arg = sampler->after_baseline_arg;
+    sampler->after_baseline_arg = NULL;
+    pthread_mutex_unlock(&sampler->sync->lock);
+    return arg;
+}
+
+/* Hands the hook its arg (once); an arg the hook refused is kept for its owner. */
+static void
+run_after_baseline(Sampler *sampler)
+{
+    void *arg = sampler_take_after_baseline(sampler);
+
+    if (arg != NULL && sampler->after_baseline(arg) != 0) {
+        pthread_mutex_lock(&sampler->sync->lock);
+        sampler->after_baseline_arg = arg;
+        pthread_mutex_unlock(&sampler->sync->lock);
+    }
+}
+
 static void *
 sampler_main(void *arg)
 {
@@ -415,6 +449,7 @@ sampler_main(void *arg)
     double deadline = sampler->start_mono;
 
     thread_sample(sampler, 0, prow, srow); /* baseline */
+    run_after_baseline(sampler);
     pthread_mutex_lock(&sampler->sync->lock);
     for (;;) {
         deadline = next_deadline(sampler, deadline, clock_seconds(CLOCK_MONOTONIC));

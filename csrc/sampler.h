@@ -27,6 +27,10 @@
 #define SAMPLER_MAX_INTERVAL 86400.0 /* seconds: one day */
 #define SAMPLER_STOP_TIMEOUT 2.0     /* seconds stop() waits for the thread */
 
+/* Called by the thread once, right after its baseline reading, with the arg it was given: 0
+ * when it took arg over, else arg is kept for sampler_take_after_baseline(). */
+typedef int (*SamplerHook)(void *arg);
+
 enum SamplerState { SAMPLER_NEW, SAMPLER_RUNNING, SAMPLER_STOPPED };
 enum SamplerTable { SAMPLER_PROCESS, SAMPLER_SYSTEM };
 
@@ -68,6 +72,8 @@ typedef struct Sampler {
     char tree_source[8], column_source[CG_COLUMNS][8];
     char tree_note[256];
     unsigned long cgroup_reads, cgroup_readings, walks;
+    SamplerHook after_baseline; /* see sampler_set_after_baseline */
+    void *after_baseline_arg;   /* not handed over yet (NULL: none, or handed over) */
     struct Sampler *registry_next;
 } Sampler;
 
@@ -76,6 +82,14 @@ Sampler *sampler_new(const CollectorConfig *cfg, double interval);
 
 /* Starts the thread: 0, EBUSY when it was started before, or a pthread error number. */
 int sampler_start(Sampler *sampler);
+
+/* Gives the thread a hook to call after its baseline reading (before sampler_start(); the
+ * binding starts the cgroup reads of start() so, outside the caller's time). */
+void sampler_set_after_baseline(Sampler *sampler, SamplerHook hook, void *arg);
+
+/* The arg of the hook when the thread has not handed it over (stopped or never started
+ * before its baseline, or the hook refused it), now the caller's; else NULL. */
+void *sampler_take_after_baseline(Sampler *sampler);
 
 /* Stops the thread and joins it, waiting at most SAMPLER_STOP_TIMEOUT seconds; releases the
  * collector's descriptors (idempotent). */

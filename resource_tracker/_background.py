@@ -1,17 +1,20 @@
-"""One shared worker thread for the tracker's slow side reads (the cgroup's start figures):
-start() hands them over and returns at once; whoever needs the result waits for it.
+"""The tracker's slow side reads (the cgroup's figures at start and stop), run beside the
+caller; whoever needs the result waits for it.
 
-One thread at a time per process, made when a job comes and ending as soon as no job is
-left (a thread that stayed would outlive every tracker); a forked child makes its own."""
+The start figures: the C sampler thread starts their thread right after its baseline reading
+(``after_baseline``), so start() does not pay for making a thread. Others: one shared worker
+thread at a time per process (``submit``), made when a job comes and ending as soon as no job
+is left (a thread that stayed would outlive every tracker); a forked child makes its own."""
 
 from __future__ import annotations
 
 import _thread
+import atexit  # a builtin module (~20 us): here, not in start()
 import os
 
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
 if TYPE_CHECKING:
-    from typing import Callable
+    from typing import Any, Callable, Optional
 
 
 WAIT_S = 2.0  # the longest a caller waits for a job (a stuck read never stalls stop())
@@ -19,6 +22,7 @@ WAIT_S = 2.0  # the longest a caller waits for a job (a stuck read never stalls 
 _lock = _thread.allocate_lock()  # guards _jobs and _owner
 _jobs: list = []
 _owner = 0  # the process whose worker serves _jobs (0: no worker)
+_gate_registered = False  # _core.close_jobs is an atexit callback
 
 
 def _after_fork_in_child() -> None:
@@ -77,8 +81,40 @@ def _work() -> None:
 def submit(fn: Callable[[], object]) -> Job:
     """Runs fn in the shared worker thread: the Job to wait() on. Only _thread is used (the
     _queue extension module alone costs a ~4 ms load)."""
-    global _owner
+    return resubmit(Job(fn))
+
+
+def after_baseline(sampler: Any, fn: Callable[[], object]) -> Job:
+    """Runs fn in a thread the C sampler thread starts right after its baseline reading (call
+    before sampler.start()); a sampler without that hook (psutil) hands it to submit(). When
+    the sampler stops before its baseline, ``settle(sampler, job)`` runs it instead."""
+    global _gate_registered
     job = Job(fn)
+    if not hasattr(sampler, "run_after_baseline"):
+        return resubmit(job)
+    if not _gate_registered:  # no such thread may take the interpreter lock at finalization
+        from . import _core
+
+        atexit.register(_core.close_jobs)
+        _gate_registered = True
+    try:
+        sampler.run_after_baseline(job.run)
+    except RuntimeError:  # a subinterpreter: the C thread could not take its lock
+        return resubmit(job)
+    return job
+
+
+def settle(sampler: Any, job: Optional[Job]) -> None:
+    """Hands job to the shared worker when the sampler never started its thread (stopped
+    before its baseline reading)."""
+    take = getattr(sampler, "take_after_baseline", None)
+    if job is not None and take is not None and take() is not None:
+        resubmit(job)
+
+
+def resubmit(job: Job) -> Job:
+    """Runs a made job in the shared worker thread (see submit)."""
+    global _owner
     with _lock:
         if _owner != os.getpid():  # none running, or a forked child: a worker of its own
             _jobs.clear()

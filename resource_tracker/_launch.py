@@ -97,11 +97,23 @@ def _new_sampler(
     raise ValueError(f"method must be 'procfs' or 'psutil', got {method!r}")
 
 
+def _read_proc_file(path: str) -> bytes:
+    """The whole of a procfs file, read without a file object (3 system calls, not 10:
+    start() reads the command line)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        parts = [os.read(fd, 65536)]
+        while parts[-1]:
+            parts.append(os.read(fd, 65536))
+    finally:
+        os.close(fd)
+    return b"".join(parts)
+
+
 def _command_line(pid: int) -> str:
     """The command line of pid as one string ('' when unreadable)."""
     try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            raw = f.read()
+        raw = _read_proc_file(f"/proc/{pid}/cmdline")
     except OSError:
         try:
             import psutil

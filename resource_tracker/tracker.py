@@ -184,13 +184,12 @@ class ResourceTracker(TrackerResults):
         if self._autostarted and self.running:
             self._autostarted = False  # this start() is the one the constructor already did
             return
-        first = self._sampler.state == "new"
+        if self._sampler.state == "new":  # read beside the caller, after the baseline
+            self._cgroup_job = _background.after_baseline(self._sampler, self._read_cgroup_start)
         self._sampler.start()
         self._start_export()
         if self.discover_cloud and self._cloud_job is None:
             self._cloud_job = _start_cloud_discovery()
-        if first:  # last: the worker takes the interpreter lock once start() returned
-            self._cgroup_job = _background.submit(self._read_cgroup_start)
 
     def stop(self, *, failed: Optional[bool] = None) -> None:
         """Stop sampling; the data stays. Safe to call more than once.
@@ -200,7 +199,9 @@ class ResourceTracker(TrackerResults):
         was_running = self.running
         self._sampler.stop()
         if was_running:  # the end figures, read beside the caller (after the start figures)
-            self._cgroup_job = _background.submit(self._read_cgroup_end)
+            start_job = getattr(self, "_cgroup_job", None)
+            _background.settle(self._sampler, start_job)
+            self._cgroup_job = _background.submit(lambda: self._read_cgroup_end(start_job))
         if was_running and self.pid != os.getpid():
             # a child seen before its exec showed its parent's command line (or none)
             self.command = _command_line(self.pid) or self.command
@@ -304,14 +305,16 @@ class ResourceTracker(TrackerResults):
         except Exception:  # never let a probe break the run
             pass
 
-    def _read_cgroup_end(self) -> None:
+    def _read_cgroup_end(self, start_job: Any) -> None:
         """The cgroup figures at the end, read beside the caller of stop() (~0.3 ms that
-        stop() does not wait for; the worker runs it right after the start figures)."""
+        stop() does not wait for), after the start figures (``start_job``)."""
+        if start_job is not None:
+            start_job.wait()
         self._cgroup_end = self._read_cgroup()
 
     def _wait_cgroup_start(self) -> None:
         """Waits for the cgroup readings under way (the start figures, or the end figures
-        after stop(), which the worker reads after the start ones)."""
+        after stop(), read after the start ones)."""
         job = getattr(self, "_cgroup_job", None)
         if job is not None:
             job.wait()

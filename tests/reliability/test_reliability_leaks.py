@@ -91,6 +91,73 @@ def test_reliability_leak_sampler_start_stop():
     assert_no_leak("Sampler freed while running", never_stopped, 100)
 
 
+@covers("Sampler.run_after_baseline", "Sampler.take_after_baseline")
+@pytest.mark.valgrind
+def test_reliability_leak_after_baseline_jobs():
+    """A job run by a thread the sampler thread starts (the thread ends, the job and its
+    reference are freed), a job given back, and a job refused."""
+    import threading
+
+    def run_one():
+        done = threading.Event()
+        s = _core.Sampler(os.getpid(), 0.005, track_system=False)
+        s.run_after_baseline(done.set)
+        s.start()
+        assert done.wait(10)
+        s.stop()
+
+    def given_back():
+        s = _core.Sampler(os.getpid(), 1.0, track_system=False)
+        s.run_after_baseline(lambda: None)
+        s.run_after_baseline(lambda: None)  # replaces the first
+        assert s.take_after_baseline() is not None
+
+    def refused():
+        s = _core.Sampler(os.getpid(), 1.0, track_system=False)
+        try:
+            s.run_after_baseline(None)
+        except TypeError:
+            pass
+        else:
+            raise AssertionError("run_after_baseline(None) was accepted")
+
+    assert_no_leak("Sampler.run_after_baseline (run)", run_one, 100)
+    assert_no_leak("Sampler.run_after_baseline (given back)", given_back, 2000)
+    assert_no_leak("Sampler.run_after_baseline (refused)", refused, 2000)
+
+
+_CLOSE_JOBS = r"""
+import os, sys, threading
+sys.path.insert(0, sys.argv[1])
+from reliability_helpers import assert_no_leak
+from resource_tracker import _core
+
+assert_no_leak("close_jobs", _core.close_jobs, 2000)
+ran = threading.Event()
+s = _core.Sampler(os.getpid(), 0.01, track_system=False)
+s.run_after_baseline(ran.set)
+s.start()
+assert s.wait(3, 10)  # sampling goes on
+s.stop()
+print("ran" if ran.wait(0.5) else "not run")
+"""
+
+
+@covers("close_jobs")
+def test_reliability_leak_close_jobs():
+    """close_jobs() closes the gate for good (in a process of its own): nothing leaks, and no
+    job runs after it while sampling goes on."""
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    proc = subprocess.run(
+        [sys.executable, "-c", _CLOSE_JOBS, here], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "not run", proc.stdout
+
+
 @covers("Sampler.sample_now")
 @pytest.mark.valgrind
 def test_reliability_leak_sample_now():
