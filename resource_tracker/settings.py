@@ -211,6 +211,9 @@ SETTINGS = _declare(
     Setting("RESOURCE_TRACKER_EXPORT", "list", "opt-in export: comma list of `otlp`, "
             "`pushgateway` (never on by default)", default=(), choices=("otlp", "pushgateway")),
     Setting("RESOURCE_TRACKER_PUSHGATEWAY_URL", "url", "Prometheus Pushgateway base URL"),
+    Setting("RESOURCE_TRACKER_EXPORT_COMMAND_LINE", "flag", "`1`/`on`: export sends the "
+            "tracked command line whole (`process.command_line`); off by default, only the "
+            "executable's name goes (arguments may hold secrets)", default=False),
 )  # fmt: skip
 
 #: Variables read by setup.py when the C core is built (not by the package; docs/install.md).

@@ -18,7 +18,14 @@ from __future__ import annotations
 
 from typing import Iterable, Union
 
-from .config import TARGETS, ExportSettings, check_settings, parse_targets, read_settings
+from .config import (
+    TARGETS,
+    ExportSettings,
+    check_settings,
+    parse_targets,
+    read_otlp_settings,
+    read_settings,
+)
 
 __all__ = [
     "TARGETS",
@@ -40,23 +47,25 @@ def _tables(tracker):
 
 
 def _sink_factories(tracker, settings: ExportSettings):
-    """[(target, factory)]: each factory builds its target's sink. The sender thread calls
-    it, so the SDK's imports and set-up cost the caller nothing, and the identity is read
-    once the tracked process runs its own command."""
+    """[(target, factory)]: each factory builds its target's sink over the channel's
+    transport.Sender. The sender thread calls it, so the SDK's imports and set-up cost the
+    caller nothing, and the identity is read once the tracked process runs its own command."""
     from .context import identity_of
 
     tables = _tables(tracker)
 
-    def otlp():
+    def otlp(sender):
         from .otlp import OtlpSink
 
-        return OtlpSink(identity_of(tracker), tables)
+        identity = identity_of(tracker, settings.command_line)
+        return OtlpSink(identity, tables, settings.otlp or read_otlp_settings(), sender)
 
-    def pushgateway():
+    def pushgateway(sender):
         from .pushgateway import PushgatewaySink
 
         url, job = settings.pushgateway_url, settings.pushgateway_job
-        return PushgatewaySink(url, job, identity_of(tracker), tables)
+        identity = identity_of(tracker, settings.command_line)
+        return PushgatewaySink(url, job, identity, tables, sender)
 
     factories = {"otlp": otlp, "pushgateway": pushgateway}
     return [(target, factories[target]) for target in settings.targets]

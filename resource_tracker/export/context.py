@@ -6,10 +6,11 @@ The same identity becomes the OpenTelemetry resource attributes and the Promethe
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 from dataclasses import dataclass, field
-from typing import Dict
+from typing import Dict, Optional
 
 #: Metaflow id -> (Prometheus label, OpenTelemetry resource attribute, metaflow.current field)
 METAFLOW_FIELDS = (
@@ -22,9 +23,13 @@ METAFLOW_FIELDS = (
 
 @dataclass(frozen=True)
 class Identity:
+    """host_name, pid; executable: the name of the program run (argv[0]'s base name);
+    command_line: the whole command line when the user opted in to send it, else None."""
+
     host_name: str
     pid: int
-    command_line: str
+    executable: str
+    command_line: Optional[str] = None
     metaflow: Dict[str, str] = field(default_factory=dict)  # Prometheus label -> id
 
     def resource_attributes(self) -> Dict[str, object]:
@@ -32,8 +37,10 @@ class Identity:
         attributes: Dict[str, object] = {
             "host.name": self.host_name,
             "process.pid": self.pid,
-            "process.command_line": self.command_line,
+            "process.executable.name": self.executable,
         }
+        if self.command_line is not None:
+            attributes["process.command_line"] = self.command_line
         for label, attribute, _ in METAFLOW_FIELDS:
             if label in self.metaflow:
                 attributes[attribute] = self.metaflow[label]
@@ -55,14 +62,29 @@ def metaflow_ids() -> Dict[str, str]:
     return {label: str(value) for label, value in ids.items() if value is not None}
 
 
-def identity_of(tracker) -> Identity:
+def identity_of(tracker, command_line: bool = False) -> Identity:
     """The identity of a tracker's run in this process (the command line read again when
-    the tracker saw none: a child caught before its exec)."""
+    the tracker saw none: a child caught before its exec). ``command_line``: send it whole
+    (the user's opt-in: arguments may hold secrets), else only the executable's name."""
     from .._launch import _command_line
 
+    command = str(tracker.command or _command_line(tracker.pid) or "")
     return Identity(
         host_name=socket.gethostname(),
         pid=int(tracker.pid),
-        command_line=str(tracker.command or _command_line(tracker.pid) or ""),
+        executable=_executable(tracker.pid, command),
+        command_line=command if command_line else None,
         metaflow=metaflow_ids(),
     )
+
+
+def _executable(pid: int, command: str) -> str:
+    """The base name of pid's argv[0] (of the command's first word when /proc has none)."""
+    from .._launch import _read_proc_file
+
+    try:
+        argv0 = _read_proc_file(f"/proc/{pid}/cmdline").split(b"\0", 1)[0].decode("utf-8", "replace")
+    except OSError:
+        argv0 = ""
+    argv0 = argv0 or (command.split() or [""])[0]
+    return os.path.basename(argv0)

@@ -1,12 +1,16 @@
-"""OTLP/HTTP metrics export through the OpenTelemetry SDK.
+"""OTLP/HTTP metrics export: the OpenTelemetry SDK gathers and encodes, our bounded
+transport.Sender sends.
 
 Install with ``pip install 'resource-tracker[otlp]'``.
 
-The SDK's own OTLP/HTTP exporter sends, so the standard variables hold:
+The standard variables hold (read and checked at construction by config.read_otlp_settings):
 ``OTEL_EXPORTER_OTLP_ENDPOINT`` / ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` (where),
 ``OTEL_EXPORTER_OTLP_HEADERS`` (e.g. an API key), ``OTEL_EXPORTER_OTLP_TIMEOUT``,
-``OTEL_RESOURCE_ATTRIBUTES`` and ``OTEL_SERVICE_NAME`` (they win over ours). Collection is on
-demand (a MetricReader that exports when our sender thread calls ``collect``): the SDK
+``..._COMPRESSION``, ``..._CERTIFICATE``, ``..._CLIENT_CERTIFICATE`` / ``..._CLIENT_KEY``;
+``OTEL_RESOURCE_ATTRIBUTES`` and ``OTEL_SERVICE_NAME`` (they win over ours) and the
+temporality preference are the SDK's. The SDK's own HTTP exporter is not used to send: it
+reads whole response bodies and counts a redirect as sent (docs/reliability.md). Collection
+is on demand (a MetricReader that exports when our sender thread calls ``collect``): the SDK
 starts no thread of its own and registers no exit hook.
 
 Instruments are observable (the values are read from the newest point at collection):
@@ -17,19 +21,20 @@ the final export.
 
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Callable, Dict, List
 
+from .config import OtlpSettings
 from .context import Identity
 from .metrics import INSIGHTS, RECOMMENDATION, SUMMARY_FIELDS, cpu_count, exported, summary_metric
+from .transport import Sender
 
-SEND_TIMEOUT_S = 5.0
 SERVICE_NAME = "resource-tracker"
 
 
 def _quiet_sdk_logs() -> None:
-    """The SDK logs every failed export; without logging set up Python would print each to
-    stderr (its last-resort handler). A NullHandler (what a library adds) keeps the job's
-    output clean; an application that configures logging still gets the records, and
+    """The SDK logs failures (e.g. of a callback); without logging set up Python would print
+    each to stderr (its last-resort handler). A NullHandler (what a library adds) keeps the
+    job's output clean; an application that configures logging still gets the records, and
     stats()['export'] counts the failures either way."""
     import logging
 
@@ -40,29 +45,50 @@ def _quiet_sdk_logs() -> None:
 
 
 def _reader_class():
-    from opentelemetry.sdk.metrics.export import MetricExportResult, MetricReader
+    from opentelemetry.sdk.metrics.export import MetricReader
 
     class OnDemandReader(MetricReader):
-        """Exports what ``collect()`` gathers, in the calling thread; raises on failure."""
+        """Hands what ``collect()`` gathers to ``post`` (in the calling thread), which
+        raises on failure; temporality and aggregation as the SDK's OTLP exporter prefers
+        (OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE)."""
 
-        def __init__(self, exporter):
+        def __init__(self, post: Callable, preferences):
             super().__init__(
-                preferred_temporality=exporter._preferred_temporality,
-                preferred_aggregation=exporter._preferred_aggregation,
+                preferred_temporality=preferences._preferred_temporality,
+                preferred_aggregation=preferences._preferred_aggregation,
             )
-            self._exporter = exporter
+            self._post = post
 
         def _receive_metrics(self, metrics_data, timeout_millis=10_000, **kwargs):
-            if metrics_data is None:
-                return
-            result = self._exporter.export(metrics_data, timeout_millis=timeout_millis)
-            if result != MetricExportResult.SUCCESS:
-                raise ConnectionError("the OTLP endpoint did not accept the metrics")
+            if metrics_data is not None:
+                self._post(metrics_data, timeout_millis / 1000)
 
         def shutdown(self, timeout_millis=30_000, **kwargs):
-            self._exporter.shutdown(timeout_millis=timeout_millis)
+            pass
 
     return OnDemandReader
+
+
+def _preferences(endpoint: str):
+    """The SDK's OTLP exporter, built only for its temporality and aggregation preferences
+    (it never sends; its session is closed at once)."""
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+
+    exporter = OTLPMetricExporter(endpoint=endpoint)
+    exporter.shutdown()
+    return exporter
+
+
+def _tls_context(settings: OtlpSettings):
+    """The TLS context of the OTLP certificate variables (None: the system's default)."""
+    import ssl
+
+    if not (settings.certificate or settings.client_certificate):
+        return None
+    context = ssl.create_default_context(cafile=settings.certificate)
+    if settings.client_certificate:
+        context.load_cert_chain(settings.client_certificate, settings.client_key)
+    return context
 
 
 def make_resource(identity: Identity):
@@ -73,26 +99,26 @@ def make_resource(identity: Identity):
     return Resource.create(ours).merge(OTELResourceDetector().detect())
 
 
-def _timeout_from_env() -> bool:
-    """True when the user set the OTLP timeout (the SDK reads it); else ours applies."""
-    from .. import settings
-
-    names = ("OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT")
-    return any(settings.foreign(name) for name in names)
-
-
 class OtlpSink:
     name = "otlp"
 
-    def __init__(self, identity: Identity, tables):
-        from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    def __init__(self, identity: Identity, tables, settings: OtlpSettings, sender: Sender):
         from opentelemetry.sdk.metrics import MeterProvider
 
         from .. import __version__
 
         _quiet_sdk_logs()
-        exporter = OTLPMetricExporter(timeout=None if _timeout_from_env() else SEND_TIMEOUT_S)
-        self._reader = _reader_class()(exporter)
+        self._settings = settings
+        self._sender = sender
+        sender.context = _tls_context(settings)
+        self._headers = {
+            "Content-Type": "application/x-protobuf",
+            "User-Agent": f"resource-tracker/{__version__}",
+            **settings.headers,
+        }
+        if settings.compression != "none":
+            self._headers["Content-Encoding"] = settings.compression
+        self._reader = _reader_class()(self._post, _preferences(settings.endpoint))
         self._provider = MeterProvider(
             metric_readers=[self._reader],
             resource=make_resource(identity),
@@ -207,6 +233,23 @@ class OtlpSink:
             )
 
     # -- sending -----------------------------------------------------------------------
+
+    def _post(self, metrics_data, timeout: float) -> None:
+        """Encodes (the SDK's OTLP protobuf encoder) and sends; raises on failure."""
+        import zlib
+
+        from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
+
+        body = encode_metrics(metrics_data).SerializeToString()
+        if self._settings.compression == "gzip":
+            import gzip
+
+            body = gzip.compress(body)
+        elif self._settings.compression == "deflate":
+            body = zlib.compress(body)
+        if self._settings.timeout is not None:
+            timeout = min(timeout, self._settings.timeout)
+        self._sender.request("POST", self._settings.endpoint, body, self._headers, timeout)
 
     def send(self, point, timeout: float) -> None:
         self._point = point

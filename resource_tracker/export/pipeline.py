@@ -8,8 +8,12 @@ target sends them; nothing here may slow down, block or break the tracked job.
 - Each target has a bounded queue (:data:`QUEUE_POINTS`): when its sender falls behind (an
   endpoint down, failing or hanging) the oldest point is dropped and counted.
 - A failed send backs off (1 s doubling to :data:`MAX_BACKOFF_S`).
+- Every request goes through the channel's transport.Sender: bounded in time (the send
+  timeout), in memory (no response body read) and never following a redirect.
 - :meth:`Exporter.finish` sends the final point and the run summary and waits at most
-  :data:`FINISH_TIMEOUT_S` in all; a sender still busy then goes on alone (a daemon thread).
+  :data:`FINISH_TIMEOUT_S` in all; a send still under way then is aborted (its socket shut
+  down): no sender thread or socket outlives ``stop()``. In a forked child (the threads are
+  its parent's) it returns at once.
 
 No exception leaves this module into the caller's code once the exporter is built.
 """
@@ -29,6 +33,7 @@ from typing import Dict, List, Optional
 from ..names import PROCESS_COLUMNS, SYSTEM_COLUMNS
 from ..registry import columns
 from .metrics import fold_rows
+from .transport import Sender
 
 QUEUE_POINTS = 16
 MAX_BACKOFF_S = 30.0
@@ -115,8 +120,11 @@ class Channel:
     """One target's bounded queue and sender thread."""
 
     def __init__(self, name: str, make_sink, capacity: Optional[int] = None):
+        """make_sink: builds the target's sink (given the channel's Sender), in the thread."""
         self.name = name
         self.sink = None
+        self.sender = Sender()
+        self._aborted = False
         self._make_sink = make_sink
         self._queue: deque = deque()
         self._capacity = capacity or QUEUE_POINTS
@@ -178,7 +186,7 @@ class Channel:
 
     def _run(self) -> None:
         try:
-            self.sink = self._make_sink()
+            self.sink = self._make_sink(self.sender)
         except BaseException as exc:  # the target cannot work here: its points are dropped
             self.last_error = f"could not start: {type(exc).__name__}: {exc}"[:300]
             self.final_state = "failed"
@@ -227,11 +235,17 @@ class Channel:
         point, summary = item
         report = self.report()
         ok = self._send(lambda: self.sink.send_final(point, summary, FINISH_TIMEOUT_S, report))
-        self.final_state = "sent" if ok else "failed"
+        self.final_state = "sent" if ok else "timed out" if self._aborted else "failed"
         try:
             self.sink.close()
         except Exception:
             pass
+
+    def abort(self) -> None:
+        """Ends the send under way and refuses the later ones (the final one included)."""
+        self._aborted = True
+        self.final_state = "timed out"
+        self.sender.abort()
 
     def report(self) -> Dict[str, object]:
         return {
@@ -300,14 +314,20 @@ class Exporter:
                 channel.offer(point)
         return point
 
-    def finish(self, failed: Optional[bool] = None, timeout: float = FINISH_TIMEOUT_S) -> None:
+    def finish(self, failed: Optional[bool] = None, timeout: Optional[float] = None) -> None:
         """The final point and the run summary to every target; returns within ``timeout``
-        seconds whatever the endpoints do (the summary is computed off the caller's thread
-        too: it may wait for cloud discovery)."""
+        seconds (None: :data:`FINISH_TIMEOUT_S`) whatever the endpoints do (the summary is
+        computed off the caller's thread too: it may wait for cloud discovery); a send still
+        under way then is aborted. In a forked child: nothing to send, returns at once."""
         if self._finished:
             return
         self._finished = True
         atexit.unregister(self._at_exit)
+        if os.getpid() != getattr(self, "_owner", os.getpid()):
+            for channel in self._channels:  # the senders are the parent's threads
+                channel.final_state = "not sent (forked child)"
+            return
+        timeout = FINISH_TIMEOUT_S if timeout is None else timeout
         deadline = time.monotonic() + timeout
         self._stop.set()
         final = threading.Thread(
@@ -320,7 +340,7 @@ class Exporter:
             self._final(failed, deadline)
         for channel in self._channels:
             if not channel.done.wait(max(0.0, deadline - time.monotonic())):
-                channel.final_state = "timed out"
+                channel.abort()
 
     def _final(self, failed: Optional[bool], deadline: float) -> None:
         """The final point and summary, handed to every channel."""

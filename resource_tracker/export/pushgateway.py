@@ -1,7 +1,7 @@
 """Prometheus Pushgateway export (``pip install 'resource-tracker[prometheus]'``).
 
-Every point replaces the run's group on the Pushgateway (HTTP PUT, as prometheus-client's
-``push_to_gateway`` does): live gauges of the newest values and cumulative counters while
+Every point replaces the run's group on the Pushgateway (HTTP PUT, prometheus-client's
+``push_to_gateway`` over our bounded transport.Sender): live gauges of the newest values and cumulative counters while
 the job runs; the final push adds the run summary (duration, peaks, means, totals,
 recommendation, whether it failed, rows the export dropped). The group is ``job``
 (``resource_tracker``) and ``instance`` (the host name), plus the Metaflow ids (flow,
@@ -15,6 +15,7 @@ from typing import Dict, List, Optional
 from ..registry import column
 from .context import Identity
 from .metrics import INSIGHTS, RECOMMENDATION, SUMMARY_FIELDS, exported, summary_metric
+from .transport import Sender
 
 
 def grouping_key(identity: Identity) -> Dict[str, str]:
@@ -40,9 +41,10 @@ class _Snapshot:
 class PushgatewaySink:
     name = "pushgateway"
 
-    def __init__(self, url: str, job: str, identity: Identity, tables):
+    def __init__(self, url: str, job: str, identity: Identity, tables, sender: Sender):
         import prometheus_client  # noqa: F401 (fails here, not in the sender, when missing)
 
+        self._sender = sender
         self._url = url
         self._job = job
         self._key = grouping_key(identity)
@@ -76,8 +78,18 @@ class PushgatewaySink:
         registry = CollectorRegistry(auto_describe=False)
         registry.register(_Snapshot(families))
         push_to_gateway(
-            self._url, job=self._job, registry=registry, grouping_key=self._key, timeout=timeout
+            self._url,
+            job=self._job,
+            registry=registry,
+            grouping_key=self._key,
+            timeout=timeout,
+            handler=self._handler,
         )
+
+    def _handler(self, url, method, timeout, headers, data):
+        """prometheus-client's request hook: the push goes through our bounded Sender (one
+        deadline, no body read, no redirect followed, abortable at stop())."""
+        return lambda: self._sender.request(method, url, data, dict(headers), timeout)
 
     @staticmethod
     def _gauge(name, documentation, value):

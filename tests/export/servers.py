@@ -221,3 +221,115 @@ def data_points(requests):
 
 def _any_value(value):
     return getattr(value, value.WhichOneof("value"))
+
+
+class HostileServer:
+    """A loopback HTTP endpoint that answers every request badly, in a process of its own (its
+    memory, threads and sockets are not the test's). mode:
+
+    - ``endless``: 200 with a chunked body that never ends;
+    - ``huge``: 200 with a 2 GiB body (Content-Length), streamed;
+    - ``drip``: the status line and a header a byte per ``drip`` seconds, never finished;
+    - ``redirect-loop``: 307 to itself; ``redirect-away``: 302 to ``location``.
+
+    ``requests``: how many requests it has answered or begun to answer (read from its
+    output), for tests that wait until the target has been tried."""
+
+    def __init__(self, mode: str, location: str = "", drip: float = 1.0):
+        import sys
+
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "hostile", mode, location, str(drip)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.url = f"http://127.0.0.1:{int(self.proc.stdout.readline())}"
+        self.requests = 0
+        self._counter = threading.Thread(target=self._count, daemon=True)
+        self._counter.start()
+
+    def _count(self) -> None:
+        for _ in self.proc.stdout:
+            self.requests += 1
+
+    def wait_requests(self, n: int, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self.requests < n:
+            assert time.monotonic() < deadline, f"{self.requests} requests in {timeout} s"
+            time.sleep(0.02)
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
+
+
+def _read_request(conn: socket.socket) -> bytes:
+    """The request line and headers (and the body, by Content-Length) of one request."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(body) < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return head
+
+
+def _hostile_answer(conn: socket.socket, mode: str, location: str, drip: float, own: str):
+    import itertools
+
+    try:
+        head = _read_request(conn)
+        path = head.split(b" ")[1].decode() if head.count(b" ") >= 2 else "/"
+        print("request", flush=True)
+        if mode == "drip":
+            for byte in itertools.chain(b"HTTP/1.1 200 OK\r\nX-Drip: ", itertools.repeat(97)):
+                conn.sendall(bytes([byte]))
+                time.sleep(drip)
+        elif mode in ("endless", "huge"):
+            framing = "Transfer-Encoding: chunked" if mode == "endless" else "Content-Length: 2147483648"
+            conn.sendall(f"HTTP/1.1 200 OK\r\n{framing}\r\n\r\n".encode())
+            block = bytes(65536)
+            chunk = b"10000\r\n" + block + b"\r\n" if mode == "endless" else block
+            for _ in range(1 << 15 if mode == "huge" else 1 << 62):
+                conn.sendall(chunk)
+        else:
+            status = "307 Temporary Redirect" if mode == "redirect-loop" else "302 Found"
+            where = own + path if mode == "redirect-loop" else location
+            conn.sendall(
+                f"HTTP/1.1 {status}\r\nLocation: {where}\r\nContent-Length: 0\r\n\r\n".encode()
+            )
+    except OSError:
+        pass
+    finally:
+        conn.close()
+
+
+def _serve_hostile(mode: str, location: str, drip: float) -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    port = listener.getsockname()[1]
+    print(port, flush=True)
+    own = f"http://127.0.0.1:{port}"
+    while True:
+        conn, _ = listener.accept()
+        args = (conn, mode, location, drip, own)
+        threading.Thread(target=_hostile_answer, args=args, daemon=True).start()
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1] == "hostile":
+        _serve_hostile(sys.argv[2], sys.argv[3], float(sys.argv[4]))

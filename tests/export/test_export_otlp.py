@@ -6,6 +6,7 @@ real protocol (servers.OtlpReceiver)."""
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 from servers import OtlpReceiver, data_points
@@ -16,7 +17,9 @@ from resource_tracker.export.metrics import EXPORTED, SEMCONV
 
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 
-WORK = """
+SECRET = "token=hunter2-not-for-the-collector"
+WORK = f"""
+# {SECRET}
 block = bytearray(64 * 1024 * 1024)
 for i in range(0, len(block), 4096):
     block[i] = 1
@@ -112,9 +115,10 @@ def test_otlp_names_units_attributes_and_values(monkeypatch, receiver):
 
 
 def test_otlp_resource_and_standard_variables(monkeypatch, receiver):
-    """host.name, process.pid, process.command_line on the resource; OTEL_RESOURCE_ATTRIBUTES
-    and OTEL_SERVICE_NAME win over ours; OTEL_EXPORTER_OTLP_HEADERS goes on every request;
-    OTEL_EXPORTER_OTLP_METRICS_ENDPOINT takes precedence over OTEL_EXPORTER_OTLP_ENDPOINT."""
+    """host.name, process.pid, process.executable.name on the resource (not the command
+    line: see the next test); OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME win over ours;
+    OTEL_EXPORTER_OTLP_HEADERS goes on every request; OTEL_EXPORTER_OTLP_METRICS_ENDPOINT
+    takes precedence over OTEL_EXPORTER_OTLP_ENDPOINT."""
     import socket
 
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", receiver.url + "/v1/metrics")
@@ -124,16 +128,38 @@ def test_otlp_resource_and_standard_variables(monkeypatch, receiver):
         OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:9",  # overridden by the metrics one
         OTEL_RESOURCE_ATTRIBUTES="deployment.environment.name=ci,team=ml",
         OTEL_SERVICE_NAME="training-job",
-        OTEL_EXPORTER_OTLP_HEADERS="x-api-key=s3cret",
+        OTEL_EXPORTER_OTLP_HEADERS="x-api-key=s3cret,x-team=ml%20ops",
     )
     assert receiver.requests, tracker.stats()["export"]
     resource = data_points(receiver.requests)[0]["resource"]
     assert resource["host.name"] == socket.gethostname()
     assert resource["process.pid"] == pid
-    assert "-c" in resource["process.command_line"]
+    assert resource["process.executable.name"] == os.path.basename(sys.executable)
     assert resource["service.name"] == "training-job"
     assert resource["team"] == "ml" and resource["deployment.environment.name"] == "ci"
     assert all(h.get("x-api-key") == "s3cret" for h in receiver.headers)
+    assert all(h.get("x-team") == "ml ops" for h in receiver.headers)  # percent-decoded
+
+
+@pytest.mark.parametrize("opt_in", [None, "1"])
+def test_otlp_sends_the_command_line_only_when_asked(monkeypatch, receiver, opt_in):
+    """argv may hold secrets: the executable's name goes, the whole command line only with
+    RESOURCE_TRACKER_EXPORT_COMMAND_LINE=1."""
+    if opt_in:
+        monkeypatch.setenv("RESOURCE_TRACKER_EXPORT_COMMAND_LINE", opt_in)
+    tracker, pid = _tracked_run(monkeypatch, receiver)
+    assert receiver.requests, tracker.stats()["export"]
+    secret = SECRET.encode()
+    sent = [r.SerializeToString() for r in receiver.requests]
+    resource = data_points(receiver.requests)[0]["resource"]
+    assert resource["process.executable.name"] == os.path.basename(sys.executable)
+    if opt_in:
+        assert SECRET in resource["process.command_line"]
+        assert all(secret in body for body in sent)
+    else:
+        assert "process.command_line" not in resource
+        assert not any(secret in body for body in sent)
+    assert SECRET in tracker.command  # the tracker itself still knows it
 
 
 def test_semconv_names_are_the_official_ones():
