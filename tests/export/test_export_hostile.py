@@ -62,11 +62,12 @@ def _point_at(monkeypatch, target: str, url: str) -> None:
 
 def _preload_sdk():
     """The SDK's modules imported before the baseline (their memory is not the endpoint's)."""
-    from resource_tracker.export import otlp, pushgateway  # noqa: F401
-
-    otlp._preferences("http://127.0.0.1:9/v1/metrics")
     import opentelemetry.exporter.otlp.proto.common.metrics_encoder  # noqa: F401
+    import opentelemetry.exporter.otlp.proto.http.metric_exporter  # noqa: F401
     import opentelemetry.sdk.metrics  # noqa: F401
+    import prometheus_client  # noqa: F401
+
+    from resource_tracker.export import otlp, pushgateway  # noqa: F401
 
 
 @pytest.mark.parametrize("mode", ["endless", "huge"])
