@@ -83,7 +83,8 @@ def _executable(pid: int, command: str) -> str:
     from .._launch import _read_proc_file
 
     try:
-        argv0 = _read_proc_file(f"/proc/{pid}/cmdline").split(b"\0", 1)[0].decode("utf-8", "replace")
+        raw = _read_proc_file(f"/proc/{pid}/cmdline")
+        argv0 = raw.split(b"\0", 1)[0].decode("utf-8", "replace")
     except OSError:
         argv0 = ""
     argv0 = argv0 or (command.split() or [""])[0]

@@ -1,11 +1,11 @@
 """Prometheus Pushgateway export (``pip install 'resource-tracker[prometheus]'``).
 
 Every point replaces the run's group on the Pushgateway (HTTP PUT, prometheus-client's
-``push_to_gateway`` over our bounded transport.Sender): live gauges of the newest values and cumulative counters while
-the job runs; the final push adds the run summary (duration, peaks, means, totals,
-recommendation, whether it failed, rows the export dropped). The group is ``job``
-(``resource_tracker``) and ``instance`` (the host name), plus the Metaflow ids (flow,
-run_id, step, task_id) inside a Metaflow task, else the tracked pid.
+``push_to_gateway``, its request made by our bounded transport.Sender): live gauges of the
+newest values and cumulative counters while the job runs; the final push adds the run
+summary (duration, peaks, means, totals, recommendation, whether it failed, rows the export
+dropped). The group is ``job`` (``resource_tracker``) and ``instance`` (the host name), plus
+the Metaflow ids (flow, run_id, step, task_id) inside a Metaflow task, else the tracked pid.
 """
 
 from __future__ import annotations

@@ -297,7 +297,9 @@ def _hostile_answer(conn: socket.socket, mode: str, location: str, drip: float, 
                 conn.sendall(bytes([byte]))
                 time.sleep(drip)
         elif mode in ("endless", "huge"):
-            framing = "Transfer-Encoding: chunked" if mode == "endless" else "Content-Length: 2147483648"
+            framing = (
+                "Transfer-Encoding: chunked" if mode == "endless" else "Content-Length: 2147483648"
+            )
             conn.sendall(f"HTTP/1.1 200 OK\r\n{framing}\r\n\r\n".encode())
             block = bytes(65536)
             chunk = b"10000\r\n" + block + b"\r\n" if mode == "endless" else block
