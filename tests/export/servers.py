@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import gzip
 import http.server
 import json
 import os
@@ -22,6 +23,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+import zlib
 
 import pytest
 
@@ -138,7 +140,8 @@ class OtlpReceiver:
     until closed); the fault modes answer a Pushgateway's PUT the same way. requests: the
     decoded ExportMetricsServiceRequest messages; headers: the HTTP headers of each request."""
 
-    def __init__(self, mode: str = "ok"):
+    def __init__(self, mode: str = "ok", tls=None):
+        """tls: (certificate file, key file) to answer over https."""
         from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
             ExportMetricsServiceRequest,
             ExportMetricsServiceResponse,
@@ -162,6 +165,11 @@ class OtlpReceiver:
                     self.send_response(500)
                     self.end_headers()
                     return
+                encoding = (self.headers.get("Content-Encoding") or "").lower()
+                if encoding == "gzip":
+                    body = gzip.decompress(body)
+                elif encoding == "deflate":
+                    body = zlib.decompress(body)
                 message = ExportMetricsServiceRequest()
                 message.ParseFromString(body)
                 receiver.requests.append(message)
@@ -181,7 +189,15 @@ class OtlpReceiver:
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        scheme = "http"
+        if tls is not None:
+            import ssl
+
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://127.0.0.1:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self._thread.start()
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 import threading
 import time
 
@@ -211,3 +213,76 @@ def test_a_forked_childs_stop_returns_at_once(monkeypatch):
         receiver.close()
     assert child["final"] == "not sent (forked child)", child
     assert child["took"] < pipeline.FINISH_TIMEOUT_S, child
+
+
+def _self_signed(folder) -> tuple:
+    """(certificate, key) files of a self-signed certificate for 127.0.0.1 (openssl)."""
+    cert, key = str(folder / "cert.pem"), str(folder / "key.pem")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", key, "-out", cert],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_otlp_over_https_trusts_the_certificate_variable(tmp_path, monkeypatch, fast):
+    """The bounded client speaks TLS: an https receiver with a self-signed certificate gets
+    every export when OTEL_EXPORTER_OTLP_CERTIFICATE names it, none without (the system's
+    trust store does not hold it: a failure, counted)."""
+    cert, key = _self_signed(tmp_path)
+    receiver = OtlpReceiver(tls=(cert, key))
+    try:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+        untrusted = ResourceTracker(interval=0.1, export="otlp")
+        untrusted.wait_for_samples(5, timeout=30)
+        untrusted.stop()
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", cert)
+        trusted = ResourceTracker(interval=0.1, export="otlp")
+        trusted.wait_for_samples(5, timeout=30)
+        trusted.stop()
+    finally:
+        receiver.close()
+    refused = untrusted.stats()["export"]["targets"]["otlp"]
+    assert refused["sent"] == 0 and "CERTIFICATE_VERIFY_FAILED" in refused["last_error"], refused
+    report = trusted.stats()["export"]["targets"]["otlp"]
+    assert report["final"] == "sent" and report["failures"] == 0, report
+    assert len(receiver.requests) == report["sent"] >= 1
+
+
+@pytest.mark.parametrize("compression", ["gzip", "deflate"])
+def test_otlp_compression_variable(compression, monkeypatch, fast):
+    """OTEL_EXPORTER_OTLP_COMPRESSION: the body is compressed and says so; the receiver
+    decodes every export."""
+    receiver = OtlpReceiver()
+    try:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", compression.upper())
+        tracker = ResourceTracker(interval=0.1, export="otlp")
+        tracker.wait_for_samples(5, timeout=30)
+        tracker.stop()
+    finally:
+        receiver.close()
+    report = tracker.stats()["export"]["targets"]["otlp"]
+    assert report["final"] == "sent" and len(receiver.requests) == report["sent"], report
+    assert all(h["Content-Encoding"] == compression for h in receiver.headers)
+
+
+@pytest.mark.parametrize(
+    "variable,value,expected",
+    [
+        ("OTEL_EXPORTER_OTLP_COMPRESSION", "brotli", "gzip"),
+        ("OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "soon", "seconds"),
+        ("OTEL_EXPORTER_OTLP_TIMEOUT", "inf", "seconds"),
+        ("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key", "key=value"),
+    ],
+)
+def test_bad_otlp_variables_fail_at_construction(variable, value, expected, monkeypatch):
+    """The other OTLP variables are checked at construction too: one ValueError naming the
+    variable and what to give."""
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ValueError) as error:
+        ResourceTracker(interval=0.1, export="otlp")
+    assert variable in str(error.value) and expected in str(error.value), str(error.value)
