@@ -106,7 +106,9 @@ def test_a_dripping_endpoint_leaves_no_thread_or_socket(target, monkeypatch, fas
         _point_at(monkeypatch, target, server.url)
         _preload_sdk()
         threads, sockets = len(_export_threads()), _sockets()
-        trackers = [ResourceTracker(interval=0.1, export=target) for _ in range(8)]
+        trackers = [
+            ResourceTracker(interval=0.1, export=target, discover_cloud=False) for _ in range(8)
+        ]
         server.wait_requests(8)  # every tracker's sender is in a dripping send
         for tracker in trackers:
             tracker.stop()
