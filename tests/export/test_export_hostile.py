@@ -217,6 +217,15 @@ def test_a_forked_childs_stop_returns_at_once(monkeypatch):
     assert child["took"] < pipeline.FINISH_TIMEOUT_S, child
 
 
+def _wait_report(tracker, done, target: str = "otlp", timeout: float = 60.0) -> None:
+    """Until done(the target's live export report) holds (a loaded machine imports the SDK
+    slowly: the first send may come late)."""
+    deadline = time.monotonic() + timeout
+    while not done(tracker.export_report()["targets"][target]):
+        assert time.monotonic() < deadline, tracker.export_report()
+        time.sleep(0.02)
+
+
 def _self_signed(folder) -> tuple:
     """(certificate, key) files of a self-signed certificate for 127.0.0.1 (openssl)."""
     cert, key = str(folder / "cert.pem"), str(folder / "key.pem")
@@ -230,7 +239,7 @@ def _self_signed(folder) -> tuple:
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
-def test_otlp_over_https_trusts_the_certificate_variable(tmp_path, monkeypatch, fast):
+def test_otlp_over_https_trusts_the_certificate_variable(tmp_path, monkeypatch):
     """The bounded client speaks TLS: an https receiver with a self-signed certificate gets
     every export when OTEL_EXPORTER_OTLP_CERTIFICATE names it, none without (the system's
     trust store does not hold it: a failure, counted)."""
@@ -239,15 +248,16 @@ def test_otlp_over_https_trusts_the_certificate_variable(tmp_path, monkeypatch, 
     try:
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
         untrusted = ResourceTracker(interval=0.1, export="otlp")
-        untrusted.wait_for_samples(5, timeout=30)
+        _wait_report(untrusted, lambda r: r["failures"] >= 1)
+        refused = untrusted.export_report()["targets"]["otlp"]
         untrusted.stop()
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", cert)
         trusted = ResourceTracker(interval=0.1, export="otlp")
-        trusted.wait_for_samples(5, timeout=30)
+        _wait_report(trusted, lambda r: r["sent"] >= 1)
         trusted.stop()
     finally:
         receiver.close()
-    refused = untrusted.stats()["export"]["targets"]["otlp"]
+    assert untrusted.stats()["export"]["targets"]["otlp"]["sent"] == 0
     assert refused["sent"] == 0 and "CERTIFICATE_VERIFY_FAILED" in refused["last_error"], refused
     report = trusted.stats()["export"]["targets"]["otlp"]
     assert report["final"] == "sent" and report["failures"] == 0, report
@@ -255,7 +265,7 @@ def test_otlp_over_https_trusts_the_certificate_variable(tmp_path, monkeypatch, 
 
 
 @pytest.mark.parametrize("compression", ["gzip", "deflate"])
-def test_otlp_compression_variable(compression, monkeypatch, fast):
+def test_otlp_compression_variable(compression, monkeypatch):
     """OTEL_EXPORTER_OTLP_COMPRESSION: the body is compressed and says so; the receiver
     decodes every export."""
     receiver = OtlpReceiver()
@@ -263,7 +273,7 @@ def test_otlp_compression_variable(compression, monkeypatch, fast):
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_COMPRESSION", compression.upper())
         tracker = ResourceTracker(interval=0.1, export="otlp")
-        tracker.wait_for_samples(5, timeout=30)
+        _wait_report(tracker, lambda r: r["sent"] >= 1)
         tracker.stop()
     finally:
         receiver.close()
