@@ -132,9 +132,9 @@ class Sender:
                 return status
             raise SendError(_refusal(status, response))
         finally:
-            with self._lock:
+            with self._lock:  # closed under the lock: abort() never shuts a reused descriptor
                 self._conn = None
-            conn.close()
+                conn.close()
 
     def _open(self, url: str, timeout: float, deadline: float):
         scheme, host, port, path, proxy = _target(url)
@@ -162,11 +162,11 @@ class Sender:
         with self._lock:
             self._aborted.set()
             sock = self._conn.sock if self._conn is not None else None
-        if sock is not None:
-            try:
-                socket.socket.shutdown(sock, socket.SHUT_RDWR)
-            except OSError:
-                pass
+            if sock is not None:
+                try:
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
+                except OSError:
+                    pass
 
 
 def _refusal(status: int, response: http.client.HTTPResponse) -> str:
