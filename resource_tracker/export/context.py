@@ -79,9 +79,15 @@ def identity_of(tracker, command_line: bool = False) -> Identity:
 
 
 def _executable(pid: int, command: str) -> str:
-    """The base name of pid's argv[0] (of the command's first word when /proc has none)."""
+    """The executable's name, as the semantic conventions ask: the base name of
+    /proc/<pid>/exe's target, else of argv[0] (another user's process), else of the
+    command's first word."""
     from .._launch import _read_proc_file
 
+    try:
+        return os.path.basename(os.readlink(f"/proc/{pid}/exe"))
+    except OSError:
+        pass
     try:
         raw = _read_proc_file(f"/proc/{pid}/cmdline")
         argv0 = raw.split(b"\0", 1)[0].decode("utf-8", "replace")

@@ -134,7 +134,7 @@ def test_otlp_resource_and_standard_variables(monkeypatch, receiver):
     resource = data_points(receiver.requests)[0]["resource"]
     assert resource["host.name"] == socket.gethostname()
     assert resource["process.pid"] == pid
-    assert resource["process.executable.name"] == os.path.basename(sys.executable)
+    assert resource["process.executable.name"] == os.path.basename(os.path.realpath(sys.executable))
     assert resource["service.name"] == "training-job"
     assert resource["team"] == "ml" and resource["deployment.environment.name"] == "ci"
     assert all(h.get("x-api-key") == "s3cret" for h in receiver.headers)
@@ -152,7 +152,7 @@ def test_otlp_sends_the_command_line_only_when_asked(monkeypatch, receiver, opt_
     secret = SECRET.encode()
     sent = [r.SerializeToString() for r in receiver.requests]
     resource = data_points(receiver.requests)[0]["resource"]
-    assert resource["process.executable.name"] == os.path.basename(sys.executable)
+    assert resource["process.executable.name"] == os.path.basename(os.path.realpath(sys.executable))
     if opt_in:
         assert SECRET in resource["process.command_line"]
         assert all(secret in body for body in sent)
