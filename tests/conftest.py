@@ -45,6 +45,13 @@ NETWORK_REMOVED = (
     "OTEL_EXPORTER_OTLP_METRICS_HEADERS",
     "OTEL_RESOURCE_ATTRIBUTES",
     "OTEL_SERVICE_NAME",
+    "RESOURCE_TRACKER_EXPORT_COMMAND_LINE",
+    # the other OTLP variables resource-tracker reads (both forms)
+    *(
+        f"OTEL_EXPORTER_OTLP_{form}{name}"
+        for form in ("", "METRICS_")
+        for name in ("TIMEOUT", "COMPRESSION", "CERTIFICATE", "CLIENT_CERTIFICATE", "CLIENT_KEY")
+    ),
 )
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
