@@ -295,6 +295,36 @@ read_stat(ProcTree *tree, ProcEntry *entry)
     return 0;
 }
 
+/* Non-zero when the entry (its stat read) is the root process: the root's pid, and the start
+ * time the root had when first seen (a process that got the pid after the root exited is not
+ * the root, nor is any once the root was seen gone). */
+static int
+is_root(ProcTree *tree, const ProcEntry *entry)
+{
+    if (entry->pid != tree->root || tree->root_ended)
+        return 0;
+    if (!tree->root_seen) {
+        tree->root_seen = 1;
+        tree->root_starttime = entry->stat.starttime;
+    }
+    if (entry->stat.starttime == tree->root_starttime)
+        return 1;
+    tree->root_ended = 1;
+    return 0;
+}
+
+/* Notes a member that left the tree among the vanished (when it is the root, no process is
+ * the root again): 0, or -1 on ENOMEM. Not a member: nothing to note. */
+static int
+push_vanished(ProcTree *tree, const ProcEntry *entry)
+{
+    if (!entry->member)
+        return 0;
+    if (entry->pid == tree->root)
+        tree->root_ended = 1;
+    return entries_push(&tree->vanished, entry);
+}
+
 /* Settles an entry's membership by itself when it can (known already, the root, gone, no
  * parent listed): 1 or 0. Else -1, with *parent the index of the parent it follows. */
 static int
@@ -310,7 +340,7 @@ classify_self(ProcTree *tree, EntryVec *vec, long idx, long *parent)
             entry->gone = 1;
         } else {
             entry->starttime = entry->stat.starttime;
-            if (entry->pid == tree->root || (tree->adopter > 0 && entry->ppid == tree->adopter))
+            if (is_root(tree, entry) || (tree->adopter > 0 && entry->ppid == tree->adopter))
                 member = 1; /* the root, or a process the CLI adopted as subreaper */
             else if (tree->follow_children && entry->ppid > 0) {
                 *parent = entries_find(vec, entry->ppid);
@@ -366,7 +396,7 @@ merge_listing(ProcTree *tree)
         if (j >= tree->listing_len ||
             (i < prev->len && prev->items[i].pid < tree->listing[j].pid)) {
             close_kept(tree, &prev->items[i]);
-            if (prev->items[i].member && entries_push(&tree->vanished, &prev->items[i]) != 0)
+            if (push_vanished(tree, &prev->items[i]) != 0)
                 return -1;
             i++;
         } else if (i >= prev->len || tree->listing[j].pid < prev->items[i].pid) {
@@ -589,7 +619,7 @@ verify_reused(ProcTree *tree, ProcEntry *entry)
     if (entry->stat.starttime == old.starttime)
         return 0;
     close_kept(tree, &old);
-    if (old.member && entries_push(&tree->vanished, &old) != 0)
+    if (push_vanished(tree, &old) != 0)
         return -1;
     {
         ProcEntry fresh;
@@ -975,11 +1005,12 @@ refresh_entries(ProcTree *tree)
             classify(tree, vec, (long)i);
     for (i = 0; i < vec->len; i++) {
         ProcEntry *e = &vec->items[i];
-        if (e->member && !e->gone && read_stat(tree, e) != 0)
-            e->gone = 1;
+        if (e->member && !e->gone &&
+            (read_stat(tree, e) != 0 || e->stat.starttime != e->starttime))
+            e->gone = 1; /* exited, or its pid went to another process since it was listed */
         if (e->gone) {
             close_kept(tree, e);
-            if (e->member && entries_push(&tree->vanished, e) != 0)
+            if (push_vanished(tree, e) != 0)
                 return -1;
             continue;
         }

@@ -129,6 +129,11 @@ typedef struct ProcTree {
     int proc_fd;
     void *dir; /* DIR* over proc_fd, rewound each tick */
     pid_t root;
+    /* the root's identity: its start time (field 22 of stat), known once it was first seen;
+     * a process with the root's pid and another start time is not the root (a reused pid),
+     * and once the root was seen gone no process is taken for it again */
+    unsigned long long root_starttime;
+    int root_seen, root_ended;
     pid_t adopter; /* > 0: its children are members too (a subreaper running the root) */
     int follow_children;
     int count_processes; /* the processes on the system are wanted (the system table) */

@@ -29,6 +29,7 @@ from ._launch import (  # noqa: F401  (what starting a tracker takes; importable
     _default_method,
     _export_settings,
     _new_sampler,
+    _process_start,
     _start_cloud_discovery,
 )
 from ._results import TrackerResults
@@ -99,6 +100,7 @@ class ResourceTracker(TrackerResults):
         )
         self.method = method or _default_method()
         self.command = _command_line(self.pid)
+        self._root_start = _process_start(self.pid)  # with the pid: the root's identity
         self.label: Optional[str] = None
         self.extra: Dict[str, Any] = {}
         self._server_info: Optional[Dict[str, Any]] = None
@@ -202,10 +204,15 @@ class ResourceTracker(TrackerResults):
             start_job = getattr(self, "_cgroup_job", None)
             _background.settle(self._sampler, start_job)
             self._cgroup_job = _background.submit(lambda: self._read_cgroup_end(start_job))
-        if was_running and self.pid != os.getpid():
+        if was_running and self.pid != os.getpid() and self._root_is_there():
             # a child seen before its exec showed its parent's command line (or none)
             self.command = _command_line(self.pid) or self.command
         self._finish_export(failed)
+
+    def _root_is_there(self) -> bool:
+        """True when the process with the tracked pid is still the root (the same start
+        time): after the root exited, its pid may go to another process."""
+        return _process_start(self.pid) == getattr(self, "_root_start", None)
 
     # -- export ----------------------------------------------------------------------
 

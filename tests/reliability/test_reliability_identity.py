@@ -1,0 +1,121 @@
+"""Hardening, round two (issue 25, items 4, 5 and 11): each test fails on the code before.
+
+- A reused pid: the root is (pid, start time). In a pid namespace of its own (pids small and
+  predictable, ``ns_last_pid`` writable) the root exits and a 300 MiB process gets its pid:
+  the run reports neither that process's memory nor its command line (both backends; with
+  readings between, and with only the baseline and the final reading).
+- No thread can be created (RLIMIT_NPROC as a non-root real user): ``stop()`` returns, the
+  end figures are read in the caller and ``stats()['data_quality']`` says so; ``stats()``
+  and ``report()`` work.
+- A ``KeyboardInterrupt`` landing in ``start()`` (a trace hook raises it at a chosen line)
+  leaves no tracker behind: descriptors back to where they were, no uncollectable cycle.
+- The descriptor margin counts the sampler's own descriptors: at RLIMIT_NOFILE 16 the
+  application can open every descriptor but the sampler's permanent ones.
+
+Each runs its workload in a fresh interpreter (a namespace, a limit or a lost thread stays
+there), which inherits the environment (the backend under test).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+
+
+def _python(code, argv=(), prefix=(), preexec_fn=None, timeout=120):
+    """Runs code in a fresh interpreter (after ``prefix``, e.g. unshare): the JSON it prints
+    last, or a failed test with its stderr."""
+    proc = subprocess.run(
+        [*prefix, sys.executable, "-c", textwrap.dedent(code), *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        preexec_fn=preexec_fn,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# -- a reused pid ------------------------------------------------------------------------
+
+REUSE = """
+    import json, os, subprocess, sys
+    from resource_tracker import ResourceTracker
+
+    interval, readings = float(sys.argv[1]), int(sys.argv[2])
+    HOG = ("import sys; b = bytearray(300 << 20); b[::4096] = b'x' * (len(b) // 4096); "
+           "print('ready', flush=True); sys.stdin.read()")
+
+    def start_ticks(pid):
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+
+    def rss_kib(pid):
+        with open(f"/proc/{pid}/status") as f:
+            return int(next(l for l in f if l.startswith("VmRSS:")).split()[1])
+
+    root = subprocess.Popen(["sleep", "60"])
+    while open(f"/proc/{root.pid}/cmdline", "rb").read() != b"sleep\\0" + b"60\\0":
+        pass  # exec'd: the tracker reads the root's own command line
+    root_ticks = start_ticks(root.pid)
+    tracker = ResourceTracker(pid=root.pid, interval=interval, discover_cloud=False)
+    tracker.wait_for_samples(readings)
+    root.kill()
+    root.wait()
+    while True:  # the next pid handed out is the root's, to a process started later
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(root.pid - 1))
+        hog = subprocess.Popen([sys.executable, "-c", HOG, "hog-marker"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert hog.stdout.readline() == b"ready\\n"
+        if hog.pid == root.pid and start_ticks(hog.pid) != root_ticks:
+            break
+        hog.kill()
+        hog.wait()
+    tracker.wait_for_samples(tracker.n_samples + readings)
+    tracker.stop()
+    stats = tracker.stats()
+    print(json.dumps(dict(
+        root=root.pid, hog=hog.pid, hog_rss=rss_kib(hog.pid), n=tracker.n_samples,
+        memory_max=stats["process_memory"]["max"], hwm=tracker.memory_hwm,
+        command=tracker.command, memory_ask=tracker.recommend_resources()["memory"])))
+    hog.kill()
+    hog.wait()
+"""
+
+
+@needs_root
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare (util-linux)")
+@pytest.mark.parametrize(
+    "interval, readings", [(3600.0, 0), (0.05, 3)], ids=["final-reading-only", "readings-between"]
+)
+def test_identity_reused_root_pid_is_not_the_run(backend, interval, readings):
+    """The root exits and a 300 MiB process gets its pid (a pid namespace of its own): the
+    run's memory, kernel peak, recommendation and command line stay the root's (a `sleep`
+    of ~2 MiB). The old code reported 300 MiB, a 512 MiB recommendation and the hog's
+    command line."""
+    r = _python(
+        REUSE,
+        argv=(str(interval), str(readings)),
+        prefix=("unshare", "--pid", "--fork", "--mount-proc"),
+    )
+    print(f"pid reuse ({backend.name}, {interval} s): {r}")
+    assert r["hog"] == r["root"]  # the pid was reused
+    assert r["hog_rss"] > 250 * 1024  # the ground truth: the hog holds ~300 MiB
+    assert r["memory_max"] < r["hog_rss"] / 10
+    assert r["hwm"] is None or r["hwm"] < r["hog_rss"] / 10
+    assert r["memory_ask"] < 512
+    assert "hog-marker" not in r["command"] and r["command"] == "sleep 60"
