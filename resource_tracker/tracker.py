@@ -204,6 +204,8 @@ class ResourceTracker(TrackerResults):
             start_job = getattr(self, "_cgroup_job", None)
             _background.settle(self._sampler, start_job)
             self._cgroup_job = _background.submit(lambda: self._read_cgroup_end(start_job))
+            # no thread could be made: read here (stats()["data_quality"] says so)
+            self._read_in_caller = self._cgroup_job.in_caller
         if was_running and self.pid != os.getpid() and self._root_is_there():
             # a child seen before its exec showed its parent's command line (or none)
             self.command = _command_line(self.pid) or self.command

@@ -119,3 +119,60 @@ def test_identity_reused_root_pid_is_not_the_run(backend, interval, readings):
     assert r["hwm"] is None or r["hwm"] < r["hog_rss"] / 10
     assert r["memory_ask"] < 512
     assert "hog-marker" not in r["command"] and r["command"] == "sleep 60"
+
+
+# -- no thread can be created ------------------------------------------------------------
+
+NO_THREADS = """
+    import _thread, json, resource, threading
+    from resource_tracker import ResourceTracker
+
+    tracker = ResourceTracker(interval=0.05, discover_cloud=False)
+    assert tracker.wait_for_samples(3)
+    resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))  # this process has more threads already
+    try:
+        _thread.start_new_thread(print, ())
+        blocked = False
+    except RuntimeError:
+        blocked = True  # the ground truth: no thread can be created now
+    errors = []
+    for name, call in [("stop", tracker.stop), ("stats", tracker.stats),
+                       ("report", tracker.report), ("stats again", tracker.stats)]:
+        try:
+            call()
+        except Exception as exc:
+            errors.append(f"{name}: {type(exc).__name__}: {exc}")
+    stats = tracker.stats() if not errors else {}
+    html = str(tracker.report()) if not errors else ""
+    print(json.dumps(dict(
+        blocked=blocked, errors=errors, state=tracker.status,
+        quality=stats.get("data_quality"), cgroup="cgroup" in stats,
+        note_in_report="read in the caller of stop()" in html,
+        threads=threading.active_count())))
+"""
+
+
+def _nobody_keeping_root_files():
+    """preexec_fn: the real user becomes nobody (RLIMIT_NPROC counts and binds the real
+    user's processes) while the effective user stays root (the interpreter's files under
+    /root stay readable), without CAP_SYS_RESOURCE and CAP_SYS_ADMIN (which lift the limit)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (21, 24):  # CAP_SYS_ADMIN, CAP_SYS_RESOURCE: out of the bounding set
+        if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+    os.setresuid(65534, 0, 0)  # the exec then grants only the bounding set
+
+
+@needs_root
+def test_identity_stop_without_threads_degrades(backend):
+    """RLIMIT_NPROC reached (no thread can be created): stop() returns, stats() and
+    report() work, the cgroup's end figures are read in the caller and the data-quality
+    record (and the report) say so. The old code: stop() raised RuntimeError "can't start
+    new thread", report() too."""
+    r = _python(NO_THREADS, preexec_fn=_nobody_keeping_root_files)
+    print(f"no threads ({backend.name}): {r}")
+    assert r["blocked"]
+    assert r["errors"] == []
+    assert r["state"] == "finished"
+    assert "read in the caller" in r["quality"]["read_in_caller"]
+    assert r["note_in_report"]
