@@ -8,6 +8,7 @@ interface takes its place.
 
 from __future__ import annotations
 
+import _weakref  # builtin: no import cost
 import os
 
 # Only what constructing, starting and stopping a tracker needs is imported with the package,
@@ -187,7 +188,9 @@ class ResourceTracker(TrackerResults):
             self._autostarted = False  # this start() is the one the constructor already did
             return
         if self._sampler.state == "new":  # read beside the caller, after the baseline
-            self._cgroup_job = _background.after_baseline(self._sampler, self._read_cgroup_start)
+            self._cgroup_job = _background.after_baseline(
+                self._sampler, _weak_call(self, "_read_cgroup_start")
+            )
         self._sampler.start()
         self._start_export()
         if self.discover_cloud and self._cloud_job is None:
@@ -350,6 +353,21 @@ class ResourceTracker(TrackerResults):
             f"<ResourceTracker pid={self.pid} interval={self.interval} status={self.status} "
             f"samples={self.n_samples}>"
         )
+
+
+def _weak_call(obj: Any, method: str) -> Any:
+    """A function calling obj.method() that holds obj weakly: the C sampler holds the job
+    until its thread runs it, and a reference hidden from the garbage collector would keep
+    a tracker-sampler-job cycle alive (a KeyboardInterrupt inside start() then left the
+    tracker, its thread and its descriptors behind)."""
+    ref = _weakref.ref(obj)
+
+    def call() -> None:
+        target = ref()
+        if target is not None:
+            getattr(target, method)()
+
+    return call
 
 
 def data_quality_notes(stats: Optional[Mapping[str, Any]]) -> List[str]:
