@@ -234,3 +234,40 @@ def test_identity_interrupt_in_start_leaves_nothing():
     assert r["interrupted"] == 20
     assert r["left"] == 0
     assert r["after"] == r["base"]
+
+
+# -- the Metaflow card of a damaged artifact ---------------------------------------------
+
+
+def test_identity_card_of_a_damaged_artifact_says_what_is_wrong():
+    """The card of an artifact whose ``tracker`` is a string (or a list, or whose snapshot
+    or tables are damaged, or which is no dict) is a page naming the problem, never an
+    exception. The old code: AttributeError ('str' object has no attribute 'get')."""
+    pytest.importorskip("metaflow")
+    from metaflow_extensions.resource_tracker.plugins.cards.resource_tracker_card import (
+        tracked_resources_card as card,
+    )
+    from metaflow_extensions.resource_tracker.plugins.track_resources_decorator import (
+        build_artifact,
+    )
+
+    from resource_tracker import ResourceTracker
+
+    tracker = ResourceTracker(interval=0.05, discover_cloud=False)
+    tracker.wait_for_samples(2)
+    tracker.stop()
+    good = build_artifact(tracker, None, failed=False, label="Flow/1/train/2")
+    assert "cannot be shown" not in card.render_artifact(good)  # the real artifact renders
+    damaged = {
+        "tracker is a str": (dict(good, tracker="<b>snapshot</b>"), "&#x27;tracker&#x27; is a str"),
+        "tracker is a list": (dict(good, tracker=[1, 2]), "&#x27;tracker&#x27; is a list"),
+        "snapshot damaged": (
+            dict(good, tracker=dict(good["tracker"], interval="fast")),
+            "ValueError",
+        ),
+        "not a dict": ("resource data", "the artifact is a str"),
+    }
+    for name, (data, expected) in damaged.items():
+        page = card.render_artifact(data, label="Flow/1/train/2")
+        assert "cannot be shown" in page and expected in page, name
+        assert "<b>snapshot</b>" not in page  # escaped
