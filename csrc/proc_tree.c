@@ -1,5 +1,7 @@
 #include "proc_tree.h"
 
+#include "fd_budget.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -114,10 +116,14 @@ proc_tree_init(ProcTree *tree, const char *proc_root, pid_t root, int follow_chi
     if (tree->page_kib <= 0)
         tree->page_kib = 4;
     tree->pss_allowance = PSS_BUDGET_START;
-    tree->stat_fd = openat(tree->proc_fd, "stat", O_RDONLY | O_CLOEXEC);
-    tree->loadavg_fd = same_pid_namespace(tree->proc_fd)
-                           ? openat(tree->proc_fd, "loadavg", O_RDONLY | O_CLOEXEC)
-                           : -1;
+    tree->fd_limit = fd_limit_now();
+    tree->stat_fd = fd_keep_within(openat(tree->proc_fd, "stat", O_RDONLY | O_CLOEXEC),
+                                   tree->fd_limit);
+    tree->probe_pids = same_pid_namespace(tree->proc_fd);
+    tree->loadavg_fd =
+        tree->probe_pids
+            ? fd_keep_within(openat(tree->proc_fd, "loadavg", O_RDONLY | O_CLOEXEC), tree->fd_limit)
+            : -1;
     tree->last_pid = tree->pid_at_listing = tree->tasks = tree->tasks_at_listing = -1;
     return 0;
 }
@@ -186,34 +192,19 @@ close_kept(ProcTree *tree, ProcEntry *entry)
     entry->stat_fd = entry->io_fd = -1;
 }
 
-/* The margin of descriptor numbers left free above every kept descriptor. */
-static long
-fd_margin(const ProcTree *tree)
+static void
+close_fd(int *fd)
 {
-    return tree->fd_limit / 4 > FD_MARGIN_MIN ? tree->fd_limit / 4 : FD_MARGIN_MIN;
-}
-
-/* fd when the process can still open more than the margin beside it (the lowest free number
- * is given out first: a high one means few are left); else closes it: -1. Kept-open
- * descriptors are a saving, never worth taking the application's last ones. */
-static int
-fd_within_margin(const ProcTree *tree, int fd)
-{
-    if (fd < 0 || tree->fd_limit < 0 || (long)fd + fd_margin(tree) < tree->fd_limit)
-        return fd;
-    close(fd);
-    return -1;
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
 }
 
 /* Reads RLIMIT_NOFILE into tree->fd_limit (-1: none). */
 static void
 read_fd_limit(ProcTree *tree, double now)
 {
-    struct rlimit lim;
-
-    tree->fd_limit = -1;
-    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
-        tree->fd_limit = lim.rlim_cur > 0x7fffffff ? 0x7fffffff : (long)lim.rlim_cur;
+    tree->fd_limit = fd_limit_now();
     tree->fd_limit_at = now;
 }
 
@@ -230,21 +221,23 @@ shed_when_short(ProcTree *tree, double now)
 
     if (fresh)
         read_fd_limit(tree, now);
-    if (tree->kept_open == 0 || tree->fd_limit < 0)
+    if ((tree->kept_open == 0 && tree->stat_fd < 0 && tree->loadavg_fd < 0) || tree->fd_limit < 0)
         return;
     probe = fcntl(tree->proc_fd, F_DUPFD_CLOEXEC, 0);
     if (probe >= 0)
         close(probe);
-    if (probe >= 0 && (long)probe + fd_margin(tree) / 2 < tree->fd_limit)
+    if (probe >= 0 && (long)probe + fd_margin(tree->fd_limit) / 2 < tree->fd_limit)
         return;
     if (!fresh) { /* the application may have raised its limit since it was read */
         read_fd_limit(tree, now);
         if (tree->fd_limit < 0 ||
-            (probe >= 0 && (long)probe + fd_margin(tree) / 2 < tree->fd_limit))
+            (probe >= 0 && (long)probe + fd_margin(tree->fd_limit) / 2 < tree->fd_limit))
             return;
     }
     for (i = 0; i < vec->len; i++)
         close_kept(tree, &vec->items[i]);
+    close_fd(&tree->stat_fd); /* read by path from now on */
+    close_fd(&tree->loadavg_fd);
     tree->keep_blocked_til = now + KEEP_RETRY_S;
     tree->fd_sheds++;
 }
@@ -259,11 +252,21 @@ keep_open(ProcTree *tree, ProcEntry *entry)
         tree->keep_blocked_til > tree->now)
         return;
     snprintf(path, sizeof(path), "%d/stat", (int)entry->pid);
-    entry->stat_fd = fd_within_margin(tree, openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC));
+    entry->stat_fd = fd_keep_within(openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC), tree->fd_limit);
     snprintf(path, sizeof(path), "%d/io", (int)entry->pid);
-    entry->io_fd = fd_within_margin(tree, openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC));
+    entry->io_fd = fd_keep_within(openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC), tree->fd_limit);
     if (entry->stat_fd >= 0 || entry->io_fd >= 0)
         tree->kept_open++;
+}
+
+/* Reads a file under the procfs root through its kept descriptor, else by path: length, or
+ * -1. */
+static ssize_t
+read_kept_file(ProcTree *tree, int fd, const char *path)
+{
+    if (fd >= 0)
+        return textbuf_read_fd(&tree->buf, fd);
+    return textbuf_read_at(&tree->buf, tree->proc_fd, path);
 }
 
 /* Reads a per-process file through its kept descriptor, else by path: length, or -1. */
@@ -272,10 +275,8 @@ read_pid_file(ProcTree *tree, int fd, pid_t pid, const char *name)
 {
     char path[40];
 
-    if (fd >= 0)
-        return textbuf_read_fd(&tree->buf, fd);
     snprintf(path, sizeof(path), "%d/%s", (int)pid, name);
-    return textbuf_read_at(&tree->buf, tree->proc_fd, path);
+    return read_kept_file(tree, fd, path);
 }
 
 /* Reads /proc/<pid>/stat into the entry: 0, or -1 when the process is gone or unreadable. */
@@ -447,7 +448,7 @@ read_last_pid(ProcTree *tree)
     const char *space, *slash;
 
     tree->tasks = -1;
-    if (tree->loadavg_fd < 0 || textbuf_read_fd(&tree->buf, tree->loadavg_fd) < 0)
+    if (!tree->probe_pids || read_kept_file(tree, tree->loadavg_fd, "loadavg") < 0)
         return -1;
     slash = strchr(tree->buf.data, '/'); /* "0.00 0.01 0.05 1/134 4242": running/tasks */
     if (slash != NULL)
@@ -467,7 +468,7 @@ read_forks(ProcTree *tree, unsigned long long *forks, long *last_pid)
         *forks = (unsigned long long)*last_pid;
         return 0;
     }
-    if (tree->stat_fd < 0 || textbuf_read_fd(&tree->buf, tree->stat_fd) < 0)
+    if (read_kept_file(tree, tree->stat_fd, "stat") < 0)
         return -1;
     return parse_proc_stat_forks(tree->buf.data, forks);
 }
@@ -552,7 +553,7 @@ probe_new_pids(ProcTree *tree, long last_pid, int *count)
 static double
 listing_max_age(const ProcTree *tree)
 {
-    return tree->loadavg_fd >= 0 && !tree->count_processes ? PROBED_LISTING_MAX_AGE
+    return tree->probe_pids && !tree->count_processes ? PROBED_LISTING_MAX_AGE
                                                            : LISTING_MAX_AGE;
 }
 
@@ -1124,10 +1125,8 @@ proc_tree_free(ProcTree *tree)
 
     for (i = 0; i < tree->entries.len; i++)
         close_kept(tree, &tree->entries.items[i]);
-    if (tree->stat_fd >= 0)
-        close(tree->stat_fd);
-    if (tree->loadavg_fd >= 0)
-        close(tree->loadavg_fd);
+    close_fd(&tree->stat_fd);
+    close_fd(&tree->loadavg_fd);
     if (tree->dir)
         closedir((DIR *)tree->dir);
     if (tree->proc_fd >= 0)

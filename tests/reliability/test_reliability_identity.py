@@ -271,3 +271,49 @@ def test_identity_card_of_a_damaged_artifact_says_what_is_wrong():
         page = card.render_artifact(data, label="Flow/1/train/2")
         assert "cannot be shown" in page and expected in page, name
         assert "<b>snapshot</b>" not in page  # escaped
+
+
+# -- the descriptor margin ---------------------------------------------------------------
+
+SMALL_NOFILE = """
+    import json, os, resource, sys
+    from resource_tracker import _core
+
+    limit = int(sys.argv[1])
+    fds = lambda: len(os.listdir("/proc/self/fd")) - 1  # less the listing's own
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+    base = fds()
+    sampler = _core.Sampler(os.getpid(), 0.02)
+    sampler.start()
+    assert sampler.wait(5, 30.0)
+    opened = []
+    try:
+        while True:
+            opened.append(os.open("/dev/null", os.O_RDONLY))
+    except OSError:
+        pass
+    free = len(opened)
+    assert sampler.wait(sampler.n_samples + 3, 30.0)  # still sampling meanwhile
+    for fd in opened:
+        os.close(fd)
+    sampler.stop()
+    print(json.dumps(dict(base=base, free=free, after=fds())))
+"""
+
+PERMANENT_FDS = 3  # the procfs root (tree and machine) and its listing: see csrc/fd_budget.h
+
+
+@pytest.mark.parametrize("limit", [16, 24])
+def test_identity_small_nofile_leaves_the_application_its_descriptors(limit):
+    """At RLIMIT_NOFILE 16 (or 24) the sampler keeps no file open beyond its permanent
+    three (the margin max(16, limit / 4) counts its own procfs descriptors too): the
+    application can open every other descriptor. The old code kept the machine's and the
+    tree's procfs files open below any limit: 3 files left to the application at 16."""
+    from resource_tracker import _core
+
+    if not _core.HAVE_PROCFS:
+        pytest.skip("the C sampler: this build of the core has no procfs readers")
+    r = _python(SMALL_NOFILE, argv=(str(limit),))
+    print(f"RLIMIT_NOFILE {limit}: {r}")
+    assert r["free"] >= limit - r["base"] - PERMANENT_FDS
+    assert r["after"] == r["base"]
