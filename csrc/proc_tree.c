@@ -117,8 +117,8 @@ proc_tree_init(ProcTree *tree, const char *proc_root, pid_t root, int follow_chi
         tree->page_kib = 4;
     tree->pss_allowance = PSS_BUDGET_START;
     tree->fd_limit = fd_limit_now();
-    tree->stat_fd = fd_keep_within(openat(tree->proc_fd, "stat", O_RDONLY | O_CLOEXEC),
-                                   tree->fd_limit);
+    tree->stat_fd =
+        fd_keep_within(openat(tree->proc_fd, "stat", O_RDONLY | O_CLOEXEC), tree->fd_limit);
     tree->probe_pids = same_pid_namespace(tree->proc_fd);
     tree->loadavg_fd =
         tree->probe_pids
@@ -252,9 +252,11 @@ keep_open(ProcTree *tree, ProcEntry *entry)
         tree->keep_blocked_til > tree->now)
         return;
     snprintf(path, sizeof(path), "%d/stat", (int)entry->pid);
-    entry->stat_fd = fd_keep_within(openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC), tree->fd_limit);
+    entry->stat_fd =
+        fd_keep_within(openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC), tree->fd_limit);
     snprintf(path, sizeof(path), "%d/io", (int)entry->pid);
-    entry->io_fd = fd_keep_within(openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC), tree->fd_limit);
+    entry->io_fd =
+        fd_keep_within(openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC), tree->fd_limit);
     if (entry->stat_fd >= 0 || entry->io_fd >= 0)
         tree->kept_open++;
 }
@@ -553,8 +555,7 @@ probe_new_pids(ProcTree *tree, long last_pid, int *count)
 static double
 listing_max_age(const ProcTree *tree)
 {
-    return tree->probe_pids && !tree->count_processes ? PROBED_LISTING_MAX_AGE
-                                                           : LISTING_MAX_AGE;
+    return tree->probe_pids && !tree->count_processes ? PROBED_LISTING_MAX_AGE : LISTING_MAX_AGE;
 }
 
 /* Non-zero when a listing due by age would list what the last one did: since it, no pid was
@@ -1006,8 +1007,7 @@ refresh_entries(ProcTree *tree)
             classify(tree, vec, (long)i);
     for (i = 0; i < vec->len; i++) {
         ProcEntry *e = &vec->items[i];
-        if (e->member && !e->gone &&
-            (read_stat(tree, e) != 0 || e->stat.starttime != e->starttime))
+        if (e->member && !e->gone && (read_stat(tree, e) != 0 || e->stat.starttime != e->starttime))
             e->gone = 1; /* exited, or its pid went to another process since it was listed */
         if (e->gone) {
             close_kept(tree, e);

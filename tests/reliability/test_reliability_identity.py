@@ -250,7 +250,6 @@ def test_identity_card_of_a_damaged_artifact_says_what_is_wrong():
     from metaflow_extensions.resource_tracker.plugins.track_resources_decorator import (
         build_artifact,
     )
-
     from resource_tracker import ResourceTracker
 
     tracker = ResourceTracker(interval=0.05, discover_cloud=False)
