@@ -121,6 +121,82 @@ def test_identity_reused_root_pid_is_not_the_run(backend, interval, readings):
     assert "hog-marker" not in r["command"] and r["command"] == "sleep 60"
 
 
+CGROUP_REUSE = """
+    import json, os, subprocess, sys, tempfile
+    from resource_tracker import _core
+
+    MIB = 1 << 20
+    NAMES = ("timestamp", "pid", "children", "utime", "stime", "cpu_usage", "memory")
+
+    def start_ticks(pid):
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[19]
+
+    def cgroup_files(d, pids, usage_s):  # a v2 cgroup holding pids, its anon memory 100 MiB
+        for name, text in (
+            ("cgroup.procs", "".join(f"{p}\\n" for p in pids)),
+            ("cpu.stat", f"usage_usec {int(usage_s * 1e6)}\\nuser_usec 0\\nsystem_usec 0\\n"),
+            ("memory.stat", f"anon {100 * MIB}\\nfile 0\\nfile_mapped 0\\nshmem 0\\n"),
+            ("io.stat", "8:0 rbytes=0 wbytes=0 rios=0 wios=0\\n"),
+        ):
+            with open(os.path.join(d, name), "w") as f:
+                f.write(text)
+
+    def row(sampler):
+        rows = sampler.sample_now()
+        return None if rows is None else dict(zip(NAMES, rows[0]))
+
+    root = subprocess.Popen(["sleep", "60"])
+    root_ticks = start_ticks(root.pid)
+    d = tempfile.mkdtemp()
+    cgroup_files(d, [root.pid], 1.0)
+    sampler = _core.Sampler(root.pid, 1.0)
+    sampler.use_cgroup(2, d, d, d)
+    assert row(sampler) is None  # the baseline
+    cgroup_files(d, [root.pid], 2.0)
+    before = row(sampler)
+    source_before = sampler.tree_source()["source"]
+    root.kill()
+    root.wait()
+    while True:  # the root's pid goes to a process of this script (not of the tree)
+        with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+            f.write(str(root.pid - 1))
+        other = subprocess.Popen(["sleep", "60"])
+        if other.pid == root.pid and start_ticks(other.pid) != root_ticks:
+            break
+        other.kill()
+        other.wait()
+    subprocess.run(["true"])  # the machine moves on: the last pid handed out is another
+    cgroup_files(d, [other.pid], 3.0)
+    after = row(sampler)
+    info = sampler.tree_source()
+    other.kill()
+    other.wait()
+    print(json.dumps(dict(before=before, source_before=source_before, after=after,
+                          source_after=info["source"], note=info["note"], pid=root.pid)))
+"""
+
+
+@needs_root
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs unshare (util-linux)")
+def test_identity_reused_root_pid_in_the_trees_cgroup_is_a_stranger():
+    """The tree's columns from its cgroup (a fake v2 cgroup of 100 MiB anon, real
+    processes): the root exits and a process that is not of the tree gets its pid and its
+    place in cgroup.procs. It is a stranger (the columns go back to the process walk,
+    saying which process), not the root: the old code kept the cgroup's 100 MiB and CPU as
+    the run's."""
+    from resource_tracker import _core
+
+    if not _core.HAVE_PROCFS:
+        pytest.skip("the C sampler: this build of the core has no procfs readers")
+    r = _python(CGROUP_REUSE, prefix=("unshare", "--pid", "--fork", "--mount-proc"))
+    print(f"pid reuse in the tree's cgroup: {r}")
+    assert r["source_before"] == "cgroup" and r["before"]["memory"] == 100 * 1024
+    assert r["source_after"] == "procfs"
+    assert f"process {r['pid']}, not of the tracked tree" in r["note"]
+    assert r["after"]["children"] == 0
+
+
 # -- no thread can be created ------------------------------------------------------------
 
 NO_THREADS = """
