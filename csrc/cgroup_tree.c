@@ -268,11 +268,34 @@ is_ancestor(const CgroupTree *cg, pid_t pid)
     return 0;
 }
 
+/* Non-zero while the process with the root's pid is the root: the start time it had when
+ * first seen (a process that got the pid after the root exited is not, nor any later one).
+ * Read once per listing of cgroup.procs; a root gone since is no stranger. */
+static int
+root_is_there(CgroupTree *cg)
+{
+    PidStat st;
+
+    if (cg->root_ended || cg->root_checked_at == cg->listings)
+        return !cg->root_ended;
+    if (read_proc(cg, cg->root, "stat") != 0 || parse_pid_stat(cg->buf.data, &st) != 0)
+        return 1;
+    cg->root_checked_at = cg->listings;
+    if (!cg->root_seen) {
+        cg->root_seen = 1;
+        cg->root_starttime = st.starttime;
+    }
+    cg->root_ended = st.starttime != cg->root_starttime;
+    return !cg->root_ended;
+}
+
 /* non-zero when pid is known to be in the tree (last reading, or this tick's walk) */
 static int
-known_member(const CgroupTree *cg, const ProcTree *walk, pid_t pid)
+known_member(CgroupTree *cg, const ProcTree *walk, pid_t pid)
 {
-    if (pid == cg->root || sorted_has(cg->known, cg->known_len, pid))
+    if (pid == cg->root)
+        return root_is_there(cg);
+    if (sorted_has(cg->known, cg->known_len, pid))
         return 1;
     return walk != NULL && proc_tree_contains(walk, pid);
 }
@@ -331,6 +354,7 @@ list_pids(CgroupTree *cg, int all)
     long got;
     int i;
 
+    cg->listings++;
     for (i = 0; i < (all ? cg->procs_n : cg->first_n); i++) {
         /* opened anew each time: a v1 cgroup.procs kept open keeps serving the pid list of
          * its first read while re-read within a second (the kernel's pidlist cache) */
@@ -600,6 +624,12 @@ cgroup_tree_sample(CgroupTree *cg, double now, const ProcTree *walk, const TreeT
     int intruder;
 
     memset(out, 0, sizeof(*out));
+    if (walk != NULL && walk->root_seen && !cg->root_seen) { /* the root as the walk knew it */
+        cg->root_seen = 1;
+        cg->root_starttime = walk->root_starttime;
+    }
+    if (walk != NULL && walk->root_ended)
+        cg->root_ended = 1;
     if (cg->state == CG_WANTED) {
         cg->state = CG_ON;
         find_ancestors(cg);
@@ -614,7 +644,7 @@ cgroup_tree_sample(CgroupTree *cg, double now, const ProcTree *walk, const TreeT
     intruder = 0;
     if (membership_unchanged(cg, now)) {
         out->members = (int)cg->known_len;
-        out->root_alive = sorted_has(cg->known, cg->known_len, cg->root);
+        out->root_alive = !cg->root_ended && sorted_has(cg->known, cg->known_len, cg->root);
         out->self_member = sorted_has(cg->known, cg->known_len, cg->self);
     } else {
         int all = now - cg->all_procs_at >= CGROUP_PROCS_MAX_AGE;

@@ -77,6 +77,11 @@ typedef struct CgroupTree {
     char tasks_seen[64];           /* what they said at the last cgroup.procs read */
     double procs_at, all_procs_at; /* when cgroup.procs was read (the first / every one) */
     pid_t root, adopter, self;
+    /* the root's identity (proc_tree.h): its start time, from the walk or the first check;
+     * checked once per listing of cgroup.procs (listings / root_checked_at) */
+    unsigned long long root_starttime;
+    int root_seen, root_ended;
+    unsigned long listings, root_checked_at;
     pid_t ancestors[32]; /* the root's ancestors, found at the first reading */
     int n_ancestors;
     CgroupOther others[CGROUP_MAX_OTHERS];

@@ -278,6 +278,8 @@ collector_sample(Collector *collector, double mono, double wall, const OwnUsage 
     int self_in_tree = 0;
 
     read_tree(collector, mono, own, &tree, &self_in_tree);
+    if (collector->tree.fd_sheds > 0 && !collector->system.kept_given_back)
+        system_stats_give_back(&collector->system); /* the application ran short of them */
     memset(&sys, 0, sizeof(sys));
     if (collector->cfg.track_system)
         system_stats_sample(&collector->system, mono, &sys);

@@ -1,5 +1,7 @@
 #include "proc_tree.h"
 
+#include "fd_budget.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -114,10 +116,14 @@ proc_tree_init(ProcTree *tree, const char *proc_root, pid_t root, int follow_chi
     if (tree->page_kib <= 0)
         tree->page_kib = 4;
     tree->pss_allowance = PSS_BUDGET_START;
-    tree->stat_fd = openat(tree->proc_fd, "stat", O_RDONLY | O_CLOEXEC);
-    tree->loadavg_fd = same_pid_namespace(tree->proc_fd)
-                           ? openat(tree->proc_fd, "loadavg", O_RDONLY | O_CLOEXEC)
-                           : -1;
+    tree->fd_limit = fd_limit_now();
+    tree->stat_fd =
+        fd_keep_within(openat(tree->proc_fd, "stat", O_RDONLY | O_CLOEXEC), tree->fd_limit);
+    tree->probe_pids = same_pid_namespace(tree->proc_fd);
+    tree->loadavg_fd =
+        tree->probe_pids
+            ? fd_keep_within(openat(tree->proc_fd, "loadavg", O_RDONLY | O_CLOEXEC), tree->fd_limit)
+            : -1;
     tree->last_pid = tree->pid_at_listing = tree->tasks = tree->tasks_at_listing = -1;
     return 0;
 }
@@ -186,34 +192,19 @@ close_kept(ProcTree *tree, ProcEntry *entry)
     entry->stat_fd = entry->io_fd = -1;
 }
 
-/* The margin of descriptor numbers left free above every kept descriptor. */
-static long
-fd_margin(const ProcTree *tree)
+static void
+close_fd(int *fd)
 {
-    return tree->fd_limit / 4 > FD_MARGIN_MIN ? tree->fd_limit / 4 : FD_MARGIN_MIN;
-}
-
-/* fd when the process can still open more than the margin beside it (the lowest free number
- * is given out first: a high one means few are left); else closes it: -1. Kept-open
- * descriptors are a saving, never worth taking the application's last ones. */
-static int
-fd_within_margin(const ProcTree *tree, int fd)
-{
-    if (fd < 0 || tree->fd_limit < 0 || (long)fd + fd_margin(tree) < tree->fd_limit)
-        return fd;
-    close(fd);
-    return -1;
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
 }
 
 /* Reads RLIMIT_NOFILE into tree->fd_limit (-1: none). */
 static void
 read_fd_limit(ProcTree *tree, double now)
 {
-    struct rlimit lim;
-
-    tree->fd_limit = -1;
-    if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
-        tree->fd_limit = lim.rlim_cur > 0x7fffffff ? 0x7fffffff : (long)lim.rlim_cur;
+    tree->fd_limit = fd_limit_now();
     tree->fd_limit_at = now;
 }
 
@@ -230,21 +221,23 @@ shed_when_short(ProcTree *tree, double now)
 
     if (fresh)
         read_fd_limit(tree, now);
-    if (tree->kept_open == 0 || tree->fd_limit < 0)
+    if ((tree->kept_open == 0 && tree->stat_fd < 0 && tree->loadavg_fd < 0) || tree->fd_limit < 0)
         return;
     probe = fcntl(tree->proc_fd, F_DUPFD_CLOEXEC, 0);
     if (probe >= 0)
         close(probe);
-    if (probe >= 0 && (long)probe + fd_margin(tree) / 2 < tree->fd_limit)
+    if (probe >= 0 && (long)probe + fd_margin(tree->fd_limit) / 2 < tree->fd_limit)
         return;
     if (!fresh) { /* the application may have raised its limit since it was read */
         read_fd_limit(tree, now);
         if (tree->fd_limit < 0 ||
-            (probe >= 0 && (long)probe + fd_margin(tree) / 2 < tree->fd_limit))
+            (probe >= 0 && (long)probe + fd_margin(tree->fd_limit) / 2 < tree->fd_limit))
             return;
     }
     for (i = 0; i < vec->len; i++)
         close_kept(tree, &vec->items[i]);
+    close_fd(&tree->stat_fd); /* read by path from now on */
+    close_fd(&tree->loadavg_fd);
     tree->keep_blocked_til = now + KEEP_RETRY_S;
     tree->fd_sheds++;
 }
@@ -259,11 +252,23 @@ keep_open(ProcTree *tree, ProcEntry *entry)
         tree->keep_blocked_til > tree->now)
         return;
     snprintf(path, sizeof(path), "%d/stat", (int)entry->pid);
-    entry->stat_fd = fd_within_margin(tree, openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC));
+    entry->stat_fd =
+        fd_keep_within(openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC), tree->fd_limit);
     snprintf(path, sizeof(path), "%d/io", (int)entry->pid);
-    entry->io_fd = fd_within_margin(tree, openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC));
+    entry->io_fd =
+        fd_keep_within(openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC), tree->fd_limit);
     if (entry->stat_fd >= 0 || entry->io_fd >= 0)
         tree->kept_open++;
+}
+
+/* Reads a file under the procfs root through its kept descriptor, else by path: length, or
+ * -1. */
+static ssize_t
+read_kept_file(ProcTree *tree, int fd, const char *path)
+{
+    if (fd >= 0)
+        return textbuf_read_fd(&tree->buf, fd);
+    return textbuf_read_at(&tree->buf, tree->proc_fd, path);
 }
 
 /* Reads a per-process file through its kept descriptor, else by path: length, or -1. */
@@ -272,10 +277,8 @@ read_pid_file(ProcTree *tree, int fd, pid_t pid, const char *name)
 {
     char path[40];
 
-    if (fd >= 0)
-        return textbuf_read_fd(&tree->buf, fd);
     snprintf(path, sizeof(path), "%d/%s", (int)pid, name);
-    return textbuf_read_at(&tree->buf, tree->proc_fd, path);
+    return read_kept_file(tree, fd, path);
 }
 
 /* Reads /proc/<pid>/stat into the entry: 0, or -1 when the process is gone or unreadable. */
@@ -295,6 +298,36 @@ read_stat(ProcTree *tree, ProcEntry *entry)
     return 0;
 }
 
+/* Non-zero when the entry (its stat read) is the root process: the root's pid, and the start
+ * time the root had when first seen (a process that got the pid after the root exited is not
+ * the root, nor is any once the root was seen gone). */
+static int
+is_root(ProcTree *tree, const ProcEntry *entry)
+{
+    if (entry->pid != tree->root || tree->root_ended)
+        return 0;
+    if (!tree->root_seen) {
+        tree->root_seen = 1;
+        tree->root_starttime = entry->stat.starttime;
+    }
+    if (entry->stat.starttime == tree->root_starttime)
+        return 1;
+    tree->root_ended = 1;
+    return 0;
+}
+
+/* Notes a member that left the tree among the vanished (when it is the root, no process is
+ * the root again): 0, or -1 on ENOMEM. Not a member: nothing to note. */
+static int
+push_vanished(ProcTree *tree, const ProcEntry *entry)
+{
+    if (!entry->member)
+        return 0;
+    if (entry->pid == tree->root)
+        tree->root_ended = 1;
+    return entries_push(&tree->vanished, entry);
+}
+
 /* Settles an entry's membership by itself when it can (known already, the root, gone, no
  * parent listed): 1 or 0. Else -1, with *parent the index of the parent it follows. */
 static int
@@ -310,7 +343,7 @@ classify_self(ProcTree *tree, EntryVec *vec, long idx, long *parent)
             entry->gone = 1;
         } else {
             entry->starttime = entry->stat.starttime;
-            if (entry->pid == tree->root || (tree->adopter > 0 && entry->ppid == tree->adopter))
+            if (is_root(tree, entry) || (tree->adopter > 0 && entry->ppid == tree->adopter))
                 member = 1; /* the root, or a process the CLI adopted as subreaper */
             else if (tree->follow_children && entry->ppid > 0) {
                 *parent = entries_find(vec, entry->ppid);
@@ -366,7 +399,7 @@ merge_listing(ProcTree *tree)
         if (j >= tree->listing_len ||
             (i < prev->len && prev->items[i].pid < tree->listing[j].pid)) {
             close_kept(tree, &prev->items[i]);
-            if (prev->items[i].member && entries_push(&tree->vanished, &prev->items[i]) != 0)
+            if (push_vanished(tree, &prev->items[i]) != 0)
                 return -1;
             i++;
         } else if (i >= prev->len || tree->listing[j].pid < prev->items[i].pid) {
@@ -417,7 +450,7 @@ read_last_pid(ProcTree *tree)
     const char *space, *slash;
 
     tree->tasks = -1;
-    if (tree->loadavg_fd < 0 || textbuf_read_fd(&tree->buf, tree->loadavg_fd) < 0)
+    if (!tree->probe_pids || read_kept_file(tree, tree->loadavg_fd, "loadavg") < 0)
         return -1;
     slash = strchr(tree->buf.data, '/'); /* "0.00 0.01 0.05 1/134 4242": running/tasks */
     if (slash != NULL)
@@ -437,7 +470,7 @@ read_forks(ProcTree *tree, unsigned long long *forks, long *last_pid)
         *forks = (unsigned long long)*last_pid;
         return 0;
     }
-    if (tree->stat_fd < 0 || textbuf_read_fd(&tree->buf, tree->stat_fd) < 0)
+    if (read_kept_file(tree, tree->stat_fd, "stat") < 0)
         return -1;
     return parse_proc_stat_forks(tree->buf.data, forks);
 }
@@ -522,8 +555,7 @@ probe_new_pids(ProcTree *tree, long last_pid, int *count)
 static double
 listing_max_age(const ProcTree *tree)
 {
-    return tree->loadavg_fd >= 0 && !tree->count_processes ? PROBED_LISTING_MAX_AGE
-                                                           : LISTING_MAX_AGE;
+    return tree->probe_pids && !tree->count_processes ? PROBED_LISTING_MAX_AGE : LISTING_MAX_AGE;
 }
 
 /* Non-zero when a listing due by age would list what the last one did: since it, no pid was
@@ -589,7 +621,7 @@ verify_reused(ProcTree *tree, ProcEntry *entry)
     if (entry->stat.starttime == old.starttime)
         return 0;
     close_kept(tree, &old);
-    if (old.member && entries_push(&tree->vanished, &old) != 0)
+    if (push_vanished(tree, &old) != 0)
         return -1;
     {
         ProcEntry fresh;
@@ -975,11 +1007,11 @@ refresh_entries(ProcTree *tree)
             classify(tree, vec, (long)i);
     for (i = 0; i < vec->len; i++) {
         ProcEntry *e = &vec->items[i];
-        if (e->member && !e->gone && read_stat(tree, e) != 0)
-            e->gone = 1;
+        if (e->member && !e->gone && (read_stat(tree, e) != 0 || e->stat.starttime != e->starttime))
+            e->gone = 1; /* exited, or its pid went to another process since it was listed */
         if (e->gone) {
             close_kept(tree, e);
-            if (e->member && entries_push(&tree->vanished, e) != 0)
+            if (push_vanished(tree, e) != 0)
                 return -1;
             continue;
         }
@@ -1093,10 +1125,8 @@ proc_tree_free(ProcTree *tree)
 
     for (i = 0; i < tree->entries.len; i++)
         close_kept(tree, &tree->entries.items[i]);
-    if (tree->stat_fd >= 0)
-        close(tree->stat_fd);
-    if (tree->loadavg_fd >= 0)
-        close(tree->loadavg_fd);
+    close_fd(&tree->stat_fd);
+    close_fd(&tree->loadavg_fd);
     if (tree->dir)
         closedir((DIR *)tree->dir);
     if (tree->proc_fd >= 0)

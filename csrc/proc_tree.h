@@ -70,11 +70,11 @@
 
 /* Members whose stat and io files stay open between ticks (two descriptors each): the fd
  * budget is at most KEPT_FD_BUDGET descriptors, and only numbers that leave a margin of
- * max(FD_MARGIN_MIN, RLIMIT_NOFILE / 4) free above them. When the application itself comes
- * within half that margin of the limit, every kept descriptor is closed and none is kept
- * again for KEEP_RETRY_S (members are read by path meanwhile). */
+ * max(FD_MARGIN_MIN, RLIMIT_NOFILE / 4) free above them (fd_budget.h; the tree's own stat and
+ * loadavg likewise). When the application itself comes within half that margin of the limit,
+ * every kept descriptor is closed (the tree's stat and loadavg for good, fd_sheds counts it)
+ * and no member's is kept again for KEEP_RETRY_S (files are read by path meanwhile). */
 #define KEPT_FD_BUDGET 4096
-#define FD_MARGIN_MIN 16
 #define KEEP_RETRY_S 60.0
 /* RLIMIT_NOFILE is read again after this many seconds (the application may change it), and
  * before any descriptor is given back. */
@@ -129,6 +129,11 @@ typedef struct ProcTree {
     int proc_fd;
     void *dir; /* DIR* over proc_fd, rewound each tick */
     pid_t root;
+    /* the root's identity: its start time (field 22 of stat), known once it was first seen;
+     * a process with the root's pid and another start time is not the root (a reused pid),
+     * and once the root was seen gone no process is taken for it again */
+    unsigned long long root_starttime;
+    int root_seen, root_ended;
     pid_t adopter; /* > 0: its children are members too (a subreaper running the root) */
     int follow_children;
     int count_processes; /* the processes on the system are wanted (the system table) */
@@ -165,9 +170,10 @@ typedef struct ProcTree {
     double now;                          /* monotonic time of the tick under way */
     double keep_blocked_til;             /* no descriptor kept before this time (after a shed) */
     unsigned long fd_sheds;              /* times every kept descriptor was given back */
-    int stat_fd;                         /* <proc_root>/stat, for the fork counter */
+    int stat_fd;                         /* <proc_root>/stat, for the fork counter (-1: by path) */
     unsigned long long forks_at_listing; /* the fork counter when new pids were last found */
-    int loadavg_fd;                      /* <proc_root>/loadavg (the last pid), -1: no probing */
+    int probe_pids;                      /* new pids are probed: loadavg tells the last pid */
+    int loadavg_fd;                      /* <proc_root>/loadavg (-1: read by path) */
     long last_pid;                       /* the last pid handed out at that time (-1: unknown) */
     long tasks;                          /* tasks on the machine this tick (loadavg; -1: unknown) */
     long pid_at_listing, tasks_at_listing; /* the last pid and the tasks at the last listing */

@@ -1,5 +1,7 @@
 #include "system_stats.h"
 
+#include "fd_budget.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,11 +12,11 @@
 
 static const char *const skipped_disk_prefixes[] = {"loop", "ram", "zram", "fd"};
 
-/* opens a file under the procfs root; -1 when absent */
+/* opens a file under the procfs root to keep (fd_budget.h); -1 when absent or not kept */
 static int
 open_proc_file(const SystemStats *stats, const char *name)
 {
-    return openat(stats->proc_fd, name, O_RDONLY | O_CLOEXEC);
+    return fd_keep_within(openat(stats->proc_fd, name, O_RDONLY | O_CLOEXEC), fd_limit_now());
 }
 
 /* 0 on success */
@@ -36,7 +38,8 @@ system_stats_init(SystemStats *stats, const char *proc_root, const char *sys_roo
     return 0;
 }
 
-/* Reads a kept-open file (reopening it once if the read fails): 0, or -1. */
+/* Reads a kept-open file (reopening it once if the read fails; by path when it is not kept,
+ * see fd_budget.h): 0, or -1. */
 static int
 read_kept(SystemStats *stats, int *fd, const char *name)
 {
@@ -44,11 +47,26 @@ read_kept(SystemStats *stats, int *fd, const char *name)
         return 0;
     if (*fd >= 0)
         close(*fd);
-    *fd = open_proc_file(stats, name);
-    if (*fd >= 0 && textbuf_read_fd(&stats->buf, *fd) >= 0)
+    *fd = stats->kept_given_back ? -1 : open_proc_file(stats, name);
+    if (*fd >= 0 ? textbuf_read_fd(&stats->buf, *fd) >= 0
+                 : textbuf_read_at(&stats->buf, stats->proc_fd, name) >= 0)
         return 0;
     stats->read_errors++;
     return -1;
+}
+
+void
+system_stats_give_back(SystemStats *stats)
+{
+    int *fds[] = {&stats->stat_fd, &stats->meminfo_fd, &stats->diskstats_fd, &stats->netdev_fd};
+    size_t i;
+
+    for (i = 0; i < sizeof(fds) / sizeof(*fds); i++) {
+        if (*fds[i] >= 0)
+            close(*fds[i]);
+        *fds[i] = -1;
+    }
+    stats->kept_given_back = 1;
 }
 
 /* non-zero when a directory has an entry other than . and .. */
@@ -266,14 +284,9 @@ system_stats_sample(SystemStats *stats, double now, SystemReading *out)
 void
 system_stats_free(SystemStats *stats)
 {
-    int *fds[] = {&stats->stat_fd, &stats->meminfo_fd, &stats->diskstats_fd, &stats->netdev_fd,
-                  &stats->proc_fd};
-    size_t i;
-
-    for (i = 0; i < sizeof(fds) / sizeof(*fds); i++) {
-        if (*fds[i] >= 0)
-            close(*fds[i]);
-        *fds[i] = -1;
-    }
+    system_stats_give_back(stats);
+    if (stats->proc_fd >= 0)
+        close(stats->proc_fd);
+    stats->proc_fd = -1;
     textbuf_free(&stats->buf);
 }

@@ -1,5 +1,6 @@
 /* System-wide readings: CPU, memory, disk I/O, disk space and network. No Python here.
- * The procfs files that are read every tick stay open and are re-read from offset 0. */
+ * The procfs files that are read every tick stay open and are re-read from offset 0, within
+ * the descriptor budget of fd_budget.h (else they are read by path). */
 #ifndef RT_SYSTEM_STATS_H
 #define RT_SYSTEM_STATS_H
 
@@ -27,7 +28,8 @@ typedef struct SystemCounters {
 } SystemCounters;
 
 typedef struct SystemStats {
-    int proc_fd, stat_fd, meminfo_fd, diskstats_fd, netdev_fd;
+    int proc_fd, stat_fd, meminfo_fd, diskstats_fd, netdev_fd; /* -1: read by path */
+    int kept_given_back; /* the application ran short of descriptors: none is kept again */
     char sys_root[512];
     char disks[SYSTEM_MAX_DISKS][32];
     int ndisks;
@@ -44,6 +46,9 @@ typedef struct SystemStats {
 
 /* 0 on success; -1 with errno when the procfs root cannot be opened. */
 int system_stats_init(SystemStats *stats, const char *proc_root, const char *sys_root);
+
+/* Closes the files kept open (fd_budget.h) for good: read by path from now on. */
+void system_stats_give_back(SystemStats *stats);
 
 /* Reads everything at monotonic time now; the first call sets the baseline (interval zeros). */
 void system_stats_sample(SystemStats *stats, double now, SystemReading *out);

@@ -4,7 +4,10 @@ caller; whoever needs the result waits for it.
 The start figures: the C sampler thread starts their thread right after its baseline reading
 (``after_baseline``), so start() does not pay for making a thread. Others: one shared worker
 thread at a time per process (``submit``), made when a job comes and ending as soon as no job
-is left (a thread that stayed would outlive every tracker); a forked child makes its own."""
+is left (a thread that stayed would outlive every tracker); a forked child makes its own.
+Where no thread can be made (RLIMIT_NPROC, a container's ``pids.max``, RLIMIT_AS), the job
+runs in the caller instead (``Job.in_caller`` says so): slower for the caller, never an
+exception."""
 
 from __future__ import annotations
 
@@ -44,6 +47,7 @@ class Job:
         self._done = _thread.allocate_lock()
         self._done.acquire()
         self._owner = os.getpid()
+        self.in_caller = False  # run by the caller: no thread could be made for it
 
     def run(self) -> None:
         try:
@@ -113,12 +117,21 @@ def settle(sampler: Any, job: Optional[Job]) -> None:
 
 
 def resubmit(job: Job) -> Job:
-    """Runs a made job in the shared worker thread (see submit)."""
+    """Runs a made job in the shared worker thread (see submit); in the caller, at once,
+    when no thread can be made."""
     global _owner
     with _lock:
         if _owner != os.getpid():  # none running, or a forked child: a worker of its own
             _jobs.clear()
-            _owner = os.getpid()
-            _thread.start_new_thread(_work, ())
-        _jobs.append(job)
+            try:
+                _thread.start_new_thread(_work, ())
+            except RuntimeError:  # no thread can be made: no worker, the job runs here
+                _owner = 0
+                job.in_caller = True
+            else:
+                _owner = os.getpid()
+        if not job.in_caller:
+            _jobs.append(job)
+    if job.in_caller:
+        job.run()
     return job

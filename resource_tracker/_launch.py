@@ -110,6 +110,21 @@ def _read_proc_file(path: str) -> bytes:
     return b"".join(parts)
 
 
+def _process_start(pid: int) -> Optional[str]:
+    """When pid started (field 22 of /proc/<pid>/stat, clock ticks since boot; psutil's
+    creation time where there is no procfs), None when unreadable: with the pid, the
+    process's identity (a pid alone may go to another process once its process exited)."""
+    try:
+        return _read_proc_file(f"/proc/{pid}/stat").rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        try:
+            import psutil
+
+            return repr(psutil.Process(pid).create_time())
+        except Exception:
+            return None
+
+
 def _command_line(pid: int) -> str:
     """The command line of pid as one string ('' when unreadable)."""
     try:

@@ -157,6 +157,10 @@ class TrackerResults:
           another user, tracked without root): their I/O is not counted;
         - process_memory: /proc/<pid>/smaps_rollup refused: memory shared between the
           tracked processes is counted once per process (an over-estimate).
+
+        ``read_in_caller`` (a sentence; only when it happened): stop() could make no thread
+        (RLIMIT_NPROC, a container's pids.max, RLIMIT_AS), so the cgroup's end figures were
+        read in its caller.
         """
         from ._run_data import data_quality
 

@@ -126,7 +126,19 @@ def data_quality(tracker: TrackerResults) -> Dict[str, Any]:
     sampler = tracker._sampler
     if isinstance(sampler, StoredRun) and sampler.data_quality is not None:
         return sampler.data_quality
-    return _data_quality(int(sampler.rows_dropped), int(sampler.io_denied), int(sampler.pss_denied))
+    quality = _data_quality(
+        int(sampler.rows_dropped), int(sampler.io_denied), int(sampler.pss_denied)
+    )
+    if getattr(tracker, "_read_in_caller", False):
+        quality["read_in_caller"] = READ_IN_CALLER
+    return quality
+
+
+#: data_quality()['read_in_caller']: stop() could not make a thread for the end figures.
+READ_IN_CALLER = (
+    "no thread could be created (RLIMIT_NPROC, the container's pids.max or RLIMIT_AS): the "
+    "cgroup's figures were read in the caller of stop()"
+)
 
 
 def tree_source(tracker: TrackerResults) -> Optional[Dict[str, Any]]:
@@ -195,6 +207,8 @@ def data_quality_notes(stats: Optional[Mapping[str, Any]]) -> List[str]:
         by_reason.setdefault(str(reason), []).append(str(column))
     for reason, columns in by_reason.items():
         notes.append(f"{', '.join(columns)} incomplete: {reason}")
+    if quality.get("read_in_caller"):
+        notes.append(str(quality["read_in_caller"]))
     return notes + _export_notes((stats or {}).get("export"))
 
 

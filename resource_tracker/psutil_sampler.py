@@ -12,6 +12,9 @@ following the rules of the C sampler:
   sum, peak, or CPU usage recomputed).
 - The workload is the root process and its descendants (``Process.children(recursive=True)``);
   a member stays a member while it lives, also after its parent exits (orphans are followed).
+  A process is its pid and its creation time (psutil's identity): a process that gets the
+  root's pid after the root exited is not the root, and a member whose pid went to another
+  process is gone (its later readings are not the workload's).
 - CPU time and I/O bytes are conserved: the workload total is the sum over live members of
   their own plus reaped children's counters (``children_user``/``children_system``), plus
   the last seen counters of members that vanished without a tracked parent to inherit them.
@@ -127,6 +130,8 @@ class _Collector:
         self.self_pid = os.getpid()
         self.members: Dict[int, _Member] = {}
         self.known: Dict[int, bool] = {}  # pid -> is a member, for every process listed last
+        self.root_created: Optional[float] = None  # the root's creation time, once seen
+        self.root_ended = False  # the root was seen gone: no process is the root again
         self.listed = False
         self.dead = [0.0, 0.0, 0.0, 0.0]
         self.high_water: Optional[List[float]] = None  # [cpu seconds, read bytes, write bytes]
@@ -156,7 +161,7 @@ class _Collector:
         if proc is None:
             return False
         if pid == self.pid:
-            member = True
+            member = self._is_root(proc)
         elif not self.children or depth > 256:
             member = False
         else:
@@ -171,6 +176,20 @@ class _Collector:
             self.generation += 1
         return member
 
+    def _is_root(self, proc: Any) -> bool:
+        """True when proc (with the root's pid) is the root: the creation time the root had
+        when first seen, and the root was not seen gone since (a reused pid is not)."""
+        if self.root_ended:
+            return False
+        try:
+            created = proc.create_time()
+        except self.ps.Error:
+            return False
+        if self.root_created is None:
+            self.root_created = created
+        self.root_ended = created != self.root_created
+        return not self.root_ended
+
     def _discover(self, pids: Sequence[int]) -> List[_Member]:
         """Updates self.known/self.members from the process list: the vanished members."""
         ps = self.ps
@@ -178,6 +197,7 @@ class _Collector:
         vanished = [m for pid, m in self.members.items() if pid not in current]
         for m in vanished:
             del self.members[m.pid]
+            self.root_ended = self.root_ended or m.pid == self.pid
         self.known = {pid: member for pid, member in self.known.items() if pid in current}
         if not self.track_processes:
             return vanished
@@ -187,9 +207,10 @@ class _Collector:
             tree = []
             try:
                 root = ps.Process(self.pid)
-                tree.append(root)
-                if self.children:
-                    tree += root.children(recursive=True)
+                if self._is_root(root):
+                    tree.append(root)
+                    if self.children:
+                        tree += root.children(recursive=True)
             except ps.Error:
                 pass
             for proc in tree:
@@ -223,8 +244,8 @@ class _Collector:
                     member.zombie = False
                 user = cpu.user + getattr(cpu, "children_user", 0.0)
                 system = cpu.system + getattr(cpu, "children_system", 0.0)
-                if user + system < member.user + member.sys - 0.05 and not proc.is_running():
-                    return False  # a process's CPU total never falls: the pid was reused
+                if not proc.is_running():
+                    return False  # gone, or its pid went to another process (pid + creation)
                 member.user, member.sys = user, system
                 if member.zombie:
                     member.rss = 0.0
@@ -273,6 +294,7 @@ class _Collector:
         vanished = self._discover(pids)
         for pid, member in list(self.members.items()):
             if not self._read_member(member):
+                self.root_ended = self.root_ended or pid == self.pid
                 vanished.append(member)
                 del self.members[pid]
                 self.known.pop(pid, None)  # a reused pid is classified again next time

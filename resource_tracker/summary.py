@@ -381,8 +381,9 @@ def lookup_servers(
 ) -> ServerChoice:
     """The cheapest ``n`` servers for ``resources`` and the run's costs, from
     ``resource_tracker.catalog``, in at most ``timeout`` seconds (the lookup runs in a
-    daemon thread; a slower one is left behind). Never raises: a missing catalog, nothing
-    fitting or a failure is said in ``unavailable`` / ``no_match``."""
+    daemon thread; a slower one is left behind; in the caller when no thread can be made).
+    Never raises: a missing catalog, nothing fitting or a failure is said in
+    ``unavailable`` / ``no_match``."""
     result: Dict[str, ServerChoice] = {}
 
     def work() -> None:
@@ -394,7 +395,11 @@ def lookup_servers(
             )
 
     thread = threading.Thread(target=work, name="resource-tracker-catalog", daemon=True)
-    thread.start()
+    try:
+        thread.start()
+    except RuntimeError:  # no thread can be made (RLIMIT_NPROC, pids.max): ask here
+        work()
+        return result["choice"]
     thread.join(timeout)
     if thread.is_alive():
         return ServerChoice(

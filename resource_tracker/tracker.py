@@ -8,6 +8,7 @@ interface takes its place.
 
 from __future__ import annotations
 
+import _weakref  # builtin: no import cost
 import os
 
 # Only what constructing, starting and stopping a tracker needs is imported with the package,
@@ -29,6 +30,7 @@ from ._launch import (  # noqa: F401  (what starting a tracker takes; importable
     _default_method,
     _export_settings,
     _new_sampler,
+    _process_start,
     _start_cloud_discovery,
 )
 from ._results import TrackerResults
@@ -99,6 +101,7 @@ class ResourceTracker(TrackerResults):
         )
         self.method = method or _default_method()
         self.command = _command_line(self.pid)
+        self._root_start = _process_start(self.pid)  # with the pid: the root's identity
         self.label: Optional[str] = None
         self.extra: Dict[str, Any] = {}
         self._server_info: Optional[Dict[str, Any]] = None
@@ -185,7 +188,9 @@ class ResourceTracker(TrackerResults):
             self._autostarted = False  # this start() is the one the constructor already did
             return
         if self._sampler.state == "new":  # read beside the caller, after the baseline
-            self._cgroup_job = _background.after_baseline(self._sampler, self._read_cgroup_start)
+            self._cgroup_job = _background.after_baseline(
+                self._sampler, _weak_call(self, "_read_cgroup_start")
+            )
         self._sampler.start()
         self._start_export()
         if self.discover_cloud and self._cloud_job is None:
@@ -202,10 +207,17 @@ class ResourceTracker(TrackerResults):
             start_job = getattr(self, "_cgroup_job", None)
             _background.settle(self._sampler, start_job)
             self._cgroup_job = _background.submit(lambda: self._read_cgroup_end(start_job))
-        if was_running and self.pid != os.getpid():
+            # no thread could be made: read here (stats()["data_quality"] says so)
+            self._read_in_caller = self._cgroup_job.in_caller
+        if was_running and self.pid != os.getpid() and self._root_is_there():
             # a child seen before its exec showed its parent's command line (or none)
             self.command = _command_line(self.pid) or self.command
         self._finish_export(failed)
+
+    def _root_is_there(self) -> bool:
+        """True when the process with the tracked pid is still the root (the same start
+        time): after the root exited, its pid may go to another process."""
+        return _process_start(self.pid) == getattr(self, "_root_start", None)
 
     # -- export ----------------------------------------------------------------------
 
@@ -341,6 +353,21 @@ class ResourceTracker(TrackerResults):
             f"<ResourceTracker pid={self.pid} interval={self.interval} status={self.status} "
             f"samples={self.n_samples}>"
         )
+
+
+def _weak_call(obj: Any, method: str) -> Any:
+    """A function calling obj.method() that holds obj weakly: the C sampler holds the job
+    until its thread runs it, and a reference hidden from the garbage collector would keep
+    a tracker-sampler-job cycle alive (a KeyboardInterrupt inside start() then left the
+    tracker, its thread and its descriptors behind)."""
+    ref = _weakref.ref(obj)
+
+    def call() -> None:
+        target = ref()
+        if target is not None:
+            getattr(target, method)()
+
+    return call
 
 
 def data_quality_notes(stats: Optional[Mapping[str, Any]]) -> List[str]:

@@ -175,7 +175,7 @@ class Slow(ResourceTracker):
         time.sleep(0.3)
         os.write(1, b"job ended\n")
 
-Slow(interval=0.01, discover_cloud=False, discover_server=False)
+tracker = Slow(interval=0.01, discover_cloud=False, discover_server=False)  # kept to the end
 if sys.argv[1] == "wait":
     time.sleep(0.1)  # the job is under way when the interpreter exits
 """

@@ -134,8 +134,31 @@ def tracker_from_artifact(data):
     )
 
 
+def artifact_problem(data):
+    """What makes data no @track_resources artifact the card can read (None: nothing): the
+    artifact is a dict, its ``tracker`` (when there) a snapshot dict."""
+    if not isinstance(data, dict):
+        return f"the artifact is a {type(data).__name__}, not the dict @track_resources stores"
+    meta = data.get("tracker")
+    if meta is not None and not isinstance(meta, dict):
+        return f"its 'tracker' is a {type(meta).__name__}, not a snapshot (a dict)"
+    return None
+
+
+def _unreadable_page(problem):
+    return _page(
+        "Resource tracking",
+        "<h2>Resource tracking</h2>"
+        f"<p>This step's resource data cannot be shown: {_esc(problem)}.</p>",
+    )
+
+
 def render_artifact(data, label=None):
-    """The card HTML for a @track_resources artifact dict."""
+    """The card HTML for a @track_resources artifact dict (a page saying what is wrong when
+    the artifact cannot be read: the card never raises)."""
+    problem = artifact_problem(data)
+    if problem is not None:
+        return _unreadable_page(problem)
     failed = bool(data.get("step_failed"))
     banner = "The step failed: resource use up to the failure." if failed else None
     tuning = tuning_text(data.get("tuning"))
@@ -147,7 +170,10 @@ def render_artifact(data, label=None):
             body += "<p><b>Status: failed</b></p>"
         body += f"<p>No data: {_esc(data.get('error') or 'tracking did not run')}</p>"
         return _page("Resource tracking", body)
-    tracker = tracker_from_artifact(data)
+    try:
+        tracker = tracker_from_artifact(data)
+    except Exception as exc:  # a damaged snapshot or table: say so, never raise
+        return _unreadable_page(f"{type(exc).__name__}: {exc}")
     tracker.label = tracker.label or label
     return _report_html(tracker, data, banner=banner, failed=failed)
 
