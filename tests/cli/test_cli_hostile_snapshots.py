@@ -167,7 +167,6 @@ EDGES = {
     "exit_status as text": lambda r: _with(r, "extra", "exit_status", "0"),
     "server_info.vcpus as text": lambda r: _with(r, "server_info", "vcpus", "many"),
     "server_info.cgroup a list": lambda r: _with(r, "server_info", "cgroup", [1]),
-    "server_info a list": lambda r: _with(r, "server_info", [2, "vcpus"]),
     "cgroup_metrics a list": lambda r: _with(r, "cgroup_metrics", [1]),
     "cgroup_metrics.memory_peak_mib as text": lambda r: _with(r, "cgroup_metrics", {"memory_peak_mib": "@@"}),
 }  # fmt: skip
