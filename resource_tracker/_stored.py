@@ -166,9 +166,10 @@ SNAPSHOT_LIMIT_ENV = "RESOURCE_TRACKER_MAX_SNAPSHOT_MIB"
 
 
 def snapshot_limit() -> int:
-    """The largest snapshot text read, in bytes (characters for a str): 512 MiB unless
+    """The largest snapshot text read, in bytes (characters for a str): 256 MiB unless
     RESOURCE_TRACKER_MAX_SNAPSHOT_MIB says otherwise. A snapshot takes ~352 bytes a sample
-    (a 1 s run of 2 weeks is ~400 MiB) and loading peaks at about twice its size."""
+    (a week at 1 s is ~200 MiB) and loading one peaks at about 3 times its size (measured:
+    620 MiB for 200 MiB), so the limit bounds the memory a file from outside can take."""
     from . import settings
 
     return int(settings.get(SNAPSHOT_LIMIT_ENV) * 2**20)
