@@ -8,6 +8,7 @@ needs none of it, and ``import resource_tracker`` stays small.
 from __future__ import annotations
 
 import json
+import re
 from array import array
 
 from . import _core
@@ -192,9 +193,9 @@ def _parse(text: Union[str, bytes]) -> Any:
     try:
         if isinstance(text, (bytes, bytearray)):
             text = bytes(text).decode(json.detect_encoding(text), "surrogatepass")
-        start = _WHITESPACE.match(text, 1 if text.startswith("\ufeff") else 0).end()
+        start = _after_space(text, 1 if text.startswith("\ufeff") else 0)  # a BOM skipped
         snapshot, end = _DECODER.raw_decode(text, start)
-        if _WHITESPACE.match(text, end).end() != len(text):
+        if _after_space(text, end) != len(text):
             raise ValueError(f"extra data after the JSON value at character {end}")
         return snapshot
     except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError among them
@@ -229,7 +230,13 @@ def _json_constant(name: str) -> NoReturn:
 _DECODER = json.JSONDecoder(
     parse_int=_json_int, parse_float=_json_float, parse_constant=_json_constant
 )
-_WHITESPACE = json.decoder.WHITESPACE
+_WHITESPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace (as json.decoder skips it)
+
+
+def _after_space(text: str, pos: int) -> int:
+    """The position of the first character at or after pos that is not JSON whitespace."""
+    match = _WHITESPACE.match(text, pos)
+    return match.end() if match else pos
 
 
 # the latest start/stop time taken as real: year 5138 (a larger one breaks dates and durations)
