@@ -8,6 +8,7 @@ needs none of it, and ``import resource_tracker`` stays small.
 from __future__ import annotations
 
 import json
+import re
 from array import array
 
 from . import _core
@@ -145,23 +146,97 @@ def dumps(tracker: TrackerResults) -> str:
 
 
 def loads(cls: Type[_R], text: Union[str, bytes]) -> _R:
-    """A stopped tracker from dumps() text (str or bytes)."""
-    try:
-        snapshot = json.loads(text)
-    except ValueError as exc:
-        raise ValueError(f"not a resource-tracker snapshot: invalid JSON ({exc})") from None
-    except RecursionError:
-        raise ValueError(
-            "not a resource-tracker snapshot: JSON nested too deeply to be one"
-        ) from None
+    """A stopped tracker from dumps() text (str or bytes; a UTF-8 BOM is allowed).
+
+    ValueError, and only ValueError, for anything else: text over the size limit
+    (snapshot_limit()), invalid JSON, NaN or an infinity, an integer beyond 2**64, a field of
+    the wrong type."""
+    snapshot = _parse(text)
     try:
         if isinstance(snapshot, dict):  # decode the tables now, dropping each text as it goes
             for key, _ in _TABLE_KEYS:
                 if isinstance(snapshot.get(key), dict):
                     snapshot[key] = _decode_columns(snapshot[key], consume=True)
         return from_snapshot(cls, snapshot)
-    except (KeyError, TypeError, AttributeError, RecursionError) as exc:  # fuzz_snapshot.py
-        raise ValueError(f"not a resource-tracker snapshot: damaged ({exc!r})") from None
+    except (KeyError, TypeError, AttributeError, RecursionError, OverflowError) as exc:
+        raise ValueError(f"not a resource-tracker snapshot: damaged ({exc!r:.200})") from None
+
+
+#: Environment variable of the largest snapshot loads() and the CLI read, in MiB.
+SNAPSHOT_LIMIT_ENV = "RESOURCE_TRACKER_MAX_SNAPSHOT_MIB"
+
+
+def snapshot_limit() -> int:
+    """The largest snapshot text read, in bytes (characters for a str): 256 MiB unless
+    RESOURCE_TRACKER_MAX_SNAPSHOT_MIB says otherwise. A snapshot takes ~352 bytes a sample
+    (a week at 1 s is ~200 MiB) and loading one peaks at about 3 times its size (measured:
+    620 MiB for 200 MiB), so the limit bounds the memory a file from outside can take."""
+    from . import settings
+
+    return int(settings.get(SNAPSHOT_LIMIT_ENV) * 2**20)
+
+
+def too_large(size: int, limit: int) -> str:
+    """The message for a snapshot of size bytes over limit."""
+    return (
+        f"snapshot too large ({size / 2**20:.1f} MiB, the limit is {limit / 2**20:g} MiB; "
+        f"raise it with {SNAPSHOT_LIMIT_ENV})"
+    )
+
+
+def _parse(text: Union[str, bytes]) -> Any:
+    """The JSON value of a snapshot's text, strictly: only numbers JSON has (no NaN or
+    Infinity, none that overflows a float64, integers up to 2**64), within the size limit."""
+    limit = snapshot_limit()
+    if len(text) > limit:
+        raise ValueError(f"not a resource-tracker snapshot: {too_large(len(text), limit)}")
+    try:
+        if isinstance(text, (bytes, bytearray)):
+            text = bytes(text).decode(json.detect_encoding(text), "surrogatepass")
+        start = _after_space(text, 1 if text.startswith("\ufeff") else 0)  # a BOM skipped
+        snapshot, end = _DECODER.raw_decode(text, start)
+        if _after_space(text, end) != len(text):
+            raise ValueError(f"extra data after the JSON value at character {end}")
+        return snapshot
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError among them
+        raise ValueError(
+            f"not a resource-tracker snapshot: invalid JSON ({str(exc):.200})"
+        ) from None
+    except TypeError:
+        raise ValueError("not a resource-tracker snapshot: expected text (str or bytes)") from None
+    except RecursionError:
+        raise ValueError(
+            "not a resource-tracker snapshot: JSON nested too deeply to be one"
+        ) from None
+
+
+def _json_int(text: str) -> int:
+    if len(text) > 21 or abs(int(text)) > 2**64:
+        raise ValueError(f"integer {text:.24} out of range")
+    return int(text)
+
+
+def _json_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"number {text:.24} out of range")
+    return value
+
+
+def _json_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+_DECODER = json.JSONDecoder(
+    parse_int=_json_int, parse_float=_json_float, parse_constant=_json_constant
+)
+_WHITESPACE = re.compile(r"[ \t\n\r]*")  # JSON's whitespace (as json.decoder skips it)
+
+
+def _after_space(text: str, pos: int) -> int:
+    """The position of the first character at or after pos that is not JSON whitespace."""
+    match = _WHITESPACE.match(text, pos)
+    return match.end() if match else pos
 
 
 # the latest start/stop time taken as real: year 5138 (a larger one breaks dates and durations)
@@ -190,9 +265,13 @@ def _validate_snapshot(snapshot: Mapping[str, Any]) -> None:
     pid = snapshot.get("pid")
     if pid is not None and not (isinstance(pid, int) and 0 < pid <= MAX_PID):
         bad("pid", "a process id")
-    for key in ("server_info", "cloud_info", "extra"):
+    for key in ("server_info", "cloud_info", "extra", "cgroup_metrics", "tree_source", "summary"):
         if snapshot.get(key) is not None and not isinstance(snapshot[key], dict):
             bad(key, "an object (or null)")
+    hwm = snapshot.get("memory_hwm")
+    if hwm is not None and not (number(hwm) and 0 <= hwm < 2**63):
+        bad("memory_hwm", "a number of KiB (or null)")
+    _validate_fields(snapshot)
     for key in ("command", "label", "method"):
         if snapshot.get(key) is not None and not isinstance(snapshot[key], str):
             bad(key, "a string (or null)")
@@ -201,6 +280,63 @@ def _validate_snapshot(snapshot: Mapping[str, Any]) -> None:
             snapshot[key], (dict, list, TinyDataFrame)
         ):
             bad(key, "a table")
+
+
+# the fields inside a snapshot's objects that stats(), the summary, the report and the CLI
+# read: numbers (at least 0; exit_status any integer) and texts, each may be null
+_NUMBER_FIELDS = {
+    "server_info": ("vcpus", "memory_mb", "memory_mib", "gpu_count", "gpu_memory_mb",
+                    "gpu_memory_mib"),
+    "server_info.cgroup": ("cpu_limit_cores", "memory_limit_mb"),
+    "cloud_info": ("discovery_time",),
+    "cgroup_metrics": ("version", "memory_mib", "memory_peak_mib", "memory_limit_mib",
+                       "cpu_limit_cores", "cpu_seconds", "cpu_periods", "cpu_throttled_periods",
+                       "cpu_throttled_seconds", "oom_kills"),
+}  # fmt: skip
+_TEXT_FIELDS = {
+    "server_info": ("cpu_model", "architecture", "os"),
+    "cloud_info": ("vendor", "instance_type", "region"),
+    "cgroup_metrics": ("path",),
+}
+
+
+def _validate_fields(snapshot: Mapping[str, Any]) -> None:
+    """ValueError naming the first field inside server_info, cloud_info, cgroup_metrics or
+    extra whose type later calls could not use (e.g. vCPUs as text, an exit status "0")."""
+
+    def field(path: str) -> Any:
+        value: Any = snapshot
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        return value
+
+    def bad(path: str, what: str) -> NoReturn:
+        raise ValueError(
+            f"not a resource-tracker snapshot: {path} must be {what}, got {field(path)!r:.80}"
+        )
+
+    for obj, names in _NUMBER_FIELDS.items():
+        for name in names:
+            value = field(f"{obj}.{name}")
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if value is not None and not (ok and 0 <= value < 2**63):
+                bad(f"{obj}.{name}", "a number (or null)")
+    for obj, names in _TEXT_FIELDS.items():
+        for name in names:
+            if field(f"{obj}.{name}") is not None and not isinstance(field(f"{obj}.{name}"), str):
+                bad(f"{obj}.{name}", "a string (or null)")
+    if field("server_info.cgroup") is not None and not isinstance(
+        field("server_info.cgroup"), dict
+    ):
+        bad("server_info.cgroup", "an object (or null)")
+    names = field("server_info.gpu_names")
+    if names is not None and not (
+        isinstance(names, list) and all(isinstance(n, str) for n in names)
+    ):
+        bad("server_info.gpu_names", "a list of strings (or null)")
+    status = field("extra.exit_status")
+    if status is not None and not (type(status) is int and -(2**31) <= status < 2**31):
+        bad("extra.exit_status", "an integer (or null)")
 
 
 def _stored_quality(value: Any) -> Dict[str, Any]:

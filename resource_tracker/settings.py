@@ -206,6 +206,10 @@ SETTINGS = _declare(
             "`off` switches the online API off", can_be_off=True),
     Setting("RESOURCE_TRACKER_KEEPER_TIMEOUT", "number", "seconds per Keeper API request "
             "(0.1 to 600, default 10)", default=10.0, bounds=(0.1, 600.0)),
+    Setting("RESOURCE_TRACKER_MAX_SNAPSHOT_MIB", "number", "largest snapshot `loads()` and the "
+            "`report`/`stats`/`recommend` commands read, in MiB (1 to 1048576, default 256: a "
+            "week of samples at 1 s is ~200 MiB; loading peaks at about 3 times the size)",
+            default=256.0, bounds=(1.0, 1048576.0)),
     Setting("RESOURCE_TRACKER_EUR_USD", "number", "USD per EUR used to compare EUR prices "
             "(above 0, at most 1000; default 1.17)", bounds=(0.0, 1000.0), low_open=True),
     Setting("RESOURCE_TRACKER_EXPORT", "list", "opt-in export: comma list of `otlp`, "

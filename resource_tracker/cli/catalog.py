@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import PROG, CliError, say
+from .common import PROG, CliError, json_text, out, say
 from .parser import FORMATTER
 
 EXAMPLES = f"""\
@@ -64,12 +64,10 @@ def main(args: argparse.Namespace) -> int:
 def _print(result, as_json: bool) -> None:
     """Prints the action's result: JSON, or 'key  value' lines."""
     if as_json:
-        import json
-
-        print(json.dumps(result, indent=2, default=str))
+        out(json_text(result))
     elif isinstance(result, dict):
         width = max((len(str(k)) for k in result), default=0)
         for key, value in result.items():
-            print(f"{key:<{width}}  {value}")
+            out(f"{key:<{width}}  {value}")
     elif result is not None:
-        print(result)
+        out(result)

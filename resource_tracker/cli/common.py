@@ -30,13 +30,42 @@ def error_line(message: str) -> str:
 
 
 def say(text: str) -> None:
-    """Writes one line to stderr (control characters of foreign text taken out)."""
+    """Writes text to stderr, each line made printable (_text.printable) and cut to 4000
+    characters."""
     from .._text import printable
 
+    lines = (printable(line, limit=4000) for line in str(text).split("\n"))
     try:
-        print(printable(text, limit=4000), file=sys.stderr, flush=True)
+        print("\n".join(lines), file=sys.stderr, flush=True)
     except (OSError, ValueError):
         pass
+
+
+def out(text: str) -> None:
+    """Writes text to stdout made printable (_text.printable): every line a command prints
+    passes here, so no string from outside (a snapshot's command, a catalog's server name)
+    reaches the terminal with its escape sequences."""
+    from .._text import printable
+
+    print(printable(text, limit=None))
+
+
+def json_text(value, sort_keys: bool = False) -> str:
+    """value as strict JSON for stdout: NaN and infinities (a column with gaps, a damaged
+    figure) as null, what JSON has no type for as its str()."""
+    import json
+    import math
+
+    def finite(v):
+        if isinstance(v, float):
+            return v if math.isfinite(v) else None
+        if isinstance(v, dict):
+            return {str(k): finite(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [finite(x) for x in v]
+        return v
+
+    return json.dumps(finite(value), indent=2, sort_keys=sort_keys, default=str, allow_nan=False)
 
 
 def quiet_stdout() -> None:
@@ -56,19 +85,27 @@ def short(text: str, width: int = 60) -> str:
 
 
 def load_snapshot(path: str):
-    """The tracker saved in path; CliError (one line) when it cannot be read."""
+    """The tracker saved in path; CliError (one line) when it cannot be read. A file larger
+    than the snapshot size limit (RESOURCE_TRACKER_MAX_SNAPSHOT_MIB) is refused unread."""
+    from .._stored import snapshot_limit, too_large
     from ..tracker import ResourceTracker
 
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        limit = snapshot_limit()
+        with open(path, encoding="utf-8-sig") as f:  # a UTF-8 BOM is taken off
+            size = os.fstat(f.fileno()).st_size
+            if size > limit:
+                raise CliError(f"cannot read {path}: {too_large(size, limit)}")
+            text = f.read(limit + 1)  # bounded: a file that grows after fstat
     except OSError as exc:
         raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise CliError(f"cannot read {path}: not a resource-tracker snapshot (not text)") from None
+    except ValueError as exc:  # an invalid RESOURCE_TRACKER_MAX_SNAPSHOT_MIB
+        raise CliError(str(exc).splitlines()[0]) from None
     try:
         return ResourceTracker.loads(text)
-    except (ValueError, TypeError, KeyError) as exc:
+    except ValueError as exc:
         raise CliError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
 
 

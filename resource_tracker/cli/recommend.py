@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from . import recommend_metaflow
-from .common import PROG, CliError, load_snapshot
+from .common import PROG, CliError, json_text, load_snapshot, out
 from .parser import FORMATTER, positive_int
 
 EXAMPLES = f"""\
@@ -85,10 +85,8 @@ def main(args: argparse.Namespace) -> int:
     found, why = find_servers(resources, n=args.n, strict=True, **_filters(args))
     status = 0 if found is not None else 1
     if args.json:
-        import json
-
         result = {"runs": len(trackers), "resources": resources, "server": found, "note": why}
-        print(json.dumps(result, indent=2, default=str))
+        out(json_text(result))
     else:
         _print(len(trackers), resources, found, why)
     return status
@@ -124,15 +122,15 @@ def _print(runs: int, resources: dict, found, why) -> None:
     """The result as text lines."""
     from .summary import describe_resources, describe_server
 
-    print(f"runs        {runs}")
-    print(f"resources   {describe_resources(resources)}")
+    out(f"runs        {runs}")
+    out(f"resources   {describe_resources(resources)}")
     if found is None:
-        print(f"server      {why}")
+        out(f"server      {why}")
     elif isinstance(found, list):
         for i, server in enumerate(found, 1):
-            print(f"server {i:<4} {describe_server(server)}")
+            out(f"server {i:<4} {describe_server(server)}")
     else:
-        print(f"server      {describe_server(found)}")
+        out(f"server      {describe_server(found)}")
     first = found[0] if isinstance(found, list) and found else found
     if isinstance(first, dict) and first.get("price_source"):
-        print(f"prices      {first['price_source']}")
+        out(f"prices      {first['price_source']}")

@@ -13,7 +13,7 @@ import argparse
 import math
 from typing import Any, Dict, List, Optional
 
-from .common import CliError
+from .common import CliError, json_text, out
 
 
 def add_arguments(rec: argparse.ArgumentParser) -> None:
@@ -147,29 +147,27 @@ def main(args: argparse.Namespace) -> int:
         for name, entry in found["steps"].items()
     }
     if args.json:
-        import json
-
         result = {"flow": args.metaflow, "runs": found["runs"], "runs_per_month": per_month,
                   "runs_per_month_basis": basis, "steps": steps}  # fmt: skip
-        print(json.dumps(result, indent=2, default=str))
+        out(json_text(result))
     else:
         _print(args.metaflow, found["runs"], steps, per_month, basis)
     return 0 if steps else 1
 
 
 def _print(flow: str, runs: List[str], steps: Dict[str, Any], per_month: float, basis) -> None:
-    print(f"{flow}: {len(runs)} recent successful run(s), {per_month:g} runs a month ({basis})")
+    out(f"{flow}: {len(runs)} recent successful run(s), {per_month:g} runs a month ({basis})")
     if not steps:
-        print("  no step with a @track_resources artifact in these runs")
+        out("  no step with a @track_resources artifact in these runs")
     for name, view in steps.items():
-        print(f"step {name} ({view['runs']} runs)")
-        print(f"  today       {resources_line(view['asked'])}")
+        out(f"step {name} ({view['runs']} runs)")
+        out(f"  today       {resources_line(view['asked'])}")
         if view["recommended"]:
-            print(f"  recommended {resources_line(view['recommended'])}")
+            out(f"  recommended {resources_line(view['recommended'])}")
         if "saving_usd_per_month" in view:
-            print(
+            out(
                 f"  saving      ${view['saving_usd_per_month']:.6f} a month "
                 f"(priced on {view['priced_on']})"
             )
         if view["note"]:
-            print(f"  note        {view['note']}")
+            out(f"  note        {view['note']}")

@@ -6,6 +6,7 @@ import argparse
 import os
 
 from .common import PROG, CliError, load_snapshot, render_report, say
+from .common import out as write_out
 from .parser import FORMATTER
 
 EXAMPLES = f"""\
@@ -48,7 +49,7 @@ def main(args: argparse.Namespace) -> int:
         raise CliError(f"report: cannot write {out}: {exc.strerror or exc}") from None
     except Exception as exc:
         raise CliError(f"report: cannot render {args.snapshot}: {exc}") from None
-    print(out)
+    write_out(out)
     if args.browse:
         _browse(out)
     return 0

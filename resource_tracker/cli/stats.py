@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .common import PROG, load_snapshot, short
+from .common import PROG, json_text, load_snapshot, out, short
 from .parser import FORMATTER
 
 EXAMPLES = f"""\
@@ -34,13 +34,11 @@ def main(args: argparse.Namespace) -> int:
 
     tracker = load_snapshot(args.snapshot)
     if args.json:
-        import json
-
-        print(json.dumps(tracker.stats(), indent=2, sort_keys=True))
+        out(json_text(tracker.stats(), sort_keys=True))
         return 0
     status = tracker.extra.get("exit_status")
     head = f"{args.snapshot}: `{short(tracker.command or str(tracker.pid))}`"
     if status is not None:
         head += " " + describe_status(status)
-    print("\n".join([head] + summary_lines(tracker, server=False)))
+    out("\n".join([head] + summary_lines(tracker, server=False)))
     return 0

@@ -80,15 +80,11 @@ def lines_of(summary, server: bool = True) -> list:
 
 def insight_lines(summary) -> list:
     """One line per finding of the summary (``summary.insights``): its severity, its text."""
-    from .._text import printable
-
-    return [_row(i.severity, printable(i.message)) for i in getattr(summary, "insights", ())]
+    return [_row(i.severity, i.message) for i in getattr(summary, "insights", ())]
 
 
 def _usage_rows(summary, info: dict) -> list:
     """CPU, memory, GPU, children, disk I/O, network, and the data quality notes."""
-    from .._text import printable
-
     vcpus, mem_total = info.get("vcpus"), info.get("memory_mb")
     cpu, machine_cpu = _stat("process", resource="cpu"), _stat("system", unit="cores")
     memory, machine_memory = _stat("process", resource="memory"), _stat("system", unit="KiB")
@@ -113,7 +109,7 @@ def _usage_rows(summary, info: dict) -> list:
         _network_row(summary),
     ]
     notes = summary.warnings_about("data")
-    return rows + [_row("incomplete", printable(note)) for note in notes]
+    return rows + [_row("incomplete", note) for note in notes]
 
 
 def _clamp(cores: float, vcpus) -> float:
@@ -187,15 +183,14 @@ def describe_server(server) -> str:
 
 def server_lines(summary) -> list:
     """Lines on the cheapest fitting server and the cost of the run (or why there is none),
-    from the summary (the catalog was asked when it was built)."""
-    from .._text import printable
-
+    from the summary (the catalog was asked when it was built). Like every line of the
+    commands they reach the terminal through common.out / common.say (made printable)."""
     choice = summary.server
     if choice.best is None:
         if choice.unavailable and not choice.no_match:
-            return [_row("server", printable(fmt.catalog_problem(choice.unavailable)))]
+            return [_row("server", fmt.catalog_problem(choice.unavailable))]
         why = choice.no_match or choice.unavailable or "no server recommendation"
-        return [_row("server", printable(why.splitlines()[0]))]
+        return [_row("server", why.splitlines()[0])]
     first = choice.best
     lines = [_row("server", describe_server(first))]
     if first.get("price_source"):
