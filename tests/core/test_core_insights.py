@@ -226,8 +226,12 @@ def test_over_provisioned_against_the_containers_limits(tmp_path, monkeypatch):
     most, a few hundred MiB): over-provisioned, priced on the embedded catalog."""
     proc, sys_root, _ = _v2_container(tmp_path, os.getpid(), 16000, "800000 100000")
     tracker = _track_in(monkeypatch, proc, sys_root, lambda: __import__("time").sleep(1.0))
+    # a one-second run's gap costs well under the default $1 a month: not worth a finding
+    assert _kinds(build_summary(tracker), "over_provisioned") == []
+    monkeypatch.setenv("RESOURCE_TRACKER_OVER_MIN_USD_MONTH", "0")
     summary = build_summary(tracker)
     (found,) = _kinds(summary, "over_provisioned")
+    assert found.severity == "info"  # under the $10 a month of a warning
     n = found.numbers
     assert n["source"] == "cgroup limits"
     assert n["asked_memory"] == 16000 and n["asked_cpu"] == 8
@@ -236,6 +240,55 @@ def test_over_provisioned_against_the_containers_limits(tmp_path, monkeypatch):
         30 * n["gap_usd_per_run"]
     )
     assert "asked 15.6 GiB memory" in found.message and "asked 8 CPU" in found.message
+
+
+def test_over_provisioned_only_above_its_floors_severity_by_cost(monkeypatch):
+    """A gap under 256 MiB / 1 core, or costing less than $1 a month, is no finding; one
+    costing less than $10 a month is info; the floors are settings."""
+    pricing = Pricing(hourly_usd=0.10, vcpus=2, memory_mib=4096, server="v s")
+    used = {"cpu": 0.4, "memory": 300.0}
+
+    def found(asked, needed, runs=10):
+        return over_provisioned(asked, used, needed, 3600, pricing, runs_per_month=runs)
+
+    # the tuned ask is the recommendation: a $0 gap (it was a warning of $0.000000)
+    assert found({"cpu": 1, "memory": 1024}, {"cpu": 1, "memory": 1024}) == []
+    # 1024 MiB asked, 768 needed: 2 runs a month at $0.00625 an hour: $0.0125, under $1
+    assert found({"cpu": 1, "memory": 1024}, {"cpu": 1, "memory": 768}, runs=2) == []
+    # 8 cores asked for 1 needed: $0.35 a run, $3.50 a month at 10 runs: info
+    (info,) = found({"cpu": 8, "memory": 1024}, {"cpu": 1, "memory": 1024})
+    assert info.severity == "info" and info.numbers["gap_usd_per_month"] == pytest.approx(3.5)
+    (warning,) = found({"cpu": 8, "memory": 1024}, {"cpu": 1, "memory": 1024}, runs=30)
+    assert warning.severity == "warning"  # $10.50 a month
+    monkeypatch.setenv("RESOURCE_TRACKER_WARN_USD_MONTH", "3")
+    assert found({"cpu": 8, "memory": 1024}, {"cpu": 1, "memory": 1024})[0].severity == "warning"
+    # a 200 MiB gap is under the 256 MiB floor whatever it costs ...
+    small = {"memory": 400}
+    assert over_provisioned(small, {"memory": 190.0}, None, 3600, None) == []
+    monkeypatch.setenv("RESOURCE_TRACKER_OVER_MIN_MIB", "100")  # ... unless the floor is lower
+    (lowered,) = over_provisioned(small, {"memory": 190.0}, None, 3600, None)
+    assert lowered.severity == "info" and "gap_usd_per_month" not in lowered.numbers
+
+
+def test_a_peak_above_the_ask_is_critical_without_an_enforcing_limit(hold_runs):
+    """A real run holding 300 MiB in a step asking 256 MiB (@resources, run locally: no limit
+    enforced): critical, it would be killed on Kubernetes/Batch."""
+    tracker = hold_runs[-1]
+    peak = tracker.stats()["process_memory"]["max"] / 1024
+    assert peak > 300
+    try:
+        tracker.extra["resources_asked"] = {"cpu": 1, "memory": 256, "source": "@resources"}
+        risks = _kinds(build_summary(tracker, lookup_server=False), "at_risk")
+        tracker.extra["resources_asked"] = {"cpu": 1, "memory": 2048, "source": "@resources"}
+        fits = _kinds(build_summary(tracker, lookup_server=False), "at_risk")
+    finally:
+        del tracker.extra["resources_asked"]
+    (risk,) = risks
+    assert risk.severity == "critical"
+    assert risk.numbers["memory_peak_mib"] == pytest.approx(peak, rel=0.01)
+    assert f"Peak memory {peak:.0f} MiB is above the 256 MiB this step asks" in risk.message
+    assert "on Kubernetes or AWS Batch it would be killed" in risk.message
+    assert fits == []
 
 
 def test_over_provisioned_prices_the_gap():
@@ -259,7 +312,7 @@ def test_over_provisioned_prices_the_gap():
     )
 
 
-def test_phases_of_a_one_then_two_core_series_priced_on_a_server():
+def test_phases_of_a_one_then_two_core_series_priced_on_a_server(monkeypatch):
     """The detector on the shape of the workload above as the sampler records it on a quiet
     machine (every 0.5 s; the sample across the switch half way), with noise."""
     stamps = [1000.0 + 0.5 * i for i in range(1, 25)]
@@ -267,12 +320,18 @@ def test_phases_of_a_one_then_two_core_series_priced_on_a_server():
     cpu = [1.0] * 12 + [1.5] + [2.0] * 11
     cpu = [c + e for c, e in zip(cpu, noise)]
     pricing = Pricing(hourly_usd=0.08, vcpus=2, memory_mib=4096, server="v s")
-    (found,) = phases(stamps, {"cpu": cpu, "memory": [300.0] * 24}, pricing, runs_per_month=60)
+    series = {"cpu": cpu, "memory": [300.0] * 24}
+    (found,) = phases(stamps, series, pricing, runs_per_month=60)
     n = found.numbers
     assert n["phases"] == 2 and abs(n["phase2_start_time"] - 1006.0) <= 0.5
     assert (n["phase1_cpu"], n["phase2_cpu"]) == (1, 2)
     # one step sized for 2 cores for 12 s against 1 core for ~6 s and 2 for ~6 s: ~25%
     assert 0.2 <= n["split_saving_share"] <= 0.3
+    # ... but a fraction of a cent a month: no split advice under the $10 a month floor
+    assert n["split_saving_usd_per_month"] < 0.01
+    assert found.severity == "info" and "Splitting" not in found.message
+    monkeypatch.setenv("RESOURCE_TRACKER_SPLIT_MIN_USD_MONTH", "0.001")
+    (found,) = phases(stamps, series, pricing, runs_per_month=60)
     assert found.severity == "warning" and "Splitting the step at 6 s" in found.message
 
 
@@ -354,12 +413,13 @@ def test_the_report_shows_the_insights_first(tmp_path, monkeypatch):
     assert '<span class="rt-badge">critical</span> The kernel killed 1 process(es)' in page
 
 
-def test_a_gpu_idle_through_loading_is_a_split_worth_making():
+def test_a_gpu_idle_through_loading_is_a_split_worth_making(monkeypatch):
     """30 s of data loading on one core with the GPU idle, then 30 s of training on it."""
     stamps = [float(i) for i in range(1, 61)]
     gpu = [0.0] * 30 + [1.0] * 30
     cpu = [1.0] * 60
     pricing = Pricing(hourly_usd=1.0, vcpus=8, memory_mib=32768, gpus=1, server="v g")
+    monkeypatch.setenv("RESOURCE_TRACKER_SPLIT_MIN_USD_MONTH", "0.1")  # $0.22 a month
     (found,) = phases(stamps, {"cpu": cpu, "memory": [2000.0] * 60, "gpu": gpu}, pricing)
     n = found.numbers
     assert n["phases"] == 2 and n["changed_series"] == "gpu"
