@@ -563,7 +563,9 @@ def phases(
                 **_need(*(c[lo:hi] for c in cols)),
             }
         )
-    return [_phases_insight(shapes, bounds, _need(*cols), pricing, runs_per_month)]
+    # one step runs every phase: it needs the most any phase needs
+    whole = {k: max(shape[k] for shape in shapes) for k in ("cpu", "memory", "gpu")}
+    return [_phases_insight(shapes, bounds, whole, pricing, runs_per_month)]
 
 
 def _distinct_phases(

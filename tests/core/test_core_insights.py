@@ -10,6 +10,7 @@ process is real."""
 from __future__ import annotations
 
 import json
+import math
 import os
 
 import pytest
@@ -439,3 +440,108 @@ def test_a_wobble_within_a_phase_is_not_a_phase():
     assert n["phases"] == 2, found.message
     assert (n["phase1_cpu"], n["phase2_cpu"]) == (1, 2)
     assert n["phase2_start_s"] == pytest.approx(20.0)
+
+
+# -- phases: idle -> busy -> idle, levels, ramps --------------------------------------------
+
+IDLE_BUSY_IDLE = """
+time.sleep(1.5)
+rss0 = rss_kib()
+t1 = time.time()
+block = touched(400)            # the allocation ramp, then one core busy
+end = time.time() + 2.5
+x = 0
+while time.time() < end:
+    x += 1
+t2 = time.time()
+del block
+time.sleep(1.5)
+report(t1=t1, t2=t2, rss0=rss0)
+"""
+
+
+def test_phases_of_a_real_idle_busy_idle_run():
+    """A real workload idle, then holding 400 MiB busy on one core, then idle again, tracked
+    every 0.1 s: three phases, each boundary within one interval of the workload's own clock,
+    and the allocation ramp counted in the busy phase, not in the idle one before it."""
+    work = Workload(IDLE_BUSY_IDLE)
+    tracker = ResourceTracker(pid=work.pid, interval=0.1, discover_cloud=False)
+    try:
+        work.go()
+        truth = work.read_report()
+        work.finish()
+        tracker.stop()
+        work.reap()
+    finally:
+        work.kill()
+    (found,) = _kinds(build_summary(tracker, lookup_server=False), "phases")
+    n, step = found.numbers, tracker.interval
+    assert n["phases"] == 3, found.message
+    assert abs(n["phase2_start_time"] - truth["t1"]) <= step + 0.05, (n, truth)
+    assert abs(n["phase3_start_time"] - truth["t2"]) <= step + 0.05, (n, truth)
+    idle_mib = truth["rss0"] / 1024
+    assert n["phase1_memory"] <= idle_mib + 32, found.message  # no share of the ramp
+    assert n["phase2_memory"] >= 400
+    assert n["phase3_memory"] <= idle_mib + 32, found.message
+
+
+def _noisy(levels, lengths, noise, seed=7):
+    import random
+
+    rnd = random.Random(seed)
+    out = []
+    for level, length in zip(levels, lengths):
+        out += [max(0.0, level + rnd.gauss(0, noise * max(level, 0.1))) for _ in range(length)]
+    return out
+
+
+def test_phases_of_six_hours_idle_busy_idle(monkeypatch):
+    """The issue's series: 6 h at 10 s, 0.04 -> 3.6 -> 0.04 cores (2 h each; the busy part
+    starts half way through an interval). Three phases at the right samples; the split
+    advice is there when it saves more than the floor a month, and not when it saves less."""
+    stamps = [10.0 * i for i in range(1, 2161)]
+    cpu = _noisy([0.04, 3.6, 0.04], [720, 720, 720], 0.05)
+    cpu[720] = 1.8  # the busy part starts half way through this interval
+    memory = [300.0] * 2160
+    pricing = Pricing(hourly_usd=0.20, vcpus=4, memory_mib=16384, server="v m")
+    (found,) = phases(stamps, {"cpu": cpu, "memory": memory}, pricing, runs_per_month=30)
+    n = found.numbers
+    assert n["phases"] == 3, found.message
+    assert n["phase2_start_s"] == pytest.approx(7200.0) and n["phase3_start_s"] == 14400.0
+    assert (n["phase1_cpu"], n["phase2_cpu"], n["phase3_cpu"]) == (1, 4, 1)
+    # one 4-core step for 6 h against 1, 4, 1 cores for 2 h each: half the cost, $18 a month
+    assert n["split_saving_usd_per_month"] == pytest.approx(18.0, rel=0.01)
+    assert found.severity == "warning" and "Splitting the step at 7200 s" in found.message
+    cheap = Pricing(hourly_usd=0.02, vcpus=4, memory_mib=16384, server="v c")  # $1.80 a month
+    (found,) = phases(stamps, {"cpu": cpu, "memory": memory}, cheap, runs_per_month=30)
+    assert found.severity == "info" and "Splitting" not in found.message
+
+
+@pytest.mark.parametrize(
+    "levels", [(0.5, 2.0, 3.5), (0.5, 2.0, 3.5, 1.0), (3.0, 1.0, 4.0, 2.0)], ids=str
+)
+def test_phases_of_steps_of_three_and_four_levels(levels):
+    """Steps of 3 and 4 CPU levels, 50 samples each with noise: one phase per level, each
+    boundary at its sample."""
+    stamps = [float(i) for i in range(1, 50 * len(levels) + 1)]
+    cpu = _noisy(levels, [50] * len(levels), 0.05)
+    (found,) = phases(stamps, {"cpu": cpu, "memory": [300.0] * len(cpu)})
+    n = found.numbers
+    assert n["phases"] == len(levels), found.message
+    for i, level in enumerate(levels, 1):
+        assert n[f"phase{i}_start_s"] == pytest.approx(50.0 * (i - 1))
+        assert n[f"phase{i}_cpu"] == max(1, math.ceil(level - 0.2))
+
+
+def test_an_allocation_ramp_belongs_to_the_phase_it_allocates_for():
+    """52 MiB held, then an allocation ramp (150, 379 MiB) to 400 MiB, then 52 MiB again:
+    the quiet phases hold 52 MiB (not the 379 MiB of the ramp), the ramp starts the busy
+    one."""
+    stamps = [float(i) for i in range(1, 63)]
+    memory = [52.0] * 20 + [150.0, 379.0] + [400.0] * 20 + [260.0] + [52.0] * 19
+    (found,) = phases(stamps, {"cpu": [1.0] * 62, "memory": memory})
+    n = found.numbers
+    assert n["phases"] == 3, found.message
+    assert n["phase1_memory"] == 52 and n["phase3_memory"] == 52
+    assert n["phase2_start_s"] == 20 and n["phase3_start_s"] == 43
+    assert n["phase2_memory"] == 400
