@@ -453,8 +453,8 @@ end = time.time() + 2.5
 x = 0
 while time.time() < end:
     x += 1
+del block                       # the release, then idle
 t2 = time.time()
-del block
 time.sleep(1.5)
 report(t1=t1, t2=t2, rss0=rss0)
 """
