@@ -133,8 +133,7 @@ low_band(const double *values, size_t lo, size_t hi, double step, double *level)
  * above the quieter part's band (low_band) go to the busier part, so a ramp up (an
  * allocation) or down (a release) is not counted in the quieter phase. */
 static size_t
-settle_point(const Prefix *p, const double *values, size_t lo, size_t k, size_t hi,
-             size_t min_len)
+settle_point(const Prefix *p, const double *values, size_t lo, size_t k, size_t hi, size_t min_len)
 {
     size_t best = best_split(p, lo, hi, min_len);
     double left, right, low, tol;

@@ -130,9 +130,7 @@ def test_cli_run_summary_names_the_cheapest_server_and_the_cost(catalog_db, tmp_
     assert f"{fmt.money(cost)} on the recommended server" in lines["cost"]
 
 
-def test_cli_server_picks_show_their_caveats_and_same_keeps_the_architecture(
-    snapshot, monkeypatch
-):
+def test_cli_server_picks_show_their_caveats_and_same_keeps_the_architecture(snapshot, monkeypatch):
     """Offline (the embedded snapshot), an x86_64 run's cheapest pick is an arm64 burstable
     server priced in ap-south-1: the CLI says so next to the pick; `--architecture same`
     keeps the run's architecture (the API's architecture="same")."""
@@ -153,7 +151,9 @@ def test_cli_server_picks_show_their_caveats_and_same_keeps_the_architecture(
     assert f"region {best['price_region_id']}" in caveats and "no GPU" in caveats
     if run_arch == "x86_64":  # the issue's case: t4g.nano, arm64 and burstable
         assert caveats[:2] == ["arm64", "burstable"]
-        assert line.endswith("; not the x86_64 this run used: its code and wheels must run on arm64")
+        assert line.endswith(
+            "; not the x86_64 this run used: its code and wheels must run on arm64"
+        )
     kept = _cli(path, "--architecture", "same")
     assert kept.returncode == 0, kept.stderr
     (line,) = [x for x in kept.stdout.splitlines() if x.startswith("server ")]

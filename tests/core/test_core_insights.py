@@ -17,7 +17,14 @@ import pytest
 from workloads import Workload
 
 from resource_tracker import ResourceTracker
-from resource_tracker.insights import Insight, Pricing, changed, over_provisioned, phases
+from resource_tracker.insights import (
+    Insight,
+    Pricing,
+    above_ask,
+    changed,
+    over_provisioned,
+    phases,
+)
 from resource_tracker.summary import RunSummary, build_summary
 
 MIB = 1024 * 1024
@@ -104,10 +111,10 @@ report(switch=switch, rate1=(cpu1 - cpu0) / (switch - began), rate2=(cpu2 - cpu1
 """
 
 
-@pytest.fixture(scope="module")
-def phased_run():
-    work = Workload(PHASED)
-    tracker = ResourceTracker(pid=work.pid, interval=0.5, discover_cloud=False)
+def _tracked_truth(body, interval):
+    """(tracker, the workload's report): a real workload tracked every `interval` s."""
+    work = Workload(body)
+    tracker = ResourceTracker(pid=work.pid, interval=interval, discover_cloud=False)
     try:
         work.go()
         truth = work.read_report()
@@ -117,6 +124,11 @@ def phased_run():
     finally:
         work.kill()
     return tracker, truth
+
+
+@pytest.fixture(scope="module")
+def phased_run():
+    return _tracked_truth(PHASED, 0.5)
 
 
 def test_two_phases_with_the_boundary_within_one_interval(phased_run):
@@ -290,6 +302,11 @@ def test_a_peak_above_the_ask_is_critical_without_an_enforcing_limit(hold_runs):
     assert f"Peak memory {peak:.0f} MiB is above the 256 MiB this step asks" in risk.message
     assert "on Kubernetes or AWS Batch it would be killed" in risk.message
     assert fits == []
+    # mean CPU above the cores asked: a warning (throttled, not killed); cgroup limits are
+    # at_risk's own figures (the kernel's), not judged twice
+    (slow,) = above_ask({"cpu": 1, "memory": 4096, "source": "@kubernetes"}, 100.0, 1.6)
+    assert slow.severity == "warning" and "Mean CPU 1.60 cores is above the 1" in slow.message
+    assert above_ask({"cpu": 1, "memory": 64, "source": "cgroup limits"}, 100.0, 1.6) == []
 
 
 def test_over_provisioned_prices_the_gap():
@@ -464,16 +481,7 @@ def test_phases_of_a_real_idle_busy_idle_run():
     """A real workload idle, then holding 400 MiB busy on one core, then idle again, tracked
     every 0.1 s: three phases, each boundary within one interval of the workload's own clock,
     and the allocation ramp counted in the busy phase, not in the idle one before it."""
-    work = Workload(IDLE_BUSY_IDLE)
-    tracker = ResourceTracker(pid=work.pid, interval=0.1, discover_cloud=False)
-    try:
-        work.go()
-        truth = work.read_report()
-        work.finish()
-        tracker.stop()
-        work.reap()
-    finally:
-        work.kill()
+    tracker, truth = _tracked_truth(IDLE_BUSY_IDLE, 0.1)
     (found,) = _kinds(build_summary(tracker, lookup_server=False), "phases")
     n, step = found.numbers, tracker.interval
     assert n["phases"] == 3, found.message
