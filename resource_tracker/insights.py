@@ -192,13 +192,13 @@ def _over(resource: str, asked: Optional[float], peak: Optional[float]) -> bool:
 
 
 def _gap_severity(cost: Mapping[str, Any]) -> Optional[str]:
-    """The severity of a gap by what it costs a month: None (not worth a finding) under
-    ``RESOURCE_TRACKER_OVER_MIN_USD_MONTH``, a warning from ``RESOURCE_TRACKER_WARN_USD_MONTH``,
-    else info (also when the gap is not priced)."""
+    """The severity of a gap by what it costs a month: None (not worth a finding) when it
+    costs nothing or less than ``RESOURCE_TRACKER_OVER_MIN_USD_MONTH``, a warning from
+    ``RESOURCE_TRACKER_WARN_USD_MONTH``, else info (also when the gap is not priced)."""
     per_month = cost.get("gap_usd_per_month")
     if per_month is None:
         return "info"
-    if per_month < settings.get("RESOURCE_TRACKER_OVER_MIN_USD_MONTH"):
+    if per_month <= 0 or per_month < settings.get("RESOURCE_TRACKER_OVER_MIN_USD_MONTH"):
         return None
     return "warning" if per_month >= settings.get("RESOURCE_TRACKER_WARN_USD_MONTH") else "info"
 

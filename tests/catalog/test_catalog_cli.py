@@ -163,7 +163,7 @@ def test_cli_server_picks_show_their_caveats_and_same_keeps_the_architecture(sna
 
 def test_the_report_shows_the_picks_caveats(snapshot, monkeypatch):
     """The report (and so the Metaflow card, the same page) shows the caveats of the pick
-    in the headline and a Caveats column in the list of fitting servers."""
+    in the headline and under each shape in the list of fitting servers."""
     import platform
 
     path, _ = snapshot
@@ -179,4 +179,5 @@ def test_the_report_shows_the_picks_caveats(snapshot, monkeypatch):
     if mismatch:
         assert '<span class="rt-caveat-warn">Not the ' in headline
     servers = page[page.index('id="rt-servers"') :]
-    assert "<th>Caveats</th>" in servers and " · ".join(caveats) in servers
+    assert "<th>Shape and caveats</th>" in servers
+    assert f'<div class="rt-caveats">{" · ".join(caveats)}' in servers

@@ -175,6 +175,9 @@ def test_otlp_final_export_counts_the_runs_findings(monkeypatch, receiver):
     import time
 
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    # a short test run's gap costs cents a month: floors at 0 so that it is a warning
+    monkeypatch.setenv("RESOURCE_TRACKER_OVER_MIN_USD_MONTH", "0")
+    monkeypatch.setenv("RESOURCE_TRACKER_WARN_USD_MONTH", "0")
     tracker = ResourceTracker(interval=0.1, export="otlp")
     tracker.extra["resources_asked"] = {"cpu": 8, "memory": 16000}
     time.sleep(0.5)

@@ -82,6 +82,9 @@ def test_pushgateway_final_push_on_failure(prom_stack, monkeypatch):
     asked for 8 CPUs and 16000 MiB, as a Metaflow step's @resources would: over-provisioned)."""
     pushgateway, prometheus = prom_stack
     monkeypatch.setenv("RESOURCE_TRACKER_PUSHGATEWAY_URL", pushgateway.url)
+    # a short test run's gap costs cents a month: floors at 0 so that it is a warning
+    monkeypatch.setenv("RESOURCE_TRACKER_OVER_MIN_USD_MONTH", "0")
+    monkeypatch.setenv("RESOURCE_TRACKER_WARN_USD_MONTH", "0")
     work = Workload("time.sleep(1.0)\n")
     try:
         with pytest.raises(ZeroDivisionError):
