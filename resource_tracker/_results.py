@@ -213,12 +213,14 @@ class TrackerResults:
     ) -> Any:
         """The cheapest cloud server that fits recommend_resources() (Spare Cores catalog).
 
-        Filters: vendor, region/regions, country, architecture, allocation,
-        compliance_framework, green_energy, min_score, max_price; order_by 'price' or
-        'score_per_price'; n for a list of the top n.
+        Filters: vendor, region/regions, country, architecture (``"same"``: the run's),
+        allocation, compliance_framework, green_energy, min_score, max_price; order_by
+        'price' or 'score_per_price'; n for a list of the top n.
         """
-        from .catalog import recommend_server
+        from .catalog import recommend_server, same_architecture
 
+        run_arch = (getattr(self, "server_info", None) or {}).get("architecture")
+        filters = same_architecture(filters, run_arch)
         return recommend_server(self.recommend_resources(historical_stats), n=n, **filters)
 
     def report(

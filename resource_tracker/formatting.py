@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional, Union
+from typing import List, Optional, Tuple, Union
 
 __all__ = [
     "NA",
@@ -228,3 +228,42 @@ def catalog_problem(text: str) -> str:
     if len(why) > 160:
         why = why[:157] + "..."
     return f"No server prices: {why.rstrip('.')}. Fix: {CATALOG_FIX}."
+
+
+#: Other names of the two CPU architectures the catalog knows.
+ARCHITECTURE_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "aarch64": "arm64", "arm": "arm64"}
+
+
+def architecture(name: object) -> Optional[str]:
+    """A CPU architecture by the catalog's name (``x86_64``, ``arm64``); None when unknown."""
+    if not isinstance(name, str) or not name.strip():
+        return None
+    word = name.strip().lower()
+    return ARCHITECTURE_ALIASES.get(word, word)
+
+
+def server_caveats(
+    server: object, run_architecture: object = None, region: bool = True
+) -> Tuple[List[str], Optional[str]]:
+    """What a user must know of a server pick beside its size and price: ([its CPU
+    architecture, ``burstable`` for burstable vCPUs, the region of its price (unless
+    ``region`` is False), ``no GPU`` when it has none], a note when its architecture is not
+    the run's ``run_architecture``, else None)."""
+    if not isinstance(server, dict):
+        return [], None
+    parts = []
+    arch = architecture(server.get("cpu_architecture"))
+    if arch:
+        parts.append(arch)
+    if str(server.get("cpu_allocation") or "").lower() == "burstable":
+        parts.append("burstable")
+    where = server.get("price_region_id") or server.get("region_id")
+    if region and isinstance(where, str) and where:
+        parts.append(f"region {where}")
+    if not server.get("gpu_count"):
+        parts.append("no GPU")
+    run_arch = architecture(run_architecture)
+    mismatch = None
+    if arch and run_arch and arch != run_arch:
+        mismatch = f"not the {run_arch} this run used: its code and wheels must run on {arch}"
+    return parts, mismatch

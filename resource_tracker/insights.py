@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from . import _core
+from . import _core, settings
 
 __all__ = [
     "Insight",
@@ -36,6 +36,7 @@ __all__ = [
     "KINDS",
     "over_provisioned",
     "at_risk",
+    "above_ask",
     "changed",
     "phases",
     "run_metrics",
@@ -55,8 +56,12 @@ MEMORY_RISK_SHARE = 0.85
 THROTTLE_RISK_SHARE = 0.10
 #: A resource is over-provisioned when its peak use is at most this share of the ask ...
 OVER_SHARE = 0.5
-#: ... and the gap is at least this much (MiB of memory, cores, GPUs).
-OVER_FLOOR = {"memory": 256.0, "cpu": 1.0, "gpu": 1.0}
+#: ... and the gap is at least this much (the settings of the memory and CPU floors; GPUs).
+OVER_FLOOR_SETTINGS = {
+    "memory": "RESOURCE_TRACKER_OVER_MIN_MIB",
+    "cpu": "RESOURCE_TRACKER_OVER_MIN_CORES",
+}
+OVER_FLOOR_GPUS = 1.0
 #: The fewest earlier runs a change is judged against.
 MIN_HISTORY = 3
 #: A change must exceed this many robust standard deviations (1.4826 MAD) ...
@@ -181,7 +186,21 @@ def runs_per_month(times: Sequence[float]) -> Optional[float]:
 def _over(resource: str, asked: Optional[float], peak: Optional[float]) -> bool:
     if asked is None or peak is None or asked <= 0:
         return False
-    return peak <= OVER_SHARE * asked and asked - peak >= OVER_FLOOR[resource]
+    name = OVER_FLOOR_SETTINGS.get(resource)
+    floor = float(settings.get(name)) if name else OVER_FLOOR_GPUS
+    return peak <= OVER_SHARE * asked and asked - peak >= floor
+
+
+def _gap_severity(cost: Mapping[str, Any]) -> Optional[str]:
+    """The severity of a gap by what it costs a month: None (not worth a finding) when it
+    costs nothing or less than ``RESOURCE_TRACKER_OVER_MIN_USD_MONTH``, a warning from
+    ``RESOURCE_TRACKER_WARN_USD_MONTH``, else info (also when the gap is not priced)."""
+    per_month = cost.get("gap_usd_per_month")
+    if per_month is None:
+        return "info"
+    if per_month <= 0 or per_month < settings.get("RESOURCE_TRACKER_OVER_MIN_USD_MONTH"):
+        return None
+    return "warning" if per_month >= settings.get("RESOURCE_TRACKER_WARN_USD_MONTH") else "info"
 
 
 def over_provisioned(
@@ -225,6 +244,9 @@ def over_provisioned(
             parts.append(f"asked {ask[k]:g} {unit}, peak {peak[k]:.2f} ({share:.0%})")
     message = f"Over-provisioned ({source}): " + "; ".join(parts)
     cost = _gap_cost(ask, peak, needed, duration_s, pricing, runs_per_month)
+    severity = _gap_severity(cost)
+    if severity is None:
+        return []
     numbers.update(cost)
     if "gap_usd_per_run" in cost:
         message += (
@@ -232,7 +254,7 @@ def over_provisioned(
             f"{_usd(cost['gap_usd_per_month'])} per month at {_frequency(runs_per_month)} "
             f"(priced on {pricing.server})"  # type: ignore[union-attr]
         )
-    return [Insight("over_provisioned", "warning", message + ".", numbers)]
+    return [Insight("over_provisioned", severity, message + ".", numbers)]
 
 
 def _gap_cost(ask, peak, needed, duration_s, pricing, runs_per_month) -> Dict[str, Any]:
@@ -281,6 +303,43 @@ def at_risk(cgroup: Optional[Mapping[str, Any]], duration_s: Optional[float]) ->
         )
     found += _memory_risk(cgroup)
     found += _throttle_risk(cgroup, duration_s)
+    return found
+
+
+def above_ask(
+    asked: Optional[Mapping[str, Any]], memory_peak_mib: Optional[float], cpu_mean: Optional[float]
+) -> List[Insight]:
+    """The run used more than the step asks (``asked`` as in :func:`over_provisioned`), also
+    where nothing enforced the ask (a local run): peak memory above the asked memory is
+    critical (Kubernetes or AWS Batch would kill the step), mean CPU above the asked cores a
+    warning (it would be throttled). Asks read from the cgroup limits are left to
+    :func:`at_risk`, which sees the kernel's own figures."""
+    if not asked or asked.get("source") == "cgroup limits":
+        return []
+    source = str(asked.get("source") or "the request")
+    found = []
+    memory = _num(asked.get("memory"))
+    if memory and memory_peak_mib is not None and memory_peak_mib > memory:
+        found.append(
+            Insight(
+                "at_risk",
+                "critical",
+                f"Peak memory {_gib(memory_peak_mib)} is above the {_gib(memory)} this step "
+                f"asks ({source}): on Kubernetes or AWS Batch it would be killed (OOM).",
+                {"memory_peak_mib": memory_peak_mib, "asked_memory": memory, "source": source},
+            )
+        )
+    cpu = _num(asked.get("cpu"))
+    if cpu and cpu_mean is not None and cpu_mean > cpu:
+        found.append(
+            Insight(
+                "at_risk",
+                "warning",
+                f"Mean CPU {cpu_mean:.2f} cores is above the {cpu:g} this step asks ({source}): "
+                "on Kubernetes or AWS Batch it would be throttled and run longer.",
+                {"cpu_mean_cores": cpu_mean, "asked_cpu": cpu, "source": source},
+            )
+        )
     return found
 
 
@@ -504,7 +563,9 @@ def phases(
                 **_need(*(c[lo:hi] for c in cols)),
             }
         )
-    return [_phases_insight(shapes, bounds, _need(*cols), pricing, runs_per_month)]
+    # one step runs every phase: it needs the most any phase needs
+    whole = {k: max(shape[k] for shape in shapes) for k in ("cpu", "memory", "gpu")}
+    return [_phases_insight(shapes, bounds, whole, pricing, runs_per_month)]
 
 
 def _distinct_phases(
@@ -568,7 +629,8 @@ def _phases_insight(shapes, bounds, whole, pricing, runs_per_month) -> Insight:
                 runs_per_month=per_month,
                 priced_on=pricing.server,
             )
-            if saving / one >= SPLIT_MIN_SAVING:
+            floor = settings.get("RESOURCE_TRACKER_SPLIT_MIN_USD_MONTH")
+            if saving / one >= SPLIT_MIN_SAVING and saving * per_month >= floor:
                 severity = "warning"
                 at = shapes[1]["start_s"]
                 message += (

@@ -218,6 +218,20 @@ SETTINGS = _declare(
     Setting("RESOURCE_TRACKER_EXPORT_COMMAND_LINE", "flag", "`1`/`on`: export sends the "
             "tracked command line whole (`process.command_line`); off by default, only the "
             "executable's name goes (arguments may hold secrets)", default=False),
+    Setting("RESOURCE_TRACKER_OVER_MIN_MIB", "number", "an over-provisioned finding needs a "
+            "memory gap (ask minus peak) of at least this many MiB (default 256)", default=256.0,
+            bounds=(0.0, 1e9)),
+    Setting("RESOURCE_TRACKER_OVER_MIN_CORES", "number", "... or a CPU gap of at least this many "
+            "cores (default 1)", default=1.0, bounds=(0.0, 1e6)),
+    Setting("RESOURCE_TRACKER_OVER_MIN_USD_MONTH", "number", "... and, when priced, a gap "
+            "costing at least this many USD a month (default 1)", default=1.0,
+            bounds=(0.0, 1e9)),
+    Setting("RESOURCE_TRACKER_WARN_USD_MONTH", "number", "an over-provisioned gap is a warning "
+            "from this many USD a month (default 10; below: info)", default=10.0,
+            bounds=(0.0, 1e9)),
+    Setting("RESOURCE_TRACKER_SPLIT_MIN_USD_MONTH", "number", "a split of a step into its "
+            "phases is advised only when it saves at least this many USD a month (default 10) "
+            "and 20% of the step's cost", default=10.0, bounds=(0.0, 1e9)),
 )  # fmt: skip
 
 #: Variables read by setup.py when the C core is built (not by the package; docs/install.md).

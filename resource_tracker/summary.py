@@ -582,10 +582,10 @@ def _insights_of(
         "memory": now.get("memory_peak_mib"),
         "gpu": now.get("gpu_peak"),
     }
+    asked = _asked(tracker, stats)
     found = ins.at_risk((stats or {}).get("cgroup"), duration)
-    found += ins.over_provisioned(
-        _asked(tracker, stats), used, resources, duration, pricing, runs_per_month
-    )
+    found += ins.above_ask(asked, used["memory"], now.get("cpu_mean_cores"))
+    found += ins.over_provisioned(asked, used, resources, duration, pricing, runs_per_month)
     if history and history.stats:
         found += ins.changed(now, [ins.run_metrics(s) for s in history.stats])
     stamps, series = _series(tracker)

@@ -49,6 +49,7 @@ __all__ = [
     "cache_dir",
     "eur_usd_rate",
     "source_text",
+    "same_architecture",
 ]
 
 DEFAULT_CATALOG_URL = "https://sc-data-public-40e9d310.s3.amazonaws.com/sc-data-all.db.bz2"
@@ -204,12 +205,14 @@ def recommend_server(
     """The cheapest server that meets resources (a dict), or the best n as a list.
 
     resources: {'cpu': vCPUs, 'memory': MiB, 'gpu': count, 'vram': MiB (total)}.
-    Filters: vendor, region/regions, country, architecture, allocation, compliance_framework,
-    green_energy, min_score, max_price (USD/hour). order_by: 'price' or 'score_per_price'.
+    Filters: vendor, region/regions, country, architecture (``"same"``: this machine's, see
+    :func:`same_architecture`), allocation, compliance_framework, green_energy, min_score,
+    max_price (USD/hour). order_by: 'price' or 'score_per_price'.
     Raises NoMatchingServerError, CatalogUnavailableError, ValueError (bad filter).
     """
     from . import _query
 
+    filters = same_architecture(filters)
     request = _query.Request.build(resources, n=n, order_by=order_by, filters=filters)
     rate = globals()["eur_usd_rate"](eur_usd_rate)
     path, source = find_catalog(catalog)
@@ -231,6 +234,19 @@ def recommend_server(
             raise keeper_error
         raise CatalogUnavailableError(f"no server catalog found. {HOW_TO_GET}")
     return _tagged(_query.recommend_local(embedded, request, rate), _embedded.SOURCE, embedded)
+
+
+def same_architecture(filters: Mapping[str, Any], run: Optional[str] = None) -> Dict[str, Any]:
+    """filters with ``architecture="same"`` made the run's architecture (``run``, e.g. a
+    snapshot's ``server_info["architecture"]``; None: this machine's), so that the pick runs
+    the code the run ran."""
+    filters = dict(filters)
+    wanted = filters.get("architecture")
+    if isinstance(wanted, str) and wanted.strip().lower() == "same":
+        import platform
+
+        filters["architecture"] = run or platform.machine()
+    return filters
 
 
 def source_text(source: Optional[str], path: Optional[str] = None) -> str:

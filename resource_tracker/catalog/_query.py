@@ -18,6 +18,7 @@ import os
 import sqlite3
 from typing import Any, Dict, Mapping, Optional, Tuple
 
+from ..formatting import ARCHITECTURE_ALIASES as ARCH_ALIASES
 from . import CatalogUnavailableError, NoMatchingServerError, cache_dir
 
 SCORE_BENCHMARK = "stress_ng:bestn"
@@ -45,7 +46,6 @@ FILTERS = (
 )
 ORDER_BY = ("price", "score_per_price")
 ALLOCATIONS = ("ondemand", "spot", "any")
-ARCH_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "aarch64": "arm64", "arm": "arm64"}
 JSON_COLUMNS = ("cpu_flags", "cpus", "gpus", "storages", "aliases")
 CPU_ALLOCATION = {"SHARED": "Shared", "BURSTABLE": "Burstable", "DEDICATED": "Dedicated"}
 STORAGE_TYPE = {"HDD": "hdd", "SSD": "ssd", "NVME_SSD": "nvme ssd", "NETWORK": "network"}
@@ -754,11 +754,36 @@ def recommend_local(path: str, req: Request, rate: float) -> Any:
                     f"the catalog {path!r} has no prices (a priceless dump?); use the full "
                     "sc-data-all dump: `resource-tracker catalog update`"
                 )
-            raise NoMatchingServerError(_no_match_text(req))
+            raise NoMatchingServerError(_no_match_text(req) + _missing_prices(conn, px, req))
         records = [_record(conn, px, row, req, rate) for row in rows]
     finally:
         conn.close()
     return records if req.n is not None else records[0]
+
+
+def _missing_prices(conn, px, req):
+    """'' or a sentence on the prices the catalog lacks for the filters (vendors, regions,
+    spot or on-demand) and how to get them: a small catalog (the embedded snapshot has AWS
+    on-demand prices only) cannot answer every filter, and "no server fits" would mislead."""
+    rows = conn.execute(
+        f"SELECT DISTINCT vendor_id, region_id, allocation FROM {px}.{PRICE_TABLE}"
+    ).fetchall()
+    vendors = sorted({r[0] for r in rows})
+    allocations = sorted({str(r[2]).lower() for r in rows})
+    lacking = [v for v in req.vendors or [] if v not in vendors]
+    if req.regions:
+        regions = {r[1] for r in rows}
+        lacking += [f"region {r}" for r in req.regions if r not in regions]
+    if req.allocation != "any" and req.allocation not in allocations:
+        lacking.append(req.allocation)
+    if not lacking:
+        return ""
+    kinds = "/".join(a.replace("ondemand", "on-demand") for a in allocations)
+    return (
+        f". The catalog in use lacks prices for: {', '.join(lacking)} (it has {', '.join(vendors)} "
+        f"{kinds} prices only); get the full Spare Cores catalog with "
+        "`resource-tracker catalog update` (or RESOURCE_TRACKER_CATALOG, or the Keeper API)"
+    )
 
 
 def _no_match_text(req):

@@ -56,7 +56,9 @@ def _add_filters(rec: argparse.ArgumentParser) -> None:
     )
     rec.add_argument("--country", action="append", help="a country code, e.g. DE (repeat)")
     rec.add_argument("--allocation", choices=("ondemand", "spot", "any"), help="price type")
-    rec.add_argument("--architecture", help="x86_64 or arm64")
+    rec.add_argument(
+        "--architecture", help="x86_64, arm64, or same (the run's: the first snapshot's)"
+    )
     rec.add_argument("--compliance-framework", help="e.g. hipaa, iso27001, soc2t2")
     rec.add_argument(
         "--green-energy", action="store_true", help="only regions powered by green energy"
@@ -82,13 +84,19 @@ def main(args: argparse.Namespace) -> int:
         resources = trackers[0].recommend_resources(historical_stats=history)
     except ValueError as exc:
         raise CliError(f"recommend: {exc}") from None
-    found, why = find_servers(resources, n=args.n, strict=True, **_filters(args))
+    run_arch = (trackers[0].server_info or {}).get("architecture")
+    filters = _filters(args)
+    if str(filters.get("architecture") or "").lower() == "same":
+        from ..catalog import same_architecture
+
+        filters = same_architecture(filters, run_arch)
+    found, why = find_servers(resources, n=args.n, strict=True, **filters)
     status = 0 if found is not None else 1
     if args.json:
         result = {"runs": len(trackers), "resources": resources, "server": found, "note": why}
         out(json_text(result))
     else:
-        _print(len(trackers), resources, found, why)
+        _print(len(trackers), resources, found, why, run_arch)
     return status
 
 
@@ -118,7 +126,7 @@ def _one_or_list(values):
     return values[0] if len(values) == 1 else values
 
 
-def _print(runs: int, resources: dict, found, why) -> None:
+def _print(runs: int, resources: dict, found, why, run_arch=None) -> None:
     """The result as text lines."""
     from .summary import describe_resources, describe_server
 
@@ -128,9 +136,9 @@ def _print(runs: int, resources: dict, found, why) -> None:
         out(f"server      {why}")
     elif isinstance(found, list):
         for i, server in enumerate(found, 1):
-            out(f"server {i:<4} {describe_server(server)}")
+            out(f"server {i:<4} {describe_server(server, run_arch)}")
     else:
-        out(f"server      {describe_server(found)}")
+        out(f"server      {describe_server(found, run_arch)}")
     first = found[0] if isinstance(found, list) and found else found
     if isinstance(first, dict) and first.get("price_source"):
         out(f"prices      {first['price_source']}")

@@ -163,8 +163,9 @@ def describe_resources(res: dict) -> str:
     return text
 
 
-def describe_server(server) -> str:
-    """'vendor server (N vCPUs, M GiB, K GPUs, $P/h)'."""
+def describe_server(server, run_architecture=None) -> str:
+    """'vendor server (N vCPUs, M GiB, K GPUs, $P/h) arm64, burstable, region R, no GPU' and,
+    when its architecture is not ``run_architecture``, a note saying so."""
     if not isinstance(server, dict):
         return str(server)
     name = f"{server.get('vendor_id', '?')} {server.get('server_id', '?')}"
@@ -178,7 +179,10 @@ def describe_server(server) -> str:
     price = server.get("price", server.get("min_price"))
     if price is not None:
         parts.append(fmt.money(price, "h"))
-    return name + (f" ({', '.join(parts)})" if parts else "")
+    text = name + (f" ({', '.join(parts)})" if parts else "")
+    caveats, mismatch = fmt.server_caveats(server, run_architecture)
+    text += (" " + ", ".join(caveats)) if caveats else ""
+    return text + (f"; {mismatch}" if mismatch else "")
 
 
 def server_lines(summary) -> list:
@@ -192,7 +196,8 @@ def server_lines(summary) -> list:
         why = choice.no_match or choice.unavailable or "no server recommendation"
         return [_row("server", why.splitlines()[0])]
     first = choice.best
-    lines = [_row("server", describe_server(first))]
+    run_arch = (summary.server_info or {}).get("architecture")
+    lines = [_row("server", printable(describe_server(first, run_arch)))]
     if first.get("price_source"):
         lines.append(_row("prices", first["price_source"]))
     cost = describe_costs(choice.costs or {})

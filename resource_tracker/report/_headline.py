@@ -18,6 +18,7 @@ __all__ = [
     "resources_line",
     "server_name",
     "server_shape",
+    "server_caveats",
     "server_price",
     "catalog_problem",
 ]
@@ -199,6 +200,17 @@ def server_shape(server) -> str:
     return _esc(" · ".join(parts))
 
 
+def server_caveats(server, summary) -> str:
+    """The caveats of a pick (architecture, burstable, no GPU; the region is in its name) as
+    HTML, with a warning when its architecture is not the run's."""
+    run_arch = (summary.server_info or {}).get("architecture")
+    parts, mismatch = fmt.server_caveats(server, run_arch, region=False)
+    text = _esc(" · ".join(parts))
+    if mismatch:
+        text += f' <span class="rt-caveat-warn">{_esc(mismatch[0].upper() + mismatch[1:])}</span>'
+    return text
+
+
 def _server(summary) -> str:
     best = summary.server.best
     if best is None:
@@ -208,6 +220,7 @@ def _server(summary) -> str:
         '<div class="rt-answer" id="rt-best-server"><div class="rt-tile-title">Cheapest '
         f'fitting server</div><div class="rt-answer-value">{server_name(best)}</div>'
         f"<div>{server_shape(best)} · <b>{server_price(best)}</b></div>"
+        f'<div class="rt-caveats">{server_caveats(best, summary)}</div>'
         + (f'<div class="rt-tile-sub">Prices: {_esc(source)}</div>' if source else "")
         + "</div>"
     )

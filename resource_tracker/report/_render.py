@@ -541,9 +541,13 @@ def _servers(view):
     if len(choice.servers) < 1:
         return ""
     rows = [
-        [_server_name(srv), _server_shape(srv), _server_price(srv)] for srv in choice.servers[:4]
-    ]
-    head = ["Server", "Shape", "Hourly price"]
+        [_server_name(srv),
+         f'{_server_shape(srv)}<div class="rt-caveats">{_headline.server_caveats(srv, view.s)}'
+         "</div>",
+         _server_price(srv)]
+        for srv in choice.servers[:4]
+    ]  # fmt: skip
+    head = ["Server", "Shape and caveats", "Hourly price"]
     content = _table(rows, head=head, cls="rt-servers")
     costs = choice.costs or {}
     eur = any(

@@ -128,3 +128,56 @@ def test_cli_run_summary_names_the_cheapest_server_and_the_cost(catalog_db, tmp_
     duration = saved.stats()["timestamp"]["duration"]
     cost = want["price"] * duration / 3600
     assert f"{fmt.money(cost)} on the recommended server" in lines["cost"]
+
+
+def test_cli_server_picks_show_their_caveats_and_same_keeps_the_architecture(snapshot, monkeypatch):
+    """Offline (the embedded snapshot), an x86_64 run's cheapest pick is an arm64 burstable
+    server priced in ap-south-1: the CLI says so next to the pick; `--architecture same`
+    keeps the run's architecture (the API's architecture="same")."""
+    import platform
+
+    path, resources = snapshot
+    monkeypatch.setenv("RESOURCE_TRACKER_EMBEDDED_CATALOG", "on")
+    run_arch = fmt.architecture(platform.machine())
+    best = catalog.recommend_server(resources)
+    same = catalog.recommend_server(resources, architecture="same")
+    assert fmt.architecture(same["cpu_architecture"]) == run_arch
+    assert same == catalog.recommend_server(resources, architecture=run_arch)
+    out = _cli(path)
+    assert out.returncode == 0, out.stderr
+    (line,) = [x for x in out.stdout.splitlines() if x.startswith("server ")]
+    caveats, mismatch = fmt.server_caveats(best, run_arch)
+    assert f"{fmt.money(best['price'], 'h')}) {', '.join(caveats)}" in line
+    assert f"region {best['price_region_id']}" in caveats and "no GPU" in caveats
+    if run_arch == "x86_64":  # the issue's case: t4g.nano, arm64 and burstable
+        assert caveats[:2] == ["arm64", "burstable"]
+        assert line.endswith(
+            "; not the x86_64 this run used: its code and wheels must run on arm64"
+        )
+    kept = _cli(path, "--architecture", "same")
+    assert kept.returncode == 0, kept.stderr
+    (line,) = [x for x in kept.stdout.splitlines() if x.startswith("server ")]
+    assert f"{same['vendor_id']} {same['server_id']} (" in line and "not the" not in line
+    assert f") {run_arch}, " in line
+
+
+def test_the_report_shows_the_picks_caveats(snapshot, monkeypatch):
+    """The report (and so the Metaflow card, the same page) shows the caveats of the pick
+    in the headline and under each shape in the list of fitting servers."""
+    import platform
+
+    path, _ = snapshot
+    monkeypatch.setenv("RESOURCE_TRACKER_EMBEDDED_CATALOG", "on")
+    with open(path) as f:
+        saved = ResourceTracker.loads(f.read())
+    page = str(saved.report())
+    best = saved.summary().server.best
+    caveats, mismatch = fmt.server_caveats(best, platform.machine(), region=False)
+    headline = page[page.index('id="rt-best-server"') :]
+    headline = headline[: headline.index("</div></div>") + 12]
+    assert f'<div class="rt-caveats">{" · ".join(caveats)}' in headline
+    if mismatch:
+        assert '<span class="rt-caveat-warn">Not the ' in headline
+    servers = page[page.index('id="rt-servers"') :]
+    assert "<th>Shape and caveats</th>" in servers
+    assert f'<div class="rt-caveats">{" · ".join(caveats)}' in servers

@@ -168,3 +168,17 @@ def test_seeds_quick_start_offline_recommends_a_server(tmp_path):
     assert out.returncode == 0, out.stderr
     vendor, _server, source = out.stdout.split()
     assert (vendor, source) == ("aws", "embedded")
+
+
+def test_offline_a_filter_the_snapshot_cannot_answer_says_which_prices_it_lacks(embedded_on):
+    """The docs' offline example (vendor=["aws", "gcp"], allocation="spot") on the embedded
+    snapshot: the error says it has AWS on-demand prices only and how to get the others;
+    a filter it can answer gets the plain "no server" sentence."""
+    with pytest.raises(catalog.NoMatchingServerError) as err:
+        catalog.recommend_server(TWO_CPUS_4_GIB, vendor=["aws", "gcp"], allocation="spot")
+    text = str(err.value)
+    assert "lacks prices for: gcp, spot (it has aws on-demand prices only)" in text
+    assert "`resource-tracker catalog update`" in text
+    with pytest.raises(catalog.NoMatchingServerError) as err:
+        catalog.recommend_server({"cpu": 100000, "memory": 1}, vendor="aws")
+    assert "lacks" not in str(err.value)

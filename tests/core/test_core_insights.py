@@ -10,13 +10,21 @@ process is real."""
 from __future__ import annotations
 
 import json
+import math
 import os
 
 import pytest
 from workloads import Workload
 
 from resource_tracker import ResourceTracker
-from resource_tracker.insights import Insight, Pricing, changed, over_provisioned, phases
+from resource_tracker.insights import (
+    Insight,
+    Pricing,
+    above_ask,
+    changed,
+    over_provisioned,
+    phases,
+)
 from resource_tracker.summary import RunSummary, build_summary
 
 MIB = 1024 * 1024
@@ -103,10 +111,10 @@ report(switch=switch, rate1=(cpu1 - cpu0) / (switch - began), rate2=(cpu2 - cpu1
 """
 
 
-@pytest.fixture(scope="module")
-def phased_run():
-    work = Workload(PHASED)
-    tracker = ResourceTracker(pid=work.pid, interval=0.5, discover_cloud=False)
+def _tracked_truth(body, interval):
+    """(tracker, the workload's report): a real workload tracked every `interval` s."""
+    work = Workload(body)
+    tracker = ResourceTracker(pid=work.pid, interval=interval, discover_cloud=False)
     try:
         work.go()
         truth = work.read_report()
@@ -116,6 +124,11 @@ def phased_run():
     finally:
         work.kill()
     return tracker, truth
+
+
+@pytest.fixture(scope="module")
+def phased_run():
+    return _tracked_truth(PHASED, 0.5)
 
 
 def test_two_phases_with_the_boundary_within_one_interval(phased_run):
@@ -226,8 +239,12 @@ def test_over_provisioned_against_the_containers_limits(tmp_path, monkeypatch):
     most, a few hundred MiB): over-provisioned, priced on the embedded catalog."""
     proc, sys_root, _ = _v2_container(tmp_path, os.getpid(), 16000, "800000 100000")
     tracker = _track_in(monkeypatch, proc, sys_root, lambda: __import__("time").sleep(1.0))
+    # a one-second run's gap costs well under the default $1 a month: not worth a finding
+    assert _kinds(build_summary(tracker), "over_provisioned") == []
+    monkeypatch.setenv("RESOURCE_TRACKER_OVER_MIN_USD_MONTH", "0")
     summary = build_summary(tracker)
     (found,) = _kinds(summary, "over_provisioned")
+    assert found.severity == "info"  # under the $10 a month of a warning
     n = found.numbers
     assert n["source"] == "cgroup limits"
     assert n["asked_memory"] == 16000 and n["asked_cpu"] == 8
@@ -236,6 +253,60 @@ def test_over_provisioned_against_the_containers_limits(tmp_path, monkeypatch):
         30 * n["gap_usd_per_run"]
     )
     assert "asked 15.6 GiB memory" in found.message and "asked 8 CPU" in found.message
+
+
+def test_over_provisioned_only_above_its_floors_severity_by_cost(monkeypatch):
+    """A gap under 256 MiB / 1 core, or costing less than $1 a month, is no finding; one
+    costing less than $10 a month is info; the floors are settings."""
+    pricing = Pricing(hourly_usd=0.10, vcpus=2, memory_mib=4096, server="v s")
+    used = {"cpu": 0.4, "memory": 300.0}
+
+    def found(asked, needed, runs=10):
+        return over_provisioned(asked, used, needed, 3600, pricing, runs_per_month=runs)
+
+    # the tuned ask is the recommendation: a $0 gap (it was a warning of $0.000000)
+    assert found({"cpu": 1, "memory": 1024}, {"cpu": 1, "memory": 1024}) == []
+    # 1024 MiB asked, 768 needed: 2 runs a month at $0.00625 an hour: $0.0125, under $1
+    assert found({"cpu": 1, "memory": 1024}, {"cpu": 1, "memory": 768}, runs=2) == []
+    # 8 cores asked for 1 needed: $0.35 a run, $3.50 a month at 10 runs: info
+    (info,) = found({"cpu": 8, "memory": 1024}, {"cpu": 1, "memory": 1024})
+    assert info.severity == "info" and info.numbers["gap_usd_per_month"] == pytest.approx(3.5)
+    (warning,) = found({"cpu": 8, "memory": 1024}, {"cpu": 1, "memory": 1024}, runs=30)
+    assert warning.severity == "warning"  # $10.50 a month
+    monkeypatch.setenv("RESOURCE_TRACKER_WARN_USD_MONTH", "3")
+    assert found({"cpu": 8, "memory": 1024}, {"cpu": 1, "memory": 1024})[0].severity == "warning"
+    # a 200 MiB gap is under the 256 MiB floor whatever it costs ...
+    small = {"memory": 400}
+    assert over_provisioned(small, {"memory": 190.0}, None, 3600, None) == []
+    monkeypatch.setenv("RESOURCE_TRACKER_OVER_MIN_MIB", "100")  # ... unless the floor is lower
+    (lowered,) = over_provisioned(small, {"memory": 190.0}, None, 3600, None)
+    assert lowered.severity == "info" and "gap_usd_per_month" not in lowered.numbers
+
+
+def test_a_peak_above_the_ask_is_critical_without_an_enforcing_limit(hold_runs):
+    """A real run holding 300 MiB in a step asking 256 MiB (@resources, run locally: no limit
+    enforced): critical, it would be killed on Kubernetes/Batch."""
+    tracker = hold_runs[-1]
+    peak = tracker.stats()["process_memory"]["max"] / 1024
+    assert peak > 300
+    try:
+        tracker.extra["resources_asked"] = {"cpu": 1, "memory": 256, "source": "@resources"}
+        risks = _kinds(build_summary(tracker, lookup_server=False), "at_risk")
+        tracker.extra["resources_asked"] = {"cpu": 1, "memory": 2048, "source": "@resources"}
+        fits = _kinds(build_summary(tracker, lookup_server=False), "at_risk")
+    finally:
+        del tracker.extra["resources_asked"]
+    (risk,) = risks
+    assert risk.severity == "critical"
+    assert risk.numbers["memory_peak_mib"] == pytest.approx(peak, rel=0.01)
+    assert f"Peak memory {peak:.0f} MiB is above the 256 MiB this step asks" in risk.message
+    assert "on Kubernetes or AWS Batch it would be killed" in risk.message
+    assert fits == []
+    # mean CPU above the cores asked: a warning (throttled, not killed); cgroup limits are
+    # at_risk's own figures (the kernel's), not judged twice
+    (slow,) = above_ask({"cpu": 1, "memory": 4096, "source": "@kubernetes"}, 100.0, 1.6)
+    assert slow.severity == "warning" and "Mean CPU 1.60 cores is above the 1" in slow.message
+    assert above_ask({"cpu": 1, "memory": 64, "source": "cgroup limits"}, 100.0, 1.6) == []
 
 
 def test_over_provisioned_prices_the_gap():
@@ -259,7 +330,7 @@ def test_over_provisioned_prices_the_gap():
     )
 
 
-def test_phases_of_a_one_then_two_core_series_priced_on_a_server():
+def test_phases_of_a_one_then_two_core_series_priced_on_a_server(monkeypatch):
     """The detector on the shape of the workload above as the sampler records it on a quiet
     machine (every 0.5 s; the sample across the switch half way), with noise."""
     stamps = [1000.0 + 0.5 * i for i in range(1, 25)]
@@ -267,12 +338,18 @@ def test_phases_of_a_one_then_two_core_series_priced_on_a_server():
     cpu = [1.0] * 12 + [1.5] + [2.0] * 11
     cpu = [c + e for c, e in zip(cpu, noise)]
     pricing = Pricing(hourly_usd=0.08, vcpus=2, memory_mib=4096, server="v s")
-    (found,) = phases(stamps, {"cpu": cpu, "memory": [300.0] * 24}, pricing, runs_per_month=60)
+    series = {"cpu": cpu, "memory": [300.0] * 24}
+    (found,) = phases(stamps, series, pricing, runs_per_month=60)
     n = found.numbers
     assert n["phases"] == 2 and abs(n["phase2_start_time"] - 1006.0) <= 0.5
     assert (n["phase1_cpu"], n["phase2_cpu"]) == (1, 2)
     # one step sized for 2 cores for 12 s against 1 core for ~6 s and 2 for ~6 s: ~25%
     assert 0.2 <= n["split_saving_share"] <= 0.3
+    # ... but a fraction of a cent a month: no split advice under the $10 a month floor
+    assert n["split_saving_usd_per_month"] < 0.01
+    assert found.severity == "info" and "Splitting" not in found.message
+    monkeypatch.setenv("RESOURCE_TRACKER_SPLIT_MIN_USD_MONTH", "0.001")
+    (found,) = phases(stamps, series, pricing, runs_per_month=60)
     assert found.severity == "warning" and "Splitting the step at 6 s" in found.message
 
 
@@ -354,12 +431,13 @@ def test_the_report_shows_the_insights_first(tmp_path, monkeypatch):
     assert '<span class="rt-badge">critical</span> The kernel killed 1 process(es)' in page
 
 
-def test_a_gpu_idle_through_loading_is_a_split_worth_making():
+def test_a_gpu_idle_through_loading_is_a_split_worth_making(monkeypatch):
     """30 s of data loading on one core with the GPU idle, then 30 s of training on it."""
     stamps = [float(i) for i in range(1, 61)]
     gpu = [0.0] * 30 + [1.0] * 30
     cpu = [1.0] * 60
     pricing = Pricing(hourly_usd=1.0, vcpus=8, memory_mib=32768, gpus=1, server="v g")
+    monkeypatch.setenv("RESOURCE_TRACKER_SPLIT_MIN_USD_MONTH", "0.1")  # $0.22 a month
     (found,) = phases(stamps, {"cpu": cpu, "memory": [2000.0] * 60, "gpu": gpu}, pricing)
     n = found.numbers
     assert n["phases"] == 2 and n["changed_series"] == "gpu"
@@ -379,3 +457,99 @@ def test_a_wobble_within_a_phase_is_not_a_phase():
     assert n["phases"] == 2, found.message
     assert (n["phase1_cpu"], n["phase2_cpu"]) == (1, 2)
     assert n["phase2_start_s"] == pytest.approx(20.0)
+
+
+# -- phases: idle -> busy -> idle, levels, ramps --------------------------------------------
+
+IDLE_BUSY_IDLE = """
+time.sleep(1.5)
+rss0 = rss_kib()
+t1 = time.time()
+block = touched(400)            # the allocation ramp, then one core busy
+end = time.time() + 2.5
+x = 0
+while time.time() < end:
+    x += 1
+del block                       # the release, then idle
+t2 = time.time()
+time.sleep(1.5)
+report(t1=t1, t2=t2, rss0=rss0)
+"""
+
+
+def test_phases_of_a_real_idle_busy_idle_run():
+    """A real workload idle, then holding 400 MiB busy on one core, then idle again, tracked
+    every 0.1 s: three phases, each boundary within one interval of the workload's own clock,
+    and the allocation ramp counted in the busy phase, not in the idle one before it."""
+    tracker, truth = _tracked_truth(IDLE_BUSY_IDLE, 0.1)
+    (found,) = _kinds(build_summary(tracker, lookup_server=False), "phases")
+    n, step = found.numbers, tracker.interval
+    assert n["phases"] == 3, found.message
+    assert abs(n["phase2_start_time"] - truth["t1"]) <= step + 0.05, (n, truth)
+    assert abs(n["phase3_start_time"] - truth["t2"]) <= step + 0.05, (n, truth)
+    idle_mib = truth["rss0"] / 1024
+    assert n["phase1_memory"] <= idle_mib + 32, found.message  # no share of the ramp
+    assert n["phase2_memory"] >= 400
+    assert n["phase3_memory"] <= idle_mib + 32, found.message
+
+
+def _noisy(levels, lengths, noise, seed=7):
+    import random
+
+    rnd = random.Random(seed)
+    out = []
+    for level, length in zip(levels, lengths):
+        out += [max(0.0, level + rnd.gauss(0, noise * max(level, 0.1))) for _ in range(length)]
+    return out
+
+
+def test_phases_of_six_hours_idle_busy_idle(monkeypatch):
+    """The issue's series: 6 h at 10 s, 0.04 -> 3.6 -> 0.04 cores (2 h each; the busy part
+    starts half way through an interval). Three phases at the right samples; the split
+    advice is there when it saves more than the floor a month, and not when it saves less."""
+    stamps = [10.0 * i for i in range(1, 2161)]
+    cpu = _noisy([0.04, 3.6, 0.04], [720, 720, 720], 0.05)
+    cpu[720] = 1.8  # the busy part starts half way through this interval
+    memory = [300.0] * 2160
+    pricing = Pricing(hourly_usd=0.20, vcpus=4, memory_mib=16384, server="v m")
+    (found,) = phases(stamps, {"cpu": cpu, "memory": memory}, pricing, runs_per_month=30)
+    n = found.numbers
+    assert n["phases"] == 3, found.message
+    assert n["phase2_start_s"] == pytest.approx(7200.0) and n["phase3_start_s"] == 14400.0
+    assert (n["phase1_cpu"], n["phase2_cpu"], n["phase3_cpu"]) == (1, 4, 1)
+    # one 4-core step for 6 h against 1, 4, 1 cores for 2 h each: half the cost, $18 a month
+    assert n["split_saving_usd_per_month"] == pytest.approx(18.0, rel=0.01)
+    assert found.severity == "warning" and "Splitting the step at 7200 s" in found.message
+    cheap = Pricing(hourly_usd=0.02, vcpus=4, memory_mib=16384, server="v c")  # $1.80 a month
+    (found,) = phases(stamps, {"cpu": cpu, "memory": memory}, cheap, runs_per_month=30)
+    assert found.severity == "info" and "Splitting" not in found.message
+
+
+@pytest.mark.parametrize(
+    "levels", [(0.5, 2.0, 3.5), (0.5, 2.0, 3.5, 1.0), (3.0, 1.0, 4.0, 2.0)], ids=str
+)
+def test_phases_of_steps_of_three_and_four_levels(levels):
+    """Steps of 3 and 4 CPU levels, 50 samples each with noise: one phase per level, each
+    boundary at its sample."""
+    stamps = [float(i) for i in range(1, 50 * len(levels) + 1)]
+    cpu = _noisy(levels, [50] * len(levels), 0.05)
+    (found,) = phases(stamps, {"cpu": cpu, "memory": [300.0] * len(cpu)})
+    n = found.numbers
+    assert n["phases"] == len(levels), found.message
+    for i, level in enumerate(levels, 1):
+        assert n[f"phase{i}_start_s"] == pytest.approx(50.0 * (i - 1))
+        assert n[f"phase{i}_cpu"] == max(1, math.ceil(level - 0.2))
+
+
+def test_an_allocation_ramp_belongs_to_the_phase_it_allocates_for():
+    """52 MiB held, then an allocation ramp (150, 379 MiB) to 400 MiB, then 52 MiB again:
+    the quiet phases hold 52 MiB (not the 379 MiB of the ramp), the ramp starts the busy
+    one."""
+    stamps = [float(i) for i in range(1, 63)]
+    memory = [52.0] * 20 + [150.0, 379.0] + [400.0] * 20 + [260.0] + [52.0] * 19
+    (found,) = phases(stamps, {"cpu": [1.0] * 62, "memory": memory})
+    n = found.numbers
+    assert n["phases"] == 3, found.message
+    assert n["phase1_memory"] == 52 and n["phase3_memory"] == 52
+    assert n["phase2_start_s"] == 20 and n["phase3_start_s"] == 43
+    assert n["phase2_memory"] == 400

@@ -25,38 +25,101 @@ SPECIALS = [math.nan, math.inf, -math.inf, 0.0, -0.0, 5e-324, 1e300, -1.5]
 
 
 def ref_change_points(values, floor, max_phases=4, m=MIN_PHASE_SAMPLES):
-    def sse(prefix, prefix2, lo, hi):
-        n = hi - lo
+    """Candidates by binary segmentation on the floor alone, judged against their neighbours
+    (the weakest goes while it is no step or there are too many), then settled between their
+    neighbours and off a ramp (the samples between two levels go to the higher side)."""
+    n, max_points = len(values), max_phases - 1
+    prefix, prefix2 = [0.0], [0.0]
+    for v in values:
+        prefix.append(prefix[-1] + v)
+        prefix2.append(prefix2[-1] + v * v)
+
+    def sse(lo, hi):
         s = prefix[hi] - prefix[lo]
-        return (prefix2[hi] - prefix2[lo]) - s * s / n
+        return (prefix2[hi] - prefix2[lo]) - s * s / (hi - lo)
+
+    def mean(lo, hi):
+        return (prefix[hi] - prefix[lo]) / (hi - lo)
 
     def best_split(lo, hi):
         if hi - lo < 2 * m:
-            return None
-        prefix, prefix2 = [0.0], [0.0]
-        for v in values:
-            prefix.append(prefix[-1] + v)
-            prefix2.append(prefix2[-1] + v * v)
-        best, best_k = math.inf, None
+            return 0
+        best, best_k = math.inf, 0
         for k in range(lo + m, hi - m + 1):
-            cost = sse(prefix, prefix2, lo, k) + sse(prefix, prefix2, k, hi)
+            cost = sse(lo, k) + sse(k, hi)
             if cost < best:
                 best, best_k = cost, k
-        if best_k is None:
-            return None
-        left = (prefix[best_k] - prefix[lo]) / (best_k - lo)
-        right = (prefix[hi] - prefix[best_k]) / (hi - best_k)
-        spread = math.sqrt(max(best, 0.0) / (hi - lo))
-        return best_k if abs(right - left) > max(floor, 2 * spread) else None
+        return best_k
 
-    segments, points = [(0, len(values))], []
-    while segments and len(points) < max_phases - 1:
+    def strength(lo, k, hi):
+        total = sse(lo, k) + sse(k, hi)
+        spread = math.sqrt((0.0 if 0.0 > total else total) / (hi - lo))
+        need = 2 * spread if 2 * spread > floor else floor
+        gap = abs(mean(k, hi) - mean(lo, k))
+        if gap != gap:
+            return 0.0
+        return gap / need if need > 0.0 else (math.inf if gap > 0.0 else 0.0)
+
+    def neighbours(points, i):
+        return (points[i - 1] if i else 0), (points[i + 1] if i + 1 < len(points) else n)
+
+    def low_band(lo, hi, step):
+        cut, level, tol = math.inf, 0.0, 0.0
+        for _ in range(8):
+            kept = [v for v in values[lo:hi] if v <= cut]
+            if not kept:
+                break
+            total = 0.0
+            for v in kept:
+                total += v
+            level = total / len(kept)
+            sq = 0.0
+            for v in kept:
+                sq += (v - level) * (v - level)
+            tol = 3 * math.sqrt(sq / len(kept))
+            if not tol >= 0.02 * step:
+                tol = 0.02 * step
+            if level + tol == cut:
+                break
+            cut = level + tol
+        return level, tol
+
+    def settle(lo, k, hi):
+        k = best_split(lo, hi) or k
+        left, right = mean(lo, k), mean(k, hi)
+        up = right > left
+        low, tol = low_band(lo, k, abs(right - left)) if up else low_band(k, hi, abs(right - left))
+        if up:
+            while k > lo + m and values[k - 1] > low + tol:
+                k -= 1
+            while k + m < hi and values[k] <= low + tol:
+                k += 1
+        else:
+            while k + m < hi and values[k] > low + tol:
+                k += 1
+            while k > lo + m and values[k - 1] <= low + tol:
+                k -= 1
+        return k
+
+    segments, points = [(0, n)], []
+    while segments and len(points) < 64:
         lo, hi = segments.pop(0)
         k = best_split(lo, hi)
-        if k is not None:
+        if k and abs(mean(k, hi) - mean(lo, k)) > floor:
             points.append(k)
             segments += [(lo, k), (k, hi)]
-    return sorted(points)
+    points.sort()
+    while points:
+        s = [strength(neighbours(points, i)[0], p, neighbours(points, i)[1])
+             for i, p in enumerate(points)]  # fmt: skip
+        weakest = min(range(len(points)), key=lambda i: (s[i], i))
+        if s[weakest] > 1.0 and len(points) <= max(max_points, 0):
+            break
+        del points[weakest]
+    for i in range(len(points)):
+        lo, hi = neighbours(points, i)
+        points[i] = settle(lo, points[i], hi)
+    return points
 
 
 def ref_drawn(values, drawing, t, interval, limit):

@@ -93,3 +93,32 @@ def test_metaflow_otlp_resource_carries_the_task_ids(tmp_path):
     assert resource["metaflow.step_name"] == "train"
     assert resource["metaflow.task_id"] == str(task["id"])
     assert resource["host.name"] and resource["process.pid"] > 0
+
+
+def test_metaflow_with_options_merge_into_the_steps_decorator(prom_stack, tmp_path):
+    """`run --with track_resources:export=pushgateway,interval=0.5` on a flow whose step has
+    @track_resources(interval=0.2, create_card=False, history=False): the command line's
+    options win (export on, interval 0.5), the code's others stay (no card, no history), and
+    the step is tracked once; the steps without a decorator get the command line's."""
+    pushgateway, prometheus = prom_stack
+    flow = os.path.join(os.path.dirname(FLOW), "mf_with_flow.py")
+    env = {"RESOURCE_TRACKER_PUSHGATEWAY_URL": pushgateway.url}
+    with_option = "track_resources:export=pushgateway,interval=0.5,history=False"
+    done = run_flow(tmp_path, flow, "--with", with_option, env=env)
+    assert done.returncode == 0, done.stdout[-4000:]
+    (run,) = query(tmp_path, "WithFlow")
+    train = task_of(run, "train")
+    data = train["artifacts"]["resource_tracker_data"]
+    assert data["error"] is None, data["error"]
+    assert data["tracker"]["interval"] == 0.5  # the command line wins
+    export = data["detailed_stats"]["export"]["targets"]["pushgateway"]
+    assert export["final"] == "sent" and export["failures"] == 0, export
+    assert train["cards"] == []  # create_card=False of the code stays
+    assert task_of(run, "start")["cards"] != []  # --with alone: the defaults (a card)
+    (peak,) = prom_wait(
+        prometheus, 'resource_tracker_run_process_memory_peak_bytes{flow="WithFlow",step="train"}'
+    )
+    assert peak["metric"]["run_id"] == str(run["id"])
+    assert float(peak["value"][1]) == pytest.approx(
+        data["detailed_stats"]["process_memory"]["max"] * 1024, rel=0.01
+    )

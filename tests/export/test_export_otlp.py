@@ -200,6 +200,9 @@ def test_otlp_final_export_counts_the_runs_findings(monkeypatch, receiver):
     import time
 
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+    # the export's summary is not priced (no catalog lookup at the final push): info; the
+    # run summary's is priced at a few cents a month: info too with no money floor
+    monkeypatch.setenv("RESOURCE_TRACKER_OVER_MIN_USD_MONTH", "0")
     tracker = ResourceTracker(interval=0.1, export="otlp")
     tracker.extra["resources_asked"] = {"cpu": 8, "memory": 16000}
     time.sleep(0.5)
@@ -215,4 +218,4 @@ def test_otlp_final_export_counts_the_runs_findings(monkeypatch, receiver):
     for insight in tracker.summary().insights:
         key = (insight.kind, insight.severity)
         expected[key] = expected.get(key, 0) + 1
-    assert ("over_provisioned", "warning") in got and got == expected
+    assert ("over_provisioned", "info") in got and got == expected

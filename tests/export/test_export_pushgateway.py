@@ -82,6 +82,9 @@ def test_pushgateway_final_push_on_failure(prom_stack, monkeypatch):
     asked for 8 CPUs and 16000 MiB, as a Metaflow step's @resources would: over-provisioned)."""
     pushgateway, prometheus = prom_stack
     monkeypatch.setenv("RESOURCE_TRACKER_PUSHGATEWAY_URL", pushgateway.url)
+    # the export's summary is not priced (no catalog lookup at the final push): info; the
+    # run summary's is priced at a few cents a month: info too with no money floor
+    monkeypatch.setenv("RESOURCE_TRACKER_OVER_MIN_USD_MONTH", "0")
     work = Workload("time.sleep(1.0)\n")
     try:
         with pytest.raises(ZeroDivisionError):
@@ -102,7 +105,7 @@ def test_pushgateway_final_push_on_failure(prom_stack, monkeypatch):
     for insight in tracker.summary().insights:
         key = (insight.kind, insight.severity)
         expected[key] = expected.get(key, 0.0) + 1.0
-    assert ("over_provisioned", "warning") in kinds and kinds == expected
+    assert ("over_provisioned", "info") in kinds and kinds == expected
 
 
 def test_pushgateway_final_push_at_exit_without_stop(prom_stack, tmp_path):

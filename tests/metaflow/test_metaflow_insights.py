@@ -26,7 +26,10 @@ def rightsize(tmp_path_factory):
     root = tmp_path_factory.mktemp("mf-rightsize")
     for tune, train_mib in (("0", 200), ("0", 200), ("1", 200), ("1", 200), ("1", 200),
                             ("1", 300)):  # fmt: skip
-        done = run_flow(root, FLOW, env={"MF_TUNE": tune, "MF_TRAIN_MIB": train_mib})
+        # a short test step's gap costs cents a month: floors at 0 so that it is a warning
+        floors = {"RESOURCE_TRACKER_OVER_MIN_USD_MONTH": 0, "RESOURCE_TRACKER_WARN_USD_MONTH": 0}
+        env = {"MF_TUNE": tune, "MF_TRAIN_MIB": train_mib, **floors}
+        done = run_flow(root, FLOW, env=env)
         assert done.returncode == 0, done.stdout[-4000:]
     runs = query(root, "RightsizeFlow", all_runs=True)
     assert len(runs) == 6

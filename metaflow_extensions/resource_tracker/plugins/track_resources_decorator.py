@@ -73,6 +73,30 @@ def _check_export(value):
     return ",".join(parse_targets(value, "@track_resources(export=...)"))
 
 
+def _given(deco):
+    """The options a @track_resources was given (Metaflow's record of them, else those
+    that differ from the defaults)."""
+    given = getattr(deco, "_user_defined_attributes", None)
+    if given is None:
+        given = [k for k, v in deco.attributes.items() if deco.defaults.get(k) != v]
+    return {k: deco.attributes[k] for k in given if k in deco.attributes}
+
+
+def merged_options(deco, decorators):
+    """The options of the step's @track_resources when ``deco`` is the first of them on the
+    step (``decorators``): the defaults, then the options given in the code, then those of
+    ``--with track_resources:...`` (the command line wins, as for Metaflow's own
+    decorators). None for a later one: it stays on the step, so that Metaflow passes its
+    ``--with`` on to the task process (where the merge is made again), and does nothing."""
+    mine = [d for d in decorators if getattr(d, "name", None) == deco.name]
+    if mine and mine[0] is not deco:
+        return None
+    options = dict(deco.defaults)
+    for each in sorted(mine or [deco], key=lambda d: not d.statically_defined):  # code first
+        options.update(_given(each))
+    return options
+
+
 def _describe(exc):
     return f"{type(exc).__name__}: {exc}"
 
@@ -111,6 +135,9 @@ class TrackResourcesDecorator(StepDecorator):
     """
 
     name = "track_resources"
+    # Metaflow drops a `--with track_resources:...` when the step has @track_resources; allowed
+    # several, the first merges the others' options into its own in step_init (merged_options)
+    allow_multiple = True
     defaults = {
         "interval": 1.0,
         "artifact_name": "resource_tracker_data",
@@ -126,6 +153,7 @@ class TrackResourcesDecorator(StepDecorator):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self._merged = False  # a later @track_resources of the step, merged into the first
         self._card = None
         self._asked = None
         self._reset_task_state()
@@ -144,6 +172,11 @@ class TrackResourcesDecorator(StepDecorator):
     # -- every process that loads the flow: cheap, no side effects -------------------
 
     def step_init(self, flow, graph, step_name, decorators, environment, flow_datastore, logger):
+        options = merged_options(self, decorators)
+        self._merged = options is None
+        if self._merged:
+            return
+        self.attributes = options
         self._step_name = step_name
         self._logger = logger
         self._interval = _bounded_interval(_as_float(self.attributes["interval"], "interval"))
@@ -158,6 +191,17 @@ class TrackResourcesDecorator(StepDecorator):
         self._asked = asked_resources(decorators)
         if _as_bool(self.attributes["create_card"]):
             self._card = _attach_card(self, step_name, decorators)
+
+    def make_decorator_spec(self):
+        """The ``--with`` text Metaflow gives the task process for this decorator: the
+        options given only (with the defaults too, they would hide the options the code
+        gave the step's @track_resources, see merged_options)."""
+        kept = self.attributes
+        try:
+            self.attributes = _given(self)
+            return super().make_decorator_spec()
+        finally:
+            self.attributes = kept
 
     def _tune(self, flow, step_name, decorators):
         """Tune the step's requests from its history (once per process); the tuning as a
@@ -199,6 +243,8 @@ class TrackResourcesDecorator(StepDecorator):
         ubf_context,
         inputs,
     ):
+        if self._merged:
+            return
         began = time.perf_counter()
         self._reset_task_state()
         self._flow = flow
@@ -227,6 +273,8 @@ class TrackResourcesDecorator(StepDecorator):
     def task_decorate(
         self, step_func, flow, graph, retry_count, max_user_code_retries, ubf_context
     ):
+        if self._merged:
+            return step_func
         deco = self
 
         def step_with_resource_tracking(*args, **kwargs):
@@ -246,10 +294,12 @@ class TrackResourcesDecorator(StepDecorator):
         return step_with_resource_tracking
 
     def task_post_step(self, step_name, flow, graph, retry_count, max_user_code_retries):
-        self._store(flow, failed=False)
+        if not self._merged:
+            self._store(flow, failed=False)
 
     def task_exception(self, exception, step_name, flow, graph, retry_count, max_user_code_retries):
-        self._store(flow, failed=True)
+        if not self._merged:
+            self._store(flow, failed=True)
         return None  # we never handle the user's exception
 
     # -- helpers -----------------------------------------------------------------------
