@@ -278,6 +278,8 @@ collector_sample(Collector *collector, double mono, double wall, const OwnUsage 
     int self_in_tree = 0;
 
     read_tree(collector, mono, own, &tree, &self_in_tree);
+    if (tree.members > 0)
+        collector->tree_seen++;
     memset(&sys, 0, sizeof(sys));
     if (collector->cfg.track_system)
         system_stats_sample(&collector->system, mono, &sys);

@@ -126,7 +126,41 @@ def data_quality(tracker: TrackerResults) -> Dict[str, Any]:
     sampler = tracker._sampler
     if isinstance(sampler, StoredRun) and sampler.data_quality is not None:
         return sampler.data_quality
-    return _data_quality(int(sampler.rows_dropped), int(sampler.io_denied), int(sampler.pss_denied))
+    quality = _data_quality(
+        int(sampler.rows_dropped), int(sampler.io_denied), int(sampler.pss_denied)
+    )
+    errors = int(getattr(sampler, "read_errors", 0) or 0)
+    if errors:
+        quality["read_errors"] = errors
+    seen = getattr(sampler, "tree_seen", None)  # None: a sampler that does not say
+    if tracker.track_processes and seen == 0 and int(sampler.n_samples) > 0:
+        quality["errors"] = [invisible_process_error(tracker.pid, errors)]
+        quality["process_visible"] = False
+    return quality
+
+
+def invisible_process_error(pid: int, read_errors: int) -> str:
+    """The data-quality error of a run whose tracked process no reading found."""
+    root = settings.get("RESOURCE_TRACKER_PROCFS_ROOT") or "/proc"
+    failing = (
+        f"{read_errors} procfs reads failed: too few file descriptors? (raise RLIMIT_NOFILE, "
+        "ulimit -n); else "
+        if read_errors
+        else ""
+    )
+    return (
+        f"the tracked process (pid {pid}) was never visible in {root}: the process columns "
+        f"are zeros, not measurements, and no resources are recommended from them ({failing}"
+        "/proc mounted with hidepid and a process of another user: run as that user or as "
+        "root; or a /proc that does not show the process: an empty or foreign /proc)"
+    )
+
+
+def has_measurements(stats: Mapping[str, Any]) -> bool:
+    """False for a run whose tracked process was never visible (data_quality says so): its
+    process figures are zeros, and nothing is recommended from them."""
+    quality = stats.get("data_quality") if isinstance(stats, dict) else None
+    return not (isinstance(quality, dict) and quality.get("process_visible") is False)
 
 
 def tree_source(tracker: TrackerResults) -> Optional[Dict[str, Any]]:
@@ -183,7 +217,7 @@ def data_quality_notes(stats: Optional[Mapping[str, Any]]) -> List[str]:
     quality = (stats or {}).get("data_quality") or {}
     if not isinstance(quality, dict):
         return []
-    notes = []
+    notes = [f"ERROR: {e}" for e in quality.get("errors") or () if isinstance(e, str)]
     dropped = quality.get("samples_dropped") or 0
     if dropped:
         notes.append(

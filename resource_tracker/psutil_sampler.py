@@ -144,6 +144,7 @@ class _Collector:
         self.has_baseline = False
         self.last_mono = 0.0
         self.io_denied = 0  # reads of a member's I/O counters refused (another user's)
+        self.tree_seen = 0  # readings that found a live process of the tree (0: never seen)
         self.pss_denied = 0  # reads of a member's PSS refused
 
     # -- the process tree ------------------------------------------------------------
@@ -510,6 +511,7 @@ class _Collector:
         except Exception:
             pids = list(self.known)
         interval, memory, live, root_alive = self._tree(mono, own, pids)
+        self.tree_seen += 1 if live > 0 else 0
         srow = None
         if self.track_system:
             srow = self._system(mono)
@@ -902,6 +904,11 @@ class PsutilSampler:
     def pss_denied(self) -> float:
         """Reads of a member's PSS (memory_full_info) that were refused."""
         return float(self._engine.collector.pss_denied)
+
+    @property
+    def tree_seen(self) -> float:
+        """Readings that found a live process of the tracked tree (0: never visible)."""
+        return float(self._engine.collector.tree_seen)
 
     # What the psutil sampler does not measure (the Sampler interface's counters): no row is
     # ever dropped (rows are Python arrays), and psutil has no kernel high-water mark of a
