@@ -89,9 +89,9 @@ typedef struct CgroupTree {
     double ticks_per_s;
     long long page_kib;
     unsigned long long memory_cap; /* bytes: a larger memory.stat figure is damaged (not read) */
-    unsigned long reads; /* cgroup and procfs files read by this source */
-    unsigned long ticks; /* readings taken from the cgroup */
-    char note[256];      /* why the cgroup source ended, or a column fell back */
+    unsigned long reads;           /* cgroup and procfs files read by this source */
+    unsigned long ticks;           /* readings taken from the cgroup */
+    char note[256];                /* why the cgroup source ended, or a column fell back */
     TextBuf buf;
 } CgroupTree;
 

@@ -33,7 +33,8 @@ _TRACK = textwrap.dedent(
     sys.path.insert(0, {root!r})
     nofile = {nofile}
     if nofile:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, hard))
     from resource_tracker import ResourceTracker
     tracker = ResourceTracker(pid={pid}, interval=0.05, discover_cloud=False)
     tracker.wait_for_samples(6, timeout=60)
