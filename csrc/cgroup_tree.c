@@ -96,6 +96,22 @@ open_in(const char *dir, const char *name)
     return open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO never blocks the thread */
 }
 
+/* Reads the file at path (opened non-blocking: a FIFO fails, never blocks): 0, or -1 with errno */
+static int
+read_path(CgroupTree *cg, const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), saved;
+    ssize_t n;
+
+    if (fd < 0)
+        return -1;
+    n = textbuf_read_fd(&cg->buf, fd);
+    saved = errno;
+    close(fd);
+    errno = saved;
+    return n < 0 ? -1 : 0;
+}
+
 /* non-zero when dir/name can be opened for reading */
 static int
 readable_in(const char *dir, const char *name)
@@ -340,7 +356,7 @@ list_pids(CgroupTree *cg, int all)
         /* opened anew each time: a v1 cgroup.procs kept open keeps serving the pid list of
          * its first read while re-read within a second (the kernel's pidlist cache) */
         cg->reads++;
-        if (textbuf_read_at(&cg->buf, AT_FDCWD, cg->procs_path[i]) < 0) {
+        if (read_path(cg, cg->procs_path[i]) != 0) {
             if (!cg->procs_own[i] && errno == ENOENT)
                 continue; /* a child cgroup removed since the scan */
             return -1;

@@ -67,7 +67,7 @@ textbuf_read_at(TextBuf *buf, int dirfd, const char *path)
     int fd, saved;
     ssize_t n;
 
-    fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO: pread fails */
+    fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
     n = textbuf_read_fd(buf, fd);

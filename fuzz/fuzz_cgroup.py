@@ -1,5 +1,5 @@
 """atheris target: the cgroup file parsers of resource_tracker.server_info.cgroup_limits()
-and the bounded readers of resource_tracker._cgroup_fs (one per kind of file).
+and the bounded readers of resource_tracker._cgroup_read (one per kind of file).
 
 Input: parts separated by "\\n@@\\n": /proc/<pid>/cgroup, /proc/<pid>/mountinfo, then the
 contents of cpu.max, memory.max, cpu.cfs_quota_us, cpu.cfs_period_us, memory.limit_in_bytes,
@@ -16,7 +16,7 @@ import os
 import shutil
 import tempfile
 
-from resource_tracker._cgroup_fs import MAX_PID, MAX_VALUE, read_keyed, read_pids, read_value
+from resource_tracker._cgroup_read import MAX_PID, MAX_VALUE, read_keyed, read_pids, read_value
 from resource_tracker.server_info import cgroup_limits
 
 SEP = b"\n@@\n"

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 
-from ._cgroup_fs import _number, _relative_parts, read_fields, read_value
+from ._cgroup_fs import _relative_parts
+from ._cgroup_read import _number, read_fields, read_value
 
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
 if TYPE_CHECKING:

@@ -5,8 +5,9 @@ found (the worker thread that reads the start figures compiles only what the hos
 
 import os
 
-from ._cgroup_fs import cgroup_directory, read_keyed, read_pids, read_value
+from ._cgroup_fs import cgroup_directory
 from ._cgroup_limits import _v1_cpu, _v1_memory, _walk
+from ._cgroup_read import read_keyed, read_pids, read_value
 from .cgroup_usage import _cpu_seconds, _mib
 
 

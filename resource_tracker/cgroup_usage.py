@@ -16,15 +16,9 @@ from __future__ import annotations
 import os
 import time
 
-from ._cgroup_fs import (
-    _cgroup_places,
-    cgroup_directory,
-    plausible_bytes,
-    read_keyed,
-    read_pids,
-    read_value,
-)
+from ._cgroup_fs import _cgroup_places, cgroup_directory
 from ._cgroup_limits import _v2_cpu, _v2_memory, _walk
+from ._cgroup_read import plausible_bytes, read_keyed, read_pids, read_value
 
 MIB = 1024 * 1024
 UNLIMITED = 1 << 62
