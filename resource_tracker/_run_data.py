@@ -132,8 +132,9 @@ def data_quality(tracker: TrackerResults) -> Dict[str, Any]:
     errors = int(getattr(sampler, "read_errors", 0) or 0)
     if errors:
         quality["read_errors"] = errors
-    seen = getattr(sampler, "tree_seen", None)  # None: a sampler that does not say
-    if tracker.track_processes and seen == 0 and int(sampler.n_samples) > 0:
+    # never found, though the root lived (not just gone before the first reading)
+    seen, missed = getattr(sampler, "tree_seen", None), getattr(sampler, "tree_missed", 0)
+    if tracker.track_processes and seen == 0 and missed:
         quality["errors"] = [invisible_process_error(tracker.pid, errors)]
         quality["process_visible"] = False
     return quality

@@ -165,3 +165,23 @@ def test_a_visible_run_is_recommended_without_the_invisible_ones(shared_dir, wor
     assert blind.recommend_resources(historical_stats=[stats]) == alone
     tuning = tune_resources([blind.stats(), blind.stats(), stats])
     assert tuning.runs == 1 and tuning.resources == {}, tuning  # MIN_RUNS (3) not reached
+
+
+@pytest.mark.parametrize("method", ["procfs", "psutil"])
+def test_a_command_gone_before_the_first_reading_is_no_error(shared_dir, method):
+    """`resource-tracker run -- true`: the command ends before the first reading (a zombie,
+    then reaped): it was not hidden, so no data-quality error, and a recommendation."""
+    env = dict(os.environ, RESOURCE_TRACKER_METHOD=method)
+    done = subprocess.run(
+        [sys.executable, "-m", "resource_tracker", "run", "-o", str(shared_dir), "--", "true"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "never visible" not in done.stderr
+    tracker = ResourceTracker.loads((shared_dir / "resource-tracker.json").read_text())
+    assert "process_visible" not in tracker.stats()["data_quality"]
+    assert tracker.recommend_resources()["memory"] > 0
