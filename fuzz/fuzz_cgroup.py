@@ -73,7 +73,8 @@ def _check_readers(directory: str) -> None:
     assert value is None or 0 <= value <= MAX_VALUE, value
     for key, number in read_keyed(os.path.join(directory, "memory.stat")).items():
         assert isinstance(key, str) and 0 <= number <= MAX_VALUE, (key, number)
-    assert all(0 < p <= MAX_PID for p in read_pids(os.path.join(directory, "cgroup.procs")))
+    pids = read_pids(os.path.join(directory, "cgroup.procs"))
+    assert pids is None or all(0 < p <= MAX_PID for p in pids), pids
 
 
 if __name__ == "__main__":

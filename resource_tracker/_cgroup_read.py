@@ -86,9 +86,12 @@ def read_keyed(path: str) -> Dict[str, int]:
     return out
 
 
-def read_pids(path: str) -> List[int]:
-    """The pids of a list file (``cgroup.procs``, one a line); [] when it is not read."""
-    text = _read(path, MAX_LIST_BYTES) or ""
+def read_pids(path: str) -> Optional[List[int]]:
+    """The pids of a list file (``cgroup.procs``, one a line); None when it is not read
+    (then who is in the cgroup is not known)."""
+    text = _read(path, MAX_LIST_BYTES)
+    if text is None:
+        return None
     return [int(p) for p in text.split() if p.isdigit() and 0 < int(p) <= MAX_PID]
 
 

@@ -286,8 +286,11 @@ def cgroup_run(
         out[key] = None if a is None or b is None else max(b - a, 0)
     peaks = [r["memory_peak_mib"] for r in (start, last) if r and r.get("memory_peak_mib")]
     out["memory_peak_mib"] = max(peaks) if peaks else None
-    pids = set((start or {}).get("pids") or []) | set(last.get("pids") or [])
-    out["dedicated"] = _only_workload(pids, root_pid, proc_root)
+    lists = [r.get("pids") for r in (start, last) if r is not None]
+    pids = {pid for members in lists for pid in members or ()}
+    # a member list not read: who else was in the cgroup is not known
+    known = all(isinstance(members, list) for members in lists)
+    out["dedicated"] = known and _only_workload(pids, root_pid, proc_root)
     return out
 
 

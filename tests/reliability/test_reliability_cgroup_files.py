@@ -68,6 +68,8 @@ _SCRIPT = textwrap.dedent(
     info = get_server_info(os.getpid())
     figures = read_cgroup(os.getpid())
     rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    from resource_tracker._run_data import cgroup_run
+    dedicated = cgroup_run(figures, figures, os.getpid())["dedicated"]
     # the tracker: the tree's memory from memory.stat (2**64 - 1 bytes), the list of its
     # processes a regular file naming the workload
     work = subprocess.Popen([sys.executable, "-c",
@@ -89,7 +91,7 @@ _SCRIPT = textwrap.dedent(
     work.wait()
     print(json.dumps({{
         "version": version, "cgroup_limits": info["cgroup"], "figures": figures,
-        "rss_growth_kib": rss1 - rss0, "ram_mib": info["memory_mb"],
+        "rss_growth_kib": rss1 - rss0, "ram_mib": info["memory_mb"], "dedicated": dedicated,
         "memory_kib": list(tracker.process_metrics.column_array("memory")),
         "own_rss_kib": own_rss_kib, "tree_source": tracker.stats().get("tree_source"),
         "recommended": tracker.recommend_resources(),
@@ -144,9 +146,11 @@ def test_fifo_limit_files_do_not_block_server_info(hostile_run):
 
 
 def test_dev_zero_as_cgroup_procs_costs_no_memory(hostile_run):
-    """``/dev/zero`` as ``cgroup.procs`` is not a regular file: no pid, and the reading
-    process's peak resident set grows by less than 16 MiB (the old reader: gigabytes)."""
-    assert hostile_run["figures"]["pids"] == []
+    """``/dev/zero`` as ``cgroup.procs`` is not a regular file: not read (who is in the
+    cgroup is unknown: None, not an empty list), and the reading process's peak resident set
+    grows by less than 16 MiB (the old reader: gigabytes)."""
+    assert hostile_run["figures"]["pids"] is None
+    assert hostile_run["dedicated"] is False  # not claimed as the workload's own
     assert hostile_run["rss_growth_kib"] < 16 * 1024
 
 
