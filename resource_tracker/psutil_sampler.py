@@ -174,13 +174,17 @@ class _Collector:
         return member
 
     def _root_hidden(self) -> bool:
-        """True when the root lives (for the kernel: kill(2), also another user's process)
-        though no reading found it, and is not a zombie where its status can be read."""
+        """True when the root lives (for the kernel: kill(2) on POSIX, also another user's
+        process) though no reading found it, and is not a zombie where its status can be
+        read. Elsewhere psutil's ``pid_exists`` (``os.kill(pid, 0)`` is CTRL_C on Windows)."""
         try:
-            os.kill(self.pid, 0)
+            if os.name == "posix":
+                os.kill(self.pid, 0)  # psutil's pid_exists looks in /proc on Linux
+            elif not self.ps.pid_exists(self.pid):
+                return False
         except PermissionError:
-            pass
-        except OSError:
+            pass  # alive, another user's
+        except Exception:
             return False  # gone
         try:
             return bool(self.ps.Process(self.pid).status() != "zombie")
