@@ -16,6 +16,7 @@ cgroup_tree_init(CgroupTree *cg, int proc_fd, pid_t root, pid_t adopter)
 {
     int i;
     long hz = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+    long pages = sysconf(_SC_PHYS_PAGES);
 
     memset(cg, 0, sizeof(*cg));
     for (i = 0; i < CG_COLUMNS; i++)
@@ -28,6 +29,10 @@ cgroup_tree_init(CgroupTree *cg, int proc_fd, pid_t root, pid_t adopter)
     cg->self = getpid();
     cg->ticks_per_s = hz > 0 ? (double)hz : 100.0;
     cg->page_kib = page > 0 ? page / 1024 : 4;
+    /* what a cgroup holds is in RAM: the machine's RAM times 4 (2^50 when unknown) */
+    cg->memory_cap = pages > 0 && page > 0
+                         ? (unsigned long long)pages * (unsigned long long)page * CGROUP_RAM_MARGIN
+                         : 1ULL << 50;
     cg->state = CG_OFF;
 }
 
@@ -88,7 +93,23 @@ open_in(const char *dir, const char *name)
     char path[600];
 
     snprintf(path, sizeof(path), "%s/%s", dir, name);
-    return open(path, O_RDONLY | O_CLOEXEC);
+    return open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO never blocks the thread */
+}
+
+/* Reads the file at path (opened non-blocking: a FIFO fails, never blocks): 0, or -1 with errno */
+static int
+read_path(CgroupTree *cg, const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), saved;
+    ssize_t n;
+
+    if (fd < 0)
+        return -1;
+    n = textbuf_read_fd(&cg->buf, fd);
+    saved = errno;
+    close(fd);
+    errno = saved;
+    return n < 0 ? -1 : 0;
 }
 
 /* non-zero when dir/name can be opened for reading */
@@ -359,7 +380,7 @@ list_pids(CgroupTree *cg, int all)
         /* opened anew each time: a v1 cgroup.procs kept open keeps serving the pid list of
          * its first read while re-read within a second (the kernel's pidlist cache) */
         cg->reads++;
-        if (textbuf_read_at(&cg->buf, AT_FDCWD, cg->procs_path[i]) < 0) {
+        if (read_path(cg, cg->procs_path[i]) != 0) {
             if (!cg->procs_own[i] && errno == ENOENT)
                 continue; /* a child cgroup removed since the scan */
             return -1;
@@ -503,7 +524,8 @@ read_cpu(CgroupTree *cg, double *user_s, double *sys_s)
     return 0;
 }
 
-/* Resident memory of the cgroup's processes in KiB (anonymous + mapped files): 0, or -1. */
+/* Resident memory of the cgroup's processes in KiB (anonymous + mapped files): 0, or -1 (also
+ * for a figure above the machine's RAM times CGROUP_RAM_MARGIN: damaged, never summed) */
 static int
 read_memory(CgroupTree *cg, double *kib)
 {
@@ -515,6 +537,10 @@ read_memory(CgroupTree *cg, double *kib)
         parse_cgroup_keyed(cg->buf.data, k_anon, &anon) != 0 ||
         parse_cgroup_keyed(cg->buf.data, k_mapped, &mapped) != 0)
         return -1;
+    if (anon > cg->memory_cap || mapped > cg->memory_cap) {
+        errno = ERANGE;
+        return -1;
+    }
     *kib = (double)(anon + mapped) / 1024.0;
     return 0;
 }

@@ -23,6 +23,7 @@
 #include "textbuf.h"
 
 #define CGROUP_MAX_OTHERS 16    /* ancestors of the root allowed in the cgroup */
+#define CGROUP_RAM_MARGIN 4ULL  /* a memory.stat figure above RAM times this is damaged */
 #define CGROUP_MAX_ANCESTRY 256 /* parents followed to classify a new pid */
 /* cgroup.procs costs the kernel ~0.3 ms per 1,000 processes (v1 builds a sorted pid list):
  * it is read only when the tree's tasks may have changed since the last read, and at least
@@ -92,9 +93,10 @@ typedef struct CgroupTree {
     int has_last[CG_COLUMNS];
     double ticks_per_s;
     long long page_kib;
-    unsigned long reads; /* cgroup and procfs files read by this source */
-    unsigned long ticks; /* readings taken from the cgroup */
-    char note[256];      /* why the cgroup source ended, or a column fell back */
+    unsigned long long memory_cap; /* bytes: a larger memory.stat figure is damaged (not read) */
+    unsigned long reads;           /* cgroup and procfs files read by this source */
+    unsigned long ticks;           /* readings taken from the cgroup */
+    char note[256];                /* why the cgroup source ended, or a column fell back */
     TextBuf buf;
 } CgroupTree;
 

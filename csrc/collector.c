@@ -1,7 +1,10 @@
 #include "collector.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,6 +269,30 @@ read_tree(Collector *collector, double mono, const OwnUsage *own, ProcTreeReadin
         out->processes = collector->cfg.track_system ? count_processes(collector, mono) : 0;
 }
 
+/* 1 when the root lives though no reading found it: it exists for the kernel (kill(2):
+ * also a process of another user) and its stat, when readable, is not a zombie's */
+static int
+root_hidden(const Collector *collector)
+{
+    char path[32], text[512], *paren;
+    ssize_t n = -1;
+    int fd;
+
+    if (kill(collector->cfg.pid, 0) != 0 && errno != EPERM)
+        return 0; /* gone */
+    snprintf(path, sizeof(path), "%d/stat", (int)collector->cfg.pid);
+    fd = openat(collector->tree.proc_fd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd >= 0) {
+        n = read(fd, text, sizeof(text) - 1);
+        close(fd);
+    }
+    if (n <= 0)
+        return 1; /* alive for the kernel, unreadable here */
+    text[n] = '\0';
+    paren = strrchr(text, ')');
+    return !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
+}
+
 /* 0 for the baseline, 1 when rows were filled */
 int
 collector_sample(Collector *collector, double mono, double wall, const OwnUsage *own, double *prow,
@@ -280,6 +307,10 @@ collector_sample(Collector *collector, double mono, double wall, const OwnUsage 
     read_tree(collector, mono, own, &tree, &self_in_tree);
     if (collector->tree.fd_sheds > 0 && !collector->system.kept_given_back)
         system_stats_give_back(&collector->system); /* the application ran short of them */
+    if (tree.members > 0)
+        collector->tree_seen++;
+    else if (collector->cfg.track_processes && root_hidden(collector))
+        collector->tree_missed++;
     memset(&sys, 0, sizeof(sys));
     if (collector->cfg.track_system)
         system_stats_sample(&collector->system, mono, &sys);

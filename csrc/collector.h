@@ -24,11 +24,13 @@ typedef struct CollectorConfig {
 typedef struct Collector {
     CollectorConfig cfg;
     ProcTree tree;
-    CgroupTree cgroup;   /* the tree from its own cgroup, when Python asked for it */
-    int walked_last;     /* the process walk ran at the previous tick (its rises go on) */
-    unsigned long walks; /* ticks that walked the processes */
-    int processes;       /* processes on the system, while the walk does not run */
-    double processes_at; /* when they were counted (monotonic) */
+    CgroupTree cgroup;         /* the tree from its own cgroup, when Python asked for it */
+    int walked_last;           /* the process walk ran at the previous tick (its rises go on) */
+    unsigned long walks;       /* ticks that walked the processes */
+    unsigned long tree_seen;   /* readings that found a live process of the tree (0: never seen) */
+    unsigned long tree_missed; /* readings that did not, while the root lived (not a zombie) */
+    int processes;             /* processes on the system, while the walk does not run */
+    double processes_at;       /* when they were counted (monotonic) */
     SystemStats system;
     GpuMonitor *gpu;
     int gpu_tried;

@@ -348,6 +348,8 @@ SAMPLER_FLOAT_GETTER(samples_taken, (double)s->samples_taken)
 SAMPLER_FLOAT_GETTER(read_errors, (double)s->read_errors)
 SAMPLER_FLOAT_GETTER(rows_dropped, (double)s->rows_dropped)
 SAMPLER_FLOAT_GETTER(io_denied, (double)s->io_denied)
+SAMPLER_FLOAT_GETTER(tree_seen, (double)s->tree_seen)
+SAMPLER_FLOAT_GETTER(tree_missed, (double)s->tree_missed)
 SAMPLER_FLOAT_GETTER(pss_denied, (double)s->pss_denied)
 SAMPLER_FLOAT_GETTER(listings, (double)s->listings)
 SAMPLER_FLOAT_GETTER(probes, (double)s->probes)
@@ -425,6 +427,10 @@ static PyGetSetDef sampler_getset[] = {
     {"read_errors", (getter)sampler_get_read_errors, NULL, "procfs reads that failed", NULL},
     {"rows_dropped", (getter)sampler_get_rows_dropped, NULL,
      "rows lost because memory ran out (each later row tries again)", NULL},
+    {"tree_seen", (getter)sampler_get_tree_seen, NULL,
+     "readings that found a live process of the tracked tree", NULL},
+    {"tree_missed", (getter)sampler_get_tree_missed, NULL,
+     "readings that found no process of the tree while its root lived (hidden from /proc)", NULL},
     {"io_denied", (getter)sampler_get_io_denied, NULL,
      "io reads refused (another user's processes: I/O bytes incomplete)", NULL},
     {"pss_denied", (getter)sampler_get_pss_denied, NULL,

@@ -325,6 +325,8 @@ take_sample(Sampler *sampler, int in_thread, int may_fold, double *prow, double 
     sampler->probes = sampler->collector.tree.probes;
     sampler->fd_sheds = sampler->collector.tree.fd_sheds;
     sampler->kept_open = (unsigned long)sampler->collector.tree.kept_open;
+    sampler->tree_seen = sampler->collector.tree_seen;
+    sampler->tree_missed = sampler->collector.tree_missed;
     publish_tree_source(sampler);
     pthread_mutex_unlock(&sampler->sync->lock);
     if (filled)

@@ -72,6 +72,8 @@ typedef struct Sampler {
     char tree_source[8], column_source[CG_COLUMNS][8];
     char tree_note[256];
     unsigned long cgroup_reads, cgroup_readings, walks;
+    unsigned long tree_seen;    /* readings that found a live process of the tree */
+    unsigned long tree_missed;  /* readings that did not, while the root lived */
     SamplerHook after_baseline; /* see sampler_set_after_baseline */
     void *after_baseline_arg;   /* not handed over yet (NULL: none, or handed over) */
     struct Sampler *registry_next;

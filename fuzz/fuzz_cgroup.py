@@ -1,9 +1,11 @@
-"""atheris target: the cgroup file parsers of resource_tracker.server_info.cgroup_limits().
+"""atheris target: the cgroup file parsers of resource_tracker.server_info.cgroup_limits()
+and the bounded readers of resource_tracker._cgroup_read (one per kind of file).
 
 Input: parts separated by "\\n@@\\n": /proc/<pid>/cgroup, /proc/<pid>/mountinfo, then the
-contents of cpu.max, memory.max, cpu.cfs_quota_us, cpu.cfs_period_us and memory.limit_in_bytes,
-written into a fake procfs and into every cgroup directory the mount table and membership name
-(under a temporary fs_root). Promise: a dict with the three keys, never an exception.
+contents of cpu.max, memory.max, cpu.cfs_quota_us, cpu.cfs_period_us, memory.limit_in_bytes,
+memory.stat and cgroup.procs, written into a fake procfs and into every cgroup directory the
+mount table and membership name (under a temporary fs_root). Promise: a dict with the three
+keys, never an exception; the readers give numbers in range (0 to 2**63 - 1, pids 1 to 2**22).
 
     python3 fuzz/fuzz_cgroup.py [libFuzzer flags] CORPUS_DIR
 """
@@ -14,6 +16,7 @@ import os
 import shutil
 import tempfile
 
+from resource_tracker._cgroup_read import MAX_PID, MAX_VALUE, read_keyed, read_pids, read_value
 from resource_tracker.server_info import cgroup_limits
 
 SEP = b"\n@@\n"
@@ -23,6 +26,8 @@ LIMIT_FILES = (
     "cpu.cfs_quota_us",
     "cpu.cfs_period_us",
     "memory.limit_in_bytes",
+    "memory.stat",
+    "cgroup.procs",
 )
 _ROOT = tempfile.mkdtemp(prefix="rt-fuzz-cgroup-")
 
@@ -59,6 +64,17 @@ def test_one_input(data: bytes) -> None:
     assert result["version"] in (None, 1, 2), result
     for key in ("cpu_limit_cores", "memory_limit_mb"):
         assert result[key] is None or result[key] > 0, result
+    _check_readers(fs)
+
+
+def _check_readers(directory: str) -> None:
+    """The three readers on the files written at the fs root: values in range."""
+    value = read_value(os.path.join(directory, "memory.limit_in_bytes"))
+    assert value is None or 0 <= value <= MAX_VALUE, value
+    for key, number in read_keyed(os.path.join(directory, "memory.stat")).items():
+        assert isinstance(key, str) and 0 <= number <= MAX_VALUE, (key, number)
+    pids = read_pids(os.path.join(directory, "cgroup.procs"))
+    assert pids is None or all(0 < p <= MAX_PID for p in pids), pids
 
 
 if __name__ == "__main__":

@@ -155,7 +155,7 @@ def _cgroup_seeds():
     parts = [_read("/proc/self/cgroup") or b"0::/\n", _read("/proc/self/mountinfo") or b""]
     for name in ("cpu.max", "memory.max", "cpu.cfs_quota_us", "cpu.cfs_period_us"):
         parts.append(_read(f"/sys/fs/cgroup/{name}") or b"max\n")
-    parts.append(b"")
+    parts += [b"", b"anon 4096\nfile_mapped 0\ntotal_rss 8192\n", b"1\n42\n"]
     return [sep.join(parts), sep.join([b"4:cpu,cpuacct:/a/b\n3:memory:/a\n", b"", b"50000 100000"])]
 
 

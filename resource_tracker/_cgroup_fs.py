@@ -4,11 +4,15 @@ start() and at stop()); the limit files are read in ``_cgroup_limits``.
 
 Small modules on purpose: the tracker's worker thread imports them when it reads the start
 figures, and the compiler's peak memory in that thread stays in the thread's C heap.
+
+The files are read by the bounded readers of ``_cgroup_read``.
 """
 
 from __future__ import annotations
 
 import os
+
+from ._cgroup_read import _read
 
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
 if TYPE_CHECKING:
@@ -16,14 +20,6 @@ if TYPE_CHECKING:
 
     #: A cgroup mount: (root of the mount, mount point).
     Mount = Tuple[str, str]
-
-
-def _read(path: str) -> Optional[str]:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except (OSError, ValueError):  # ValueError: a NUL in the path (found by fuzz_cgroup.py)
-        return None
 
 
 # -- cgroups -----------------------------------------------------------------------------
@@ -97,10 +93,3 @@ def cgroup_directory(mount: Mount, path: str) -> str:
     """The directory of a cgroup (``mount`` and ``path`` from ``_cgroup_places``)."""
     mount_point, parts = _relative_parts(mount, path)
     return os.path.join(mount_point, *parts)
-
-
-def _number(text: Optional[str]) -> Optional[int]:
-    try:
-        return int(text.strip()) if text is not None else None
-    except ValueError:
-        return None

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 
-from ._cgroup_fs import _number, _read, _relative_parts
+from ._cgroup_fs import _relative_parts
+from ._cgroup_read import _number, read_fields, read_value
 
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
 if TYPE_CHECKING:
@@ -34,28 +35,23 @@ def _walk(
 
 
 def _v2_cpu(directory: str) -> Optional[float]:
-    text = _read(os.path.join(directory, "cpu.max"))
-    if not text:
-        return None
-    fields = text.split()
+    fields = read_fields(os.path.join(directory, "cpu.max"))
     if not fields or fields[0] == "max":
         return None
     return _cores(_number(fields[0]), _number(fields[1]) if len(fields) > 1 else 100000)
 
 
 def _v2_memory(directory: str) -> Optional[int]:
-    text = _read(os.path.join(directory, "memory.max"))
-    value = _number(text) if text and text.strip() != "max" else None
-    return _mib(value)
+    return _mib(read_value(os.path.join(directory, "memory.max")))  # "max": None
 
 
 def _v1_cpu(directory: str) -> Optional[float]:
-    quota = _number(_read(os.path.join(directory, "cpu.cfs_quota_us")))
-    return _cores(quota, _number(_read(os.path.join(directory, "cpu.cfs_period_us"))))
+    quota = read_value(os.path.join(directory, "cpu.cfs_quota_us"))  # -1 (none): None
+    return _cores(quota, read_value(os.path.join(directory, "cpu.cfs_period_us")))
 
 
 def _v1_memory(directory: str) -> Optional[int]:
-    return _mib(_number(_read(os.path.join(directory, "memory.limit_in_bytes"))))
+    return _mib(read_value(os.path.join(directory, "memory.limit_in_bytes")))
 
 
 def _cores(quota: Optional[int], period: Optional[int]) -> Optional[float]:

@@ -5,9 +5,10 @@ found (the worker thread that reads the start figures compiles only what the hos
 
 import os
 
-from ._cgroup_fs import _number, _read, cgroup_directory
+from ._cgroup_fs import cgroup_directory
 from ._cgroup_limits import _v1_cpu, _v1_memory, _walk
-from .cgroup_usage import _keyed, _mib, _pids
+from ._cgroup_read import read_keyed, read_pids, read_value
+from .cgroup_usage import _cpu_seconds, _mib
 
 
 def read_v1(places):
@@ -23,13 +24,13 @@ def read_v1(places):
     mem_dir = cgroup_directory(*memory) if memory else None
     cpu_dir = cgroup_directory(*cpu) if cpu else None
     acct_dir = cgroup_directory(*cpuacct) if cpuacct else None
-    stat = _keyed(_read(os.path.join(cpu_dir, "cpu.stat"))) if cpu_dir else {}
-    oom = _keyed(_read(os.path.join(mem_dir, "memory.oom_control"))) if mem_dir else {}
-    usage = _number(_read(os.path.join(acct_dir, "cpuacct.usage"))) if acct_dir else None
+    stat = read_keyed(os.path.join(cpu_dir, "cpu.stat")) if cpu_dir else {}
+    oom = read_keyed(os.path.join(mem_dir, "memory.oom_control")) if mem_dir else {}
+    usage = read_value(os.path.join(acct_dir, "cpuacct.usage")) if acct_dir else None
     throttled = stat.get("throttled_time")
 
     def mem_file(name):
-        return _mib(_number(_read(os.path.join(mem_dir, name)))) if mem_dir else None
+        return _mib(read_value(os.path.join(mem_dir, name))) if mem_dir else None
 
     return {
         "version": 1,
@@ -38,10 +39,10 @@ def read_v1(places):
         "memory_peak_mib": mem_file("memory.max_usage_in_bytes"),
         "memory_limit_mib": _walk(*memory, _v1_memory) if memory else None,
         "cpu_limit_cores": _walk(*cpu, _v1_cpu) if cpu else None,
-        "cpu_seconds": None if usage is None else usage / 1e9,
+        "cpu_seconds": _cpu_seconds(usage, 1e9),
         "cpu_periods": stat.get("nr_periods"),
         "cpu_throttled_periods": stat.get("nr_throttled"),
-        "cpu_throttled_seconds": None if throttled is None else throttled / 1e9,
+        "cpu_throttled_seconds": _cpu_seconds(throttled, 1e9),
         "oom_kills": oom.get("oom_kill"),
-        "pids": _pids(mem_dir or cpu_dir),
+        "pids": read_pids(os.path.join(mem_dir or cpu_dir, "cgroup.procs")),
     }

@@ -199,11 +199,23 @@ class TrackerResults:
 
         Returns:
             {'cpu': int, 'memory': int MiB, 'gpu': int, 'vram': int MiB}
-        """
-        from ._run_data import with_kernel_peak
 
-        runs = [with_kernel_peak(self.stats())] + list(historical_stats or [])
-        return _core.recommend(runs)  # the rules: csrc/stats.c (recommend_runs)
+        Raises:
+            ValueError: no recommendation from nothing: the tracked process was never
+                visible in this run (``stats()['data_quality']['process_visible']`` is
+                False: hidepid, another user's process, failing procfs reads) nor in any
+                historical run given; the message says why. A run that was never visible
+                is left out of the historical runs too.
+        """
+        from ._run_data import has_measurements, with_kernel_peak
+
+        stats = self.stats()
+        runs = [with_kernel_peak(stats)] + list(historical_stats or [])
+        measured = [run for run in runs if has_measurements(run)]
+        if not measured:
+            errors = stats.get("data_quality", {}).get("errors") or ["no measurements"]
+            raise ValueError(f"nothing was measured: {errors[0]}")
+        return _core.recommend(measured)  # the rules: csrc/stats.c (recommend_runs)
 
     def recommend_server(
         self,

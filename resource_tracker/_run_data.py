@@ -131,6 +131,14 @@ def data_quality(tracker: TrackerResults) -> Dict[str, Any]:
     )
     if getattr(tracker, "_read_in_caller", False):
         quality["read_in_caller"] = READ_IN_CALLER
+    errors = int(getattr(sampler, "read_errors", 0) or 0)
+    if errors:
+        quality["read_errors"] = errors
+    # never found, though the root lived (not just gone before the first reading)
+    seen, missed = getattr(sampler, "tree_seen", None), getattr(sampler, "tree_missed", 0)
+    if tracker.track_processes and seen == 0 and missed:
+        quality["errors"] = [invisible_process_error(tracker.pid, errors)]
+        quality["process_visible"] = False
     return quality
 
 
@@ -139,6 +147,30 @@ READ_IN_CALLER = (
     "no thread could be created (RLIMIT_NPROC, the container's pids.max or RLIMIT_AS): the "
     "cgroup's figures were read in the caller of stop()"
 )
+
+
+def invisible_process_error(pid: int, read_errors: int) -> str:
+    """The data-quality error of a run whose tracked process no reading found."""
+    root = settings.get("RESOURCE_TRACKER_PROCFS_ROOT") or "/proc"
+    failing = (
+        f"{read_errors} procfs reads failed: too few file descriptors? (raise RLIMIT_NOFILE, "
+        "ulimit -n); else "
+        if read_errors
+        else ""
+    )
+    return (
+        f"the tracked process (pid {pid}) was never visible in {root}: the process columns "
+        f"are zeros, not measurements, and no resources are recommended from them ({failing}"
+        "/proc mounted with hidepid and a process of another user: run as that user or as "
+        "root; or a /proc that does not show the process: an empty or foreign /proc)"
+    )
+
+
+def has_measurements(stats: Mapping[str, Any]) -> bool:
+    """False for a run whose tracked process was never visible (data_quality says so): its
+    process figures are zeros, and nothing is recommended from them."""
+    quality = stats.get("data_quality") if isinstance(stats, dict) else None
+    return not (isinstance(quality, dict) and quality.get("process_visible") is False)
 
 
 def tree_source(tracker: TrackerResults) -> Optional[Dict[str, Any]]:
@@ -195,7 +227,7 @@ def data_quality_notes(stats: Optional[Mapping[str, Any]]) -> List[str]:
     quality = (stats or {}).get("data_quality") or {}
     if not isinstance(quality, dict):
         return []
-    notes = []
+    notes = [f"ERROR: {e}" for e in quality.get("errors") or () if isinstance(e, str)]
     dropped = quality.get("samples_dropped") or 0
     if dropped:
         notes.append(
@@ -265,8 +297,11 @@ def cgroup_run(
         out[key] = None if a is None or b is None else max(b - a, 0)
     peaks = [r["memory_peak_mib"] for r in (start, last) if r and r.get("memory_peak_mib")]
     out["memory_peak_mib"] = max(peaks) if peaks else None
-    pids = set((start or {}).get("pids") or []) | set(last.get("pids") or [])
-    out["dedicated"] = _only_workload(pids, root_pid, proc_root)
+    lists = [r.get("pids") for r in (start, last) if r is not None]
+    pids = {pid for members in lists for pid in members or ()}
+    # a member list not read: who else was in the cgroup is not known
+    known = all(isinstance(members, list) for members in lists)
+    out["dedicated"] = known and _only_workload(pids, root_pid, proc_root)
     return out
 
 

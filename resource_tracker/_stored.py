@@ -345,12 +345,20 @@ def _stored_quality(value: Any) -> Dict[str, Any]:
         return _data_quality(0, 0, 0)
     if not isinstance(value, dict) or not isinstance(value.get("incomplete_columns", {}), dict):
         raise ValueError("not a resource-tracker snapshot: data_quality must be a dict")
-    return {
+    quality: Dict[str, Any] = {
         "samples_dropped": _nonnegative_int(value.get("samples_dropped", 0), "samples_dropped"),
         "incomplete_columns": {
             str(k): str(v) for k, v in value.get("incomplete_columns", {}).items()
         },
     }
+    if value.get("read_errors"):
+        quality["read_errors"] = _nonnegative_int(value["read_errors"], "read_errors")
+    if value.get("process_visible") is False:  # the errors say why (invisible_process_error)
+        quality["process_visible"] = False
+        errors = value.get("errors")
+        errors = [str(e) for e in errors if e] if isinstance(errors, list) else []
+        quality["errors"] = errors or ["the tracked process was never visible: no measurements"]
+    return quality
 
 
 def _nonnegative_int(value: Any, name: str) -> int:

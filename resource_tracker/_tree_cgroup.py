@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 
 from . import settings
-from ._cgroup_fs import _cgroup_places, _read, cgroup_directory
+from ._cgroup_fs import _cgroup_places, cgroup_directory
+from ._cgroup_read import _read
 from .cgroup_usage import _under
 
 TYPE_CHECKING = False

@@ -14,9 +14,11 @@ package, for the worker thread that reads the start figures). Paths and limits c
 from __future__ import annotations
 
 import os
+import time
 
-from ._cgroup_fs import _cgroup_places, _number, _read, cgroup_directory
+from ._cgroup_fs import _cgroup_places, cgroup_directory
 from ._cgroup_limits import _v2_cpu, _v2_memory, _walk
+from ._cgroup_read import plausible_bytes, read_keyed, read_pids, read_value
 
 MIB = 1024 * 1024
 UNLIMITED = 1 << 62
@@ -68,45 +70,43 @@ def _under(sys_root, mount_point):
     return mount_point
 
 
-def _keyed(text):
-    """{key: int} from 'key value' lines (cpu.stat, memory.events, memory.oom_control)."""
-    out = {}
-    for line in (text or "").splitlines():
-        fields = line.split()
-        if len(fields) == 2:
-            value = _number(fields[1])
-            if value is not None:
-                out[fields[0]] = value
-    return out
-
-
 def _mib(value):
-    return None if value is None or value < 0 or value >= UNLIMITED else round(value / MIB, 1)
+    """MiB of a memory figure in bytes; None when not read or not real (above the RAM)."""
+    value = plausible_bytes(value)
+    return None if value is None or value >= UNLIMITED else round(value / MIB, 1)
 
 
-def _pids(directory):
-    text = _read(os.path.join(directory, "cgroup.procs")) or ""
-    return [int(p) for p in text.split() if p.isdigit()]
+def _cpu_seconds(value, per_second):
+    """Seconds of a CPU time counter (``per_second`` units a second), or None when not read
+    or more than every CPU could have run since boot (a damaged or forged file)."""
+    if value is None:
+        return None
+    seconds = value / per_second
+    try:
+        most = time.clock_gettime(time.CLOCK_BOOTTIME) * (os.cpu_count() or 1) * 2 + 60
+    except (OSError, AttributeError):
+        return seconds
+    return seconds if seconds <= most else None
 
 
 def _read_v2(place):
     d = cgroup_directory(*place)
-    cpu = _keyed(_read(os.path.join(d, "cpu.stat")))
-    events = _keyed(_read(os.path.join(d, "memory.events")))
+    cpu = read_keyed(os.path.join(d, "cpu.stat"))
+    events = read_keyed(os.path.join(d, "memory.events"))
     limit = _walk(*place, _v2_memory)
     usage = cpu.get("usage_usec")
     throttled = cpu.get("throttled_usec")
     return {
         "version": 2,
         "path": place[1],
-        "memory_mib": _mib(_number(_read(os.path.join(d, "memory.current")))),
-        "memory_peak_mib": _mib(_number(_read(os.path.join(d, "memory.peak")))),
+        "memory_mib": _mib(read_value(os.path.join(d, "memory.current"))),
+        "memory_peak_mib": _mib(read_value(os.path.join(d, "memory.peak"))),
         "memory_limit_mib": limit,
         "cpu_limit_cores": _walk(*place, _v2_cpu),
-        "cpu_seconds": None if usage is None else usage / 1e6,
+        "cpu_seconds": _cpu_seconds(usage, 1e6),
         "cpu_periods": cpu.get("nr_periods"),
         "cpu_throttled_periods": cpu.get("nr_throttled"),
-        "cpu_throttled_seconds": None if throttled is None else throttled / 1e6,
+        "cpu_throttled_seconds": _cpu_seconds(throttled, 1e6),
         "oom_kills": events.get("oom_kill"),
-        "pids": _pids(d),
+        "pids": read_pids(os.path.join(d, "cgroup.procs")),
     }

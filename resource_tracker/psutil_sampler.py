@@ -149,6 +149,8 @@ class _Collector:
         self.has_baseline = False
         self.last_mono = 0.0
         self.io_denied = 0  # reads of a member's I/O counters refused (another user's)
+        self.tree_seen = 0  # readings that found a live process of the tree (0: never seen)
+        self.tree_missed = 0  # readings that did not, while the root lived (hidden)
         self.pss_denied = 0  # reads of a member's PSS refused
 
     # -- the process tree ------------------------------------------------------------
@@ -189,6 +191,24 @@ class _Collector:
             self.root_created = created
         self.root_ended = created != self.root_created
         return not self.root_ended
+
+    def _root_hidden(self) -> bool:
+        """True when the root lives (for the kernel: kill(2) on POSIX, also another user's
+        process) though no reading found it, and is not a zombie where its status can be
+        read. Elsewhere psutil's ``pid_exists`` (``os.kill(pid, 0)`` is CTRL_C on Windows)."""
+        try:
+            if os.name == "posix":
+                os.kill(self.pid, 0)  # psutil's pid_exists looks in /proc on Linux
+            elif not self.ps.pid_exists(self.pid):
+                return False
+        except PermissionError:
+            pass  # alive, another user's
+        except Exception:
+            return False  # gone
+        try:
+            return bool(self.ps.Process(self.pid).status() != "zombie")
+        except Exception:  # not visible: no /proc entry, hidepid, no descriptor
+            return True
 
     def _discover(self, pids: Sequence[int]) -> List[_Member]:
         """Updates self.known/self.members from the process list: the vanished members."""
@@ -532,6 +552,10 @@ class _Collector:
         except Exception:
             pids = list(self.known)
         interval, memory, live, root_alive = self._tree(mono, own, pids)
+        if live > 0:
+            self.tree_seen += 1
+        elif self.track_processes and self._root_hidden():
+            self.tree_missed += 1
         srow = None
         if self.track_system:
             srow = self._system(mono)
@@ -924,6 +948,16 @@ class PsutilSampler:
     def pss_denied(self) -> float:
         """Reads of a member's PSS (memory_full_info) that were refused."""
         return float(self._engine.collector.pss_denied)
+
+    @property
+    def tree_seen(self) -> float:
+        """Readings that found a live process of the tracked tree."""
+        return float(self._engine.collector.tree_seen)
+
+    @property
+    def tree_missed(self) -> float:
+        """Readings that found no process of the tree while its root lived (hidden)."""
+        return float(self._engine.collector.tree_missed)
 
     # What the psutil sampler does not measure (the Sampler interface's counters): no row is
     # ever dropped (rows are Python arrays), and psutil has no kernel high-water mark of a

@@ -32,7 +32,9 @@ class Sampler(Protocol):
     baseline that stores no row; then one row per table per tick of the grid
     ``start + k * interval`` (:func:`next_tick`).
 
-    The counters ``rows_dropped``, ``io_denied``, ``pss_denied`` feed
+    The counters ``rows_dropped``, ``io_denied``, ``pss_denied`` and, where a sampler has
+    them, ``read_errors``, ``tree_seen`` (readings that found a live process of the tree) and
+    ``tree_missed`` (readings that did not while the root lived) feed
     ``ResourceTracker.data_quality()``; ``memory_hwm`` is the largest resident set (KiB) one
     process of the workload had (the kernel's high-water mark), 0 where unknown.
     """

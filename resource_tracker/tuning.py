@@ -66,8 +66,9 @@ def tune_resources(
     """The request for the step from ``runs`` (its earlier successful runs' ``stats()``)
     against what it asks today (``asked``: ``cpu``, ``memory`` MiB, ``gpu``)."""
     from . import _core
+    from ._run_data import has_measurements
 
-    usable = [s for s in runs if isinstance(s, Mapping) and s]
+    usable = [s for s in runs if isinstance(s, Mapping) and s and has_measurements(s)]
     n = len(usable)
     if n < MIN_RUNS:
         return Tuning(

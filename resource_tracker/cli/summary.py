@@ -109,7 +109,8 @@ def _usage_rows(summary, info: dict) -> list:
         _network_row(summary),
     ]
     notes = summary.warnings_about("data")
-    return rows + [_row("incomplete", note) for note in notes]
+    labels = [("error" if note.startswith("ERROR: ") else "incomplete") for note in notes]
+    return rows + [_row(label, note) for label, note in zip(labels, notes)]
 
 
 def _clamp(cores: float, vcpus) -> float:

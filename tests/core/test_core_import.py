@@ -38,6 +38,7 @@ IMPORTED_WITH_THE_PACKAGE = {
 #: figures (and ``_cgroup_v1`` on a cgroup v1 host).
 LOADED_BY_A_RUN = {
     "resource_tracker._cgroup_fs",
+    "resource_tracker._cgroup_read",
     "resource_tracker._cgroup_limits",
     "resource_tracker.cgroup_usage",
     "resource_tracker._tree_cgroup",

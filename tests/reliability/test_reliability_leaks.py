@@ -289,6 +289,8 @@ PROPERTIES = (
     "probes",
     "fd_sheds",
     "kept_open",
+    "tree_seen",
+    "tree_missed",
 )
 
 
