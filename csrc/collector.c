@@ -270,11 +270,12 @@ read_tree(Collector *collector, double mono, const OwnUsage *own, ProcTreeReadin
 }
 
 /* 1 when the root lives though no reading found it: it exists for the kernel (kill(2):
- * also a process of another user) and its stat, when readable, is not a zombie's */
+ * also a process of another user) and its stat is unreadable here (a readable one is a
+ * zombie's, or that of another process that got the pid: neither is hidden) */
 static int
 root_hidden(const Collector *collector)
 {
-    char path[32], text[512], *paren;
+    char path[32], text[64];
     ssize_t n = -1;
     int fd;
 
@@ -283,14 +284,10 @@ root_hidden(const Collector *collector)
     snprintf(path, sizeof(path), "%d/stat", (int)collector->cfg.pid);
     fd = openat(collector->tree.proc_fd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd >= 0) {
-        n = read(fd, text, sizeof(text) - 1);
+        n = read(fd, text, sizeof(text));
         close(fd);
     }
-    if (n <= 0)
-        return 1; /* alive for the kernel, unreadable here */
-    text[n] = '\0';
-    paren = strrchr(text, ')');
-    return !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
+    return n <= 0;
 }
 
 /* 0 for the baseline, 1 when rows were filled */

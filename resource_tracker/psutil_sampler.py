@@ -194,8 +194,8 @@ class _Collector:
 
     def _root_hidden(self) -> bool:
         """True when the root lives (for the kernel: kill(2) on POSIX, also another user's
-        process) though no reading found it, and is not a zombie where its status can be
-        read. Elsewhere psutil's ``pid_exists`` (``os.kill(pid, 0)`` is CTRL_C on Windows)."""
+        process) though no reading found it, and its status cannot be read here (a readable
+        one is a zombie's, or that of another process that got the pid). Elsewhere psutil's ``pid_exists`` (``os.kill(pid, 0)`` is CTRL_C on Windows)."""
         try:
             if os.name == "posix":
                 os.kill(self.pid, 0)  # psutil's pid_exists looks in /proc on Linux
@@ -206,9 +206,10 @@ class _Collector:
         except Exception:
             return False  # gone
         try:
-            return bool(self.ps.Process(self.pid).status() != "zombie")
+            self.ps.Process(self.pid).status()
         except Exception:  # not visible: no /proc entry, hidepid, no descriptor
             return True
+        return False
 
     def _discover(self, pids: Sequence[int]) -> List[_Member]:
         """Updates self.known/self.members from the process list: the vanished members."""

@@ -5,7 +5,7 @@ recommended from them.
 Real: a workload of 150 MiB (its own RSS is the ground truth of what was missed) tracked by
 a real tracker in another process that cannot see it: ``/proc`` remounted ``hidepid=2`` in a
 mount namespace with the tracker running as ``nobody`` (root only: else skipped); an empty
-``/proc`` (a tmpfs over it: the psutil fallback is chosen); RLIMIT_NOFILE 10 at start. The
+``/proc`` (a tmpfs over it: the psutil fallback is chosen); RLIMIT_NOFILE 6 at start (the fd budget reads by path from 7 on). The
 tracker's snapshot is loaded here and read as the CLI, the report and a Metaflow history do.
 """
 
@@ -140,9 +140,9 @@ def test_empty_proc_psutil_fallback_is_a_data_quality_error(shared_dir, workload
 
 
 def test_too_few_descriptors_at_start_is_a_data_quality_error(shared_dir, workload):
-    """RLIMIT_NOFILE 10 at start: every procfs read fails, and the count is reported."""
+    """RLIMIT_NOFILE 6 at start (stdio, the procfs root twice and its listing: none left): every procfs read fails, and the count is reported."""
     pid, rss = workload
-    tracker, _ = _track(shared_dir, pid, nofile=10)
+    tracker, _ = _track(shared_dir, pid, nofile=6)
     quality = tracker.stats()["data_quality"]
     assert quality["read_errors"] > 0
     assert f"{quality['read_errors']} procfs reads failed" in quality["errors"][0]
@@ -158,7 +158,7 @@ def test_a_visible_run_is_recommended_without_the_invisible_ones(shared_dir, wor
     assert "process_visible" not in stats["data_quality"]
     assert stats["process_memory"]["max"] >= 0.8 * rss
     (shared_dir / "blind").mkdir()
-    blind, _ = _track(shared_dir / "blind", pid, nofile=10)
+    blind, _ = _track(shared_dir / "blind", pid, nofile=6)
     alone = seen.recommend_resources()
     assert alone["memory"] >= rss / 1024
     assert seen.recommend_resources(historical_stats=[blind.stats()]) == alone
