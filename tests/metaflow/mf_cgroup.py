@@ -1,0 +1,98 @@
+"""A kubelet stand-in for the tuning tests: the flow's runtime runs in a real cgroup v1
+memory cgroup without a limit, and every task process of one step is moved, as soon as it
+appears, into a child cgroup whose memory limit the test sets (the step's ask, as
+Kubernetes or Batch would enforce it). The kernel does the rest (OOM kill included)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+MIB = 1024 * 1024
+
+
+def v1_memory_root():
+    """This process's v1 memory cgroup directory, or None (not root, v2 only, read-only)."""
+    if os.geteuid() != 0:
+        return None
+    place = None
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            parts = line.strip().split(":", 2)
+            if len(parts) == 3 and "memory" in parts[1].split(","):
+                place = parts[2]
+    with open("/proc/self/mountinfo") as f:
+        mounts = [
+            line.split()[4]
+            for line in f
+            if " - cgroup " in line and "memory" in line.split(" - ")[1].split()[2].split(",")
+        ]
+    if place is None or not mounts:
+        return None
+    directory = os.path.join(mounts[0], place.strip("/"))
+    return directory if os.access(directory, os.W_OK) else None
+
+
+class Kubelet:
+    """Parent cgroup (no limit) for the runtime; child cgroup (``limit_mib``) for the
+    task processes of ``step``."""
+
+    def __init__(self, root, step):
+        tag = f"rt-tune-{os.getpid()}-{time.monotonic_ns()}"
+        self.parent = os.path.join(root, tag)
+        self.child = os.path.join(self.parent, "task")
+        os.mkdir(self.parent)
+        os.mkdir(self.child)
+        self.needle = f"step\0{step}\0".encode()
+        self.moved = []
+        self._stop = threading.Event()
+        self._thread = None
+
+    def set_limit(self, limit_mib):
+        with open(os.path.join(self.child, "memory.limit_in_bytes"), "w") as f:
+            f.write(str(int(limit_mib) * MIB))
+
+    def enter_parent(self):
+        """preexec_fn of the runtime: into the parent cgroup before exec."""
+        with open(os.path.join(self.parent, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+
+    def start(self):
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self):
+        while not self._stop.wait(0.01):
+            try:
+                with open(os.path.join(self.parent, "cgroup.procs")) as f:
+                    pids = [int(p) for p in f.read().split()]
+            except OSError:
+                continue
+            for pid in pids:
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        if self.needle not in f.read():
+                            continue
+                    with open(os.path.join(self.child, "cgroup.procs"), "w") as f:
+                        f.write(str(pid))
+                    self.moved.append(pid)
+                except OSError:
+                    continue
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def remove(self):
+        self.stop()
+        for path in (self.child, self.parent):
+            for _ in range(50):
+                try:
+                    os.rmdir(path)
+                    break
+                except OSError:
+                    time.sleep(0.1)
