@@ -319,10 +319,12 @@ def _values(records, asked, notes) -> Dict[str, float]:
     return out
 
 
-def _rounded(key: str, value: float) -> int:
+def _rounded(key: str, value: float, asked: Mapping[str, float]) -> int:
+    """Whole numbers, rounded up; memory rounded as the recommender rounds, except an ask
+    kept as it is."""
     from . import _core
 
-    if key == "memory":
+    if key == "memory" and value != asked.get(key):
         return int(_core.round_memory_mib(min(value, PLAUSIBLE["memory"])))
     return int(math.ceil(value - 1e-9))
 
@@ -365,7 +367,7 @@ def tune_resources(
         limits = {}
     if not records:
         return Tuning(0, note="not tuned: no earlier run with resource data")
-    values = {k: _rounded(k, v) for k, v in _values(records, ask, notes).items()}
+    values = {k: _rounded(k, v, ask) for k, v in _values(records, ask, notes).items()}
     _bounded(values, limits, notes)
     finished = sum(r.get("status") in ("ok", "failed") for r in records)
     changes = []
