@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from workloads import Workload, run_to_report
 
 from resource_tracker import ResourceTracker
 from resource_tracker.tuning import (
@@ -18,7 +19,6 @@ from resource_tracker.tuning import (
     run_record,
     tune_resources,
 )
-from workloads import Workload, run_to_report
 
 
 def _real_stats(mib=120, seconds=0.6):

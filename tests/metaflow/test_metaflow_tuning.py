@@ -14,7 +14,6 @@ import subprocess
 import sys
 
 import pytest
-
 from mf_cgroup import Kubelet, v1_memory_root
 from mf_harness import FLOWS, flow_command, hermetic_env, query, task_of
 
