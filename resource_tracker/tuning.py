@@ -20,8 +20,8 @@ The rule (per resource, from at most the newest runs the caller passes):
   its mean), the highest over the runs, in whole cores (0.1 core of tolerance), at least
   1; a run throttled by its CPU limit (more than 10% of its periods) counts as needing a
   core more than it had, and a run *starved* by the machine (system CPU at the machine's
-  cores while the step used less than it had) counts as needing at least what it had: it
-  never lowers the ask;
+  cores while the step used less than it could have: what it had, at most the machine's
+  cores) counts as needing that much: it never lowers the ask below what it could get;
 - GPUs: the highest number in use;
 - with fewer than :data:`MIN_RUNS` finished runs a value is only raised (to what a run was
   seen to need), never lowered; with enough, it may go down, by at most half of what the
@@ -212,15 +212,24 @@ def _had(record: Mapping[str, Any], key: str) -> Optional[float]:
     return limit if limit is not None else _size((record.get("asked") or {}).get(key), key)
 
 
+def _could_have(record: Mapping[str, Any]) -> Optional[float]:
+    """The cores a run could have used: what it had, at most the machine's cores."""
+    had, cores = _had(record, "cpu"), _size(record.get("machine_cores"), "cpu")
+    if had is None:
+        return cores
+    return min(had, cores) if cores else had
+
+
 def _starved(record: Mapping[str, Any]) -> bool:
-    """The machine was saturated (system CPU at its cores) while the step used less than
-    it had: the run's CPU says what it got, not what it needed."""
+    """The machine was saturated (system CPU at its cores) while the step used half a core
+    or more below what it could have: the run's CPU says what it got, not what it
+    needed."""
     cores, system = _size(record.get("machine_cores"), "cpu"), record.get("system_cpu_p90")
     system = _size(system, "cpu")
     if not cores or system is None or system < SATURATED_SHARE * cores:
         return False
-    had, used = _had(record, "cpu"), _size(record.get("cpu_p90"), "cpu")
-    return had is None or used is None or used < had - 0.5
+    could, used = _could_have(record), _size(record.get("cpu_p90"), "cpu")
+    return could is not None and (used is None or used < could - 0.5)
 
 
 # -- the rule -----------------------------------------------------------------------------
@@ -281,7 +290,7 @@ def _cpu_need(records: Sequence[Mapping[str, Any]], notes: List[str]) -> float:
         had = _had(r, "cpu")
         value = used or 0.0
         if _starved(r):
-            value = max(value, had or 0.0)
+            value = max(value, _could_have(r) or 0.0)
             notes.append(f"run {r.get('run', '?')} was starved by a saturated machine: "
                          "its CPU does not lower the ask")  # fmt: skip
         if _count(r.get("throttled_share")) > THROTTLE_RISK_SHARE and had is not None:

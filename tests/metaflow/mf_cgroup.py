@@ -44,14 +44,31 @@ class Kubelet:
         self.child = os.path.join(self.parent, "task")
         os.mkdir(self.parent)
         os.mkdir(self.child)
+        self.children = [self.child]
+        self.per_attempt = None  # a list of limits: the nth task process gets the nth
         self.needle = f"step\0{step}\0".encode()
         self.moved = []
         self._stop = threading.Event()
         self._thread = None
 
-    def set_limit(self, limit_mib):
-        with open(os.path.join(self.child, "memory.limit_in_bytes"), "w") as f:
+    def set_limit(self, limit_mib, child=None):
+        with open(os.path.join(child or self.child, "memory.limit_in_bytes"), "w") as f:
             f.write(str(int(limit_mib) * MIB))
+
+    def set_attempt_limits(self, limits):
+        """One child cgroup per task process, in the order they appear (one per attempt)."""
+        self.per_attempt = []
+        for i, limit in enumerate(limits):
+            path = os.path.join(self.parent, f"attempt{i}")
+            os.mkdir(path)
+            self.set_limit(limit, path)
+            self.per_attempt.append(path)
+            self.children.append(path)
+
+    def _target(self):
+        if self.per_attempt is None:
+            return self.child
+        return self.per_attempt[min(len(self.moved), len(self.per_attempt) - 1)]
 
     def enter_parent(self):
         """preexec_fn of the runtime: into the parent cgroup before exec."""
@@ -76,7 +93,7 @@ class Kubelet:
                     with open(f"/proc/{pid}/cmdline", "rb") as f:
                         if self.needle not in f.read():
                             continue
-                    with open(os.path.join(self.child, "cgroup.procs"), "w") as f:
+                    with open(os.path.join(self._target(), "cgroup.procs"), "w") as f:
                         f.write(str(pid))
                     self.moved.append(pid)
                 except OSError:
@@ -89,7 +106,7 @@ class Kubelet:
 
     def remove(self):
         self.stop()
-        for path in (self.child, self.parent):
+        for path in self.children + [self.parent]:
             for _ in range(50):
                 try:
                     os.rmdir(path)

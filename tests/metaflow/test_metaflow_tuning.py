@@ -84,3 +84,24 @@ def test_oom_kill_loop_ends_in_one_run_and_the_ask_stays(tmp_path, kubelet):
     assert asks[0] == asked_next
     assert asks[1] == asks[2]  # steady
     assert max(asks) <= 2 * asks[0]
+
+
+def test_a_retry_attempt_after_an_oom_kill_asks_more(tmp_path, kubelet):
+    """@retry: attempt 0 (256 MiB limit) is killed by the kernel; attempt 1 reads attempt
+    0's record, asks more (1.5 x 256, rounded up) and succeeds in a container of that size;
+    the next run's ask (the CLI) still counts the killed attempt."""
+    kubelet.set_attempt_limits([256, 512])
+    done = subprocess.run(
+        flow_command(os.path.join(FLOWS, "mf_oom_retry_flow.py")),
+        cwd=str(tmp_path), env=hermetic_env(tmp_path), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, timeout=300, preexec_fn=kubelet.enter_parent,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert len(kubelet.moved) == 2  # two attempts, each in its own container
+    with open(os.path.join(kubelet.per_attempt[0], "memory.oom_control")) as f:
+        assert "oom_kill 1" in f.read()
+    (run,) = query(tmp_path, "OomRetryFlow")
+    data = task_of(run, "work")["artifacts"]["resource_tracker_data"]
+    tuning = data["tuning"]
+    assert tuning["resources"]["memory"] == 512 and tuning["got"]["memory"] == 512
+    assert "was killed (taken as an OOM kill) at 256 MiB" in tuning["note"]

@@ -193,8 +193,10 @@ class TrackResourcesDecorator(StepDecorator):
                 records = _TUNED_HISTORY[key]
             records = limit_runs(records, self._history_runs)
             tuning = tune_resources(records, self._static_asked, self._bounds)
-            if tuning.resources:
-                _apply_tuning(decorators, tuning.resources)
+            static = self._static_asked or {}
+            changed = {k: v for k, v in tuning.resources.items() if static.get(k) != v}
+            if changed:  # an ask kept as it is stays as the code wrote it
+                _apply_tuning(decorators, changed)
             return tuning.to_dict()
         except Exception as exc:  # never break the flow: no tuning, and why
             return {
@@ -203,6 +205,32 @@ class TrackResourcesDecorator(StepDecorator):
                 "changes": [],
                 "note": f"not tuned: {_describe(exc)}",
             }
+
+    # -- the runtime (the process launching the tasks) ------------------------------
+
+    def runtime_step_cli(self, cli_args, retry_count, max_user_code_retries, ubf_context):
+        """A @retry attempt of a tuned step is launched with the ask tuned again, with the
+        earlier attempts' records (an OOM-killed attempt raises the memory of the next one:
+        @kubernetes / @batch read the attributes, or their options are updated here)."""
+        if not self._tune_on or not retry_count:
+            return
+        try:
+            task = cli_args.task
+            earlier = _earlier_attempts(
+                self._flow_datastore, task.run_id, self._step_name, task.task_id, retry_count
+            )
+            if not earlier:
+                return
+            key = (task.flow.name, self._step_name, self._artifact_name)
+            history = [r for r in _TUNED_HISTORY.get(key, ()) if r.get("run") != str(task.run_id)]
+            self._tuning = self._tune(task.flow, self._step_name, self._decorators,
+                                      earlier + history)  # fmt: skip
+            for name, value in (self._tuning.get("resources") or {}).items():
+                if name in cli_args.command_options:
+                    cli_args.command_options[name] = str(value)
+        except Exception as exc:  # the retry runs with the ask it had
+            if self._logger:
+                self._logger(f"[@track_resources] retry not re-tuned: {_describe(exc)}")
 
     # -- the task process --------------------------------------------------------------
 
