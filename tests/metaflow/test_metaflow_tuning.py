@@ -20,11 +20,11 @@ from mf_harness import FLOWS, flow_command, hermetic_env, query, task_of
 FLOW = os.path.join(FLOWS, "mf_oom_tune_flow.py")
 
 
-def _run(root, kubelet):
+def _run(root, kubelet, **env):
     return subprocess.run(
         flow_command(FLOW),
         cwd=str(root),
-        env=hermetic_env(root),
+        env=hermetic_env(root, **env),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -91,16 +91,12 @@ def test_a_retry_attempt_after_an_oom_kill_asks_more(tmp_path, kubelet):
     0's record, asks more (1.5 x 256, rounded up) and succeeds in a container of that size;
     the next run's ask (the CLI) still counts the killed attempt."""
     kubelet.set_attempt_limits([256, 512])
-    done = subprocess.run(
-        flow_command(os.path.join(FLOWS, "mf_oom_retry_flow.py")),
-        cwd=str(tmp_path), env=hermetic_env(tmp_path), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, timeout=300, preexec_fn=kubelet.enter_parent,
-    )  # fmt: skip
+    done = _run(tmp_path, kubelet, RT_TEST_RETRIES=1)
     assert done.returncode == 0, done.stdout[-3000:]
     assert len(kubelet.moved) == 2  # two attempts, each in its own container
     with open(os.path.join(kubelet.per_attempt[0], "memory.oom_control")) as f:
         assert "oom_kill 1" in f.read()
-    (run,) = query(tmp_path, "OomRetryFlow")
+    (run,) = query(tmp_path, "OomTuneFlow")
     data = task_of(run, "work")["artifacts"]["resource_tracker_data"]
     tuning = data["tuning"]
     assert tuning["resources"]["memory"] == 512 and tuning["got"]["memory"] == 512

@@ -1,9 +1,11 @@
-"""A step that asks 256 MiB and needs ~350 MiB more than Python (the tuning loop tests)."""
+"""A tuned step that asks 256 MiB and needs ~RT_TEST_ALLOC_MIB (350) MiB more than Python:
+the tuning loop tests. RT_TEST_RETRIES: @retry times (0); RT_TEST_MIN_MEMORY: the tuning's
+min_memory guardrail (unset)."""
 
 import os
 import time
 
-from metaflow import FlowSpec, resources, step, track_resources
+from metaflow import FlowSpec, resources, retry, step, track_resources
 
 
 class OomTuneFlow(FlowSpec):
@@ -11,7 +13,11 @@ class OomTuneFlow(FlowSpec):
     def start(self):
         self.next(self.work)
 
-    @track_resources(tune=True, interval=0.2, live=False, history_timeout=60)
+    @retry(times=int(os.environ.get("RT_TEST_RETRIES", "0")), minutes_between_retries=0)
+    @track_resources(
+        tune=True, interval=0.2, live=False, history_timeout=60,
+        min_memory=os.environ.get("RT_TEST_MIN_MEMORY"),
+    )  # fmt: skip
     @resources(memory=256)
     @step
     def work(self):
