@@ -308,7 +308,7 @@ def test_tuning_lowers_nothing_from_fewer_than_three_runs():
     from resource_tracker.tuning import tune_resources
 
     tuning = tune_resources([{"timestamp": {"duration": 1.0}}] * 2, {"memory": 16000})
-    assert tuning.resources == {} and tuning.changes == []
+    assert tuning.resources == {"memory": 16000} and tuning.changes == []  # kept as asked
     assert "2 finished earlier run(s): values only raised, lowered from 3" in tuning.note
 
 

@@ -17,7 +17,6 @@ The next run reads the records of earlier runs and attempts (:func:`task_records
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 
@@ -37,34 +36,13 @@ def machine_cores(tracker):
     return cores_of(getattr(tracker, "server_info", None) if tracker is not None else None)
 
 
-COUNTERS = ("oom_kills", "cpu_periods", "cpu_throttled_periods")
-
-
-def read_cgroup_now():
-    """The task's cgroup figures now (None without a cgroup or when unreadable)."""
-    try:
-        from resource_tracker.cgroup_usage import read_cgroup
-
-        return read_cgroup(os.getpid())
-    except Exception:
-        return None
-
-
-def current_record(tracker, asked, status, base=None):
-    """The record of the run so far (or at its end) from the tracker's statistics; while
-    the step runs (no cgroup figures in the statistics yet) the cgroup is read now and its
-    counters are taken from ``base``, the reading at the attempt's start."""
+def current_record(tracker, asked, status):
+    """The record of the run so far (or at its end) from the tracker's statistics (while
+    the step runs they hold the cgroup's figures since the start: OOM kills, throttling,
+    limits)."""
     from resource_tracker.tuning import run_record
 
-    stats = dict(tracker.stats()) if tracker is not None else {}
-    if not isinstance(stats.get("cgroup"), dict):
-        now = read_cgroup_now()
-        if now:
-            for key in COUNTERS:
-                before = (base or {}).get(key)
-                if isinstance(now.get(key), (int, float)) and isinstance(before, (int, float)):
-                    now[key] = now[key] - before
-            stats["cgroup"] = now
+    stats = tracker.stats() if tracker is not None else {}
     return run_record(stats, asked, machine_cores(tracker), status)
 
 
@@ -82,7 +60,6 @@ class RecordWriter:
         self._written_peak = None
         self._written_kills = None
         self._written_at = 0.0
-        self._base = read_cgroup_now()
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = None
@@ -98,7 +75,7 @@ class RecordWriter:
     def _loop(self):
         while not self._stop.wait(CHECK_S):
             try:
-                record = current_record(self.tracker, self.asked, "running", self._base)
+                record = current_record(self.tracker, self.asked, "running")
             except Exception as exc:
                 self.errors.append(f"{type(exc).__name__}: {exc}")
                 return
@@ -117,7 +94,7 @@ class RecordWriter:
         with self._lock:
             try:
                 if record is None:
-                    record = current_record(self.tracker, self.asked, status, self._base)
+                    record = current_record(self.tracker, self.asked, status)
                 record = dict(record, status=status, final=status != "running", **self.extra)
                 self.datastore.save_metadata({RECORD_NAME: record})
                 self.writes += 1
