@@ -161,3 +161,23 @@ def test_guardrails(real):
         check_bounds({"min_memory": 9000, "max_memory": 100})
     with pytest.raises(ValueError, match="max_cpu"):
         check_bounds({"max_cpu": "lots"})
+
+
+def test_recommend_metaflow_step_view_with_odd_values(real, tmp_path, capsys):
+    """The `recommend --metaflow` path (its step view and printer) on odd stored values:
+    notes, whole numbers, no exception."""
+    from resource_tracker.cli.recommend_metaflow import _print, step_view
+
+    stats, _ = real
+    odd = dict(stats, cgroup={"oom_kills": "0", "memory_limit_mib": "lots"})
+    entry = {
+        "stats": [odd, {"timestamp": {"duration": "x"}}],
+        "records": [run_record(odd, {"memory": "16G"})] * 3 + [{"version": 1, "status": "ok"}],
+        "asked": {"memory": "16G", "cpu": float("inf"), "gpu": None},
+        "tune": "junk",
+    }
+    view = step_view(entry, 30.0, str(tmp_path / "no-catalog.db"))
+    assert "ignored" in view["note"] and view["recommended"]["memory"] >= 128
+    _print("F", ["1"], {"work": view}, 30.0, "assumed")
+    out = capsys.readouterr().out
+    assert "recommended @resources(" in out and "e+" not in out
