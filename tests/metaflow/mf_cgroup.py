@@ -9,29 +9,14 @@ import os
 import threading
 import time
 
+from cgroup_v1 import own_v1_memory_cgroup, remove_cgroup
+
 MIB = 1024 * 1024
 
 
 def v1_memory_root():
     """This process's v1 memory cgroup directory, or None (not root, v2 only, read-only)."""
-    if os.geteuid() != 0:
-        return None
-    place = None
-    with open("/proc/self/cgroup") as f:
-        for line in f:
-            parts = line.strip().split(":", 2)
-            if len(parts) == 3 and "memory" in parts[1].split(","):
-                place = parts[2]
-    with open("/proc/self/mountinfo") as f:
-        mounts = [
-            line.split()[4]
-            for line in f
-            if " - cgroup " in line and "memory" in line.split(" - ")[1].split()[2].split(",")
-        ]
-    if place is None or not mounts:
-        return None
-    directory = os.path.join(mounts[0], place.strip("/"))
-    return directory if os.access(directory, os.W_OK) else None
+    return own_v1_memory_cgroup()[0]
 
 
 class Kubelet:
@@ -107,9 +92,4 @@ class Kubelet:
     def remove(self):
         self.stop()
         for path in self.children + [self.parent]:
-            for _ in range(50):
-                try:
-                    os.rmdir(path)
-                    break
-                except OSError:
-                    time.sleep(0.1)
+            remove_cgroup(path)
