@@ -192,6 +192,7 @@ def run_record(
         "updated": time.time(),
     }
     record.update(_cgroup_part(stats.get("cgroup")))
+    record["starved"] = _starved(record)  # marked; the rule reads the figures themselves
     return record
 
 

@@ -8,6 +8,7 @@ artifact, the card and `resource-tracker recommend --metaflow`.
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import subprocess
@@ -16,6 +17,8 @@ import sys
 import pytest
 from mf_cgroup import Kubelet, v1_memory_root
 from mf_harness import FLOWS, flow_command, hermetic_env, query, task_of
+
+from resource_tracker.tuning import resources_line
 
 FLOW = os.path.join(FLOWS, "mf_oom_tune_flow.py")
 
@@ -79,7 +82,11 @@ def test_oom_kill_loop_ends_in_one_run_and_the_ask_stays(tmp_path, kubelet):
         assert tuning["got"]["memory"] == limit
         # the next run's ask: the artifact, the card's summary and the CLI say the same
         assert data["recommendations"]["resources"]["memory"] == tuning["next"]["memory"]
-        assert _cli(tmp_path)["recommended"]["memory"] == tuning["next"]["memory"]
+        cli = _cli(tmp_path)["recommended"]
+        assert cli["memory"] == tuning["next"]["memory"]
+        # the card: the next run's @resources line, as the CLI prints it
+        (card,) = [c for c in task_of(run, "work")["cards"] if c["type"] == "tracked_resources"]
+        assert f"Next run: {resources_line(cli)}" in html.unescape(card["html"])
         asks.append(limit)
     assert asks[0] == asked_next
     assert asks[1] == asks[2]  # steady

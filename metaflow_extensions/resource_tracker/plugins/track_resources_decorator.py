@@ -473,6 +473,15 @@ def _tuning_entry(tuning, artifact, bounds):
     entry["got"] = {"cpu": cgroup.get("cpu_limit_cores"), "memory": cgroup.get("memory_limit_mib")}
     entry["bounds"] = dict(bounds)
     entry["next"] = ((artifact.get("recommendations") or {}).get("resources")) or None
+    try:  # what the next run's tuning says (starved or killed runs, bounds): the same rule
+        from resource_tracker.tuning import next_tuning
+
+        snapshot = artifact.get("tracker") or {}
+        upcoming = next_tuning(snapshot.get("extra") or {}, artifact.get("detailed_stats") or {},
+                               artifact.get("server_info"))  # fmt: skip
+        entry["next_note"] = upcoming.note if upcoming is not None else None
+    except Exception as exc:
+        entry["next_note"] = f"not known: {_describe(exc)}"
     return entry
 
 
