@@ -16,7 +16,7 @@ import sys
 
 import pytest
 from mf_cgroup import Kubelet, v1_memory_root
-from mf_harness import FLOWS, flow_command, hermetic_env, query, task_of
+from mf_harness import FLOWS, hermetic_env, query, run_flow, task_of
 
 from resource_tracker.tuning import resources_line
 
@@ -24,16 +24,7 @@ FLOW = os.path.join(FLOWS, "mf_oom_tune_flow.py")
 
 
 def _run(root, kubelet, **env):
-    return subprocess.run(
-        flow_command(FLOW),
-        cwd=str(root),
-        env=hermetic_env(root, **env),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=300,
-        preexec_fn=kubelet.enter_parent,
-    )
+    return run_flow(root, FLOW, env=env, timeout=300, preexec_fn=kubelet.enter_parent)
 
 
 def _cli(root):
