@@ -522,14 +522,33 @@ class _Collector:
             self.warn("data", f"insights failed: {type(exc).__name__}: {exc}")
             return ()
 
-    def resources(self, history: Optional[History]) -> Optional[Dict[str, int]]:
+    def resources(
+        self, history: Optional[History], stats: Optional[Mapping[str, Any]] = None
+    ) -> Optional[Dict[str, int]]:
         try:
             if history and history.stats:
-                return self.t.recommend_resources(historical_stats=list(history.stats))
-            return self.t.recommend_resources()
+                found = self.t.recommend_resources(historical_stats=list(history.stats))
+            else:
+                found = self.t.recommend_resources()
         except Exception as exc:
             self.warn("recommendation", f"No recommendation: {exc}")
             return None
+        return self.tuned(found, stats)
+
+    def tuned(self, found: Dict[str, int], stats: Optional[Mapping[str, Any]]) -> Dict[str, int]:
+        """With ``@track_resources(tune=True)``: the tuned request of the next run in place
+        of the recommendation's CPU, memory and GPUs (one rule: ``tuning.next_tuning``)."""
+        from .tuning import next_tuning
+
+        try:
+            tuning = next_tuning(_attr(self.t, "extra") or {}, stats or {},
+                                 _attr(self.t, "server_info"))  # fmt: skip
+        except Exception as exc:  # a tuning that cannot be made: a note, never a crash
+            self.warn("recommendation", f"no tuned request: {type(exc).__name__}: {exc}")
+            return found
+        if tuning is None or not tuning.resources:
+            return found
+        return {**dict(found), **tuning.resources}
 
 
 def _series(tracker: Any) -> Tuple[Sequence[float], Dict[str, Sequence[float]]]:
@@ -621,7 +640,7 @@ def build_summary(
         historical_stats = (_attr(tracker, "extra") or {}).get("historical_stats") or None
     history = history_from(historical_stats)
     duration = get.duration(stats, n_samples)
-    resources = get.resources(history)
+    resources = get.resources(history, stats)
     cloud_info = _attr(tracker, "cloud_info")
     if lookup_server:
         server = lookup_servers(resources, duration, cloud_info, timeout=server_timeout)

@@ -1,6 +1,7 @@
 """`recommend --metaflow FLOW`: the fleet view of a Metaflow flow's tracked steps.
 
-For every step with a @track_resources artifact in the flow's recent successful runs (the
+For every step with a @track_resources artifact or tuning record in the flow's recent runs
+(failed and killed ones included: their records count; the
 Metaflow client, in its default namespace): what the step asks today (its @resources /
 @kubernetes / @batch attributes, stored in the newest artifact), the ``@resources(...)``
 line the tuning rule recommends (:mod:`resource_tracker.tuning`) and the monthly saving,
@@ -21,11 +22,11 @@ def add_arguments(rec: argparse.ArgumentParser) -> None:
     rec.add_argument(
         "--metaflow", metavar="FLOW",
         help="recommend @resources for every tracked step of this Metaflow flow's recent "
-        "successful runs (instead of SNAPSHOTs)",
+        "runs (instead of SNAPSHOTs)",
     )  # fmt: skip
     rec.add_argument(
         "--runs", type=int, default=5, metavar="N",
-        help="with --metaflow: how many recent successful runs to use (default 5)",
+        help="with --metaflow: how many recent runs to use (default 5)",
     )  # fmt: skip
     rec.add_argument(
         "--artifact", default="resource_tracker_data", metavar="NAME",
@@ -35,16 +36,13 @@ def add_arguments(rec: argparse.ArgumentParser) -> None:
 
 def collect(flow_name: str, max_runs: int, artifact: str) -> Dict[str, Any]:
     """``{"runs": [run ids], "created": [epoch s], "steps": {step: {"stats": [...],
-    "asked": {...} or None, "durations": [...]}}}`` from the client."""
+    "records": [...], "asked": {...} or None, "tune": {...} or None}}}`` from the client:
+    the newest ``max_runs`` runs, failed and killed ones included (their tuning records)."""
     try:
         from metaflow import Flow
         from metaflow.exception import MetaflowNotFound
     except ImportError as exc:
         raise CliError(f"recommend: --metaflow needs Metaflow installed ({exc})") from None
-    from metaflow_extensions.resource_tracker.plugins.track_resources_history import (
-        stats_from_artifact,
-    )
-
     try:
         runs = Flow(flow_name).runs()
     except MetaflowNotFound:
@@ -57,26 +55,41 @@ def collect(flow_name: str, max_runs: int, artifact: str) -> Dict[str, Any]:
     for run in runs:
         if len(found["runs"]) >= max_runs:
             break
-        if not run.successful:
-            continue
         found["runs"].append(str(run.id))
         created = getattr(run, "created_at", None)
         if created is not None and hasattr(created, "timestamp"):
             found["created"].append(created.timestamp())
         for step in run:
-            task = step.task
-            if task is None or artifact not in task:
-                continue
-            data = task[artifact].data
-            stats = stats_from_artifact(data)
-            if stats is None or not _made_by(data, step.id, task.id):
-                continue
-            entry = found["steps"].setdefault(step.id, {"stats": [], "asked": None})
-            entry["stats"].append(stats)
-            if entry["asked"] is None:  # newest run first: what the step asks today
-                extra = ((data.get("tracker") or {}).get("extra")) or {}
-                entry["asked"] = extra.get("resources_asked")
+            _collect_step(found["steps"], step, artifact)
     return found
+
+
+def _collect_step(steps: Dict[str, Any], step: Any, artifact: str) -> None:
+    """One run's step into ``steps``: its tuning records, and from its artifact (when this
+    task made it) the statistics of a successful run and the ask and tuning settings."""
+    from metaflow_extensions.resource_tracker.plugins.track_resources_history import (
+        run_records,
+        stats_from_artifact,
+    )
+
+    task = step.task
+    if task is None:
+        return
+    data = task[artifact].data if artifact in task else None
+    if data is not None and not (isinstance(data, dict) and _made_by(data, step.id, task.id)):
+        data = None
+    records = run_records(task, data)
+    if not records:
+        return
+    entry = steps.setdefault(step.id, {"stats": [], "records": [], "asked": None, "tune": None})
+    entry["records"] += records
+    stats = stats_from_artifact(data) if data is not None else None
+    if stats is not None and not data.get("step_failed"):
+        entry["stats"].append(stats)
+    if data is not None and entry["asked"] is None:  # the newest artifact: the step today
+        extra = ((data.get("tracker") or {}).get("extra")) or {}
+        entry["asked"] = extra.get("resources_asked")
+        entry["tune"] = extra.get("tuning_input")
 
 
 def _made_by(data: Any, step: str, task: str) -> bool:
@@ -87,29 +100,34 @@ def _made_by(data: Any, step: str, task: str) -> bool:
 
 
 def resources_line(values: Optional[Dict[str, Any]]) -> str:
-    """``@resources(cpu=1, memory=1024)`` (cpu, memory, gpu as given)."""
-    if not values:
-        return "nothing (no @resources, @kubernetes or @batch)"
-    parts = [
-        f"{k}={float(values[k]):g}" for k in ("cpu", "memory", "gpu") if values.get(k) is not None
-    ]
-    return f"@resources({', '.join(parts)})"
+    """``@resources(cpu=1, memory=1024)``: whole numbers rounded up (the one printer:
+    ``resource_tracker.tuning.resources_line``)."""
+    from ..tuning import resources_line as line
+
+    return line(values)
 
 
-def step_view(stats: List[Dict[str, Any]], asked, per_month: float, catalog) -> Dict[str, Any]:
-    """The recommendation of one step and its monthly saving."""
-    from ..tuning import tune_resources
+def step_view(entry: Dict[str, Any], per_month: float, catalog) -> Dict[str, Any]:
+    """The recommendation of one step (the tuning rule over its records, with the ask in
+    its code and the guardrails of a tuned step) and its monthly saving."""
+    from ..tuning import limit_runs, tune_resources
 
-    tuning = tune_resources(stats, asked)
-    view: Dict[str, Any] = {"runs": len(stats), "asked": asked, "note": tuning.note}
+    stats, asked, tune = entry["stats"], entry["asked"], entry.get("tune") or {}
+    if not isinstance(tune, dict):
+        tune = {}
+    records = limit_runs(entry["records"], tune.get("runs") or len(entry["records"]) or 1)
+    tuning = tune_resources(records, tune.get("asked", asked), tune.get("bounds"))
+    view: Dict[str, Any] = {"runs": len(records), "asked": asked, "note": tuning.note}
     view["recommended"] = tuning.resources or None
-    if not tuning.resources or not asked:
+    if not tuning.resources or not isinstance(asked, dict) or not asked:
         return view
     pricing = _pricing_for(tuning.resources, catalog)
     if pricing is None:
         view["note"] = (view["note"] + "; " if view["note"] else "") + "no catalog price"
         return view
     durations = [float((s.get("timestamp") or {}).get("duration") or 0.0) for s in stats]
+    if not durations:
+        return view
     duration = sum(durations) / len(durations)
     gap = pricing.hourly(*_shape(asked)) - pricing.hourly(*_shape(tuning.resources))
     if math.isfinite(gap):
@@ -119,8 +137,10 @@ def step_view(stats: List[Dict[str, Any]], asked, per_month: float, catalog) -> 
 
 
 def _shape(values) -> tuple:
-    """(cores, MiB, GPUs) of a request."""
-    return tuple(float(values.get(k) or 0) for k in ("cpu", "memory", "gpu"))
+    """(cores, MiB, GPUs) of a request (odd values count as 0: they were noted)."""
+    from ..tuning import _size
+
+    return tuple(_size(values.get(k), k) or 0.0 for k in ("cpu", "memory", "gpu"))
 
 
 def _pricing_for(resources: Dict[str, int], catalog):
@@ -143,8 +163,7 @@ def main(args: argparse.Namespace) -> int:
     basis = "from the runs' times" if per_month else "assumed: one a day"
     per_month = per_month or DEFAULT_RUNS_PER_MONTH
     steps = {
-        name: step_view(entry["stats"], entry["asked"], per_month, args.catalog)
-        for name, entry in found["steps"].items()
+        name: step_view(entry, per_month, args.catalog) for name, entry in found["steps"].items()
     }
     if args.json:
         result = {"flow": args.metaflow, "runs": found["runs"], "runs_per_month": per_month,
@@ -156,7 +175,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _print(flow: str, runs: List[str], steps: Dict[str, Any], per_month: float, basis) -> None:
-    out(f"{flow}: {len(runs)} recent successful run(s), {per_month:g} runs a month ({basis})")
+    out(f"{flow}: {len(runs)} recent run(s), {per_month:g} runs a month ({basis})")
     if not steps:
         out("  no step with a @track_resources artifact in these runs")
     for name, view in steps.items():

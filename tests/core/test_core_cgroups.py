@@ -13,6 +13,7 @@ import os
 import time
 
 import pytest
+from cgroup_v1 import own_v1_memory_cgroup, remove_cgroup
 from workloads import Workload
 
 from resource_tracker import ResourceTracker
@@ -165,27 +166,9 @@ def test_no_cgroup_files_means_no_cgroup_figures(tmp_path, monkeypatch):
 
 def _own_v1_memory_cgroup():
     """The directory of this process's v1 memory cgroup, or pytest.skip with the reason."""
-    if os.geteuid() != 0:
-        pytest.skip("creating a cgroup needs root")
-    place = None
-    with open("/proc/self/cgroup") as f:
-        for line in f:
-            parts = line.strip().split(":", 2)
-            if len(parts) == 3 and "memory" in parts[1].split(","):
-                place = parts[2]
-    if place is None:
-        pytest.skip("no cgroup v1 memory controller on this machine (cgroup v2 only)")
-    with open("/proc/self/mountinfo") as f:
-        mounts = [
-            line.split()[4]
-            for line in f
-            if " - cgroup " in line and "memory" in line.split(" - ")[1].split()[2].split(",")
-        ]
-    if not mounts:
-        pytest.skip("the v1 memory controller is not mounted")
-    directory = os.path.join(mounts[0], place.strip("/"))
-    if not os.access(directory, os.W_OK):
-        pytest.skip(f"{directory} is not writable")
+    directory, reason = own_v1_memory_cgroup()
+    if directory is None:
+        pytest.skip(reason)
     return directory
 
 
@@ -199,12 +182,7 @@ def child_cgroup():
     except OSError as exc:
         pytest.skip(f"cannot create a cgroup under {parent}: {exc.strerror}")
     yield path
-    for _ in range(50):  # the workload's processes have exited: the cgroup empties
-        try:
-            os.rmdir(path)
-            return
-        except OSError:
-            time.sleep(0.1)
+    remove_cgroup(path)  # the workload's processes have exited: the cgroup empties
 
 
 def _enter(cgroup, pid, limit_mib):

@@ -63,8 +63,9 @@ def flow_command(flow_file, *args):
     return [sys.executable, flow_file, "--no-pylint", "run", *args]
 
 
-def run_flow(root, flow_file, *args, env=None, timeout=240):
-    """Run a flow to completion; the CompletedProcess (stdout+stderr in .stdout)."""
+def run_flow(root, flow_file, *args, env=None, timeout=240, preexec_fn=None):
+    """Run a flow to completion; the CompletedProcess (stdout+stderr in .stdout).
+    ``preexec_fn``: run in the flow's process before it starts (e.g. to enter a cgroup)."""
     os.makedirs(str(root), exist_ok=True)
     return subprocess.run(
         flow_command(flow_file, *args),
@@ -74,6 +75,7 @@ def run_flow(root, flow_file, *args, env=None, timeout=240):
         stderr=subprocess.STDOUT,
         text=True,
         timeout=timeout,
+        preexec_fn=preexec_fn,
     )
 
 

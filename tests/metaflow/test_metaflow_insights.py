@@ -3,7 +3,7 @@
 RightsizeFlow (flows/mf_rightsize_flow.py): `start` asks @resources(memory=16000, cpu=8)
 and uses ~500 MiB on one core; `train` asks memory=8000, cpu=4 and holds 200 MiB, idle.
 Run 6 times in one hermetic root (module-scoped, shared by every test): two plain runs, a
-run with tune=True after 2 runs (too little history: nothing changes), three runs with
+run with tune=True after 2 runs (too little history: values only raised), three runs with
 tune=True after 3, 4 and 5 runs (tuned); in the 6th, `train` holds 300 MiB (+50%): the
 changed finding. The step reads its own @resources attributes inside the task.
 """
@@ -62,15 +62,16 @@ def test_over_provisioned_finding_in_artifact_and_card(rightsize):
     assert other["numbers"]["asked_memory"] == 8000
 
 
-def test_tune_with_two_runs_of_history_changes_nothing(rightsize):
+def test_tune_with_two_runs_of_history_only_raises(rightsize):
     _, runs = rightsize
     task, data = _start(runs[2])
     assert task["artifacts"]["asked_inside"] == {"cpu": 8, "memory": 16000, "gpu": None}
     tuning = data["tuning"]
+    # the ask covers both runs: too little history to lower it
     assert tuning["changes"] == [] and tuning["runs"] == 2
-    assert "not tuned: 2 successful earlier run(s)" in tuning["note"]
+    assert "2 finished earlier run(s): values only raised, lowered from 3" in tuning["note"]
     (card,) = [c for c in task["cards"] if c["type"] == "tracked_resources"]
-    assert "at least 3 are needed" in html.unescape(card["html"])
+    assert "values only raised, lowered from 3" in html.unescape(card["html"])
 
 
 def test_tune_with_three_runs_sets_the_steps_resources(rightsize):
@@ -81,15 +82,14 @@ def test_tune_with_three_runs_sets_the_steps_resources(rightsize):
     tuned = tuning["resources"]
     # never below the highest observed peak plus the margin (20%)
     peaks = [_start(r)[1]["detailed_stats"]["process_memory"]["max"] / 1024 for r in runs[:3]]
-    assert tuned["memory"] >= 1.2 * max(peaks) and tuned["memory"] <= 2048
-    assert tuned["cpu"] in (1, 2)
+    assert tuned["memory"] >= 1.2 * max(peaks)
+    # a step down by at most half of what the newest run had (16000 MiB, 8 CPU) per run
+    assert tuned["memory"] == 8192 and tuned["cpu"] == 4
     inside = task["artifacts"]["asked_inside"]  # what the task saw on its own @resources
     assert (float(inside["cpu"]), float(inside["memory"])) == (tuned["cpu"], tuned["memory"])
     assert f"memory 16000 -> {tuned['memory']} MiB from 3 runs" in tuning["changes"]
     (card,) = [c for c in task["cards"] if c["type"] == "tracked_resources"]
     assert f"memory 16000 -> {tuned['memory']} MiB from 3 runs" in html.unescape(card["html"])
-    # the ask the run is judged against is the tuned one: no longer over-provisioned
-    assert not [i for i in data["insights"] if i["kind"] == "over_provisioned"]
 
 
 def test_changed_on_the_sixth_run_and_no_false_alarm_before(rightsize):
@@ -118,12 +118,13 @@ def test_recommend_metaflow_lists_both_tracked_steps(rightsize):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "RightsizeFlow: 5 recent successful run(s)" in out  # --runs defaults to 5
+    assert "RightsizeFlow: 5 recent run(s)" in out  # --runs defaults to 5
     assert "step start (5 runs)" in out and "step train (5 runs)" in out
     assert "step end" not in out  # end holds train's artifact, passed on by Metaflow
     train = out.split("step train", 1)[1]
     assert "today       @resources(cpu=4, memory=8000)" in train
-    assert "recommended @resources(cpu=1, memory=" in train
+    # half of what the newest run had (a step down by at most half per run)
+    assert "recommended @resources(cpu=2, memory=4096)" in train
     assert "saving      $" in train and "a month" in train
     start = out.split("step start", 1)[1].split("step train")[0]
     # start is tuned in its newest run: it asks what the tuning set

@@ -131,7 +131,10 @@ class TrackResourcesDecorator(StepDecorator):
         Set the step's @resources (and @kubernetes / @batch) from its history: at least 3
         successful earlier runs, never below the highest observed peak plus the margin,
         raised after an OOM kill or heavy throttling; the changes are written in the
-        artifact (``tuning``) and the card. With less history nothing changes.
+        artifact (``tuning``) and the card. With less history values are only raised.
+        The rule: ``resource_tracker.tuning`` (docs/insights.md).
+    min_cpu, max_cpu, min_memory, max_memory, min_gpu, max_gpu : float, optional
+        Guardrails of the tuning (cores, MiB, GPUs).
     """
 
     name = "track_resources"
@@ -149,6 +152,12 @@ class TrackResourcesDecorator(StepDecorator):
         "live_interval": 5.0,
         "export": None,
         "tune": False,
+        "min_cpu": None,
+        "max_cpu": None,
+        "min_memory": None,
+        "max_memory": None,
+        "min_gpu": None,
+        "max_gpu": None,
     }
 
     def __init__(self, *args, **kwargs):
@@ -160,6 +169,9 @@ class TrackResourcesDecorator(StepDecorator):
 
     def _reset_task_state(self):
         self._tracker = None
+        self._record = None
+        self._datastore = None
+        self._earlier_attempts = []
         self._error = None
         self._history = None
         self._live = None
@@ -186,7 +198,12 @@ class TrackResourcesDecorator(StepDecorator):
         self._artifact_name = _check_artifact_name(self.attributes["artifact_name"], flow)
         self._export = _check_export(self.attributes.get("export"))
         self._tuning = None
-        if _as_bool(self.attributes["tune"]):
+        self._flow_datastore = flow_datastore
+        self._decorators = decorators
+        self._static_asked = asked_resources(decorators)
+        self._tune_on = _as_bool(self.attributes["tune"])
+        self._bounds = _check_bounds(self.attributes)
+        if self._tune_on:
             self._tuning = self._tune(flow, step_name, decorators)
         self._asked = asked_resources(decorators)
         if _as_bool(self.attributes["create_card"]):
@@ -203,21 +220,27 @@ class TrackResourcesDecorator(StepDecorator):
         finally:
             self.attributes = kept
 
-    def _tune(self, flow, step_name, decorators):
-        """Tune the step's requests from its history (once per process); the tuning as a
-        dict for the artifact, or a note of why it could not be made."""
+    def _tune(self, flow, step_name, decorators, records=None):
+        """Tune the step's requests from its history (``records``, newest first; default:
+        looked up once per process); the tuning as a dict for the artifact, or a note of
+        why it could not be made."""
         try:
-            from resource_tracker.tuning import tune_resources
+            from resource_tracker.tuning import limit_runs, tune_resources
 
-            key = (flow.name, step_name, self._artifact_name)
-            if key not in _TUNED_HISTORY:
-                _TUNED_HISTORY[key] = _successful_history(
-                    flow.name, step_name, self._artifact_name, self._history_runs,
-                    self._history_timeout,
-                )  # fmt: skip
-            tuning = tune_resources(_TUNED_HISTORY[key], asked_resources(decorators))
-            if tuning.resources:
-                _apply_tuning(decorators, tuning.resources)
+            if records is None:
+                key = (flow.name, step_name, self._artifact_name)
+                if key not in _TUNED_HISTORY:
+                    _TUNED_HISTORY[key] = _history_records(
+                        flow.name, step_name, self._artifact_name, self._history_runs,
+                        self._history_timeout,
+                    )  # fmt: skip
+                records = _TUNED_HISTORY[key]
+            records = limit_runs(records, self._history_runs)
+            tuning = tune_resources(records, self._static_asked, self._bounds)
+            static = self._static_asked or {}
+            changed = {k: v for k, v in tuning.resources.items() if static.get(k) != v}
+            if changed:  # an ask kept as it is stays as the code wrote it
+                _apply_tuning(decorators, changed)
             return tuning.to_dict()
         except Exception as exc:  # never break the flow: no tuning, and why
             return {
@@ -226,6 +249,32 @@ class TrackResourcesDecorator(StepDecorator):
                 "changes": [],
                 "note": f"not tuned: {_describe(exc)}",
             }
+
+    # -- the runtime (the process launching the tasks) ------------------------------
+
+    def runtime_step_cli(self, cli_args, retry_count, max_user_code_retries, ubf_context):
+        """A @retry attempt of a tuned step is launched with the ask tuned again, with the
+        earlier attempts' records (an OOM-killed attempt raises the memory of the next one:
+        @kubernetes / @batch read the attributes, or their options are updated here)."""
+        if not self._tune_on or not retry_count:
+            return
+        try:
+            task = cli_args.task
+            earlier = _earlier_attempts(
+                self._flow_datastore, task.run_id, self._step_name, task.task_id, retry_count
+            )
+            if not earlier:
+                return
+            key = (task.flow.name, self._step_name, self._artifact_name)
+            history = [r for r in _TUNED_HISTORY.get(key, ()) if r.get("run") != str(task.run_id)]
+            self._tuning = self._tune(task.flow, self._step_name, self._decorators,
+                                      earlier + history)  # fmt: skip
+            for name, value in (self._tuning.get("resources") or {}).items():
+                if name in cli_args.command_options:
+                    cli_args.command_options[name] = str(value)
+        except Exception as exc:  # the retry runs with the ask it had
+            if self._logger:
+                self._logger(f"[@track_resources] retry not re-tuned: {_describe(exc)}")
 
     # -- the task process --------------------------------------------------------------
 
@@ -250,7 +299,16 @@ class TrackResourcesDecorator(StepDecorator):
         self._flow = flow
         self._run_id = run_id
         self._pathspec = f"{flow.name}/{run_id}/{step_name}/{task_id}"
+        self._datastore = task_datastore
         self._start_history(flow, step_name, run_id)
+        self._earlier_attempts = _earlier_attempts(
+            self._flow_datastore, run_id, step_name, task_id, retry_count
+        )
+        if self._tune_on and self._history is not None:
+            # this attempt's ask: the runs before this one and this task's earlier attempts
+            records = self._earlier_attempts + self._history.tuning_records()
+            self._tuning = self._tune(flow, step_name, self._decorators, records)
+            self._asked = asked_resources(self._decorators)
         self._overhead["pre_step"] = time.perf_counter() - began
 
     def _start_history(self, flow, step_name, run_id):
@@ -315,6 +373,7 @@ class TrackResourcesDecorator(StepDecorator):
             self._tracker = None
             self._error = f"resource tracking could not start: {_describe(exc)}"
             return
+        self._start_record()
         if self._card is not None and _as_bool(self.attributes["live"]):
             try:
                 from .track_resources_live import LiveCard
@@ -324,7 +383,41 @@ class TrackResourcesDecorator(StepDecorator):
                 self._live = None
                 self._error = f"live card could not start: {_describe(exc)}"
 
+    def _start_record(self):
+        """Keep the attempt's tuning record in the datastore while the step runs."""
+        if self._datastore is None:
+            return
+        try:
+            from .track_resources_record import RecordWriter
+
+            self._record = RecordWriter(self._tracker, self._datastore, self._asked).start()
+        except Exception as exc:
+            self._record = None
+            self._error = f"tuning record could not start: {_describe(exc)}"
+
+    def _describe_run(self, failed):
+        """Attach what the summary needs (the ask, the history, the tuning's inputs) to the
+        tracker before it stops: the export's final summary is then the card's."""
+        if self._tracker is None or self._tracker.extra.get("integration"):
+            return
+        stats_list, _, _ = self._history.result() if self._history else ([], [], [])
+        _describe_step(self._tracker, self._history, failed, self._pathspec, self._asked,
+                       stats_list)  # fmt: skip
+        if self._tune_on:
+            earlier = self._history.tuning_records() if self._history else []
+            self._tracker.extra["tuning_input"] = {
+                "records": self._earlier_attempts + earlier,
+                "asked": dict(self._static_asked or {}),
+                "bounds": dict(self._bounds),
+                "runs": self._history_runs,
+                "run": str(self._run_id),
+            }
+
     def _stop_tracking(self, failed=None):
+        try:
+            self._describe_run(failed)
+        except Exception as exc:
+            self._error = f"describing the run failed: {_describe(exc)}"
         try:
             if self._tracker is not None:
                 self._tracker.stop(failed=failed)
@@ -354,6 +447,7 @@ class TrackResourcesDecorator(StepDecorator):
         except Exception as exc:
             artifact = error_artifact(f"building the artifact failed: {_describe(exc)}", failed)
         self._overhead["store"] = time.perf_counter() - began
+        self._finish_record(artifact, failed)
         # seconds our hooks took in the task (before/after the user code; not the card render)
         artifact["overhead_s"] = dict(self._overhead)
         if self._history is not None and isinstance(artifact.get("historical_stats"), dict):
@@ -361,7 +455,7 @@ class TrackResourcesDecorator(StepDecorator):
         if self._live is not None:
             artifact["live_card"] = {"renders": self._live.renders, "errors": self._live.errors}
         if self._tuning is not None:
-            artifact["tuning"] = dict(self._tuning)
+            artifact["tuning"] = _tuning_entry(self._tuning, artifact, self._bounds)
         if self._card is not None:
             self._card.tracked_data = artifact
         try:
@@ -373,19 +467,72 @@ class TrackResourcesDecorator(StepDecorator):
                     bad=True,
                 )
 
+    def _finish_record(self, artifact, failed):
+        """The attempt's last record (``final``): what the next run and a retry read."""
+        if self._record is None:
+            return
+        self._record.stop()
+        self._record.write("failed" if failed else "ok")
+        artifact["tuning_record"] = {"writes": self._record.writes,
+                                     "errors": self._record.errors[:3]}  # fmt: skip
+
 
 _TUNED_HISTORY = {}
 
 
-def _successful_history(flow_name, step_name, artifact_name, max_runs, timeout):
-    """The stats() of the step in the flow's latest successful runs (newest first)."""
+def _check_bounds(attributes):
+    """The tuning guardrails of the decorator's attributes (ValueError naming a bad one)."""
+    from resource_tracker.tuning import BOUND_NAMES, check_bounds
+
+    return check_bounds({name: attributes.get(name) for name in BOUND_NAMES})
+
+
+def _history_records(flow_name, step_name, artifact_name, max_runs, timeout):
+    """The tuning records of the step in the flow's latest runs (newest first; failed and
+    killed runs included)."""
     from .track_resources_history import HistoryLookup
 
     lookup = HistoryLookup(
         flow_name, step_name, artifact_name, current_run_id="", max_runs=max_runs, timeout=timeout
     )
-    stats, _, _ = lookup.start().result()
-    return stats
+    return lookup.start().tuning_records()
+
+
+def _earlier_attempts(flow_datastore, run_id, step_name, task_id, retry_count):
+    """The records of this task's earlier attempts (a @retry), newest first."""
+    if not retry_count or flow_datastore is None:
+        return []
+    from .track_resources_record import read_record
+
+    found = []
+    for attempt in range(int(retry_count) - 1, -1, -1):
+        try:
+            record = read_record(flow_datastore, run_id, step_name, task_id, attempt)
+        except Exception:
+            record = None
+        if record is not None:
+            found.append(record)
+    return found
+
+
+def _tuning_entry(tuning, artifact, bounds):
+    """The artifact's ``tuning``: what this run was tuned to, what the pod actually got
+    (its cgroup limits) and the ask of the next run (the run summary's recommendation)."""
+    entry = dict(tuning)
+    cgroup = ((artifact.get("detailed_stats") or {}).get("cgroup")) or {}
+    entry["got"] = {"cpu": cgroup.get("cpu_limit_cores"), "memory": cgroup.get("memory_limit_mib")}
+    entry["bounds"] = dict(bounds)
+    entry["next"] = ((artifact.get("recommendations") or {}).get("resources")) or None
+    try:  # what the next run's tuning says (starved or killed runs, bounds): the same rule
+        from resource_tracker.tuning import next_tuning
+
+        snapshot = artifact.get("tracker") or {}
+        upcoming = next_tuning(snapshot.get("extra") or {}, artifact.get("detailed_stats") or {},
+                               artifact.get("server_info"))  # fmt: skip
+        entry["next_note"] = upcoming.note if upcoming is not None else None
+    except Exception as exc:
+        entry["next_note"] = f"not known: {_describe(exc)}"
+    return entry
 
 
 def _apply_tuning(decorators, resources):
@@ -516,7 +663,8 @@ def build_artifact(tracker, history, failed, error=None, label=None, asked=None)
         artifact = error_artifact(error or "resource tracking did not run", failed)
         artifact["historical_stats"] = summarize_history(stats_list, notes, runs)
         return artifact
-    _describe_step(tracker, history, failed, label, asked, stats_list)
+    if not tracker.extra.get("integration"):  # not attached before stop()
+        _describe_step(tracker, history, failed, label, asked, stats_list)
     # computed once here (the catalog lookup included, bounded in time); the snapshot below
     # stores it, so the card renders it without asking the catalog again
     summary = tracker.summary(historical_stats=list(stats_list) or None)

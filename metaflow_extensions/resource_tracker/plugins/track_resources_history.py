@@ -48,6 +48,33 @@ def _from_legacy(stats):
     return converted
 
 
+def artifact_record(data, status):
+    """A tuning record made from an artifact (runs of versions that kept no record)."""
+    from resource_tracker.tuning import run_record
+
+    stats = stats_from_artifact(data)
+    if stats is None:
+        return None
+    extra = ((data.get("tracker") or {}).get("extra")) or {}
+    cores = (data.get("server_info") or {}).get("vcpus")
+    return run_record(stats, extra.get("resources_asked"), cores, status)
+
+
+def run_records(task, data):
+    """The tuning records of a client Task (its attempts, newest first): the records kept
+    in the datastore, else one made from its artifact."""
+    from .track_resources_record import task_records
+
+    try:
+        records = task_records(task)
+    except Exception:  # an older datastore, no permission: the artifact still tells
+        records = []
+    if not records and isinstance(data, dict):
+        record = artifact_record(data, "failed" if data.get("step_failed") else "ok")
+        records = [dict(record, run=task.path_components[1])] if record else []
+    return records
+
+
 class HistoryLookup:
     """Collects earlier runs' stats in a daemon thread; result() waits at most until a deadline.
 
@@ -77,6 +104,8 @@ class HistoryLookup:
         self.timeout = float(timeout)
         self.max_scanned = int(max_scanned)
         self.stats = []
+        self.records = []  # tuning records of earlier runs, failed and killed ones too
+        self.record_runs = 0
         self.notes = []
         self.runs = []
         self.started = []  # the runs' creation times (epoch s), for their frequency
@@ -116,7 +145,7 @@ class HistoryLookup:
 
         scanned = 0
         for run in Flow(self.flow_name).runs():
-            if len(self.stats) >= self.max_runs:
+            if self.record_runs >= self.max_runs:
                 return
             if time.monotonic() > self._deadline:
                 self._note(f"history lookup stopped at its {self.timeout:g} s limit")
@@ -131,15 +160,23 @@ class HistoryLookup:
                 self._note(f"run {run.id} skipped: {type(exc).__name__}: {exc}")
 
     def _use_run(self, run):
-        if str(run.id) == self.current_run_id or not run.successful:
-            return
-        if self.step_name not in run:
+        if str(run.id) == self.current_run_id or self.step_name not in run:
             return
         task = run[self.step_name].task
-        if task is None or self.artifact_name not in task:
+        if task is None:
+            return
+        successful = run.successful
+        data = task[self.artifact_name].data if self.artifact_name in task else None
+        records = run_records(task, data)
+        if records:
+            with self._lock:
+                self.records.extend(records)
+                self.record_runs += 1
+        if not successful or len(self.stats) >= self.max_runs:
+            return
+        if data is None:
             self._note(f"run {run.id} skipped: no {self.artifact_name} artifact")
             return
-        data = task[self.artifact_name].data
         stats = stats_from_artifact(data)
         if stats is None:
             if isinstance(data, dict) and data.get("stats") is None and data.get("error"):
@@ -153,6 +190,12 @@ class HistoryLookup:
             self.runs.append(str(run.id))
             if created is not None and hasattr(created, "timestamp"):
                 self.started.append(created.timestamp())
+
+    def tuning_records(self):
+        """The tuning records found by the deadline (newest first)."""
+        self.result()
+        with self._lock:
+            return list(self.records)
 
     def result(self):
         """(list of stats dicts, notes): what was found by the deadline."""

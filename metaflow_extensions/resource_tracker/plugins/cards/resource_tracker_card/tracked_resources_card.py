@@ -186,6 +186,15 @@ def tuning_text(tuning):
     changes = "; ".join(str(c) for c in tuning.get("changes") or ())
     note = str(tuning.get("note") or "")
     text = "; ".join(t for t in (changes, note) if t)
+    why = str(tuning.get("why") or "")
+    if why:  # one line: why the tuned ask may differ from recommend_resources()
+        text = f"{text}. Why it may differ from recommend_resources(): {why}" if text else why
+    if isinstance(tuning.get("next"), dict):
+        from resource_tracker.tuning import resources_line
+
+        text += f". Next run: {resources_line(tuning['next'])}"
+        if tuning.get("next_note"):
+            text += f" ({tuning['next_note']})"
     return (
         f"Resources tuned by @track_resources: {text}."
         if changes

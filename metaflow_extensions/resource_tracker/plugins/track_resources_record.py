@@ -1,0 +1,163 @@
+"""The tuning record of a step's attempt, kept in Metaflow's datastore while the step runs.
+
+A run killed by SIGKILL (the OOM killer, a node lost) stores no artifact. So that tuning
+still learns from it, @track_resources keeps a small JSON record beside the task's data:
+``<attempt>.resource_tracker_record.json`` in the task's datastore folder (written with
+``TaskDataStore.save_metadata``, the way Metaflow keeps its own per-attempt files; local
+disk, S3, Azure or GCS alike). It holds what tuning needs (``resource_tracker.tuning.
+run_record``: peak memory so far, CPU p90, what the attempt asked and the cgroup limits it
+got, OOM kills and throttling) and is written when the attempt starts, again whenever the
+memory peak grew by a tenth or the kernel counted an OOM kill or throttling, at least every
+:data:`HEARTBEAT_S` seconds, and a last time, ``final``, when the step ends (failed or
+not). A record that is not final belongs to an attempt that was killed.
+
+The next run reads the records of earlier runs and attempts (:func:`task_records`); a
+``@retry`` attempt reads the earlier attempts of its own task.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+RECORD_NAME = "resource_tracker_record"
+#: Seconds between two checks of the figures.
+CHECK_S = 2.0
+#: A record is written at least this often while the step runs.
+HEARTBEAT_S = 60.0
+#: A peak this much higher (share) than the recorded one is written at once.
+PEAK_GROWTH = 0.1
+
+
+def machine_cores(tracker):
+    """The machine's cores (the tracker's ``server_info``), for telling a starved run."""
+    from resource_tracker.tuning import machine_cores as cores_of
+
+    return cores_of(getattr(tracker, "server_info", None) if tracker is not None else None)
+
+
+def current_record(tracker, asked, status):
+    """The record of the run so far (or at its end) from the tracker's statistics (while
+    the step runs they hold the cgroup's figures since the start: OOM kills, throttling,
+    limits)."""
+    from resource_tracker.tuning import run_record
+
+    stats = tracker.stats() if tracker is not None else {}
+    return run_record(stats, asked, machine_cores(tracker), status)
+
+
+class RecordWriter:
+    """Writes the attempt's record to the task datastore while the step runs (a daemon
+    thread; a failing write is counted, never raised)."""
+
+    def __init__(self, tracker, task_datastore, asked, extra=None):
+        self.tracker = tracker
+        self.datastore = task_datastore
+        self.asked = dict(asked or {})
+        self.extra = dict(extra or {})
+        self.writes = 0
+        self.errors = []
+        self._written_peak = None
+        self._written_kills = None
+        self._written_at = 0.0
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = None
+
+    def start(self):
+        self.write("running")
+        self._thread = threading.Thread(
+            target=self._loop, name="resource-tracker-record", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def _loop(self):
+        while not self._stop.wait(CHECK_S):
+            try:
+                record = current_record(self.tracker, self.asked, "running")
+            except Exception as exc:
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+                return
+            if self._worth_writing(record):
+                self.write("running", record)
+
+    def _worth_writing(self, record):
+        peak = record.get("memory_peak_mib") or 0.0
+        grown = peak > (self._written_peak or 0.0) * (1 + PEAK_GROWTH)
+        counters = (record.get("oom_kills"), record.get("throttled_share") > 0.1)
+        due = time.monotonic() - self._written_at >= HEARTBEAT_S
+        return grown or counters != self._written_kills or due
+
+    def write(self, status, record=None):
+        """Write the record now (``final`` when status is ``ok`` or ``failed``)."""
+        with self._lock:
+            try:
+                if record is None:
+                    record = current_record(self.tracker, self.asked, status)
+                record = dict(record, status=status, final=status != "running", **self.extra)
+                self.datastore.save_metadata({RECORD_NAME: record})
+                self.writes += 1
+                self._written_peak = record.get("memory_peak_mib") or 0.0
+                self._written_kills = (
+                    record.get("oom_kills"),
+                    (record.get("throttled_share") or 0) > 0.1,
+                )
+                self._written_at = time.monotonic()
+                return record
+            except Exception as exc:  # a datastore that refuses: less history, no failure
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+                return None
+
+    def stop(self, timeout=5.0):
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+
+def _flow_datastore(task):
+    """The FlowDataStore holding a client Task's data (from its metadata)."""
+    from metaflow.client.filecache import FileCache
+    from metaflow.datastore import FlowDataStore
+
+    meta = task.metadata_dict
+    ds_type, ds_root = meta.get("ds-type"), meta.get("ds-root")
+    if not ds_type or not ds_root:
+        return None
+    storage = FileCache._get_datastore_storage_impl(ds_type)
+    return FlowDataStore(
+        flow_name=task.path_components[0], environment=None, storage_impl=storage,
+        ds_root=ds_root,
+    )  # fmt: skip
+
+
+def read_record(flow_datastore, run_id, step, task_id, attempt):
+    """The stored record of one attempt (``killed`` when it never became final), or None."""
+    ds = flow_datastore.get_task_datastore(
+        str(run_id), step, str(task_id), attempt=int(attempt), mode="r", allow_not_done=True
+    )
+    if not ds.has_metadata(RECORD_NAME):
+        return None
+    record = ds.load_metadata([RECORD_NAME]).get(RECORD_NAME)
+    if not isinstance(record, dict):
+        return None
+    record = dict(record, run=str(run_id), attempt=int(attempt))
+    if not record.get("final"):
+        record["status"] = "killed"
+    return record
+
+
+def task_records(task, below_attempt=None, flow_datastore=None):
+    """The records of a client Task's attempts, newest first (those before
+    ``below_attempt`` only, when given)."""
+    flow_datastore = flow_datastore or _flow_datastore(task)
+    if flow_datastore is None:
+        return []
+    run_id, step, task_id = task.path_components[1:4]
+    last = task.current_attempt if below_attempt is None else below_attempt - 1
+    found = []
+    for attempt in range(int(last), -1, -1):
+        record = read_record(flow_datastore, run_id, step, task_id, attempt)
+        if record is not None:
+            found.append(record)
+    return found

@@ -1,0 +1,101 @@
+"""The right-sizing loop on real Metaflow runs with a real memory limit (issue 24).
+
+The task process of the step runs in a real cgroup v1 memory cgroup whose limit is the
+step's ask (tests/metaflow/mf_cgroup.py plays the kubelet); the kernel kills it when it
+needs more. The loop must end in one run, keep a steady ask, and say the same number in the
+artifact, the card and `resource-tracker recommend --metaflow`.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from mf_cgroup import Kubelet, v1_memory_root
+from mf_harness import FLOWS, hermetic_env, query, run_flow, task_of
+
+from resource_tracker.tuning import resources_line
+
+FLOW = os.path.join(FLOWS, "mf_oom_tune_flow.py")
+
+
+def _run(root, kubelet, **env):
+    return run_flow(root, FLOW, env=env, timeout=300, preexec_fn=kubelet.enter_parent)
+
+
+def _cli(root):
+    done = subprocess.run(
+        [sys.executable, "-m", "resource_tracker", "recommend", "--metaflow", "OomTuneFlow",
+         "--json", "--catalog", os.path.join(str(root), "no-catalog.db")],
+        cwd=str(root), env=hermetic_env(root), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    return json.loads(done.stdout)["steps"]["work"]
+
+
+@pytest.fixture
+def kubelet():
+    root = v1_memory_root()
+    if root is None:
+        pytest.skip("needs root and a writable cgroup v1 memory controller")
+    k = Kubelet(root, "work").start()
+    yield k
+    k.remove()
+
+
+def test_oom_kill_loop_ends_in_one_run_and_the_ask_stays(tmp_path, kubelet):
+    # run 1: the step asks 256 MiB, the container gets 256 MiB, the kernel kills the task
+    kubelet.set_limit(256)
+    first = _run(tmp_path, kubelet)
+    assert first.returncode != 0, first.stdout[-3000:]
+    assert kubelet.moved, "the task process never reached the limited cgroup"
+    with open(os.path.join(kubelet.child, "memory.oom_control")) as f:
+        assert "oom_kill 1" in f.read()  # the kernel's OOM killer ended run 1
+    # what the next run will ask, by the CLI from the killed run's record
+    view = _cli(tmp_path)
+    asked_next = view["recommended"]["memory"]
+    assert asked_next > 256  # raised above the ask that failed (1.5 x 256, rounded up)
+    asks = []
+    for _ in range(3):  # run 2 succeeds in one go; runs 3-4: the same ask (no compounding)
+        limit = _cli(tmp_path)["recommended"]["memory"]
+        kubelet.set_limit(limit)
+        done = _run(tmp_path, kubelet)
+        assert done.returncode == 0, done.stdout[-3000:]
+        (run,) = query(tmp_path, "OomTuneFlow")
+        data = task_of(run, "work")["artifacts"]["resource_tracker_data"]
+        tuning = data["tuning"]
+        # the artifact: what tuning computed, what the pod got (its cgroup limit)
+        assert tuning["resources"]["memory"] == limit
+        assert tuning["got"]["memory"] == limit
+        # the next run's ask: the artifact, the card's summary and the CLI say the same
+        assert data["recommendations"]["resources"]["memory"] == tuning["next"]["memory"]
+        cli = _cli(tmp_path)["recommended"]
+        assert cli["memory"] == tuning["next"]["memory"]
+        # the card: the next run's @resources line, as the CLI prints it
+        (card,) = [c for c in task_of(run, "work")["cards"] if c["type"] == "tracked_resources"]
+        assert f"Next run: {resources_line(cli)}" in html.unescape(card["html"])
+        asks.append(limit)
+    assert asks[0] == asked_next
+    assert asks[1] == asks[2]  # steady
+    assert max(asks) <= 2 * asks[0]
+
+
+def test_a_retry_attempt_after_an_oom_kill_asks_more(tmp_path, kubelet):
+    """@retry: attempt 0 (256 MiB limit) is killed by the kernel; attempt 1 reads attempt
+    0's record, asks more (1.5 x 256, rounded up) and succeeds in a container of that size;
+    the next run's ask (the CLI) still counts the killed attempt."""
+    kubelet.set_attempt_limits([256, 512])
+    done = _run(tmp_path, kubelet, RT_TEST_RETRIES=1)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert len(kubelet.moved) == 2  # two attempts, each in its own container
+    with open(os.path.join(kubelet.per_attempt[0], "memory.oom_control")) as f:
+        assert "oom_kill 1" in f.read()
+    (run,) = query(tmp_path, "OomTuneFlow")
+    data = task_of(run, "work")["artifacts"]["resource_tracker_data"]
+    tuning = data["tuning"]
+    assert tuning["resources"]["memory"] == 512 and tuning["got"]["memory"] == 512
+    assert "was killed (taken as an OOM kill) at 256 MiB" in tuning["note"]
