@@ -12,6 +12,7 @@ exception."""
 from __future__ import annotations
 
 import _thread
+import _weakref  # builtin: no import cost
 import atexit  # a builtin module (~20 us): here, not in start()
 import os
 
@@ -135,3 +136,18 @@ def resubmit(job: Job) -> Job:
     if job.in_caller:
         job.run()
     return job
+
+
+def weak_call(obj: Any, method: str) -> Any:
+    """A function calling obj.method() that holds obj weakly: the C sampler holds the job
+    until its thread runs it, and a reference hidden from the garbage collector would keep
+    a tracker-sampler-job cycle alive (a KeyboardInterrupt inside start() then left the
+    tracker, its thread and its descriptors behind)."""
+    ref = _weakref.ref(obj)
+
+    def call() -> None:
+        target = ref()
+        if target is not None:
+            getattr(target, method)()
+
+    return call

@@ -8,7 +8,6 @@ interface takes its place.
 
 from __future__ import annotations
 
-import _weakref  # builtin: no import cost
 import os
 
 # Only what constructing, starting and stopping a tracker needs is imported with the package,
@@ -189,7 +188,7 @@ class ResourceTracker(TrackerResults):
             return
         if self._sampler.state == "new":  # read beside the caller, after the baseline
             self._cgroup_job = _background.after_baseline(
-                self._sampler, _weak_call(self, "_read_cgroup_start")
+                self._sampler, _background.weak_call(self, "_read_cgroup_start")
             )
         self._sampler.start()
         self._start_export()
@@ -209,15 +208,11 @@ class ResourceTracker(TrackerResults):
             self._cgroup_job = _background.submit(lambda: self._read_cgroup_end(start_job))
             # no thread could be made: read here (stats()["data_quality"] says so)
             self._read_in_caller = self._cgroup_job.in_caller
-        if was_running and self.pid != os.getpid() and self._root_is_there():
-            # a child seen before its exec showed its parent's command line (or none)
+        if was_running and self.pid != os.getpid() and _process_start(self.pid) == self._root_start:
+            # a child seen before its exec showed its parent's command line (or none); the
+            # same start time: still the root (after it exited, its pid may be another's)
             self.command = _command_line(self.pid) or self.command
         self._finish_export(failed)
-
-    def _root_is_there(self) -> bool:
-        """True when the process with the tracked pid is still the root (the same start
-        time): after the root exited, its pid may go to another process."""
-        return _process_start(self.pid) == getattr(self, "_root_start", None)
 
     # -- export ----------------------------------------------------------------------
 
@@ -353,21 +348,6 @@ class ResourceTracker(TrackerResults):
             f"<ResourceTracker pid={self.pid} interval={self.interval} status={self.status} "
             f"samples={self.n_samples}>"
         )
-
-
-def _weak_call(obj: Any, method: str) -> Any:
-    """A function calling obj.method() that holds obj weakly: the C sampler holds the job
-    until its thread runs it, and a reference hidden from the garbage collector would keep
-    a tracker-sampler-job cycle alive (a KeyboardInterrupt inside start() then left the
-    tracker, its thread and its descriptors behind)."""
-    ref = _weakref.ref(obj)
-
-    def call() -> None:
-        target = ref()
-        if target is not None:
-            getattr(target, method)()
-
-    return call
 
 
 def data_quality_notes(stats: Optional[Mapping[str, Any]]) -> List[str]:

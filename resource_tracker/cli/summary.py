@@ -198,7 +198,7 @@ def server_lines(summary) -> list:
         return [_row("server", why.splitlines()[0])]
     first = choice.best
     run_arch = (summary.server_info or {}).get("architecture")
-    lines = [_row("server", printable(describe_server(first, run_arch)))]
+    lines = [_row("server", describe_server(first, run_arch))]
     if first.get("price_source"):
         lines.append(_row("prices", first["price_source"]))
     cost = describe_costs(choice.costs or {})

@@ -163,6 +163,7 @@ class TrackResourcesDecorator(StepDecorator):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._merged = False  # a later @track_resources of the step, merged into the first
+        self._tune_on = False  # set by step_init (not for a merged one)
         self._card = None
         self._asked = None
         self._reset_task_state()
@@ -256,7 +257,7 @@ class TrackResourcesDecorator(StepDecorator):
         """A @retry attempt of a tuned step is launched with the ask tuned again, with the
         earlier attempts' records (an OOM-killed attempt raises the memory of the next one:
         @kubernetes / @batch read the attributes, or their options are updated here)."""
-        if not self._tune_on or not retry_count:
+        if self._merged or not self._tune_on or not retry_count:
             return
         try:
             task = cli_args.task
