@@ -195,7 +195,8 @@ class _Collector:
     def _root_hidden(self) -> bool:
         """True when the root lives (for the kernel: kill(2) on POSIX, also another user's
         process) though no reading found it, and its status cannot be read here (a readable
-        one is a zombie's, or that of another process that got the pid). Elsewhere psutil's ``pid_exists`` (``os.kill(pid, 0)`` is CTRL_C on Windows)."""
+        one is a zombie's, or that of another process that got the pid). Elsewhere psutil's
+        ``pid_exists`` (``os.kill(pid, 0)`` is CTRL_C on Windows)."""
         try:
             if os.name == "posix":
                 os.kill(self.pid, 0)  # psutil's pid_exists looks in /proc on Linux

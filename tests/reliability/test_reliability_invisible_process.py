@@ -5,8 +5,8 @@ recommended from them.
 Real: a workload of 150 MiB (its own RSS is the ground truth of what was missed) tracked by
 a real tracker in another process that cannot see it: ``/proc`` remounted ``hidepid=2`` in a
 mount namespace with the tracker running as ``nobody`` (root only: else skipped); an empty
-``/proc`` (a tmpfs over it: the psutil fallback is chosen); RLIMIT_NOFILE 6 at start (the fd budget reads by path from 7 on). The
-tracker's snapshot is loaded here and read as the CLI, the report and a Metaflow history do.
+``/proc`` (a tmpfs over it: the psutil fallback is chosen); RLIMIT_NOFILE 6 at start (the fd
+budget reads by path from 7 on). The tracker's snapshot is loaded here and read as the CLI, the report and a Metaflow history do.
 """
 
 from __future__ import annotations
@@ -140,7 +140,8 @@ def test_empty_proc_psutil_fallback_is_a_data_quality_error(shared_dir, workload
 
 
 def test_too_few_descriptors_at_start_is_a_data_quality_error(shared_dir, workload):
-    """RLIMIT_NOFILE 6 at start (stdio, the procfs root twice and its listing: none left): every procfs read fails, and the count is reported."""
+    """RLIMIT_NOFILE 6 at start (stdio, the procfs root twice and its listing: none left):
+    every procfs read fails, and the count is reported."""
     pid, rss = workload
     tracker, _ = _track(shared_dir, pid, nofile=6)
     quality = tracker.stats()["data_quality"]
