@@ -1,0 +1,135 @@
+"""Loads a downloaded catalog (a SQLite file or a SQL text dump) as data into a new database
+of the schema resource-tracker declares (``_schema``): plain typed columns, no expression of
+the dump ever evaluated (no default, check, generated column, view or trigger of it).
+
+A SQLite file is read table by table: a declared table must be a plain table of the file (not
+a view nor a virtual table) and only its stored columns are read (``PRAGMA table_xinfo``:
+generated columns are left out), under ``trusted_schema=OFF``. A SQL dump is parsed by
+``_sqldump`` into values and inserted with parameters. Unknown tables and columns are
+skipped; the new database is capped at max_bytes.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any, Iterable, List, Sequence, Tuple
+
+from . import _schema, _sqldump
+
+
+class TooBig(ValueError):
+    """The catalog is larger than its cap (max_bytes)."""
+
+
+def _create(db_path: str, max_bytes: int) -> sqlite3.Connection:
+    """A new database at db_path with the declared tables, capped at max_bytes."""
+    conn = sqlite3.connect(db_path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=OFF")
+    conn.execute("PRAGMA synchronous=OFF")
+    page = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.execute(f"PRAGMA max_page_count={max(16, int(max_bytes // page))}")
+    for statement in _schema.create_statements():
+        conn.execute(statement)
+    return conn
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _finish(conn: sqlite3.Connection) -> None:
+    for statement in _schema.index_statements():
+        conn.execute(statement)
+
+
+def _full(exc: sqlite3.Error) -> bool:
+    return "full" in str(exc)
+
+
+def from_sql(lines: Iterable[str], db_path: str, max_bytes: int) -> None:
+    """Loads the SQL text dump of lines into a new database at db_path."""
+    conn = _create(db_path, max_bytes)
+    try:
+        conn.execute("BEGIN")
+        for table, columns, rows in _sqldump.read(lines):
+            _insert_rows(conn, table, columns, rows)
+        conn.execute("COMMIT")
+        _finish(conn)
+    except sqlite3.Error as exc:
+        if _full(exc):
+            raise TooBig(f"the catalog makes a database larger than {max_bytes} bytes") from None
+        raise
+    finally:
+        conn.close()
+
+
+def _insert_rows(
+    conn: sqlite3.Connection, table: str, columns: Sequence[str], rows: List[Tuple[Any, ...]]
+) -> None:
+    """Inserts the declared columns of rows (a dump's INSERT) into table, if declared."""
+    declared = set(_schema.columns(table))
+    if not declared:
+        return
+    keep: List[Tuple[int, str]] = []
+    for i, name in enumerate(columns):
+        name = name.lower()
+        if name in declared and all(name != k for _, k in keep):
+            keep.append((i, name))
+    if not keep:
+        return
+    sql = (
+        f"INSERT INTO {table} ({', '.join(k for _, k in keep)}) "
+        f"VALUES ({', '.join('?' * len(keep))})"
+    )
+    conn.executemany(sql, [tuple(row[i] for i, _ in keep) for row in rows])
+
+
+def from_sqlite(src_path: str, db_path: str, max_bytes: int) -> None:
+    """Copies the declared tables and columns of the SQLite file at src_path into a new
+    database at db_path (stored columns of plain tables only)."""
+    from urllib.parse import quote
+
+    conn = _create(db_path, max_bytes)
+    try:
+        conn.execute("PRAGMA trusted_schema=OFF")
+        conn.execute("ATTACH DATABASE ? AS src", (f"file:{quote(src_path)}?mode=ro",))
+        conn.execute("BEGIN")
+        for table in _schema.TABLES:
+            _copy_table(conn, table)
+        conn.execute("COMMIT")
+        conn.execute("DETACH DATABASE src")
+        _finish(conn)
+    except sqlite3.Error as exc:
+        if _full(exc):
+            raise TooBig(f"the catalog makes a database larger than {max_bytes} bytes") from None
+        raise
+    finally:
+        conn.close()
+
+
+def _copy_table(conn: sqlite3.Connection, table: str) -> None:
+    """INSERT ... SELECT of table's stored, declared columns from src (absent: skipped)."""
+    found = conn.execute(
+        "SELECT type, name, sql FROM src.sqlite_master WHERE type IN ('table', 'view') "
+        "AND name = ? COLLATE NOCASE",
+        (table,),
+    ).fetchone()
+    if found is None:
+        return
+    kind, name, sql = found
+    if kind != "table" or not (sql or "").upper().lstrip().startswith("CREATE TABLE"):
+        raise ValueError(
+            f"the catalog's {table!r} is a {'view' if kind == 'view' else 'virtual table'}, "
+            "not a table of data"
+        )
+    declared = set(_schema.columns(table))
+    stored: List[str] = []
+    for row in conn.execute(f"PRAGMA src.table_xinfo({_quote(name)})"):
+        column, hidden = row[1], row[6]
+        if hidden == 0 and column.lower() in declared and column.lower() not in stored:
+            stored.append(column.lower())
+    if stored:
+        conn.execute(
+            f"INSERT INTO main.{table} ({', '.join(stored)}) SELECT "
+            f"{', '.join(_quote(c) for c in stored)} FROM src.{_quote(name)}"
+        )
