@@ -25,7 +25,7 @@ import time
 from typing import Any, Dict, NamedTuple, Optional
 
 from . import CatalogUnavailableError
-from ._load import TooBig, from_sql, from_sqlite
+from ._load import from_sql, from_sqlite, too_big
 
 CHUNK = 1 << 20
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -135,10 +135,7 @@ def _fetch(url, raw_path, timeout, max_bytes, deadline):
                 out.write(chunk)
                 total += len(chunk)
                 if total > max_bytes:
-                    raise TooBig(
-                        f"the download is larger than {max_bytes} bytes (the download limit; "
-                        "`resource-tracker catalog update --max-download-mib N` changes it)"
-                    )
+                    raise too_big("the download", max_bytes, "--max-download-mib")
             if length is not None and length.isdigit() and total != int(length):
                 raise OSError(f"transfer interrupted after {total} of {length} bytes")
     return total
@@ -186,10 +183,7 @@ class _Counted(io.RawIOBase):
         data = self.raw.read(len(buf))
         self.count += len(data)
         if self.count > self.limit:
-            raise TooBig(
-                f"the catalog is larger than {self.limit} bytes unpacked (the unpacked limit; "
-                "`resource-tracker catalog update --max-unpacked-mib N` changes it)"
-            )
+            raise too_big("the catalog unpacked", self.limit)
         buf[: len(data)] = data
         return len(data)
 

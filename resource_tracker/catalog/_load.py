@@ -21,6 +21,14 @@ class TooBig(ValueError):
     """The catalog is larger than its cap (max_bytes)."""
 
 
+def too_big(what: str, limit: int, option: str = "--max-unpacked-mib") -> TooBig:
+    """TooBig naming what grew past limit, and the option of `catalog update` that sets it."""
+    return TooBig(
+        f"{what} is larger than {limit} bytes (a limit of the update: "
+        f"`resource-tracker catalog update {option} N` changes it)"
+    )
+
+
 def _create(db_path: str, max_bytes: int) -> sqlite3.Connection:
     """A new database at db_path with the declared tables, capped at max_bytes."""
     conn = sqlite3.connect(db_path, isolation_level=None)
@@ -57,7 +65,7 @@ def from_sql(lines: Iterable[str], db_path: str, max_bytes: int) -> None:
         _finish(conn)
     except sqlite3.Error as exc:
         if _full(exc):
-            raise TooBig(f"the catalog makes a database larger than {max_bytes} bytes") from None
+            raise too_big("the database the catalog makes", max_bytes) from None
         raise
     finally:
         conn.close()
@@ -101,7 +109,7 @@ def from_sqlite(src_path: str, db_path: str, max_bytes: int) -> None:
         _finish(conn)
     except sqlite3.Error as exc:
         if _full(exc):
-            raise TooBig(f"the catalog makes a database larger than {max_bytes} bytes") from None
+            raise too_big("the database the catalog makes", max_bytes) from None
         raise
     finally:
         conn.close()
