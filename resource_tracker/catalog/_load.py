@@ -11,8 +11,9 @@ skipped; the new database is capped at max_bytes.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
-from typing import Any, Iterable, List, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from . import _schema, _sqldump
 
@@ -75,21 +76,31 @@ def _insert_rows(
     conn: sqlite3.Connection, table: str, columns: Sequence[str], rows: List[Tuple[Any, ...]]
 ) -> None:
     """Inserts the declared columns of rows (a dump's INSERT) into table, if declared."""
+    sql, keep = _insert_plan(table, tuple(columns))
+    if sql is None:
+        return
+    if keep is None:
+        conn.executemany(sql, rows)
+    else:
+        conn.executemany(sql, [tuple(row[i] for i in keep) for row in rows])
+
+
+@functools.lru_cache(maxsize=256)
+def _insert_plan(
+    table: str, columns: Tuple[str, ...]
+) -> Tuple[Optional[str], Optional[Tuple[int, ...]]]:
+    """(INSERT statement or None when nothing is kept, positions of the kept values or None
+    for all of them) for rows of columns into table."""
     declared = set(_schema.columns(table))
-    if not declared:
-        return
-    keep: List[Tuple[int, str]] = []
+    keep: Dict[str, int] = {}
     for i, name in enumerate(columns):
-        name = name.lower()
-        if name in declared and all(name != k for _, k in keep):
-            keep.append((i, name))
+        if name.lower() in declared:
+            keep.setdefault(name.lower(), i)
     if not keep:
-        return
-    sql = (
-        f"INSERT INTO {table} ({', '.join(k for _, k in keep)}) "
-        f"VALUES ({', '.join('?' * len(keep))})"
-    )
-    conn.executemany(sql, [tuple(row[i] for i, _ in keep) for row in rows])
+        return None, None
+    sql = f"INSERT INTO {table} ({', '.join(keep)}) VALUES ({', '.join('?' * len(keep))})"
+    positions = tuple(keep.values())
+    return sql, None if positions == tuple(range(len(columns))) else positions
 
 
 def from_sqlite(src_path: str, db_path: str, max_bytes: int) -> None:

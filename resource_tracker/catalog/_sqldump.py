@@ -30,7 +30,8 @@ _TOKEN = re.compile(
     |(?P<id>"(?:[^"]|"")*"|`(?:[^`]|``)*`|\[[^\]]*\])
     |(?P<num>0[xX][0-9A-Fa-f]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
     |(?P<word>[A-Za-z_][A-Za-z0-9_$]*)
-    |(?P<punct>[(),;.+\-*/=<>!|&%~?:@$])""",
+    |(?P<punct>[(),;.+\-*/=<>!|&%~?:@$])
+    |(?P<bad>.)""",
     re.S | re.X,
 )
 
@@ -51,17 +52,17 @@ def _clip(text: str, limit: int = 60) -> str:
 
 
 def tokenize(text: str) -> List[Token]:
-    """The tokens of text (comments and blanks dropped); DumpError at an unknown character."""
+    """The tokens of text (comments and blanks dropped); DumpError at an unknown character
+    or an unterminated string (every character is matched by one alternative of _TOKEN)."""
     out: List[Token] = []
-    pos, end, match = 0, len(text), _TOKEN.match
-    while pos < end:
-        m = match(text, pos)
-        if m is None:
-            raise DumpError(f"unreadable SQL at {_clip(text[pos:], 30)!r}")
-        kind = m.lastgroup or "skip"
-        if kind != "skip":
-            out.append((kind, m.group()))
-        pos = m.end()
+    append = out.append
+    for m in _TOKEN.finditer(text):
+        kind = m.lastgroup
+        if kind == "skip":
+            continue
+        if kind == "bad":
+            raise DumpError(f"unreadable SQL at {_clip(text[m.start() :], 30)!r}")
+        append((kind, m.group()))  # type: ignore[arg-type]
     return out
 
 
@@ -253,18 +254,33 @@ def _rows(stmt, pos):
 
 
 def _row(stmt, pos):
-    """(tuple of values, position after its ')')."""
+    """(tuple of values, position after its ')'); strings, numbers and NULL read inline
+    (the bulk of a dump), everything else by _value."""
     values = []
-    while True:
-        value, pos = _value(stmt, pos, 0)
-        values.append(value)
-        if pos >= len(stmt):
-            raise DumpError(f"a row of values is not closed in {_text(stmt)!r}")
-        if stmt[pos] == ("punct", ")"):
+    end = len(stmt) - 1
+    while pos < end:
+        kind, text = stmt[pos]
+        if kind == "str":
+            values.append(text[1:-1].replace("''", "'") if "''" in text else text[1:-1])
+            pos += 1
+        elif kind == "num":
+            values.append(_number(text))
+            pos += 1
+        elif kind == "word" and text.upper() == "NULL":
+            values.append(None)
+            pos += 1
+        else:
+            value, pos = _value(stmt, pos, 0)
+            values.append(value)
+            if pos > end:
+                break
+        kind, text = stmt[pos]
+        if kind == "punct" and text == ")":
             return tuple(values), pos + 1
-        if stmt[pos] != ("punct", ","):
-            raise DumpError(f"unexpected {stmt[pos][1]!r:.40} in a row of values")
+        if kind != "punct" or text != ",":
+            raise DumpError(f"unexpected {text!r:.40} in a row of values")
         pos += 1
+    raise DumpError(f"a row of values is not closed in {_text(stmt)!r}")
 
 
 _WORD_VALUES: Dict[str, Any] = {"NULL": None, "TRUE": 1, "FALSE": 0}
