@@ -91,8 +91,9 @@ def _statements(tokens: List[Token]) -> Iterator[List[Token]]:
 
 
 def _words(stmt: List[Token], n: int) -> List[str]:
-    """The first n tokens of stmt, upper-cased."""
-    return [text.upper() for _, text in stmt[:n]]
+    """The first n tokens of stmt, upper-cased ("" past its end)."""
+    words = [text.upper() for _, text in stmt[:n]]
+    return words + [""] * (n - len(words))
 
 
 class Reader:
@@ -296,6 +297,8 @@ def _value(stmt, pos, depth):
     if kind == "num":
         return _number(text), pos + 1
     if kind == "blob":
+        if (len(text) - 3) % 2:
+            raise DumpError(f"a blob literal with an odd number of hex digits: {_clip(text, 20)!r}")
         return bytes.fromhex(text[2:-1]), pos + 1
     if kind == "punct" and text in "+-" and pos + 1 < len(stmt) and stmt[pos + 1][0] == "num":
         number = _number(stmt[pos + 1][1])
@@ -368,7 +371,7 @@ def _unistr(text: str) -> str:
         if m.group() == "\\\\":
             return "\\"
         code = int(next(g for g in m.groups() if g), 16)
-        if code >= 0x110000:
+        if code >= 0x110000 or 0xD800 <= code < 0xE000:
             raise DumpError(f"unistr() escape {m.group()!r} is not a character")
         return chr(code)
 
