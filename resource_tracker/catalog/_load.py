@@ -42,10 +42,6 @@ def _create(db_path: str, max_bytes: int) -> sqlite3.Connection:
     return conn
 
 
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def _finish(conn: sqlite3.Connection) -> None:
     for statement in _schema.index_statements():
         conn.execute(statement)
@@ -128,27 +124,20 @@ def from_sqlite(src_path: str, db_path: str, max_bytes: int) -> None:
 
 def _copy_table(conn: sqlite3.Connection, table: str) -> None:
     """INSERT ... SELECT of table's stored, declared columns from src (absent: skipped)."""
-    found = conn.execute(
-        "SELECT type, name, sql FROM src.sqlite_master WHERE type IN ('table', 'view') "
-        "AND name = ? COLLATE NOCASE",
-        (table,),
-    ).fetchone()
+    try:
+        found = _schema.inspect_table(conn, "src", table)
+    except ValueError as exc:
+        raise ValueError(f"the catalog's {exc}") from None
     if found is None:
         return
-    kind, name, sql = found
-    if kind != "table" or not (sql or "").upper().lstrip().startswith("CREATE TABLE"):
-        raise ValueError(
-            f"the catalog's {table!r} is a {'view' if kind == 'view' else 'virtual table'}, "
-            "not a table of data"
-        )
+    name, stored, _computed = found
     declared = set(_schema.columns(table))
-    stored: List[str] = []
-    for row in conn.execute(f"PRAGMA src.table_xinfo({_quote(name)})"):
-        column, hidden = row[1], row[6]
-        if hidden == 0 and column.lower() in declared and column.lower() not in stored:
-            stored.append(column.lower())
-    if stored:
+    keep: List[str] = []
+    for column in stored:
+        if column.lower() in declared and column.lower() not in keep:
+            keep.append(column.lower())
+    if keep:
         conn.execute(
-            f"INSERT INTO main.{table} ({', '.join(stored)}) SELECT "
-            f"{', '.join(_quote(c) for c in stored)} FROM src.{_quote(name)}"
+            f"INSERT INTO main.{table} ({', '.join(keep)}) SELECT "
+            f"{', '.join(_schema.quote_name(c) for c in keep)} FROM src.{_schema.quote_name(name)}"
         )

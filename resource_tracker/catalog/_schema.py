@@ -9,7 +9,7 @@ column the dump does not have stays NULL.
 
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 T, N, R = "TEXT", "INTEGER", "REAL"  # text, integer number, real number
 
@@ -87,3 +87,30 @@ def create_statements() -> List[str]:
 def index_statements() -> List[str]:
     """The CREATE INDEX statements of the lookups, run once the rows are in."""
     return [f"CREATE INDEX {name} ON {t} ({', '.join(cols)})" for name, t, cols in INDEXES]
+
+
+def quote_name(name: str) -> str:
+    """name as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def inspect_table(conn: Any, schema: str, table: str) -> Optional[Tuple[str, List[str], List[str]]]:
+    """(name as spelled, stored columns, computed columns) of table in the attached schema
+    of sqlite3 connection conn, None when absent; ValueError when it is a view or a virtual
+    table (reading either runs the file's own code)."""
+    found = conn.execute(
+        f"SELECT type, name, sql FROM {schema}.sqlite_master WHERE type IN ('table', 'view') "
+        "AND name = ? COLLATE NOCASE",
+        (table,),
+    ).fetchone()
+    if found is None:
+        return None
+    kind, name, sql = found
+    if kind != "table" or not (sql or "").upper().lstrip().startswith("CREATE TABLE"):
+        what = "a view" if kind == "view" else "a virtual table"
+        raise ValueError(f"{table!r} is {what}, not a table of data")
+    stored: List[str] = []
+    computed: List[str] = []
+    for row in conn.execute(f"PRAGMA {schema}.table_xinfo({quote_name(name)})"):
+        (stored if row[6] == 0 else computed).append(row[1])
+    return name, stored, computed

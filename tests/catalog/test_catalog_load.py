@@ -143,6 +143,29 @@ def test_a_view_in_place_of_a_table_is_refused(catalog_db, own_cache, tmp_path):
     assert not os.path.exists(os.path.join(own_cache, "sc-data-all.db"))
 
 
+@pytest.mark.parametrize(
+    "change, needle",
+    [
+        (f"ALTER TABLE server ADD COLUMN blowup GENERATED ALWAYS AS ({BLOWUP})", "server.blowup"),
+        (
+            f"ALTER TABLE vendor RENAME TO v0; CREATE VIEW vendor AS SELECT *, {BLOWUP} AS x "
+            "FROM v0",
+            "'vendor' is a view",
+        ),
+    ],
+)
+def test_a_local_catalog_that_computes_on_read_is_refused(catalog_db, tmp_path, change, needle):
+    """A catalog file given by catalog= (or RESOURCE_TRACKER_CATALOG, sparecores-data) is
+    read in place: one whose tables compute on reading is refused, not run."""
+    path = str(tmp_path / "local.db")
+    conn = _small_db(catalog_db, path, False)
+    conn.executescript(change)
+    conn.close()
+    with pytest.raises(CatalogUnavailableError, match=needle) as info:
+        catalog.recommend_server(REQUEST, catalog=path)
+    assert "catalog update" in str(info.value)
+
+
 CREATE = "CREATE TABLE vendor (vendor_id, name);\n"
 
 
