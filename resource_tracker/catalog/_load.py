@@ -11,9 +11,10 @@ skipped; the new database is capped at max_bytes.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sqlite3
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from . import _schema, _sqldump
 
@@ -51,14 +52,13 @@ def _full(exc: sqlite3.Error) -> bool:
     return "full" in str(exc)
 
 
-def from_sql(lines: Iterable[str], db_path: str, max_bytes: int) -> None:
-    """Loads the SQL text dump of lines into a new database at db_path."""
+@contextlib.contextmanager
+def _new_database(db_path: str, max_bytes: int) -> Iterator[sqlite3.Connection]:
+    """A connection to a new database of the declared schema at db_path, indexed and closed
+    after the block; a full database (max_bytes) becomes TooBig."""
     conn = _create(db_path, max_bytes)
     try:
-        conn.execute("BEGIN")
-        for table, columns, rows in _sqldump.read(lines):
-            _insert_rows(conn, table, columns, rows)
-        conn.execute("COMMIT")
+        yield conn
         _finish(conn)
     except sqlite3.Error as exc:
         if _full(exc):
@@ -66,6 +66,15 @@ def from_sql(lines: Iterable[str], db_path: str, max_bytes: int) -> None:
         raise
     finally:
         conn.close()
+
+
+def from_sql(lines: Iterable[str], db_path: str, max_bytes: int) -> None:
+    """Loads the SQL text dump of lines into a new database at db_path."""
+    with _new_database(db_path, max_bytes) as conn:
+        conn.execute("BEGIN")
+        for table, columns, rows in _sqldump.read(lines):
+            _insert_rows(conn, table, columns, rows)
+        conn.execute("COMMIT")
 
 
 def _insert_rows(
@@ -104,8 +113,7 @@ def from_sqlite(src_path: str, db_path: str, max_bytes: int) -> None:
     database at db_path (stored columns of plain tables only)."""
     from urllib.parse import quote
 
-    conn = _create(db_path, max_bytes)
-    try:
+    with _new_database(db_path, max_bytes) as conn:
         conn.execute("PRAGMA trusted_schema=OFF")
         conn.execute("ATTACH DATABASE ? AS src", (f"file:{quote(src_path)}?mode=ro",))
         conn.execute("BEGIN")
@@ -113,13 +121,6 @@ def from_sqlite(src_path: str, db_path: str, max_bytes: int) -> None:
             _copy_table(conn, table)
         conn.execute("COMMIT")
         conn.execute("DETACH DATABASE src")
-        _finish(conn)
-    except sqlite3.Error as exc:
-        if _full(exc):
-            raise too_big("the database the catalog makes", max_bytes) from None
-        raise
-    finally:
-        conn.close()
 
 
 def _copy_table(conn: sqlite3.Connection, table: str) -> None:

@@ -89,6 +89,17 @@ def _load(blobs, name, keep):
     return str(keep)
 
 
+def _refused(path, blob, needle):
+    """The CatalogUnavailableError (matching needle) of update_catalog() of blob at path."""
+    server = FileServer({path: blob})
+    try:
+        with pytest.raises(CatalogUnavailableError, match=needle) as info:
+            catalog.update_catalog(url=server.url + path)
+    finally:
+        server.close()
+    return info.value
+
+
 def _timed(path):
     start = time.perf_counter()
     found = catalog.recommend_server(REQUEST, n=3, catalog=path)
@@ -133,13 +144,7 @@ def test_a_view_in_place_of_a_table_is_refused(catalog_db, own_cache, tmp_path):
     conn.commit()
     conn.close()
     with open(path, "rb") as f:
-        blob = f.read()
-    server = FileServer({"/view.db": blob})
-    try:
-        with pytest.raises(CatalogUnavailableError, match="'vendor' is a view"):
-            catalog.update_catalog(url=server.url + "/view.db")
-    finally:
-        server.close()
+        _refused("/view.db", f.read(), "'vendor' is a view")
     assert not os.path.exists(os.path.join(own_cache, "sc-data-all.db"))
 
 
@@ -185,14 +190,8 @@ CREATE = "CREATE TABLE vendor (vendor_id, name);\n"
     ],
 )
 def test_malformed_statements_are_clear_errors(own_cache, text, needle):
-    blob = lzma.compress(text.encode(), preset=1)
-    server = FileServer({"/bad.sql.xz": blob})
-    try:
-        with pytest.raises(CatalogUnavailableError, match=needle) as info:
-            catalog.update_catalog(url=server.url + "/bad.sql.xz")
-    finally:
-        server.close()
-    assert "catalog update` again" in str(info.value)
+    error = _refused("/bad.sql.xz", lzma.compress(text.encode(), preset=1), needle)
+    assert "catalog update` again" in str(error)
 
 
 def test_a_small_gzip_bomb_is_refused_early_by_default(own_cache):
@@ -201,12 +200,7 @@ def test_a_small_gzip_bomb_is_refused_early_by_default(own_cache):
     unpacked all of it."""
     bomb = gzip.compress(b"SQLite format 3\x00" + bytes(256 << 20), 6)
     assert len(bomb) < 1 << 20
-    server = FileServer({"/bomb.db.gz": bomb})
-    try:
-        with pytest.raises(CatalogUnavailableError, match="unpacked is larger than 67108864 bytes"):
-            catalog.update_catalog(url=server.url + "/bomb.db.gz")
-    finally:
-        server.close()
+    _refused("/bomb.db.gz", bomb, "unpacked is larger than 67108864 bytes")
     assert sorted(os.listdir(own_cache)) == []
 
 
