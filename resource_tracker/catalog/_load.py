@@ -68,13 +68,24 @@ def _new_database(db_path: str, max_bytes: int) -> Iterator[sqlite3.Connection]:
         conn.close()
 
 
+def _require(found: Iterable[str]) -> None:
+    """ValueError unless the dump had every table a catalog needs (found: its table names)."""
+    missing = set(_schema.REQUIRED) - {name.lower() for name in found}
+    if missing:
+        raise ValueError(f"not a Spare Cores catalog (no table {', '.join(sorted(missing))})")
+
+
 def from_sql(lines: Iterable[str], db_path: str, max_bytes: int) -> None:
     """Loads the SQL text dump of lines into a new database at db_path."""
+    reader = _sqldump.Reader()
+    seen = set()
     with _new_database(db_path, max_bytes) as conn:
         conn.execute("BEGIN")
-        for table, columns, rows in _sqldump.read(lines):
+        for table, columns, rows in _sqldump.read(lines, reader):
+            seen.add(table)
             _insert_rows(conn, table, columns, rows)
         conn.execute("COMMIT")
+    _require(seen | set(reader.columns))
 
 
 def _insert_rows(
@@ -117,20 +128,21 @@ def from_sqlite(src_path: str, db_path: str, max_bytes: int) -> None:
         conn.execute("PRAGMA trusted_schema=OFF")
         conn.execute("ATTACH DATABASE ? AS src", (f"file:{quote(src_path)}?mode=ro",))
         conn.execute("BEGIN")
-        for table in _schema.TABLES:
-            _copy_table(conn, table)
+        found = [table for table in _schema.TABLES if _copy_table(conn, table)]
         conn.execute("COMMIT")
         conn.execute("DETACH DATABASE src")
+    _require(found)
 
 
-def _copy_table(conn: sqlite3.Connection, table: str) -> None:
-    """INSERT ... SELECT of table's stored, declared columns from src (absent: skipped)."""
+def _copy_table(conn: sqlite3.Connection, table: str) -> bool:
+    """INSERT ... SELECT of table's stored, declared columns from src; False when src has no
+    such table."""
     try:
         found = _schema.inspect_table(conn, "src", table)
     except ValueError as exc:
         raise ValueError(f"the catalog's {exc}") from None
     if found is None:
-        return
+        return False
     name, stored, _computed = found
     declared = set(_schema.columns(table))
     keep: List[str] = []
@@ -142,3 +154,4 @@ def _copy_table(conn: sqlite3.Connection, table: str) -> None:
             f"INSERT INTO main.{table} ({', '.join(keep)}) SELECT "
             f"{', '.join(_schema.quote_name(c) for c in keep)} FROM src.{_schema.quote_name(name)}"
         )
+    return True
