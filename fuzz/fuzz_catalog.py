@@ -6,7 +6,8 @@ Promise, for any bytes: bytes starting with the SQLite header are copied as a SQ
 ValueError (a clear error: DumpError, DumpRefused, TooBig, UnicodeDecodeError) or, for a
 damaged SQLite file, sqlite3.DatabaseError -- what update_catalog() turns into
 CatalogUnavailableError. Never another exception, and a loaded database holds only the
-declared tables and their indexes (no view, trigger or expression of the input).
+declared tables and their indexes (no view, trigger or expression of the input). The SQL
+reader's regular-expression path for plain INSERTs gives what its token path gives.
 
     python3 fuzz/fuzz_catalog.py [libFuzzer flags] CORPUS_DIR
 """
@@ -17,7 +18,7 @@ import os
 import sqlite3
 import tempfile
 
-from resource_tracker.catalog import _load, _schema
+from resource_tracker.catalog import _load, _schema, _sqldump
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 CAP = 8 << 20  # the size cap of the loaded database (bytes)
@@ -36,8 +37,24 @@ def _load_one(data: bytes, out: str) -> None:
         _load.from_sql(text.splitlines(keepends=True), out, CAP)
 
 
+def _read(text: str, plain: bool):
+    """What _sqldump reads from text (a list of INSERTs, or the name of the error)."""
+    reader = _sqldump.Reader(plain=plain)
+    try:
+        return list(_sqldump.read(text.splitlines(keepends=True), reader))
+    except ValueError as exc:
+        return type(exc).__name__
+
+
 def test_one_input(data: bytes) -> None:
     """Raises (what the loader raised, or AssertionError) when the promise is broken."""
+    if not data.startswith(SQLITE_MAGIC):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is not None:
+            assert repr(_read(text, True)) == repr(_read(text, False)), "the two paths differ"
     out = os.path.join(FOLDER, "out.db")
     if os.path.exists(out):
         os.unlink(out)

@@ -100,11 +100,18 @@ class Reader:
     """Turns the statements of a dump into (table, columns, rows) of its INSERTs; remembers
     the column names of each CREATE TABLE (generated columns left out, as INSERT does)."""
 
-    def __init__(self) -> None:
+    def __init__(self, plain: bool = True) -> None:
         self.columns: Dict[str, List[str]] = {}
+        self.plain = plain  # the regular-expression path for plain INSERTs (False: tokens only)
 
     def feed(self, text: str) -> Iterator[Tuple[str, List[str], List[Tuple[Any, ...]]]]:
         """The INSERTs of text (complete statements), in order."""
+        fast = _plain_insert(text) if self.plain else None
+        if fast is not None:
+            columns = self.columns.get(fast[0])
+            if columns is not None and all(len(row) == len(columns) for row in fast[1]):
+                yield fast[0], columns, fast[1]
+                return
         for stmt in _statements(tokenize(text)):
             found = self._statement(stmt)
             if found is not None:
@@ -376,6 +383,49 @@ def _unistr(text: str) -> str:
         return chr(code)
 
     return _UNISTR.sub(one, text)
+
+
+_PLAIN_HEAD = re.compile(
+    r'\s*INSERT\s+INTO\s+(?:"([^"]*)"\s*|([A-Za-z_][A-Za-z0-9_]*)\s+)VALUES\s*\(', re.I
+)
+_PLAIN_VALUE = re.compile(
+    r"""\s*(?:'([^']*(?:''[^']*)*)'|(NULL)|(-?\d{1,18})|(-?(?:(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+)))
+    \s*([,)])""",
+    re.I | re.X,
+)
+_PLAIN_NEXT = re.compile(r"\s*(?:(,)\s*\(|;\s*$)")
+
+
+def _plain_insert(text: str):
+    """(table, rows) of the common statement of a dump -- one INSERT INTO t VALUES (...)[, ...]
+    of strings, NULLs and decimal numbers -- read with a few regular expressions; None for
+    anything else (which the tokenizer then reads)."""
+    m = _PLAIN_HEAD.match(text)
+    if m is None:
+        return None
+    table = (m.group(1) if m.group(1) is not None else m.group(2)).lower()
+    pos, match, rows, row = m.end(), _PLAIN_VALUE.match, [], []
+    while True:
+        v = match(text, pos)
+        if v is None:
+            return None
+        text_value, null, integer, real, sep = v.groups()
+        if text_value is not None:
+            row.append(text_value.replace("''", "'") if "''" in text_value else text_value)
+        elif null is not None:
+            row.append(None)
+        else:
+            row.append(int(integer) if integer is not None else float(real))
+        pos = v.end()
+        if sep == ")":
+            rows.append(tuple(row))
+            row = []
+            n = _PLAIN_NEXT.match(text, pos)
+            if n is None:
+                return None
+            if n.group(1) is None:
+                return table, rows
+            pos = n.end()
 
 
 def statements(lines: Iterable[str]) -> Iterator[str]:
