@@ -195,10 +195,10 @@ def test_malformed_statements_are_clear_errors(own_cache, text, needle):
 
 
 def test_a_small_gzip_bomb_is_refused_early_by_default(own_cache):
-    """256 MiB of zeros in a 250 KiB gzip: the default limits (at most 100 times the
+    """128 MiB of zeros in a 130 KiB gzip: the default limits (at most 100 times the
     download, and no less than 64 MiB) refuse it while unpacking; the old default (8 GiB)
     unpacked all of it."""
-    bomb = gzip.compress(b"SQLite format 3\x00" + bytes(256 << 20), 6)
+    bomb = gzip.compress(b"SQLite format 3\x00" + bytes(128 << 20), 6)
     assert len(bomb) < 1 << 20
     _refused("/bomb.db.gz", bomb, "unpacked is larger than 67108864 bytes")
     assert sorted(os.listdir(own_cache)) == []
