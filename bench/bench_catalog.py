@@ -1,6 +1,6 @@
 """Time of recommend_server(): the local SQLite catalog next to the online (Keeper) path.
 
-Usage: python3 bench/bench_catalog.py [--rounds 30] [--full-size]
+Usage: python3 bench/bench_catalog.py [--rounds 30] [--full-size] [--load]
 
 The local catalog is built in a temp dir from tests/data (the full 2026-01 dump, 5,176
 servers, real 2024-02 AWS prices plus marked test prices; tests/catalog/catalog_fixture.py).
@@ -70,10 +70,49 @@ def _add_synthetic_prices(db):
     return added
 
 
+def _load_times(db, rounds):
+    """Prints the time of update_catalog() of db served as .db.bz2 and as .sql.xz."""
+    import bz2
+    import lzma
+    import resource
+    import sqlite3
+
+    from catalog_http import FileServer
+
+    from resource_tracker import catalog
+
+    with open(db, "rb") as f:
+        blobs = {"/catalog.db.bz2": bz2.compress(f.read(), 9)}
+    conn = sqlite3.connect(db)
+    text = "\n".join(conn.iterdump()) + "\n"
+    conn.close()
+    blobs["/catalog.sql.xz"] = lzma.compress(text.encode(), preset=6)
+    server = FileServer(blobs)
+    try:
+        for name, blob in blobs.items():
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            took, cpu = [], []
+            for _ in range(max(1, min(rounds, 5))):
+                start, start_cpu = time.perf_counter(), time.process_time()
+                info = catalog.update_catalog(url=server.url + name)
+                took.append(time.perf_counter() - start)
+                cpu.append(time.process_time() - start_cpu)
+            grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak) / 1024
+            print(
+                f"update_catalog {name:<16} {len(blob) / 1e6:6.1f} MB -> "
+                f"{os.path.getsize(info['path']) / 1e6:6.1f} MB: median "
+                f"{statistics.median(took):6.2f} s (min {min(took):.2f}), CPU median "
+                f"{statistics.median(cpu):.2f} s, peak RSS +{grew:.0f} MiB"
+            )
+    finally:
+        server.close()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--full-size", action="store_true", help="add synthetic price rows")
+    parser.add_argument("--load", action="store_true", help="time update_catalog() instead")
     args = parser.parse_args(argv)
 
     from catalog_fixture import build
@@ -85,6 +124,10 @@ def main(argv=None):
         summary = build(db)
         if args.full_size:
             summary["prices"] += _add_synthetic_prices(db)
+        if args.load:
+            print(f"catalog: {summary['servers']} servers, {summary['prices']} price rows")
+            _load_times(db, args.rounds)
+            return 0
         from resource_tracker import catalog
 
         start = time.perf_counter()

@@ -5,10 +5,11 @@
 C targets (fuzz_*.c, libFuzzer + ASan + UBSan, built with clang) fuzz the procfs parsers of
 csrc/procfs_parse.c and the metadata answer parsers of csrc/cloud.c (and the catalog parser of
 csrc/keeper.c when it exists); Python targets (fuzz_*.py, atheris) fuzz the cgroup file parsers
-of resource_tracker/server_info.py and snapshot loading. Each run starts from a seed corpus
-written at fuzz time into a temporary directory from this machine's real files, plus the
-committed regression inputs of fuzz/regressions/<target>/ (every crash found is kept there and
-replayed by tests/reliability/test_reliability_fuzz.py). One line of figures per target.
+of resource_tracker/server_info.py, snapshot loading and the catalog loader. Each run starts
+from a seed corpus written at fuzz time into a temporary directory from this machine's real
+files, plus the committed regression inputs of fuzz/regressions/<target>/ (every crash found
+is kept there and replayed by tests/reliability/test_reliability_fuzz.py). One line of
+figures per target.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ C_TARGETS = {
     "stats": ["stats.c", "columns.c"],
     "cgroup_files": ["cgroup_parse.c"],
 }
-PY_TARGETS = ["cgroup", "snapshot"]
+PY_TARGETS = ["cgroup", "snapshot", "catalog"]
 LIBS = {"cloud": ["-lcjson"], "keeper": ["-lcjson"]}
 
 
@@ -203,6 +204,32 @@ def _keeper_seeds():
     ]
 
 
+def _catalog_seeds():
+    """Catalog dumps: SQL text as iterdump() and the sqlite3 shell write it (a real server row
+    of the 2026-01 dump in tests/data), one with a generated column, and a SQLite file."""
+    import sqlite3
+
+    head = (
+        "BEGIN TRANSACTION;\nCREATE TABLE vendor (vendor_id, name, status);\n"
+        "CREATE TABLE server (vendor_id TEXT, server_id TEXT, vcpus INTEGER, memory_amount "
+        "INTEGER, x TEXT GENERATED ALWAYS AS (replace(server_id, 'a', 'aa')) VIRTUAL);\n"
+    )
+    rows = (
+        "INSERT INTO \"vendor\" VALUES('aws','Amazon Web Services','ACTIVE');\n"
+        "INSERT INTO server VALUES('aws','t4g.medium',2,4096),('aws','m5.large',2,8192);\n"
+        "INSERT INTO server(vendor_id, server_id) VALUES('a', replace('x\\ny','\\n',char(10)));\n"
+        "INSERT INTO vendor VALUES(X'00ff', -1.5e3, NULL);\nCOMMIT;\n"
+    )
+    path = os.path.join(tempfile.mkdtemp(prefix="fuzz-seed-"), "seed.db")
+    conn = sqlite3.connect(path)
+    conn.executescript(head.replace("BEGIN TRANSACTION;", "") + rows.replace("COMMIT;", ""))
+    conn.commit()
+    conn.close()
+    db = _read(path)
+    shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+    return [(head + rows).encode(), rows.encode(), db]
+
+
 def _cgroup_file_seeds():
     """The tree source's cgroup files: this machine's where readable, and v2 / v1 examples."""
     found = [_read(p) for p in glob.glob("/sys/fs/cgroup/*/memory.stat")[:1]
@@ -234,6 +261,7 @@ def seeds(name):
         "snapshot": _snapshot_seeds,
         "stats": _stats_seeds,
         "cgroup_files": _cgroup_file_seeds,
+        "catalog": _catalog_seeds,
     }
     return [s for s in table[name]() if s is not None]
 

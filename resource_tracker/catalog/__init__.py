@@ -368,19 +368,25 @@ def update_catalog(
     timeout: float = 600.0,
     max_bytes: Optional[int] = None,
     max_seconds: Optional[float] = None,
+    max_unpacked_bytes: Optional[int] = None,
 ) -> Dict[str, Any]:
     """Downloads the Spare Cores dump (.db.bz2, .sql.xz, .db) into the cache, atomically.
+
+    The dump is loaded as data into a schema of our own: none of its SQL (defaults, checks,
+    generated columns, views, triggers) is ever run.
 
     Args:
         url: http(s) address of the dump (default: catalog_url()).
         timeout: seconds one network read may wait.
-        max_bytes: the most bytes downloaded, and written when unpacking (default 8 GiB).
-        max_seconds: the most seconds the whole transfer may take (default 1800).
+        max_bytes: the most bytes downloaded (default 512 MiB).
+        max_seconds: the most seconds the whole transfer may take (default 600).
+        max_unpacked_bytes: the most bytes the dump may unpack to, counted while streaming
+            (default: 4 GiB and at most 100 times the bytes downloaded).
 
     Returns a dict (path, url, bytes, servers, prices, seconds). An interrupted, corrupt,
     too large or too slow download, a redirect to another host, or a SQL dump that does more
     than create and fill tables raises CatalogUnavailableError and leaves the previous copy
-    untouched.
+    untouched; a limit that is not a positive number raises ValueError.
     """
     from . import _download
 
@@ -390,6 +396,7 @@ def update_catalog(
         timeout,
         max_bytes=max_bytes,
         max_seconds=max_seconds,
+        max_unpacked_bytes=max_unpacked_bytes,
     )
 
 

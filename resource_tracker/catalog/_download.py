@@ -2,44 +2,87 @@
 
 Formats (found by their first bytes, not the URL): a SQLite file, or one compressed with
 bzip2 (``.db.bz2``), xz (``.db.xz``) or gzip, or a SQL text dump compressed the same way
-(``.sql.xz``). Steps: download to a temporary file beside the target, decompress (or replay
-the SQL) into a second temporary file, check it (``PRAGMA quick_check``, the tables, at least
-one server), add the price index table, then ``os.replace`` it over the old copy. Any failure
-removes the temporary files and leaves the old copy as it was.
+(``.sql.xz``). Steps: download to a temporary file beside the target, decompress it, load it
+as data into a new database of our own declared schema (``_load``, ``_schema``: the dump's
+own SQL -- its defaults, checks, generated columns, views, triggers -- is never run), check
+that (the tables, at least one server), add the price index tables,
+then ``os.replace`` it over the old copy. Any failure removes the temporary files and leaves
+the old copy as it was.
 
 Bounds (the download is foreign data): only http and https, redirects only to the same host;
-the whole transfer within max_seconds (not only each read); at most max_bytes downloaded and
-at most max_bytes written when decompressing; a SQL dump is replayed under an authorizer that
-allows only creating tables and indexes and inserting rows into them (no ATTACH, PRAGMA,
-DROP, triggers, views...), never with ``executescript`` on a connection that could do more.
-Temporary files carry the pid of the process that made them: one left by a killed run is
-removed by the next update.
+the whole transfer within max_seconds (not only each read); at most max_bytes downloaded; at
+most max_unpacked_bytes decompressed, counted while streaming (by default 4 GiB and at most
+100 times the download, so a small gzip bomb is refused after a few MiB); the new database
+capped likewise. Temporary files carry the pid of the process that made them: one left by a
+killed run is removed by the next update.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, NamedTuple, Optional
 
 from . import CatalogUnavailableError
+from ._load import from_sql, from_sqlite, too_big
 
 CHUNK = 1 << 20
 SQLITE_MAGIC = b"SQLite format 3\x00"
-DEFAULT_MAX_BYTES = 8 << 30  # the Spare Cores dump is well below this, decompressed
-DEFAULT_MAX_SECONDS = 1800.0
+# Limits (a setting lives here); a catalog dump is far below them, and bzip2/xz compress
+# SQLite pages and SQL text some 5-20 times, where a gzip bomb reaches about 1000.
+DEFAULT_MAX_BYTES = 512 << 20  # downloaded
+DEFAULT_MAX_UNPACKED = 4 << 30  # unpacked, at most
+DEFAULT_MAX_RATIO = 100  # unpacked per downloaded byte, by default (a gzip bomb is ~1000)
+MIN_UNPACKED = 64 << 20  # the ratio never caps a small download below this
+DEFAULT_MAX_SECONDS = 600.0
+
+
+def _positive(name, value):
+    """value when it is a number > 0, else ValueError naming it."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not 0 < value < float("inf")
+    ):
+        raise ValueError(f"{name} must be a positive number, got {value!r:.40}")
+    return value
+
+
+class Limits(NamedTuple):
+    """Size limits of one update: download (bytes downloaded), unpacked (bytes of the
+    decompressed file, counted while streaming), ratio (unpacked per downloaded byte, or None
+    when the caller set the unpacked limit)."""
+
+    download: int
+    unpacked: int
+    ratio: Optional[int]
+
+    @classmethod
+    def build(cls, max_bytes=None, max_unpacked_bytes=None):
+        """The limits of update(): defaults for those left None (ValueError for bad ones)."""
+        download = DEFAULT_MAX_BYTES if max_bytes is None else _positive("max_bytes", max_bytes)
+        if max_unpacked_bytes is None:
+            return cls(int(download), DEFAULT_MAX_UNPACKED, DEFAULT_MAX_RATIO)
+        return cls(int(download), int(_positive("max_unpacked_bytes", max_unpacked_bytes)), None)
+
+    def for_download(self, size):
+        """The limits once size bytes were downloaded (the default ratio applied)."""
+        if self.ratio is None:
+            return self
+        unpacked = min(self.unpacked, max(MIN_UNPACKED, size * self.ratio))
+        return self._replace(unpacked=unpacked)
+
+
 RAW_PREFIX, DB_PREFIX = ".download-", ".catalog-"
 RAW_SUFFIX, DB_SUFFIX = ".part", ".db.tmp"
 
 
 def _fail(url, why):
     return CatalogUnavailableError(
-        f"catalog download from {url} failed: {why}; the previous copy (if any) is unchanged"
+        f"catalog download from {url} failed: {why}; the previous copy (if any) is unchanged "
+        "(run `resource-tracker catalog update` again, or check the URL)"
     )
-
-
-class _TooBig(ValueError):
-    pass
 
 
 def _check_scheme(url):
@@ -92,7 +135,7 @@ def _fetch(url, raw_path, timeout, max_bytes, deadline):
                 out.write(chunk)
                 total += len(chunk)
                 if total > max_bytes:
-                    raise _TooBig(f"the download is larger than {max_bytes} bytes")
+                    raise too_big("the download", max_bytes, "--max-download-mib")
             if length is not None and length.isdigit() and total != int(length):
                 raise OSError(f"transfer interrupted after {total} of {length} bytes")
     return total
@@ -125,124 +168,54 @@ def _opener(path):
     return open
 
 
-# what a Spare Cores SQL dump needs (sqlite3 action codes); everything else is denied
-_ALLOWED_ACTIONS = (
-    "SQLITE_CREATE_TABLE",
-    "SQLITE_CREATE_INDEX",
-    "SQLITE_INSERT",
-    "SQLITE_TRANSACTION",
-    "SQLITE_READ",  # CREATE INDEX reads the table's columns
-    "SQLITE_REINDEX",
-    "SQLITE_UPDATE",  # SQLite's own update of sqlite_master for a CREATE
-    "SQLITE_FUNCTION",  # only those the sqlite3 shell's .dump writes, see below
-)
-_DUMP_FUNCTIONS = ("replace", "char", "unistr")
-_SCHEMA = ("sqlite_master", "sqlite_schema")
+class _Counted(io.RawIOBase):
+    """A decompressing stream that raises TooBig once more than limit bytes came out of it:
+    the unpacked size is checked while streaming, before anything larger is written."""
+
+    def __init__(self, raw, limit):
+        super().__init__()
+        self.raw, self.limit, self.count = raw, limit, 0
+
+    def readable(self):
+        return True
+
+    def readinto(self, buf):
+        data = self.raw.read(len(buf))
+        self.count += len(data)
+        if self.count > self.limit:
+            raise too_big("the catalog unpacked", self.limit)
+        buf[: len(data)] = data
+        return len(data)
 
 
-def _dump_authorizer():
-    """An sqlite3 authorizer for replaying a dump: tables and indexes of the main database
-    created and filled, nothing else (no ATTACH, PRAGMA, DROP, DELETE, triggers, views)."""
-    import sqlite3
-
-    allowed = {getattr(sqlite3, name) for name in _ALLOWED_ACTIONS if hasattr(sqlite3, name)}
-
-    def authorize(action, arg1, arg2, db_name, trigger):
-        if action not in allowed or trigger is not None:
-            return sqlite3.SQLITE_DENY
-        if action == sqlite3.SQLITE_FUNCTION:
-            ok = (arg2 or "").lower() in _DUMP_FUNCTIONS
-        elif action == sqlite3.SQLITE_UPDATE:
-            ok = arg1 in _SCHEMA
-        elif action == sqlite3.SQLITE_INSERT:
-            ok = arg1 in _SCHEMA or not (arg1 or "").lower().startswith("sqlite_")
-        else:
-            ok = True
-        return sqlite3.SQLITE_OK if ok and db_name in (None, "main") else sqlite3.SQLITE_DENY
-
-    return authorize
+def _stream(packed, limit):
+    return io.BufferedReader(_Counted(packed, limit), CHUNK)
 
 
-def _restore_sql(text, db_path, max_bytes):
-    """Replays a SQL text dump (a file object of str lines) into a new database at db_path,
-    under _dump_authorizer(), the database file capped at max_bytes."""
-    import sqlite3
-
-    conn = sqlite3.connect(db_path, isolation_level=None)
-    try:
-        conn.execute("PRAGMA journal_mode=OFF")
-        conn.execute("PRAGMA synchronous=OFF")
-        page = conn.execute("PRAGMA page_size").fetchone()[0]
-        conn.execute(f"PRAGMA max_page_count={max(1, int(max_bytes // page))}")
-        conn.set_authorizer(_dump_authorizer())
-        pending = []
-        size = 0
-        for line in text:
-            stripped = line.strip().upper()
-            if stripped in ("BEGIN TRANSACTION;", "BEGIN;", "COMMIT;", "END;", "END TRANSACTION;"):
-                continue
-            if stripped.startswith("PRAGMA FOREIGN_KEYS"):
-                continue  # iterdump() writes it; the replay has no foreign key checks anyway
-            pending.append(line)
-            size += len(line)
-            if size >= 4 * CHUNK and line.rstrip().endswith(";"):
-                script = "".join(pending)
-                if sqlite3.complete_statement(script):
-                    _run_script(conn, script)
-                    pending, size = [], 0
-        script = "".join(pending)
-        if script.strip():
-            if not sqlite3.complete_statement(script):
-                raise ValueError("the SQL dump ends in the middle of a statement")
-            _run_script(conn, script)
-    finally:
-        conn.close()
-
-
-def _run_script(conn, script):
-    """Runs a dump's statements in one transaction; a denied one names itself."""
-    import sqlite3
-
-    try:
-        conn.executescript("BEGIN;\n" + script + "\nCOMMIT;")
-    except sqlite3.DatabaseError as exc:
-        if "not authorized" in str(exc) or "prohibited" in str(exc):
-            raise ValueError(
-                "the SQL dump does more than create and fill tables (refused: "
-                f"{exc}); only a catalog dump is replayed"
-            ) from None
-        if "full" in str(exc):
-            raise _TooBig("the SQL dump makes a database larger than max_bytes") from None
-        raise
-
-
-def _unpack(raw_path, db_path, max_bytes):
-    """Writes the SQLite database held (maybe compressed) in raw_path to db_path (at most
-    max_bytes of it)."""
-    import io
-
+def _unpack(raw_path, src_path, db_path, limits):
+    """Loads the catalog held (maybe compressed) in raw_path into a new database of our own
+    schema at db_path ("sqlite" or "sql"); a compressed SQLite file is unpacked into src_path
+    first (at most limits.unpacked bytes, counted while streaming)."""
     opener = _opener(raw_path)
-    with opener(raw_path, "rb") as src:
+    with opener(raw_path, "rb") as packed:
+        src = _stream(packed, limits.unpacked)
         head = src.read(len(SQLITE_MAGIC))
         if head == SQLITE_MAGIC:
-            written = len(head)
-            with open(db_path, "wb") as out:
-                out.write(head)
-                while True:
-                    chunk = src.read(CHUNK)
-                    if not chunk:
-                        break
-                    written += len(chunk)
-                    if written > max_bytes:
-                        raise _TooBig(f"the catalog is larger than {max_bytes} bytes unpacked")
-                    out.write(chunk)
+            if opener is open:
+                src_path = raw_path
+            else:
+                with open(src_path, "wb") as out:
+                    out.write(head)
+                    while chunk := src.read(CHUNK):
+                        out.write(chunk)
+            from_sqlite(src_path, db_path, limits.unpacked)
             return "sqlite"
-    with opener(raw_path, "rb") as src:
-        text = io.TextIOWrapper(src, encoding="utf-8")
+    with opener(raw_path, "rb") as packed:
+        text = io.TextIOWrapper(_stream(packed, limits.unpacked), encoding="utf-8")
         first = text.read(4096)
         if not any(k in first.upper() for k in ("CREATE TABLE", "PRAGMA", "BEGIN", "INSERT")):
             raise ValueError("neither a SQLite database nor a SQL dump")
-        _restore_sql(_chain(first, text), db_path, max_bytes)
+        from_sql(_chain(first, text), db_path, limits.unpacked)
     return "sql"
 
 
@@ -261,16 +234,8 @@ def _check(db_path):
 
     conn = sqlite3.connect(db_path)
     try:
-        ok = conn.execute("PRAGMA quick_check").fetchone()[0]
-        if ok != "ok":
-            raise ValueError(f"the database is damaged ({ok})")
-        kinds = conn.execute("SELECT type, name FROM sqlite_master").fetchall()
-        if any(kind == "trigger" for kind, _ in kinds):
-            raise ValueError("the database has triggers: not a Spare Cores catalog")
-        tables = {name for kind, name in kinds if kind == "table"}
-        missing = {"server", "server_price", "vendor", "region"} - tables
-        if missing:
-            raise ValueError(f"not a Spare Cores catalog (no table {', '.join(sorted(missing))})")
+        # our own file, written by SQLite in our schema (the tables checked in _load): no
+        # quick_check or trigger check needed; a damaged download fails while it is read
         servers = conn.execute("SELECT COUNT(*) FROM server").fetchone()[0]
         prices = conn.execute("SELECT COUNT(*) FROM server_price").fetchone()[0]
         if servers == 0:
@@ -311,27 +276,38 @@ def _alive(pid):
     return True
 
 
-def _install(url, dest, timeout, max_bytes, deadline):
-    """Fetches url into a temp file beside dest, unpacks and checks it, then moves it onto
-    dest: (bytes downloaded, format, servers, prices). CatalogDownloadError on any failure,
-    with the temp files removed."""
-    import sqlite3
+def _temp_paths(folder):
+    """(raw, unpacked source, new database) temporary paths in folder, tagged with our pid."""
     import tempfile
 
-    folder = os.path.dirname(dest)
     tag = f"{os.getpid()}-"
-    raw_fd, raw_path = tempfile.mkstemp(dir=folder, prefix=RAW_PREFIX + tag, suffix=RAW_SUFFIX)
-    db_fd, db_path = tempfile.mkstemp(dir=folder, prefix=DB_PREFIX + tag, suffix=DB_SUFFIX)
-    os.close(raw_fd)
-    os.close(db_fd)
+    paths = []
+    for prefix, suffix in (
+        (RAW_PREFIX, RAW_SUFFIX),
+        (DB_PREFIX, DB_SUFFIX),
+        (DB_PREFIX, DB_SUFFIX),
+    ):
+        fd, path = tempfile.mkstemp(dir=folder, prefix=prefix + tag, suffix=suffix)
+        os.close(fd)
+        paths.append(path)
+    return paths
+
+
+def _install(url, dest, timeout, limits, deadline):
+    """Fetches url into a temp file beside dest, loads it into our own schema and checks it,
+    then moves it onto dest: (bytes downloaded, format, servers, prices).
+    CatalogUnavailableError on any failure, with the temp files removed."""
+    import sqlite3
+
+    raw_path, src_path, db_path = _temp_paths(os.path.dirname(dest))
     try:
         try:
-            size = _fetch(url, raw_path, timeout, max_bytes, deadline)
+            size = _fetch(url, raw_path, timeout, limits.download, deadline)
         except Exception as exc:  # urllib/http.client/socket errors of every kind
             raise _fail(url, f"{type(exc).__name__}: {exc}") from None
         try:
             os.unlink(db_path)
-            kind = _unpack(raw_path, db_path, max_bytes)
+            kind = _unpack(raw_path, src_path, db_path, limits.for_download(size))
             servers, prices = _check(db_path)
         except (OSError, EOFError, ValueError, UnicodeDecodeError, sqlite3.Error) as exc:
             raise _fail(
@@ -339,7 +315,7 @@ def _install(url, dest, timeout, max_bytes, deadline):
             ) from None
         os.replace(db_path, dest)
     finally:
-        for path in (raw_path, db_path):
+        for path in (raw_path, src_path, db_path):
             try:
                 os.unlink(path)
             except OSError:
@@ -365,18 +341,21 @@ def update(
     timeout: float,
     max_bytes: Optional[int] = None,
     max_seconds: Optional[float] = None,
+    max_unpacked_bytes: Optional[int] = None,
 ) -> Dict[str, Any]:
     """Downloads url into dest atomically; the summary dict."""
     started = time.monotonic()
-    max_bytes = DEFAULT_MAX_BYTES if max_bytes is None else max_bytes
-    max_seconds = DEFAULT_MAX_SECONDS if max_seconds is None else max_seconds
+    limits = Limits.build(max_bytes, max_unpacked_bytes)
+    max_seconds = (
+        DEFAULT_MAX_SECONDS if max_seconds is None else _positive("max_seconds", max_seconds)
+    )
     folder = os.path.dirname(dest)
     try:
         os.makedirs(folder, exist_ok=True)
     except OSError as exc:
         raise _fail(url, f"cannot create {folder} ({exc})") from None
     _remove_stale(folder)
-    size, kind, servers, prices = _install(url, dest, timeout, max_bytes, started + max_seconds)
+    size, kind, servers, prices = _install(url, dest, timeout, limits, started + max_seconds)
     _write_meta(
         dest,
         {

@@ -247,6 +247,13 @@ def open_catalog(path):
             f"the catalog {path!r} is not a Spare Cores catalog in the current schema "
             f"(missing table(s): {', '.join(sorted(missing))})"
         )
+    computed = _computed(conn)
+    if computed:
+        conn.close()
+        raise CatalogUnavailableError(
+            f"the catalog {path!r} is not plain data: {computed}, run on every read. Use the "
+            "copy `resource-tracker catalog update` loads, or a Spare Cores catalog file"
+        )
     if set(INDEX_TABLES) <= tables:
         return conn, "main"
     side = _side_index(path)
@@ -255,6 +262,21 @@ def open_catalog(path):
         return conn, "px"
     _build_price_table(conn, "temp", "main")
     return conn, "temp"
+
+
+def _computed(conn):
+    """What the catalog's tables that the queries read compute on reading (a view, a virtual
+    table or a generated column, named), or None when they hold plain data only."""
+    from . import _schema
+
+    for table in _schema.TABLES:
+        try:
+            found = _schema.inspect_table(conn, "main", table)
+        except ValueError as exc:
+            return str(exc)
+        if found is not None and found[2]:
+            return f"{found[0]}.{found[2][0]} is a generated column"
+    return None
 
 
 def _build_price_table(conn, target, source):

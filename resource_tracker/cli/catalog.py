@@ -11,6 +11,7 @@ EXAMPLES = f"""\
 examples:
   {PROG} catalog info
   {PROG} catalog update
+  {PROG} catalog update --max-download-mib 1024 --max-unpacked-mib 8192 --max-seconds 1800
   RESOURCE_TRACKER_CATALOG=/data/sc-data-all.db {PROG} catalog info
 
 Exit status: 0; 1 when `info` finds an error (it still prints what it knows); 2 when
@@ -30,7 +31,49 @@ def add_parser(sub) -> argparse.ArgumentParser:
     catalog.add_argument("action", choices=("update", "info"), help="update: download it; "
                          "info: where it is, its age and size")  # fmt: skip
     catalog.add_argument("--json", action="store_true", help="print the result as JSON")
-    return catalog
+    limits = catalog.add_argument_group("download limits (update)")
+    limits.add_argument(
+        "--max-download-mib",
+        type=_positive,
+        metavar="MIB",
+        help="the most MiB downloaded (default 512)",
+    )
+    limits.add_argument(
+        "--max-unpacked-mib",
+        type=_positive,
+        metavar="MIB",
+        help="the most MiB the dump may unpack to, checked while unpacking "
+        "(default 4096, and at most 100 times the download)",
+    )
+    limits.add_argument(
+        "--max-seconds",
+        type=_positive,
+        metavar="S",
+        help="the most seconds the whole download may take (default 600)",
+    )
+    return catalog  # fmt: skip
+
+
+def _positive(text: str) -> float:
+    """argparse type: a positive finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r:.40}")
+    return value
+
+
+def _limits(args: argparse.Namespace) -> dict:
+    """The keyword arguments of update_catalog() given on the command line."""
+    mib = 1 << 20
+    given = {
+        "max_bytes": args.max_download_mib and int(args.max_download_mib * mib),
+        "max_unpacked_bytes": args.max_unpacked_mib and int(args.max_unpacked_mib * mib),
+        "max_seconds": args.max_seconds,
+    }
+    return {k: v for k, v in given.items() if v}
 
 
 def main(args: argparse.Namespace) -> int:
@@ -48,8 +91,9 @@ def main(args: argparse.Namespace) -> int:
     func = getattr(catalog, name, None)
     if func is None:
         raise CliError(f"catalog: this installation has no resource_tracker.catalog.{name}")
+    kwargs = _limits(args) if args.action == "update" else {}
     try:
-        result = func()
+        result = func(**kwargs)
     except Exception as exc:
         raise CliError(
             f"catalog {args.action}: {str(exc).splitlines()[0] if str(exc) else exc}"

@@ -168,33 +168,35 @@ def test_catalog_sql_dump_other_statements_refused(sql_text, own_cache, statemen
 
 
 def test_catalog_sql_dump_of_the_shell_still_replays(sql_text, own_cache):
-    """A dump as the sqlite3 shell writes it (replace(..., char(10)) for newlines) is fine."""
+    """A dump as the sqlite3 shell writes it (replace(..., char(10)) for newlines, unistr())
+    loads: those spellings of text are decoded by the loader, never run."""
     extra = (
-        "CREATE TABLE shell_text(x);\n"
-        "INSERT INTO shell_text VALUES(replace('a\\nb','\\n',char(10)));"
+        "INSERT INTO vendor(vendor_id, name, homepage) VALUES('shellv', "
+        "replace(replace('a\\nb\\rc','\\n',char(10)),'\\r',char(13)), unistr('x\\u00e9y'));"
     )
     good = _inject(sql_text, extra)
     info = _update({"/ok.sql.xz": lzma.compress(good.encode(), preset=1)}, "/ok.sql.xz")
     assert info["format"] == "sql" and info["servers"] > 1000
     conn = sqlite3.connect(info["path"])
-    assert conn.execute("SELECT x FROM shell_text").fetchall() == [("a\nb",)]
+    got = conn.execute("SELECT name, homepage FROM vendor WHERE vendor_id = 'shellv'").fetchall()
     conn.close()
+    assert got == [("a\nb\rc", "x\u00e9y")]
 
 
 def test_catalog_gzip_bomb_is_capped(own_cache):
     bomb = gzip.compress(b"SQLite format 3\x00" + bytes(64 << 20), 9)
     assert len(bomb) < 1 << 20
-    with pytest.raises(CatalogUnavailableError, match="larger than 8388608 bytes"):
-        _update({"/bomb.db.gz": bomb}, "/bomb.db.gz", max_bytes=8 << 20)
+    with pytest.raises(CatalogUnavailableError, match="unpacked is larger than 8388608 bytes"):
+        _update({"/bomb.db.gz": bomb}, "/bomb.db.gz", max_unpacked_bytes=8 << 20)
     assert _leftovers(own_cache) == []
 
 
 def test_catalog_sql_dump_building_a_huge_database_is_capped(own_cache):
-    row = "INSERT INTO filler VALUES('" + "x" * 1000 + "');\n"
-    text = "CREATE TABLE filler(x);\n" + row * 20000
+    row = "INSERT INTO server_price(vendor_id, note) VALUES('x', '" + "x" * 1000 + "');\n"
+    text = "CREATE TABLE server_price(vendor_id, note);\n" + row * 20000
     packed = lzma.compress(text.encode(), preset=1)
-    with pytest.raises(CatalogUnavailableError, match="larger than max_bytes"):
-        _update({"/big.sql.xz": packed}, "/big.sql.xz", max_bytes=2 << 20)
+    with pytest.raises(CatalogUnavailableError, match="larger than 2097152 bytes"):
+        _update({"/big.sql.xz": packed}, "/big.sql.xz", max_unpacked_bytes=2 << 20)
     assert _leftovers(own_cache) == []
 
 

@@ -1,8 +1,8 @@
 """The fuzz targets in the test suite: every input that once crashed a target (kept in
 fuzz/regressions/<target>/) is replayed, each C target is built and run over its regression
-inputs and this machine's seed files, and the Python targets (cgroup files, snapshot loading)
-get a short bounded random run (mutated seeds, fixed random seed) even where atheris is not
-installed. Long coverage-guided runs: `make fuzz` (fuzz/run.py)."""
+inputs and this machine's seed files, and the Python targets (cgroup files, snapshot loading,
+the catalog loader) get a short bounded random run (mutated seeds, fixed random seed) even
+where atheris is not installed. Long coverage-guided runs: `make fuzz` (fuzz/run.py)."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def _mutate(data, rng):
     return bytes(data)
 
 
-@pytest.mark.parametrize("target", ["cgroup", "snapshot"])
+@pytest.mark.parametrize("target", ["cgroup", "snapshot", "catalog"])
 def test_reliability_fuzz_python_targets(target):
     """Regression inputs replay cleanly; then 3 s of random mutations of the seeds."""
     module = _load(f"fuzz_{target}")

@@ -6,7 +6,8 @@ Real: a workload of 150 MiB (its own RSS is the ground truth of what was missed)
 a real tracker in another process that cannot see it: ``/proc`` remounted ``hidepid=2`` in a
 mount namespace with the tracker running as ``nobody`` (root only: else skipped); an empty
 ``/proc`` (a tmpfs over it: the psutil fallback is chosen); RLIMIT_NOFILE 6 at start (the fd
-budget reads by path from 7 on). The tracker's snapshot is loaded here and read as the CLI, the report and a Metaflow history do.
+budget reads by path from 7 on). The tracker's snapshot is loaded here and read as the CLI,
+the report and a Metaflow history do.
 """
 
 from __future__ import annotations
