@@ -42,6 +42,9 @@ MIN_PERIOD_S = 1.0
 #: the reader spends at most this share of its period reading the columns
 READ_SHARE = 0.01
 SEND_TIMEOUT_S = 5.0
+#: the final summary's catalog lookup (its findings priced as the report's) takes at most
+#: this share of what is left of the finish deadline; a slower catalog: unpriced findings
+LOOKUP_SHARE = 0.5
 
 
 @dataclass
@@ -350,7 +353,8 @@ class Exporter:
             point = self._poll(final=True)
             from .summary import run_summary
 
-            summary = run_summary(self._tracker, failed)
+            left = deadline - time.monotonic()
+            summary = run_summary(self._tracker, failed, lookup_seconds=left * LOOKUP_SHARE)
         except Exception as exc:
             self._error = f"{type(exc).__name__}: {exc}"[:300]
         for channel in self._channels:

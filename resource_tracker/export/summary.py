@@ -28,12 +28,19 @@ class RunSummary:
     insights: Dict[Tuple[str, str], int] = field(default_factory=dict)
 
 
-def run_summary(tracker, failed: Optional[bool] = None) -> RunSummary:
+def run_summary(
+    tracker, failed: Optional[bool] = None, lookup_seconds: float = 0.0
+) -> RunSummary:
     """The figures of the final push, taken from the package's run summary
-    (resource_tracker.summary.build_summary, without the catalog lookup)."""
+    (resource_tracker.summary.build_summary). ``lookup_seconds`` > 0: the catalog is asked
+    for at most that long, so that the findings priced by cost (over-provisioned, split
+    advice) are the ones the report and the Metaflow card show; 0 or a slower catalog: the
+    findings unpriced."""
     from ..summary import build_summary
 
-    summary = build_summary(tracker, lookup_server=False)
+    summary = build_summary(
+        tracker, lookup_server=lookup_seconds > 0, server_timeout=max(lookup_seconds, 0.0)
+    )
     stats = summary.stats or {}
     figures = {}
     for col in stat_columns():
