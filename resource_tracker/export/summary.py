@@ -28,9 +28,7 @@ class RunSummary:
     insights: Dict[Tuple[str, str], int] = field(default_factory=dict)
 
 
-def run_summary(
-    tracker, failed: Optional[bool] = None, lookup_seconds: float = 0.0
-) -> RunSummary:
+def run_summary(tracker, failed: Optional[bool] = None, lookup_seconds: float = 0.0) -> RunSummary:
     """The figures of the final push, taken from the package's run summary
     (resource_tracker.summary.build_summary). ``lookup_seconds`` > 0: the catalog is asked
     for at most that long, so that the findings priced by cost (over-provisioned, split
