@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -277,43 +276,3 @@ def test_listing_skipped_while_nothing_was_created_or_reaped(tmp_path):
         assert _processes(sampler)[-1] == 3.0
     finally:
         sampler.stop()
-
-
-TOUCHING_TREE = """
-import os, sys, time
-pid = os.fork()
-if pid == 0:
-    time.sleep(60)
-    os._exit(0)
-chunks = []
-print("ready", flush=True)
-while True:  # a few new pages every half second: faults and a growing RSS, far below a round's
-    chunks.append(bytearray(64 * 1024))  # 16 MiB of copy-on-write faults
-    time.sleep(0.5)
-"""
-
-
-@pytest.mark.slow
-def test_pss_rounds_of_an_idle_tree_wait_longer():
-    """A round of PSS reads is due when the last one is 30 s old, or 120 s for an idle tree
-    (no member faulted a page in or changed its RSS since): over 32 s, a tree of three
-    sleeping processes has its first round only, while a tree whose parent keeps touching
-    new pages has a second. Real processes, readings 1 s apart."""
-    idle = subprocess.Popen(["sh", "-c", "sleep 60 & sleep 60 & wait"], start_new_session=True)
-    busy = subprocess.Popen(
-        [sys.executable, "-c", TOUCHING_TREE], stdout=subprocess.PIPE, start_new_session=True
-    )
-    try:
-        assert busy.stdout.readline().strip() == b"ready"
-        time.sleep(0.3)  # the sleeps have started
-        samplers = [_core.Sampler(p.pid, 1.0, track_system=False) for p in (idle, busy)]
-        for _ in range(33):
-            for s in samplers:
-                s.sample_now()
-            time.sleep(1.0)
-        assert samplers[0].pss_reads == 3  # sh and its two sleeps: one round
-        assert samplers[1].pss_reads >= 4  # the parent and its child: two rounds at least
-    finally:
-        for p in (idle, busy):
-            os.killpg(p.pid, signal.SIGKILL)  # each tree is its own process group
-            p.wait()
