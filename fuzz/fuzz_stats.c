@@ -1,5 +1,5 @@
-/* libFuzzer target: summarize(), table_stats() recommend_runs() and combine_runs() (csrc/stats.c) on any
- * float64 values, NaN and infinities included. The percentiles by selection must equal those
+/* libFuzzer target: summarize(), table_stats() recommend_runs() and combine_runs() (csrc/stats.c)
+ * on any float64 values, NaN and infinities included. The percentiles by selection must equal those
  * of a full sort (when no NaN is in the input), lie between min and max, and nothing may hang
  * or touch memory it should not (ASan/UBSan). */
 #include <float.h>
@@ -60,8 +60,7 @@ check_summary(const double *v, size_t n)
     scale = fmax(fabs(s.min), fabs(s.max));
     if (!same(s.p50, sorted_quantile(sorted, n, 0.50), scale) ||
         !same(s.p90, sorted_quantile(sorted, n, 0.90), scale) ||
-        !same(s.p99, sorted_quantile(sorted, n, 0.99), scale) || (s.p50 < s.min) ||
-        (s.p99 > s.max))
+        !same(s.p99, sorted_quantile(sorted, n, 0.99), scale) || (s.p50 < s.min) || (s.p99 > s.max))
         abort();
     free(sorted);
 }

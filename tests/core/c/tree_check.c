@@ -8,11 +8,16 @@
  *   - a tree whose members faulted pages in or changed their RSS has its next round when the
  *     last is PSS_MAX_AGE old, not before;
  *   - an idle tree waits PSS_IDLE_MAX_AGE.
+ * And the listing of procfs (the machine's process count), on a fake procfs root whose
+ * /proc/loadavg the check writes: a listing due by age (LISTING_MAX_AGE) is not made while
+ * the last pid and the task count did not move; once they move, the next listing is made and
+ * the count follows. Nothing on a real machine keeps its task count still that long.
  * Prints "ok <checks>"; exits non-zero at the first failed check. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,7 +29,7 @@ static int checks;
     do {                                                                                           \
         checks++;                                                                                  \
         if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond);                            \
+            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond);                             \
             stop_trees();                                                                          \
             exit(1);                                                                               \
         }                                                                                          \
@@ -125,6 +130,88 @@ touch(int poke, int done)
         exit(2);
 }
 
+static void
+write_file(const char *dir, const char *name, const char *text)
+{
+    char path[4096];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    f = fopen(path, "w");
+    if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0)
+        exit(2);
+}
+
+/* <root>/<pid>/stat: this process's own stat line with the pid, name and parent replaced */
+static void
+fake_process(const char *root, int pid, int ppid)
+{
+    char line[4096], dir[4096], text[4200], state[8];
+    const char *rest;
+    FILE *f = fopen("/proc/self/stat", "r");
+    size_t n;
+
+    if (f == NULL || (n = fread(line, 1, sizeof(line) - 1, f)) == 0)
+        exit(2);
+    fclose(f);
+    line[n] = '\0';
+    rest = strrchr(line, ')') + 2; /* "S 1234 ..." */
+    if (sscanf(rest, "%7s", state) != 1)
+        exit(2);
+    rest = strchr(strchr(rest, ' ') + 1, ' '); /* after the state and the parent */
+    snprintf(dir, sizeof(dir), "%s/%d", root, pid);
+    mkdir(dir, 0755);
+    snprintf(text, sizeof(text), "%d (fake) %s %d%s", pid, state, ppid, rest);
+    write_file(dir, "stat", text);
+}
+
+/* The listing's schedule on a fake procfs root (a two-process tree, 4242 and its child). */
+static void
+check_listing_schedule(void)
+{
+    char root[] = "/tmp/rt-tree-check-XXXXXX", self[32], stat[1 << 16];
+    ProcTree tree;
+    ProcTreeReading r;
+    const double t0 = 500.0;
+    double t;
+    FILE *f = fopen("/proc/stat", "r");
+    size_t n;
+
+    if (f == NULL || mkdtemp(root) == NULL)
+        exit(2);
+    n = fread(stat, 1, sizeof(stat) - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    write_file(root, "stat", stat); /* a still fork counter */
+    write_file(root, "loadavg", "0.00 0.00 0.00 1/100 5000\n");
+    snprintf(self, sizeof(self), "%d", (int)getpid());
+    {
+        char link[4200];
+        snprintf(link, sizeof(link), "%s/self", root);
+        if (symlink(self, link) != 0) /* this pid namespace's loadavg: trusted */
+            exit(2);
+    }
+    fake_process(root, 4242, 1);
+    fake_process(root, 4243, 4242);
+    CHECK(proc_tree_init(&tree, root, 4242, 1) == 0);
+    tree.count_processes = 1;
+    for (t = 0; t <= LISTING_MAX_AGE + 1.5; t += 0.5) { /* due by age, but nothing moved */
+        proc_tree_sample(&tree, t0 + t, &r);
+        CHECK(tree.listings == 1 && r.processes == 2);
+    }
+    fake_process(root, 4300, 4242); /* a new task, no new last pid (a fake can) */
+    write_file(root, "loadavg", "0.00 0.00 0.00 1/101 5000\n");
+    for (; t <= 3 * LISTING_MAX_AGE; t += 0.5)
+        proc_tree_sample(&tree, t0 + t, &r);
+    CHECK(tree.listings == 2 && r.processes == 3);
+    proc_tree_free(&tree);
+    {
+        char cmd[4200];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+        CHECK(system(cmd) == 0);
+    }
+}
+
 int
 main(void)
 {
@@ -166,6 +253,7 @@ main(void)
     proc_tree_free(&idle);
     proc_tree_free(&busy);
     stop_trees();
+    check_listing_schedule();
     printf("ok %d\n", checks);
     return 0;
 }
