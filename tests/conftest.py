@@ -144,8 +144,11 @@ def pytest_configure(config):
 
 ROOT = os.path.dirname(TESTS_DIR)
 #: what the suite may leave changed in the checkout: version control, virtual environments,
-#: make's stamps and the interpreter's bytecode caches
-TREE_UNWATCHED = {".git", ".venv", ".bench-venv", ".make", "__pycache__", ".pytest_cache"}
+#: make's stamps, the interpreter's bytecode caches and the linters' caches
+TREE_UNWATCHED = {
+    ".git", ".venv", ".bench-venv", ".make", "__pycache__", ".pytest_cache", ".mypy_cache",
+    ".ruff_cache",
+}  # fmt: skip
 
 
 def _tree_state():
