@@ -12,6 +12,7 @@ import time
 
 import pytest
 from build_variant import needs_procfs
+from workloads import highest_priority
 
 from resource_tracker import PidTracker, ResourceTracker, SystemTracker, TinyDataFrame, _core
 from resource_tracker.names import PROCESS_COLUMNS, SYSTEM_COLUMNS
@@ -269,14 +270,6 @@ def test_the_seeds_quick_start_runs_as_written(backend):
     assert "'cpu': 1" in out.stdout and "'gpu': 0" in out.stdout
 
 
-def _highest_priority():
-    """In a child before exec: nice -20 when allowed (root), else as it is."""
-    try:
-        os.setpriority(os.PRIO_PROCESS, 0, -20)
-    except OSError:
-        pass
-
-
 def _cpu_seconds(pid):
     """utime + stime of pid from /proc (the ground truth for a CPU reading)."""
     with open(f"/proc/{pid}/stat") as f:
@@ -289,7 +282,7 @@ def test_pid_and_system_trackers_write_csv_lines(backend, tmp_path):
     # else the machine runs; the comparison is with what it really got either way
     proc = subprocess.Popen(
         [sys.executable, "-c", "import time\nend=time.time()+3\nwhile time.time()<end: pass"],
-        preexec_fn=_highest_priority,
+        preexec_fn=highest_priority,
     )
     try:
         path = tmp_path / "pid.csv"
