@@ -209,7 +209,13 @@ def test_a_short_last_interval_is_folded_by_the_registry_rules(backend):
     assert row["utime"] + row["stime"] > before["process"]["utime"] + before["process"]["stime"]
     covered = row["timestamp"] - tracker.start_time
     assert 1.05 < covered < 1.5
-    assert row["cpu_usage"] == pytest.approx((row["utime"] + row["stime"]) / covered, rel=0.05)
+    # the span from the baseline reading (the first row's rate says where it was: a slowed
+    # sampler thread takes it after start_time) to the final one
+    first = before["process"]
+    assert first["cpu_usage"] > 0, first
+    baseline = first["timestamp"] - (first["utime"] + first["stime"]) / first["cpu_usage"]
+    span = row["timestamp"] - baseline
+    assert row["cpu_usage"] == pytest.approx((row["utime"] + row["stime"]) / span, rel=0.05)
     assert row["cpu_usage"] > 0.1  # the workload spins (its share of a busy machine)
 
 
