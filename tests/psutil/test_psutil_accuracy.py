@@ -74,12 +74,14 @@ def test_same_columns_and_readings_as_the_c_sampler():
 
 def _same_quantity(a, b, rel, abs_, name):
     """Two series of one machine-wide quantity sampled over the same time at interleaved
-    moments: the median of each lies in the range of the other, widened by rel (a share) and
-    abs_ for the moves between two samples."""
+    moments: the median of each lies in the range of the other, widened by how much the
+    other saw it move during the run (two readings at different moments differ by about
+    that: the C sampler's process count, for one, is a listing refreshed every 5 s) and by
+    rel (a share) and abs_."""
     for x, y in ((a, b), (b, a)):
         mid = sorted(x)[len(x) // 2]
         low, high = min(y), max(y)
-        margin = rel * max(abs(low), abs(high)) + abs_
+        margin = (high - low) + rel * max(abs(low), abs(high)) + abs_
         assert low - margin <= mid <= high + margin, (name, list(a), list(b))
 
 
