@@ -32,11 +32,13 @@ sorted_quantile(const double *sorted, size_t n, double q)
 }
 
 /* equal within the rounding of one interpolation at the scale of the column (its largest
- * magnitude), or both NaN (infinities of both signs interpolate to NaN either way) */
+ * magnitude; a few of the smallest subnormals below it), or both NaN (infinities of both signs
+ * interpolate to NaN either way) */
 static int
 same(double a, double b, double scale)
 {
-    return a == b || (isnan(a) && isnan(b)) || fabs(a - b) <= 4 * DBL_EPSILON * scale;
+    return a == b || (isnan(a) && isnan(b)) ||
+           fabs(a - b) <= 4 * DBL_EPSILON * scale + 4 * DBL_TRUE_MIN; /* subnormals too */
 }
 
 /* the selection's answers against a full sort: abort on a difference */

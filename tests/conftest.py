@@ -149,13 +149,21 @@ TREE_UNWATCHED = {
     ".git", ".venv", ".bench-venv", ".make", "__pycache__", ".pytest_cache", ".mypy_cache",
     ".ruff_cache",
 }  # fmt: skip
+#: folders of make targets that may run beside the suite (CI builds the fuzzers next to the
+#: valgrind run): their products, not a test's
+TREE_UNWATCHED_PATHS = {os.path.join("build", "fuzz")}
 
 
 def _tree_state():
     """{path: (mtime_ns, size)} of every file of the checkout outside TREE_UNWATCHED."""
     state = {}
     for top, dirs, files in os.walk(ROOT):
-        dirs[:] = [d for d in dirs if d not in TREE_UNWATCHED]
+        dirs[:] = [
+            d
+            for d in dirs
+            if d not in TREE_UNWATCHED
+            and os.path.relpath(os.path.join(top, d), ROOT) not in TREE_UNWATCHED_PATHS
+        ]
         for name in files:
             path = os.path.join(top, name)
             try:
