@@ -13,6 +13,10 @@ APT_BUILD := python3-dev python3-venv libcurl4-openssl-dev libcjson-dev
 APT_TEST  := $(APT_BUILD) chromium clang-format clang libclang-rt-14-dev valgrind \
              prometheus prometheus-pushgateway
 FUZZ_SECONDS ?= 60
+# pytest-xdist workers of `make test` and `make sanitize` (0: one process); tests are handed
+# out a file at a time, so a module's fixtures (Chromium, a catalog) are made once
+TEST_WORKERS ?= 2
+XDIST     := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
 BENCH_PY  := .bench-venv/bin/python
 CSRC      := $(wildcard csrc/*.c csrc/*.h)
 
@@ -45,8 +49,8 @@ demo: deps build  ## track a short real workload (resource-tracker run), print t
 	  $(PY) -m resource_tracker run --interval 0.5 --output demo --format html,json,csv -- \
 	  $(PY) examples/workload.py
 
-test: deps-test build  ## build the extension and run the whole test suite
-	$(PY) -m pytest tests
+test: deps-test build  ## build the extension and run the whole test suite (TEST_WORKERS processes)
+	$(PY) -m pytest $(XDIST) tests
 
 build: $(STAMPS)/build.stamp  ## (re)build the C extension in place when csrc/ changed
 
@@ -106,8 +110,8 @@ bench: deps-test build $(BENCH_PY)  ## benchmarks side by side with resource-tra
 	$(PY) bench/bench_long.py
 	$(PY) bench/bench_export.py
 
-sanitize: deps-test  ## the whole test suite against an ASan+UBSan build (PYTHONMALLOC=malloc)
-	PY=$(PY) tests/reliability/run_sanitize.sh
+sanitize: deps-test  ## the tests that reach C (not Metaflow, Chromium, packaging) against an ASan+UBSan build
+	PY=$(PY) SANITIZE_WORKERS=$(TEST_WORKERS) tests/reliability/run_sanitize.sh
 
 valgrind: deps-test build  ## tests marked `valgrind` under memcheck and helgrind (valgrind/python.supp)
 	PY=$(PY) valgrind/run.sh

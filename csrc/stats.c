@@ -75,6 +75,20 @@ min_from(const double *a, size_t from, size_t n)
     return m;
 }
 
+/* below + (above - below) * frac for below <= above, never outside [below, above]: far-apart
+ * finite values (-1e308 and 1e308, whose difference overflows) are weighted one by one */
+static double
+interpolate(double below, double above, double frac)
+{
+    double d = above - below, v;
+
+    if (above == below || frac <= 0)
+        return below;
+    v = isinf(d) && isfinite(below) && isfinite(above) ? below * (1 - frac) + above * frac
+                                                       : below + d * frac;
+    return v < below ? below : (v > above ? above : v);
+}
+
 /* The q-quantiles (ascending q) of a[0..n-1], which is reordered: each selection works on
  * the part left of the previous one, so three quantiles cost about three passes. */
 static void
@@ -90,7 +104,7 @@ quantiles(double *a, size_t n, const double *q, double *out, size_t nq)
         select_kth(a, 0, hi, (ptrdiff_t)lo);
         below = a[lo];
         above = lo + 1 < n ? min_from(a, lo + 1, n) : below;
-        out[j] = above == below ? below : below + (above - below) * (pos - (double)lo);
+        out[j] = interpolate(below, above, pos - (double)lo);
         hi = (ptrdiff_t)lo;
     }
 }

@@ -1,7 +1,8 @@
-/* libFuzzer target: summarize(), table_stats() recommend_runs() and combine_runs() (csrc/stats.c) on any
- * float64 values, NaN and infinities included. The percentiles by selection must equal those
+/* libFuzzer target: summarize(), table_stats() recommend_runs() and combine_runs() (csrc/stats.c)
+ * on any float64 values, NaN and infinities included. The percentiles by selection must equal those
  * of a full sort (when no NaN is in the input), lie between min and max, and nothing may hang
  * or touch memory it should not (ASan/UBSan). */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -16,28 +17,35 @@ cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The reference: linear interpolation between order statistics in long double, whose range
+ * holds the difference of any two finite doubles (1e308 - -1e308 overflows a double). */
 static double
 sorted_quantile(const double *sorted, size_t n, double q)
 {
     double pos = q * (double)(n - 1);
     size_t lo = (size_t)floor(pos), hi = lo + 1 < n ? lo + 1 : lo;
-    if (sorted[hi] == sorted[lo]) /* an infinity times 0 would be NaN */
+    long double below = sorted[lo], above = sorted[hi], frac = pos - (double)lo;
+
+    if (above == below || frac == 0) /* an infinity times 0 would be NaN */
         return sorted[lo];
-    return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - (double)lo);
+    return (double)(below + (above - below) * frac);
 }
 
-/* equal, or both NaN (infinities of both signs interpolate to NaN either way) */
+/* equal within the rounding of one interpolation at the scale of the column (its largest
+ * magnitude; a few of the smallest subnormals below it), or both NaN (infinities of both signs
+ * interpolate to NaN either way) */
 static int
-same(double a, double b)
+same(double a, double b, double scale)
 {
-    return a == b || (isnan(a) && isnan(b));
+    return a == b || (isnan(a) && isnan(b)) ||
+           fabs(a - b) <= 4 * DBL_EPSILON * scale + 4 * DBL_TRUE_MIN; /* subnormals too */
 }
 
 /* the selection's answers against a full sort: abort on a difference */
 static void
 check_summary(const double *v, size_t n)
 {
-    double *sorted;
+    double *sorted, scale;
     Summary s;
     size_t i;
 
@@ -51,9 +59,10 @@ check_summary(const double *v, size_t n)
         return;
     memcpy(sorted, v, n * sizeof(double));
     qsort(sorted, n, sizeof(double), cmp_double);
-    if (!same(s.p50, sorted_quantile(sorted, n, 0.50)) ||
-        !same(s.p90, sorted_quantile(sorted, n, 0.90)) ||
-        !same(s.p99, sorted_quantile(sorted, n, 0.99)) || (s.p50 < s.min) || (s.p99 > s.max))
+    scale = fmax(fabs(s.min), fabs(s.max));
+    if (!same(s.p50, sorted_quantile(sorted, n, 0.50), scale) ||
+        !same(s.p90, sorted_quantile(sorted, n, 0.90), scale) ||
+        !same(s.p99, sorted_quantile(sorted, n, 0.99), scale) || (s.p50 < s.min) || (s.p99 > s.max))
         abort();
     free(sorted);
 }

@@ -7,9 +7,9 @@ csrc/procfs_parse.c and the metadata answer parsers of csrc/cloud.c (and the cat
 csrc/keeper.c when it exists); Python targets (fuzz_*.py, atheris) fuzz the cgroup file parsers
 of resource_tracker/server_info.py, snapshot loading and the catalog loader. Each run starts
 from a seed corpus written at fuzz time into a temporary directory from this machine's real
-files, plus the committed regression inputs of fuzz/regressions/<target>/ (every crash found
-is kept there and replayed by tests/reliability/test_reliability_fuzz.py). One line of
-figures per target.
+files, plus the committed regression inputs of fuzz/regressions/<target>/ (every crash found is
+kept there and replayed by tests/reliability/test_reliability_fuzz.py, which runs no random
+input: random fuzzing lives here only). One line of figures per target.
 """
 
 from __future__ import annotations
@@ -75,10 +75,10 @@ def clean_env(**extra):
     return env
 
 
-def build(name):
-    """Path of the fuzzer binary of target name (rebuilt when a source is newer)."""
-    os.makedirs(BUILD, exist_ok=True)
-    out = os.path.join(BUILD, f"fuzz_{name}")
+def build(name, directory=BUILD):
+    """Path of the fuzzer binary of target name in directory (rebuilt when a source is newer)."""
+    os.makedirs(directory, exist_ok=True)
+    out = os.path.join(directory, f"fuzz_{name}")
     sources = [os.path.join(HERE, f"fuzz_{name}.c")] + [
         os.path.join(CSRC, s) for s in C_TARGETS[name]
     ]
@@ -282,6 +282,62 @@ def write_corpus(name, directory):
 # -- running -------------------------------------------------------------------------------
 
 
+def mutate(data, rng):
+    """data with 1-7 random edits: cuts, random bytes, a flipped byte, a token of the formats."""
+    data = bytearray(data)
+    for _ in range(rng.randrange(1, 8)):
+        op = rng.randrange(4)
+        pos = rng.randrange(len(data) + 1)
+        if op == 0 and data:
+            del data[pos : pos + rng.randrange(1, 64)]
+        elif op == 1:
+            data[pos:pos] = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 16)))
+        elif op == 2 and data:
+            data[min(pos, len(data) - 1)] = rng.randrange(256)
+        else:
+            data[pos:pos] = rng.choice([b"\n@@\n", b" - ", b"0::/", b"max", b'"', b"{", b"null"])
+    return bytes(data)
+
+
+def load_python_target(name):
+    """The module fuzz/fuzz_<name>.py (its test_one_input)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, f"fuzz_{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_random(name, seconds):
+    """A Python target without atheris: random mutations of its seeds for seconds (a new
+    random seed each run, printed so that a crash can be replayed)."""
+    import random
+    import traceback
+
+    module = load_python_target(name)
+    inputs = seeds(name)
+    rng_seed = random.SystemRandom().randrange(2**32)
+    rng = random.Random(rng_seed)
+    start = time.monotonic()
+    n = 0
+    while time.monotonic() - start < seconds:
+        data = mutate(rng.choice(inputs), rng)
+        try:
+            module.test_one_input(data)
+        except Exception:
+            traceback.print_exc()
+            path = os.path.join(ROOT, "build", "fuzz", "artifacts", name, f"crash-{n}")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(data)
+            print(f"fuzz {name:13s} CRASH random seed {rng_seed}: input kept in {path}")
+            return False
+        n += 1
+    print(f"fuzz {name:13s} ok    {seconds:6.1f} s  {n:>10} executions  (random, no atheris)")
+    return True
+
+
 def run_target(name, seconds, workdir, python_target):
     corpus = os.path.join(workdir, name)
     nseeds = write_corpus(name, corpus)
@@ -335,14 +391,20 @@ def main(argv=None):
         names = [n for n in names if n in args.only]
     try:
         import atheris  # noqa: F401
+
+        guided = True
     except ImportError:
-        print("fuzz: atheris is missing (pip install atheris): Python targets run as a bounded")
-        print("      random test in tests/reliability/test_reliability_fuzz.py instead")
-        names = [n for n in names if n not in PY_TARGETS]
+        print("fuzz: atheris is missing (pip install atheris): the Python targets get random")
+        print("      mutations of their seeds instead of coverage-guided fuzzing")
+        guided = False
     failed = []
     with tempfile.TemporaryDirectory(prefix="rt-fuzz-corpus-") as workdir:
         for name in names:
-            if not run_target(name, args.seconds, workdir, name in PY_TARGETS):
+            if name in PY_TARGETS and not guided:
+                ok = run_random(name, args.seconds)
+            else:
+                ok = run_target(name, args.seconds, workdir, name in PY_TARGETS)
+            if not ok:
                 failed.append(name)
     if failed:
         print(f"fuzz: crashes in {', '.join(failed)}")

@@ -109,14 +109,98 @@ def backend(request, monkeypatch):
     return chosen
 
 
+#: the suite's parts that reach no C code in the test process (their own processes, tools or
+#: builds): `-m "not metaflow and not browser and not packaging"` (make sanitize) leaves them out
+PART_MARKERS = {
+    "metaflow": "real Metaflow flows (their own processes)",
+    "browser": "headless Chromium drawing the report",
+    "packaging": "sdists, wheels and other builds of the package",
+}
+
+
+def _part_of(item):
+    """The part marker of a test (PART_MARKERS) or None, from its file and what it imports."""
+    rel = os.path.relpath(str(item.path), TESTS_DIR).replace(os.sep, "/")
+    if rel.startswith(("metaflow/", "export/test_export_metaflow.py")):
+        return "metaflow"
+    if rel.startswith(("packaging/", "portable/")):
+        return "packaging"
+    if getattr(item.module, "chromium_path", None) is not None:  # imports report_browser
+        return "browser"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        part = _part_of(item)
+        if part:
+            item.add_marker(getattr(pytest.mark, part))
+
+
 def pytest_configure(config):
     """Loopback endpoints and a private catalog cache for the whole session (all scopes)."""
+    for name, text in PART_MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
     global _SESSION_CACHE
     _SESSION_CACHE = tempfile.mkdtemp(prefix="rt-test-cache-")
     os.environ.update(NETWORK_OVERRIDES)
     os.environ["RESOURCE_TRACKER_CACHE_DIR"] = _SESSION_CACHE
     for name in PROXIES + NETWORK_REMOVED:
         os.environ.pop(name, None)
+
+
+ROOT = os.path.dirname(TESTS_DIR)
+#: what the suite may leave changed in the checkout: version control, virtual environments,
+#: make's stamps, the interpreter's bytecode caches and the linters' caches
+TREE_UNWATCHED = {
+    ".git", ".venv", ".bench-venv", ".make", "__pycache__", ".pytest_cache", ".mypy_cache",
+    ".ruff_cache",
+}  # fmt: skip
+#: folders of make targets that may run beside the suite (CI builds the fuzzers next to the
+#: valgrind run): their products, not a test's
+TREE_UNWATCHED_PATHS = {os.path.join("build", "fuzz")}
+
+
+def _tree_state():
+    """{path: (mtime_ns, size)} of every file of the checkout outside TREE_UNWATCHED."""
+    state = {}
+    for top, dirs, files in os.walk(ROOT):
+        dirs[:] = [
+            d
+            for d in dirs
+            if d not in TREE_UNWATCHED
+            and os.path.relpath(os.path.join(top, d), ROOT) not in TREE_UNWATCHED_PATHS
+        ]
+        for name in files:
+            path = os.path.join(top, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            state[os.path.relpath(path, ROOT)] = (st.st_mtime_ns, st.st_size)
+    return state
+
+
+def pytest_sessionstart(session):
+    if not hasattr(session.config, "workerinput"):  # the controller of a pytest-xdist run
+        session.config._rt_tree = _tree_state()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Nothing a test does may write into the working tree: a file new or changed since the
+    session started fails the run, named (a test's output belongs in its tmp_path)."""
+    before = getattr(session.config, "_rt_tree", None)
+    if before is None:
+        return
+    after = _tree_state()
+    written = sorted(p for p, st in after.items() if before.get(p) != st)
+    if written:
+        sys.stderr.write(
+            "\nthe test run wrote into the working tree (write into tmp_path instead):\n  "
+            + "\n  ".join(written[:20])
+            + "\n"
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_unconfigure(config):

@@ -37,6 +37,18 @@ sys.stdin.readline()  # wait for "go"
 """
 
 
+def highest_priority():
+    """For preexec_fn: the child at nice -20 where allowed (root), else as it is. A workload
+    whose figures need CPU to measure (a share of a core, not a CPU-time amount) gets it so,
+    whatever else the machine runs; tests still compare with what it really got."""
+    import os
+
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, -20)
+    except OSError:
+        pass
+
+
 class Workload:
     """A child process running `body` after the prelude; `go()` starts it."""
 

@@ -52,24 +52,32 @@ def test_watch_on_a_terminal_stops_at_ctrl_c():
 
 
 def test_watch_through_a_pipe_prints_plain_lines_with_real_figures():
-    """A process spinning one core reads the share of a core it really gets (measured from its
-    own CPU time, so a busy machine is no error), one plain line per sample."""
+    """A process spinning one core reads the share of a core it really gets, in plain lines.
+    The truth is the spinner's own CPU time over the same window (from reading the first line
+    to reading the last), so a busy machine, which gives it less, is no error. A line shows
+    the latest sample: when a busy machine delays the view past a sample, it skips one (the
+    samplers' own accuracy is tests/core/test_core_accuracy.py's)."""
     spinner = subprocess.Popen(script(SPIN))
+    count = 9
     try:
-        time.sleep(0.3)
-        cpu_before, wall_before = _cpu_seconds(spinner.pid), time.monotonic()
-        result = subprocess.run(
-            [*CLI, "watch", "--pid", str(spinner.pid), "--interval", "0.25", "--count", "5"],
-            capture_output=True, text=True, timeout=30,
+        watch = subprocess.Popen(
+            [*CLI, "watch", "--pid", str(spinner.pid), "--interval", "0.25", "--count", str(count)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        truth = (_cpu_seconds(spinner.pid) - cpu_before) / (time.monotonic() - wall_before)
+        lines, marks = [], []
+        for line in watch.stdout:  # the spinner's CPU time and the clock as each line arrives
+            marks.append((_cpu_seconds(spinner.pid), time.monotonic()))
+            lines.append(line.rstrip("\n"))
+        _, stderr = watch.communicate(timeout=30)
     finally:
         spinner.kill()
         spinner.wait()
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
-    assert len(lines) == 5, result.stdout
-    assert "\x1b" not in result.stdout and "\r" not in result.stdout
+        watch.kill()
+    assert watch.returncode == 0, stderr
+    assert 3 <= len(lines) <= count, lines
+    (cpu_first, t_first), (cpu_last, t_last) = marks[0], marks[-1]
+    truth = (cpu_last - cpu_first) / (t_last - t_first)
+    assert not any("\x1b" in line or "\r" in line for line in lines)
     cpus = []
     for line in lines:
         m = re.match(
@@ -80,8 +88,9 @@ def test_watch_through_a_pipe_prints_plain_lines_with_real_figures():
         assert m, line
         cpus.append(float(m.group(1)))
         assert 5 <= float(m.group(2)) <= 40  # an interpreter's memory
-    assert all(0.1 <= c <= 1.15 for c in cpus[1:]), cpus  # one thread: never over one core
-    assert abs(sum(cpus[1:]) / len(cpus[1:]) - truth) <= 0.2, (cpus, truth)
+    assert all(0 <= c <= 1.15 for c in cpus[1:]), cpus  # one thread: never over one core
+    # the lines after the first cover the window; its ends are off by the pipe's delay
+    assert abs(sum(cpus[1:]) / len(cpus[1:]) - truth) <= 0.1 + 0.1 * truth, (cpus, truth)
 
 
 def _cpu_seconds(pid):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -223,97 +222,3 @@ def test_small_writes_of_an_idle_member_all_counted_by_the_last_reading(tmp_path
         w.kill()
     written = sum(tracker.process_metrics["write_bytes"])
     assert written == pytest.approx(truth["written"], rel=0.05)
-
-
-def _fake_proc(root, loadavg):
-    """A procfs root holding a two-process tree (4242 and its child 4243, stat lines made
-    from this process's own), the system files of this machine, /proc/loadavg as given, and
-    "self" naming this process (so the tracker takes it for its own pid namespace and trusts
-    its loadavg). Returns (proc, sys_root)."""
-    proc, sys_root = root / "proc", root / "sys"
-    (sys_root / "block").mkdir(parents=True)
-    (proc / "net").mkdir(parents=True)
-    for rel in ("stat", "meminfo", "diskstats", "net/dev"):
-        (proc / rel).write_bytes(open(f"/proc/{rel}", "rb").read())
-    (proc / "loadavg").write_text(loadavg)
-    os.symlink(str(os.getpid()), proc / "self")
-    line = open("/proc/self/stat", "rb").read()
-    rest = line[line.rindex(b")") + 2 :].split(b" ")
-    for pid, ppid in ((4242, 1), (4243, 4242)):
-        rest[1] = str(ppid).encode()
-        (proc / str(pid)).mkdir()
-        (proc / str(pid) / "stat").write_bytes(f"{pid} (fake) ".encode() + b" ".join(rest))
-    return proc, sys_root
-
-
-def _processes(sampler):
-    raw = sampler.columns("system")[_core.SYSTEM_COLUMNS.index("processes")]
-    return memoryview(raw).cast("d").tolist()
-
-
-def test_listing_skipped_while_nothing_was_created_or_reaped(tmp_path):
-    """The process count's listing (due every 5 s) is not made while /proc/loadavg shows the
-    same last pid and the same number of tasks as at the last listing: it would list the same
-    processes. A process created and one reaped since (the task count moved) make it due
-    again, and the count follows. A fake procfs root read through the real code paths:
-    nothing on a real machine keeps its task count still for 5 s."""
-    proc, sys_root = _fake_proc(tmp_path, "0.00 0.00 0.00 1/100 5000\n")
-    sampler = _core.Sampler(4242, 0.2, proc_root=str(proc), sys_root=str(sys_root))
-    sampler.start()
-    try:
-        time.sleep(6.5)  # more than the listing's 5 s
-        assert sampler.listings == 1  # the first reading's only
-        assert set(_processes(sampler)) == {2.0}
-        # the task count moves (a fake can show a new process without a new last pid): the
-        # next listing due is made, and the count follows
-        (proc / "4300").mkdir()
-        (proc / "4300" / "stat").write_bytes((proc / "4243" / "stat").read_bytes())
-        (proc / "loadavg").write_text("0.00 0.00 0.00 1/101 5000\n")
-        deadline = time.monotonic() + 10
-        while sampler.listings < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert sampler.listings == 2
-        time.sleep(0.5)
-        assert _processes(sampler)[-1] == 3.0
-    finally:
-        sampler.stop()
-
-
-TOUCHING_TREE = """
-import os, sys, time
-pid = os.fork()
-if pid == 0:
-    time.sleep(60)
-    os._exit(0)
-chunks = []
-print("ready", flush=True)
-while True:  # a few new pages every half second: faults and a growing RSS, far below a round's
-    chunks.append(bytearray(64 * 1024))  # 16 MiB of copy-on-write faults
-    time.sleep(0.5)
-"""
-
-
-@pytest.mark.slow
-def test_pss_rounds_of_an_idle_tree_wait_longer():
-    """A round of PSS reads is due when the last one is 30 s old, or 120 s for an idle tree
-    (no member faulted a page in or changed its RSS since): over 32 s, a tree of three
-    sleeping processes has its first round only, while a tree whose parent keeps touching
-    new pages has a second. Real processes, readings 1 s apart."""
-    idle = subprocess.Popen(["sh", "-c", "sleep 60 & sleep 60 & wait"], start_new_session=True)
-    busy = subprocess.Popen(
-        [sys.executable, "-c", TOUCHING_TREE], stdout=subprocess.PIPE, start_new_session=True
-    )
-    try:
-        assert busy.stdout.readline().strip() == b"ready"
-        time.sleep(0.3)  # the sleeps have started
-        samplers = [_core.Sampler(p.pid, 1.0, track_system=False) for p in (idle, busy)]
-        for _ in range(33):
-            for s in samplers:
-                s.sample_now()
-            time.sleep(1.0)
-        assert samplers[0].pss_reads == 3  # sh and its two sleeps: one round
-        assert samplers[1].pss_reads >= 4  # the parent and its child: two rounds at least
-    finally:
-        for p in (idle, busy):
-            os.killpg(p.pid, signal.SIGKILL)  # each tree is its own process group
-            p.wait()

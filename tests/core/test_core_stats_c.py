@@ -1,11 +1,18 @@
-"""The statistics and the recommendation rules of csrc/stats.c, checked in C without Python.
+"""Rules of the C core checked in C without Python, each a program under tests/core/c/
+compiled with the system's C compiler (with AddressSanitizer and UndefinedBehaviorSanitizer
+when the compiler has them) against the csrc/ files it needs only, and run.
 
-tests/core/c/stats_check.c is compiled with the system's C compiler (with AddressSanitizer
-and UndefinedBehaviorSanitizer when the compiler has them) against csrc/stats.c,
-csrc/columns.c, csrc/float64_text.c and csrc/pid_map.c only, and run: percentiles by
-selection against a full sort on random, repeated, sorted, reversed, organ-pipe and constant
-inputs up to 86,400 values; one table's statistics; the history rule of the recommendation;
-the snapshot's column text; the pid map that counts each GPU process once.
+stats_check.c (csrc/stats.c, columns.c, float64_text.c, pid_map.c): percentiles by selection
+against a full sort on random, repeated, sorted, reversed, organ-pipe and constant inputs up
+to 86,400 values; one table's statistics; the history rule of the recommendation; the
+snapshot's column text; the pid map that counts each GPU process once.
+
+tree_check.c (csrc/proc_tree.c, procfs_parse.c, textbuf.c): the PSS round schedule of real
+process trees read from the real /proc, on an injected clock (proc_tree_sample takes the
+tick's time): a round when the last is PSS_MAX_AGE old, PSS_IDLE_MAX_AGE for an idle tree;
+and the listing of procfs on a fake root: due every LISTING_MAX_AGE, not made while
+/proc/loadavg shows nothing created or reaped, made once it does. No check waits for any of
+these ages.
 """
 
 from __future__ import annotations
@@ -17,7 +24,10 @@ import subprocess
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SOURCES = ["csrc/stats.c", "csrc/columns.c", "csrc/float64_text.c", "csrc/pid_map.c"]
+CHECKS = {
+    "stats_check": ["csrc/stats.c", "csrc/columns.c", "csrc/float64_text.c", "csrc/pid_map.c"],
+    "tree_check": ["csrc/proc_tree.c", "csrc/procfs_parse.c", "csrc/textbuf.c"],
+}
 
 
 def _compiler():
@@ -27,27 +37,38 @@ def _compiler():
     return None
 
 
-def _build(cc, out, sanitize):
-    flags = ["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror"]
+def _build(cc, check, out, sanitize):
+    flags = ["-std=c11", "-D_GNU_SOURCE", "-O1", "-g", "-Wall", "-Wextra", "-Werror"]
     if sanitize:
         flags += ["-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
     cmd = [cc, *flags, "-I", os.path.join(ROOT, "csrc"), "-o", out]
-    cmd += [os.path.join(ROOT, "tests/core/c/stats_check.c")]
-    cmd += [os.path.join(ROOT, s) for s in SOURCES] + ["-lm"]
+    cmd += [os.path.join(ROOT, f"tests/core/c/{check}.c")]
+    cmd += [os.path.join(ROOT, s) for s in CHECKS[check]] + ["-lm"]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.skipif(_compiler() is None, reason="needs a C compiler")
-def test_stats_rules_in_c_without_python(tmp_path):
+def _run_check(check, tmp_path):
+    """The number of checks the program made (it stops at the first that fails)."""
     cc = _compiler()
-    out = str(tmp_path / "stats_check")
-    built = _build(cc, out, sanitize=True)
+    out = str(tmp_path / check)
+    built = _build(cc, check, out, sanitize=True)
     if built.returncode != 0:  # no sanitizer runtime: the plain build still checks the rules
-        built = _build(cc, out, sanitize=False)
+        built = _build(cc, check, out, sanitize=False)
     assert built.returncode == 0, built.stderr
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1", UBSAN_OPTIONS="halt_on_error=1")
     env.pop("LD_PRELOAD", None)
     run = subprocess.run([out], capture_output=True, text=True, timeout=120, env=env)
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.startswith("ok "), run.stdout
-    assert int(run.stdout.split()[1]) > 500  # every check ran
+    return int(run.stdout.split()[1])
+
+
+@pytest.mark.skipif(_compiler() is None, reason="needs a C compiler")
+def test_stats_rules_in_c_without_python(tmp_path):
+    assert _run_check("stats_check", tmp_path) > 500  # every check ran
+
+
+@pytest.mark.skipif(_compiler() is None, reason="needs a C compiler")
+def test_pss_round_schedule_in_c_on_an_injected_clock(tmp_path):
+    """Replaces waiting 45 s of real time: 150 ticks of the injected clock in under a second."""
+    assert _run_check("tree_check", tmp_path) > 140  # every tick checked

@@ -75,6 +75,7 @@ for k in range(4):
             s += buf[i]  # the workers read the whole buffer
         wait_for("write")
         own = touched(50)
+        open(os.path.join(FOLDER, f"written-{k}"), "w").close()
         wait_for("end")
         os._exit(0)
     pids.append(pid)
@@ -97,10 +98,16 @@ def test_forked_workers_sharing_400_mib_peak_within_10_percent(backend, interval
     try:
         w.go()
         shared = w.read_report()
-        time.sleep(2.5 * interval + 0.5)  # the shared phase lasts a few ticks
+        # the shared phase lasts a few ticks of the tracker (its clock, not the test's)
+        assert tracker.wait_for_samples(tracker.n_samples + 3, timeout=60)
         t_write = time.time()
         (tmp_path / "write").touch()
-        time.sleep(1.0 + 2.5 * interval)
+        flags = [tmp_path / f"written-{k}" for k in range(4)]  # each worker wrote its 50 MiB
+        deadline = time.monotonic() + 60
+        while not all(f.exists() for f in flags) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert all(f.exists() for f in flags)
+        assert tracker.wait_for_samples(tracker.n_samples + 3, timeout=60)
         written = sum(_pss_of_tree(w.pid))
         (tmp_path / "end").touch()
         w.finish()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pickle
 import sys
 
-ARTIFACTS = ("resource_tracker_data", "rt_end", "cpu_seconds", "asked_inside")
+ARTIFACTS = ("resource_tracker_data", "rt_end", "cpu_seconds", "asked_inside", "spin_share")
 
 
 def task_record(task):

@@ -47,7 +47,10 @@ def test_over_provisioned_finding_in_artifact_and_card(rightsize):
     (found,) = [i for i in data["insights"] if i["kind"] == "over_provisioned"]
     n = found["numbers"]
     assert n["source"] == "@resources" and (n["asked_memory"], n["asked_cpu"]) == (16000, 8)
-    assert 400 < n["peak_memory"] < 900 and 0.5 < n["peak_cpu"] < 1.6
+    # the spin's own share of a core (its CPU time over its wall time; less on a busy
+    # machine): the peak of the samples within it is at least most of that
+    share = task["artifacts"]["spin_share"]
+    assert 400 < n["peak_memory"] < 900 and 0.8 * share <= n["peak_cpu"] < 1.6, (n, share)
     assert n["memory_used_share"] < 0.06
     assert n["gap_usd_per_run"] > 0 and n["gap_usd_per_month"] == pytest.approx(
         30 * n["gap_usd_per_run"]

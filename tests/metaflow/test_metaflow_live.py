@@ -31,7 +31,10 @@ def _data_updates(root, step):
 
 
 def test_metaflow_live_card_changes_while_the_step_runs(tmp_path):
-    proc = start_flow(tmp_path, os.path.join(FLOWS, "mf_live_flow.py"))
+    done = tmp_path / "seen-enough"  # the step ends once three live versions were seen
+    proc = start_flow(
+        tmp_path, os.path.join(FLOWS, "mf_live_flow.py"), env={"MF_LIVE_DONE": str(done)}
+    )
     seen = {}  # sample count -> html
     tokens = set()
     deadline = time.time() + 120
@@ -46,6 +49,8 @@ def test_metaflow_live_card_changes_while_the_step_runs(tmp_path):
                 match = re.search(r"Live view: the step is running \((\d+) samples", html)
                 if match:
                     seen[int(match.group(1))] = html
+            if len(seen) >= 3:
+                done.touch()
             time.sleep(0.2)
     finally:
         if proc.poll() is None:

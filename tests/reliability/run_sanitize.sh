@@ -8,7 +8,12 @@
 # detect_leaks=0: CPython's own allocations at exit are not ours to report; the leak tests
 # (test_reliability_leaks.py, which read ASan's live-allocation count here) and valgrind
 # (make valgrind) cover leaks. Any ASan or UBSan report aborts the run (halt_on_error=1).
-# Usage: tests/reliability/run_sanitize.sh [pytest args...]   (default: tests)
+# The default selection is the tests that reach C in the test process: the Metaflow flows,
+# Chromium and the packaging builds run in processes of their own (natively, see above) and
+# are left out (`make test` runs them). SANITIZE_WORKERS > 1: that many pytest-xdist workers,
+# each started with the ASan runtime preloaded and PYTHONMALLOC=malloc (as the first process).
+# Usage: tests/reliability/run_sanitize.sh [pytest args...]
+#        (default: -m "not metaflow and not browser and not packaging" tests)
 set -euo pipefail
 PY=${PY:-python3}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -37,5 +42,17 @@ LD_PRELOAD="$ASAN_LIB $UBSAN_LIB" "$PY" -c "
 import resource_tracker._core as c
 assert c.__file__ == '$SO', c.__file__
 print('sanitize: ASan+UBSan build', c.__file__)"
-if [ $# -eq 0 ]; then set -- tests; fi
-LD_PRELOAD="$ASAN_LIB $UBSAN_LIB" exec "$PY" -m pytest -p no:cacheprovider "$@"
+if [ $# -eq 0 ]; then set -- -m "not metaflow and not browser and not packaging" tests; fi
+WORKERS=${SANITIZE_WORKERS:-0}
+XDIST=()
+if [ "$WORKERS" -gt 1 ]; then
+  PY_PATH=$(command -v "$PY")
+  case $PY_PATH in /*) ;; *) PY_PATH=$ROOT/$PY_PATH ;; esac
+  # each worker's interpreter: this one with the runtime preloaded (the first process takes
+  # LD_PRELOAD out of its children's environment, see sanitize_hook/sitecustomize.py)
+  printf '#!/bin/sh\nLD_PRELOAD="%s %s" PYTHONMALLOC=malloc exec "%s" "$@"\n' \
+    "$ASAN_LIB" "$UBSAN_LIB" "$PY_PATH" >"$OUT/python-asan"
+  chmod +x "$OUT/python-asan"
+  XDIST=(--dist loadfile --tx "$WORKERS*popen//python=$OUT/python-asan")
+fi
+LD_PRELOAD="$ASAN_LIB $UBSAN_LIB" exec "$PY" -m pytest -p no:cacheprovider "${XDIST[@]}" "$@"

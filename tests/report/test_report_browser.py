@@ -19,7 +19,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 READY = "document.documentElement.getAttribute('data-rt-rendered-ms')"
-ARTIFACTS = os.path.join(os.path.dirname(__file__), "..", "..", "test-artifacts", "report")
+#: where the screenshot is kept: RESOURCE_TRACKER_TEST_ARTIFACTS (CI can keep it), else the
+#: test's temporary directory (never the working tree)
+ARTIFACTS_ENV = "RESOURCE_TRACKER_TEST_ARTIFACTS"
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +99,7 @@ def test_report_real_workload_in_chromium(browser, real_report):
     assert "UTC" in b.eval("document.querySelector('time.rt-time').textContent")
 
 
-def test_report_hover_zoom_and_screenshot(browser, real_report):
+def test_report_hover_zoom_and_screenshot(browser, real_report, tmp_path):
     b = browser
     b.load("file://" + real_report, READY)
     before = _chart_boxes(b)
@@ -131,8 +133,9 @@ def test_report_hover_zoom_and_screenshot(browser, real_report):
     b.mouse("mouseReleased", x0, y, button="left", click_count=2)
     assert b.eval("document.documentElement.getAttribute('data-rt-view')") == full
     # screenshot artifact: the whole page, and a non-blank chart
-    os.makedirs(ARTIFACTS, exist_ok=True)
-    page_png = os.path.abspath(os.path.join(ARTIFACTS, "report-screenshot.png"))
+    artifacts = os.environ.get(ARTIFACTS_ENV) or str(tmp_path)
+    os.makedirs(artifacts, exist_ok=True)
+    page_png = os.path.abspath(os.path.join(artifacts, "report-screenshot.png"))
     b.eval("window.scrollTo(0, 0)")
     b.screenshot(page_png)
     r = _rect(b, "#rt-chart-cpu")

@@ -3,7 +3,8 @@ an empty network namespace where the machine allows it, and with the network fla
 report_browser): no horizontal overflow, no console error, no request but the page, the
 answers (the recommendation and the cheapest server) in the first 800 px, no chart or tile
 for hardware that is not there. A screenshot of the first screen of each state, width and
-scheme is saved under build/screenshots/ (the path is printed)."""
+scheme is saved under $RESOURCE_TRACKER_TEST_ARTIFACTS/screenshots/ (CI can keep them), else
+in the session's temporary directory, never in the working tree (the path is printed)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,6 @@ pytestmark = pytest.mark.skipif(
 
 READY = "document.documentElement.getAttribute('data-rt-rendered-ms')"
 WIDTHS = (360, 768, 1280, 2560)
-SCREENSHOTS = os.path.abspath(
-    os.path.join(os.path.dirname(__file__), "..", "..", "build", "screenshots")
-)
 #: the states whose run had no GPU: no GPU/VRAM chart, no GPU tile
 NO_GPU = ("no-cloud-no-gpu", "real-workload")
 #: the states with a catalog answer: the headline names a server
@@ -35,6 +33,15 @@ def states(tmp_path_factory):
         return build_states(tmp_path_factory.mktemp("states"), mp)
     finally:
         mp.undo()
+
+
+@pytest.fixture(scope="module")
+def screenshots(tmp_path_factory):
+    """The folder of the screenshots (made)."""
+    kept = os.environ.get("RESOURCE_TRACKER_TEST_ARTIFACTS")
+    path = os.path.join(kept, "screenshots") if kept else str(tmp_path_factory.mktemp("shots"))
+    os.makedirs(path, exist_ok=True)
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +66,7 @@ _LAYOUT = """(function () {
 })()"""
 
 
-def _check_state(b, name, path, width, dark):
+def _check_state(b, name, path, width, dark, screenshots):
     b.viewport(width, 800, dark=dark)
     b.events.clear()
     b.load("file://" + path, READY)
@@ -77,19 +84,18 @@ def _check_state(b, name, path, width, dark):
         assert "rt-chart-gpu" not in got["charts"] and "rt-chart-vram" not in got["charts"]
     # day and night: the page follows prefers-color-scheme
     assert got["bg"] == ("rgb(13, 17, 23)" if dark else "rgb(255, 255, 255)"), where
-    os.makedirs(SCREENSHOTS, exist_ok=True)
-    shot = os.path.join(SCREENSHOTS, f"{name}-{width}-{where[2]}.png")
+    shot = os.path.join(screenshots, f"{name}-{width}-{where[2]}.png")
     b.eval("window.scrollTo(0, 0)")
     b.screenshot(shot, clip={"x": 0, "y": 0, "width": width, "height": 800})
     return got
 
 
 @pytest.mark.parametrize("dark", [False, True], ids=["light", "dark"])
-def test_every_state_at_every_width(browser, states, dark):
+def test_every_state_at_every_width(browser, states, dark, screenshots):
     for name, path in states.items():
         for width in WIDTHS:
-            _check_state(browser, name, path, width, dark)
-    print(f"\n[report] screenshots of {len(states)} states x {len(WIDTHS)} widths: {SCREENSHOTS}")
+            _check_state(browser, name, path, width, dark, screenshots)
+    print(f"\n[report] screenshots of {len(states)} states x {len(WIDTHS)} widths: {screenshots}")
 
 
 def test_states_say_each_problem_once(browser, states):
@@ -125,7 +131,7 @@ def test_states_say_each_problem_once(browser, states):
 
 
 @pytest.mark.parametrize("width", [360, 500])
-def test_server_table_fits_narrow_screens(browser, states, width):
+def test_server_table_fits_narrow_screens(browser, states, width, screenshots):
     """The fitting servers' table (opened) keeps its price column on screen."""
     b = browser
     b.viewport(width, 800)
@@ -142,8 +148,7 @@ def test_server_table_fits_narrow_screens(browser, states, width):
     assert got["right"] <= got["inner"] and got["wrap"] <= got["box"], got
     assert got["scroll"] <= got["inner"], got
     top = b.eval("document.querySelector('#rt-servers').getBoundingClientRect().top + scrollY")
-    os.makedirs(SCREENSHOTS, exist_ok=True)
-    shot = os.path.join(SCREENSHOTS, f"servers-table-{width}.png")
+    shot = os.path.join(screenshots, f"servers-table-{width}.png")
     b.screenshot(shot, clip={"x": 0, "y": top, "width": width, "height": 400})
 
 

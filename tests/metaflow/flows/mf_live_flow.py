@@ -1,5 +1,8 @@
-"""Test flow: a long tracked step whose card is re-rendered live every second."""
+"""Test flow: a long tracked step whose card is re-rendered live every second. The step runs
+9 s at least, then until the file named by MF_LIVE_DONE exists (the test has seen the live
+versions it wants: a busy machine slows the renders), 120 s at most."""
 
+import os
 import time
 
 from metaflow import FlowSpec, step, track_resources
@@ -14,9 +17,12 @@ class LiveFlow(FlowSpec):
     @step
     def long_step(self):
         blocks = []
-        deadline = time.time() + 9.0
-        while time.time() < deadline:
-            blocks.append(bytearray(5 * 1024 * 1024))  # grows ~5 MB per 0.5 s
+        start, done = time.time(), os.environ.get("MF_LIVE_DONE", "")
+        while time.time() < start + 9.0 or (
+            done and not os.path.exists(done) and time.time() < start + 120
+        ):
+            if len(blocks) < 18:  # grows ~5 MB per 0.5 s, to ~90 MB
+                blocks.append(bytearray(5 * 1024 * 1024))
             time.sleep(0.5)
         self.held_mb = 5 * len(blocks)
         self.next(self.end)

@@ -14,14 +14,19 @@ TUNE = os.environ.get("MF_TUNE") == "1"
 
 
 def hold(mib, seconds, spin=True):
+    """Holds mib MiB for seconds, spinning or idle: the share of a core it got meanwhile (its
+    own CPU time over the wall time: less than one on a busy machine)."""
     block = bytearray(mib * 1024 * 1024)
     for i in range(0, len(block), 4096):
         block[i] = 1
-    end, x = time.time() + seconds, 0
+    wall0, cpu0 = time.time(), time.process_time()
+    end, x = wall0 + seconds, 0
     while spin and time.time() < end:
         x += 1
+    share = (time.process_time() - cpu0) / (time.time() - wall0)
     time.sleep(max(0.0, end - time.time()))
-    return len(block)
+    del block
+    return share
 
 
 def own_resources(flow, step_name):
@@ -40,7 +45,7 @@ class RightsizeFlow(FlowSpec):
     @step
     def start(self):
         self.asked_inside = own_resources(self, "start")
-        hold(500, 1.5)
+        self.spin_share = hold(500, 1.5)
         self.next(self.train)
 
     @track_resources(interval=0.2, create_card=False)

@@ -1,0 +1,259 @@
+/* The PSS round schedule of csrc/proc_tree.c on real processes, with the clock injected
+ * (proc_tree_sample takes the tick's monotonic time): no test waits for a 30 s age.
+ *
+ * Two real trees, each its own process group: an idle one (a parent and two children that
+ * sleep) and a touching one (a parent that writes to a few new pages whenever asked, and a
+ * sleeping child). Ticks 1 s apart on the injected clock:
+ *   - the first tick reads every member's PSS (one round: a read per member);
+ *   - a tree whose members faulted pages in or changed their RSS has its next round when the
+ *     last is PSS_MAX_AGE old, not before;
+ *   - an idle tree waits PSS_IDLE_MAX_AGE.
+ * And the listing of procfs (the machine's process count), on a fake procfs root whose
+ * /proc/loadavg the check writes: a listing due by age (LISTING_MAX_AGE) is not made while
+ * the last pid and the task count did not move; once they move, the next listing is made and
+ * the count follows. Nothing on a real machine keeps its task count still that long.
+ * Prints "ok <checks>"; exits non-zero at the first failed check. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "proc_tree.h"
+
+static int checks;
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        checks++;                                                                                  \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond);                             \
+            stop_trees();                                                                          \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static pid_t trees[2];
+
+static void
+stop_trees(void)
+{
+    int i;
+
+    for (i = 0; i < 2; i++)
+        if (trees[i] > 0) {
+            kill(-trees[i], SIGKILL);
+            waitpid(trees[i], NULL, 0);
+        }
+}
+
+/* a process that sleeps until killed */
+static void
+sleeper(void)
+{
+    if (fork() == 0) {
+        for (;;)
+            pause();
+    }
+}
+
+/* The idle tree: a parent and two children, all asleep once "ready" is written to ready_fd. */
+static pid_t
+idle_tree(void)
+{
+    int ready[2];
+    pid_t pid;
+    char c;
+
+    if (pipe(ready) != 0)
+        exit(2);
+    pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        sleeper();
+        sleeper();
+        if (write(ready[1], "r", 1) != 1)
+            _exit(2);
+        for (;;)
+            pause();
+    }
+    setpgid(pid, pid);
+    if (read(ready[0], &c, 1) != 1)
+        exit(2);
+    close(ready[0]);
+    close(ready[1]);
+    return pid;
+}
+
+/* The touching tree: a parent with a sleeping child; each byte on *poke makes the parent
+ * write to 64 KiB of new pages, then answer on *done. */
+static pid_t
+touching_tree(int *poke, int *done)
+{
+    int in[2], out[2];
+    pid_t pid;
+    char c;
+
+    if (pipe(in) != 0 || pipe(out) != 0)
+        exit(2);
+    pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        sleeper();
+        if (write(out[1], "r", 1) != 1)
+            _exit(2);
+        while (read(in[0], &c, 1) == 1) {
+            char *pages = malloc(64 * 1024);
+            if (pages != NULL)
+                memset(pages, 1, 64 * 1024); /* kept: the resident set grows */
+            if (write(out[1], "d", 1) != 1)
+                _exit(2);
+        }
+        _exit(0);
+    }
+    setpgid(pid, pid);
+    if (read(out[0], &c, 1) != 1)
+        exit(2);
+    *poke = in[1];
+    *done = out[0];
+    return pid;
+}
+
+static void
+touch(int poke, int done)
+{
+    char c = 't';
+
+    if (write(poke, &c, 1) != 1 || read(done, &c, 1) != 1)
+        exit(2);
+}
+
+static void
+write_file(const char *dir, const char *name, const char *text)
+{
+    char path[4096];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    f = fopen(path, "w");
+    if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0)
+        exit(2);
+}
+
+/* <root>/<pid>/stat: this process's own stat line with the pid, name and parent replaced */
+static void
+fake_process(const char *root, int pid, int ppid)
+{
+    char line[4096], dir[4096], text[4200], state[8];
+    const char *rest;
+    FILE *f = fopen("/proc/self/stat", "r");
+    size_t n;
+
+    if (f == NULL || (n = fread(line, 1, sizeof(line) - 1, f)) == 0)
+        exit(2);
+    fclose(f);
+    line[n] = '\0';
+    rest = strrchr(line, ')') + 2; /* "S 1234 ..." */
+    if (sscanf(rest, "%7s", state) != 1)
+        exit(2);
+    rest = strchr(strchr(rest, ' ') + 1, ' '); /* after the state and the parent */
+    snprintf(dir, sizeof(dir), "%s/%d", root, pid);
+    mkdir(dir, 0755);
+    snprintf(text, sizeof(text), "%d (fake) %s %d%s", pid, state, ppid, rest);
+    write_file(dir, "stat", text);
+}
+
+/* The listing's schedule on a fake procfs root (a two-process tree, 4242 and its child). */
+static void
+check_listing_schedule(void)
+{
+    char root[] = "/tmp/rt-tree-check-XXXXXX", self[32], stat[1 << 16];
+    ProcTree tree;
+    ProcTreeReading r;
+    const double t0 = 500.0;
+    double t;
+    FILE *f = fopen("/proc/stat", "r");
+    size_t n;
+
+    if (f == NULL || mkdtemp(root) == NULL)
+        exit(2);
+    n = fread(stat, 1, sizeof(stat) - 1, f);
+    fclose(f);
+    stat[n] = '\0';
+    write_file(root, "stat", stat); /* a still fork counter */
+    write_file(root, "loadavg", "0.00 0.00 0.00 1/100 5000\n");
+    snprintf(self, sizeof(self), "%d", (int)getpid());
+    {
+        char link[4200];
+        snprintf(link, sizeof(link), "%s/self", root);
+        if (symlink(self, link) != 0) /* this pid namespace's loadavg: trusted */
+            exit(2);
+    }
+    fake_process(root, 4242, 1);
+    fake_process(root, 4243, 4242);
+    CHECK(proc_tree_init(&tree, root, 4242, 1) == 0);
+    tree.count_processes = 1;
+    for (t = 0; t <= LISTING_MAX_AGE + 1.5; t += 0.5) { /* due by age, but nothing moved */
+        proc_tree_sample(&tree, t0 + t, &r);
+        CHECK(tree.listings == 1 && r.processes == 2);
+    }
+    fake_process(root, 4300, 4242); /* a new task, no new last pid (a fake can) */
+    write_file(root, "loadavg", "0.00 0.00 0.00 1/101 5000\n");
+    for (; t <= 3 * LISTING_MAX_AGE; t += 0.5)
+        proc_tree_sample(&tree, t0 + t, &r);
+    CHECK(tree.listings == 2 && r.processes == 3);
+    proc_tree_free(&tree);
+    {
+        char cmd[4200];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+        CHECK(system(cmd) == 0);
+    }
+}
+
+int
+main(void)
+{
+    ProcTree idle, busy;
+    ProcTreeReading r;
+    int poke, done, t;
+    const double t0 = 1000.0; /* the injected monotonic clock */
+
+    trees[0] = idle_tree();
+    trees[1] = touching_tree(&poke, &done);
+    CHECK(proc_tree_init(&idle, "/proc", trees[0], 1) == 0);
+    CHECK(proc_tree_init(&busy, "/proc", trees[1], 1) == 0);
+
+    /* the first tick: one round each, a read per member */
+    proc_tree_sample(&idle, t0, &r);
+    proc_tree_sample(&busy, t0, &r);
+    CHECK(idle.pss_rounds == 1 && idle.pss_reads == 3);
+    CHECK(busy.pss_rounds == 1 && busy.pss_reads == 2);
+
+    /* the touching tree: no round until the last is PSS_MAX_AGE old, then one */
+    for (t = 1; t < (int)PSS_MAX_AGE; t++) {
+        touch(poke, done);
+        proc_tree_sample(&busy, t0 + t, &r);
+        proc_tree_sample(&idle, t0 + t, &r);
+        CHECK(busy.pss_rounds == 1);
+    }
+    touch(poke, done);
+    proc_tree_sample(&busy, t0 + PSS_MAX_AGE, &r);
+    CHECK(busy.pss_rounds == 2 && busy.pss_reads == 4);
+
+    /* the idle tree: nothing at PSS_MAX_AGE, nothing until PSS_IDLE_MAX_AGE, then a round */
+    for (t = (int)PSS_MAX_AGE; t < (int)PSS_IDLE_MAX_AGE; t++) {
+        proc_tree_sample(&idle, t0 + t, &r);
+        CHECK(idle.pss_rounds == 1 && idle.pss_reads == 3);
+    }
+    proc_tree_sample(&idle, t0 + PSS_IDLE_MAX_AGE, &r);
+    CHECK(idle.pss_rounds == 2 && idle.pss_reads == 6);
+
+    proc_tree_free(&idle);
+    proc_tree_free(&busy);
+    stop_trees();
+    check_listing_schedule();
+    printf("ok %d\n", checks);
+    return 0;
+}
