@@ -7,12 +7,12 @@ against a full sort on random, repeated, sorted, reversed, organ-pipe and consta
 to 86,400 values; one table's statistics; the history rule of the recommendation; the
 snapshot's column text; the pid map that counts each GPU process once.
 
-tree_check.c (csrc/proc_tree.c, procfs_parse.c, textbuf.c): the PSS round schedule of real
-process trees read from the real /proc, on an injected clock (proc_tree_sample takes the
-tick's time): a round when the last is PSS_MAX_AGE old, PSS_IDLE_MAX_AGE for an idle tree;
-and the listing of procfs on a fake root: due every LISTING_MAX_AGE, not made while
-/proc/loadavg shows nothing created or reaped, made once it does. No check waits for any of
-these ages.
+tree_check.c (csrc/proc_tree.c, fd_budget.c, procfs_parse.c, textbuf.c): the PSS round
+schedule of real process trees read from the real /proc, on an injected clock
+(proc_tree_sample takes the tick's time): a round when the last is PSS_MAX_AGE old,
+PSS_IDLE_MAX_AGE for an idle tree; and the listing of procfs on a fake root: due every
+LISTING_MAX_AGE, not made while /proc/loadavg shows nothing created or reaped, made once it
+does. No check waits for any of these ages.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHECKS = {
     "stats_check": ["csrc/stats.c", "csrc/columns.c", "csrc/float64_text.c", "csrc/pid_map.c"],
-    "tree_check": ["csrc/proc_tree.c", "csrc/procfs_parse.c", "csrc/textbuf.c"],
+    "tree_check": ["csrc/proc_tree.c", "csrc/fd_budget.c", "csrc/procfs_parse.c", "csrc/textbuf.c"],
 }
 
 

@@ -30,13 +30,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 _TRACK = textwrap.dedent(
     """
-    import resource, sys
+    import os, resource, sys
     sys.path.insert(0, {root!r})
+    from resource_tracker import ResourceTracker
+    if {uid!r} is not None:  # everything imported first: nobody may not read the checkout
+        import resource_tracker._stored, resource_tracker._cgroup_read  # dumps(), the worker's
+        import resource_tracker.cgroup_usage, resource_tracker._cgroup_v1
+        import resource_tracker._tree_cgroup, resource_tracker.server_info
+        os.setgroups([]); os.setgid({uid!r}); os.setuid({uid!r})
     nofile = {nofile}
     if nofile:
         hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
         resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, hard))
-    from resource_tracker import ResourceTracker
     tracker = ResourceTracker(pid={pid}, interval=0.05, discover_cloud=False)
     tracker.wait_for_samples(6, timeout=60)
     tracker.stop()
@@ -76,21 +81,23 @@ def workload():
 
 
 def _namespaces_or_skip():
-    if os.geteuid() != 0 or not (shutil.which("unshare") and shutil.which("setpriv")):
-        pytest.skip("needs root, unshare and setpriv (a /proc mount in a mount namespace)")
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare (a /proc mount in a mount namespace)")
     probe = subprocess.run(["unshare", "--mount", "--fork", "true"], capture_output=True)
     if probe.returncode != 0:
         pytest.skip("unshare --mount is not permitted here: " + probe.stderr.decode().strip())
 
 
-def _track(directory, pid, prefix=(), setup="", nofile=0):
+def _track(directory, pid, uid=None, setup="", nofile=0):
     """The tracker's snapshot (loaded) and backend, tracking pid in a process of its own:
-    ``setup`` (shell) runs first in a mount namespace when given, ``prefix`` wraps python."""
+    ``setup`` (shell) runs first in a mount namespace when given; ``uid``: the tracker
+    drops to that user once the package is imported (a checkout in a private directory, as
+    CI's clone is, is root's only)."""
     os.chmod(directory, 0o777)  # the tracker may run as nobody
     out, script = directory / "snapshot.json", directory / "track.py"
-    script.write_text(_TRACK.format(root=ROOT, pid=pid, out=str(out), nofile=nofile))
+    script.write_text(_TRACK.format(root=ROOT, pid=pid, out=str(out), nofile=nofile, uid=uid))
     os.chmod(script, 0o644)
-    command = " ".join([*prefix, sys.executable, str(script)])
+    command = " ".join([sys.executable, str(script)])
     argv = ["unshare", "--mount", "--fork", "--kill-child", "sh", "-c", f"{setup} {command}"]
     done = subprocess.run(
         argv if setup else ["sh", "-c", command], capture_output=True, text=True, timeout=120
@@ -125,7 +132,7 @@ def test_hidepid_process_of_another_user_is_a_data_quality_error(shared_dir, wor
     tracker, _ = _track(
         shared_dir,
         pid,
-        prefix=("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"),
+        uid=65534,
         setup="mount -t proc -o hidepid=2 proc /proc &&",
     )
     _assert_no_data_error(tracker, pid, rss)
