@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -87,6 +88,33 @@ same_pid_namespace(int proc_fd)
 }
 
 /* 0 on success */
+/* The root's identity (its start time) is taken when tracking is set up, in the caller: a
+ * pid handed to another process before the sampler thread's first reading is not the root.
+ * Unreadable now (hidepid, already gone): the first reading that sees the pid decides. */
+static void
+note_root_start(ProcTree *tree)
+{
+    char path[32];
+    PidStat stat;
+    struct stat st;
+    int fd, ok;
+
+    if (tree->root <= 0)
+        return;
+    snprintf(path, sizeof(path), "%d/stat", (int)tree->root);
+    fd = openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return;
+    /* a regular file only: this runs in the caller, which nothing may block */
+    ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && textbuf_read_fd(&tree->buf, fd) >= 0 &&
+         parse_pid_stat(tree->buf.data, &stat) == 0;
+    close(fd);
+    if (!ok)
+        return;
+    tree->root_seen = 1;
+    tree->root_starttime = stat.starttime;
+}
+
 int
 proc_tree_init(ProcTree *tree, const char *proc_root, pid_t root, int follow_children)
 {
@@ -125,6 +153,7 @@ proc_tree_init(ProcTree *tree, const char *proc_root, pid_t root, int follow_chi
             ? fd_keep_within(openat(tree->proc_fd, "loadavg", O_RDONLY | O_CLOEXEC), tree->fd_limit)
             : -1;
     tree->last_pid = tree->pid_at_listing = tree->tasks = tree->tasks_at_listing = -1;
+    note_root_start(tree);
     return 0;
 }
 
