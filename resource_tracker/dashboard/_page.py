@@ -17,7 +17,9 @@ import time
 from typing import Any, Dict, List, Optional, Sequence
 
 from .. import formatting as fmt
-from ..report._render import _LOGO, _SCRIPT_ESCAPES, Report, _esc, _resource
+from .._text import printable
+from ..report._render import _LOGO, _SCRIPT_ESCAPES, Report, _resource
+from ..report._render import _esc as _html
 from ..tuning import resources_line
 from ._fleet import TRENDED, Fleet, StepView, trend_sentence
 
@@ -102,6 +104,11 @@ def _with_trend(chart: Dict[str, Any], view: StepView, cid: str) -> Dict[str, An
 # -- HTML ---------------------------------------------------------------------------------
 
 
+def _esc(value: Any) -> str:
+    """Text from outside (step names, run ids, messages) printable and escaped for HTML."""
+    return _html(printable("" if value is None else value, None))
+
+
 def _money(value: Optional[float], per: str = "") -> str:
     return _esc(fmt.money(value, per)) if value is not None else "n/a"
 
@@ -133,7 +140,7 @@ def _tiles(fleet: Fleet) -> str:
 
 
 def _fleet_table(fleet: Fleet) -> str:
-    head = ("Step", "Runs", "Asks", "Needs", "Unused $/month", "At risk", "Changed", "Trend")
+    head = ("Step", "Unused $/month", "At risk", "Changed", "Runs", "Asks", "Needs", "Trend")
     rows = []
     for number, view in enumerate(fleet.steps):
         statuses = [r.status for r in view.runs]
@@ -148,11 +155,11 @@ def _fleet_table(fleet: Fleet) -> str:
         risk = len(view.at_risk)
         cells = (
             f'<th><a href="#step-{number}">{_esc(view.step)}</a></th>',
-            f"<td>{_esc(runs)}</td>", f"<td><code>{_esc(_ask_text(view.ask))}</code></td>",
-            f"<td><code>{_esc(_ask_text(view.need))}</code></td>",
             f'<td class="rt-num">{_money(view.waste_usd_month)}</td>',
             f'<td class="rt-num{" rt-up" if view.newest_at_risk else ""}">{risk}</td>',
-            f'<td class="rt-num">{len(view.anomalies)}</td>', f"<td>{trend}</td>",
+            f'<td class="rt-num">{len(view.anomalies)}</td>', f"<td>{_esc(runs)}</td>",
+            f"<td><code>{_esc(_ask_text(view.ask))}</code></td>",
+            f"<td><code>{_esc(_ask_text(view.need))}</code></td>", f"<td>{trend}</td>",
         )  # fmt: skip
         rows.append(f'<tr data-step="{_esc(view.step)}">{"".join(cells)}</tr>')
     header = "".join(f"<th>{h}</th>" for h in head)
@@ -184,12 +191,14 @@ def _step_section(view: StepView, number: int) -> str:
         f'class="rt-badge">changed</span>run {_esc(a.run_id)}: {_esc(a.message)}</li>'
         for a in view.anomalies[-20:]
     )
-    trend = trend_sentence(view, "memory") or _growth_line(view)
+    trend = _growth_line(view)  # a crossing is among the alerts
+    cpu = trend_sentence(view, "cpu")
     return (
         f'<section class="rt-step" id="step-{number}" data-step="{_esc(view.step)}">'
         f"<h2>{_esc(view.step)}</h2>"
         + "".join(f'<p class="rt-sub">{_esc(line)}</p>' for line in lines)
         + (f'<p class="rt-trend">{_esc(trend)}</p>' if trend else "")
+        + (f'<p class="rt-sub">{_esc(cpu)} (throttled, not killed)</p>' if cpu else "")
         + f'<ul class="rt-insights">{alerts}{anomalies}</ul>'
         f'<div class="rt-grid" id="step-{number}-charts"></div></section>'
     )

@@ -2,12 +2,15 @@
 amount of memory (the `mib` parameter), so the test decides each run's peak.
 
 MF_DASH_FLOW names the flow class (two flows from one file: DashGrowFlow, DashSteadyFlow);
-MF_DASH_ASK is the step's @resources(memory=...) in MiB, cpu=1."""
+MF_DASH_ASK is the step's @resources(memory=...) in MiB, cpu=1. When MF_DASH_TRUTH names a
+file, the step appends its ground truth to it (one JSON line: the run id, the MiB held, the
+task process's own peak RSS, VmHWM)."""
 
+import json
 import os
 import time
 
-from metaflow import FlowSpec, Parameter, resources, step, track_resources
+from metaflow import FlowSpec, Parameter, current, resources, step, track_resources
 
 ASK = int(os.environ.get("MF_DASH_ASK", "4000"))
 
@@ -21,6 +24,15 @@ def hold(mib, seconds):
     del block
 
 
+def own_hwm_mib():
+    """This process's peak resident memory (VmHWM) in MiB."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return None
+
+
 class _DashFlow(FlowSpec):
     mib = Parameter("mib", type=int, default=200, help="MiB the step holds")
 
@@ -28,7 +40,12 @@ class _DashFlow(FlowSpec):
     @resources(memory=ASK, cpu=1)
     @step
     def start(self):
-        hold(self.mib, 0.6)
+        hold(self.mib, 0.3)
+        truth = os.environ.get("MF_DASH_TRUTH")
+        if truth:
+            with open(truth, "a") as f:
+                line = {"run": current.run_id, "mib": self.mib, "hwm_mib": own_hwm_mib()}
+                f.write(json.dumps(line) + "\n")
         self.next(self.end)
 
     @step
