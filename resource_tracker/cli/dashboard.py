@@ -52,7 +52,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     src.add_argument("--metaflow", nargs="+", metavar="FLOW", help="Metaflow flows (the "
                      "client's default namespace)")  # fmt: skip
     src.add_argument("--last", type=positive_int, default=30, metavar="N",
-                     help="with --metaflow: the newest N runs of each flow (default 30)")  # fmt: skip
+                     help="with --metaflow: the newest N runs of a flow (default 30)")  # fmt: skip
     src.add_argument("--artifact", default="resource_tracker_data", metavar="NAME",
                      help="with --metaflow: the @track_resources artifact name")  # fmt: skip
     src.add_argument("--runs", action="append", metavar="DIR",

@@ -36,6 +36,9 @@ TRENDED = {
     "memory": ("peak_memory_mib", "peak memory", "memory_mib", "MiB"),
     "cpu": ("mean_cpu_cores", "mean CPU", "cpu", "cores"),
 }
+#: The trends that alert (memory: past its limit a step is killed; CPU past its ask is only
+#: throttled, shown on the page).
+ALERTING_TRENDS = ("memory",)
 #: A pricing function: (cpu, memory MiB, gpu) needed -> Pricing or None.
 PriceFor = Callable[[Mapping[str, float]], Optional[Pricing]]
 
@@ -73,6 +76,12 @@ class StepView:
     def newest_at_risk(self) -> bool:
         return bool(self.at_risk) and self.at_risk[-1][0] == len(self.runs) - 1
 
+    @property
+    def trending(self) -> bool:
+        """An alerting figure's trend reaches its line within the horizon."""
+        return any((t := self.trends.get(n)) is not None and t.runs_to_line is not None
+                   for n in ALERTING_TRENDS)  # fmt: skip
+
 
 @dataclass
 class Fleet:
@@ -94,10 +103,9 @@ class Fleet:
         return [s for s in self.steps if s.alerts]
 
     def headline(self) -> str:
-        """"$412/month asked but unused across 37 steps; 3 steps at risk of OOM"."""
+        """ "$412/month asked but unused across 37 steps; 3 steps at risk of OOM"."""
         risky = len(self.at_risk_steps)
-        trending = sum(1 for s in self.steps if any(t.runs_to_line is not None
-                                                       for t in s.trends.values()))  # fmt: skip
+        trending = sum(1 for s in self.steps if s.trending)
         text = (
             f"{fmt.money(self.waste_usd_month, 'month')} asked but unused across "
             f"{fmt.plural(len(self.steps), 'step')}; {fmt.plural(risky, 'step')} at risk"
@@ -245,7 +253,7 @@ def _trends(runs: Sequence[RunRecord], ask: Mapping[str, float]) -> Dict[str, _t
 
 
 def trend_sentence(view: StepView, name: str) -> Optional[str]:
-    """"at this rate peak memory reaches the 16 GiB ask in ~9 runs (about 9 days)"."""
+    """ "at this rate peak memory reaches the 16 GiB ask in ~9 runs (about 9 days)"."""
     trend = view.trends.get(name)
     if trend is None or trend.runs_to_line is None or trend.line is None:
         return None
@@ -262,11 +270,6 @@ def trend_sentence(view: StepView, name: str) -> Optional[str]:
         f"at this rate {label} reaches the {amount} {what} in ~{trend.runs_to_line} runs "
         f"({when}; growing {trend.growth:.1%} a run)"
     )
-
-
-#: The trends that alert (memory: past its limit a step is killed; CPU past its ask is only
-#: throttled, shown on the page).
-ALERTING_TRENDS = ("memory",)
 
 
 def _alerts(view: StepView) -> List[str]:

@@ -123,9 +123,9 @@ def _ask_text(values: Dict[str, Any]) -> str:
 
 def _tiles(fleet: Fleet) -> str:
     runs = sum(len(s.runs) for s in fleet.steps)
-    trending = sum(1 for s in fleet.steps if any(t.runs_to_line is not None for t in s.trends.values()))
+    trending = sum(1 for s in fleet.steps if s.trending)
     tiles = (
-        ("waste", "Asked but unused", _money(fleet.waste_usd_month, "month"), "across all steps"),
+        ("waste", "Asked but unused", _money(fleet.waste_usd_month), "a month, all steps"),
         ("steps", "Steps", str(len(fleet.steps)), _esc(fmt.plural(runs, "run"))),
         ("risk", "At risk", str(len(fleet.at_risk_steps)), "newest run at risk"),
         ("trend", "Trending to a limit", str(trending), "within the horizon"),
@@ -135,8 +135,8 @@ def _tiles(fleet: Fleet) -> str:
         f'<div class="rt-tile-value">{value}</div><div class="rt-tile-sub">{sub}</div></div>'
         for tid, title, value, sub in tiles
     )
-    return (f'<section class="rt-headline"><p class="rt-answer-value" id="rt-fleet-headline">'
-            f'{_esc(fleet.headline())}</p><div class="rt-tiles">{cells}</div></section>')  # fmt: skip
+    head = f'<p class="rt-answer-value" id="rt-fleet-headline">{_esc(fleet.headline())}</p>'
+    return f'<section class="rt-headline">{head}<div class="rt-tiles">{cells}</div></section>'
 
 
 def _fleet_table(fleet: Fleet) -> str:
@@ -148,7 +148,7 @@ def _fleet_table(fleet: Fleet) -> str:
         runs = f"{len(view.runs)}" + (f" ({failed} failed/killed)" if failed else "")
         growth = view.trends.get("memory")
         trend = f"memory {growth.growth:+.1%}/run" if growth else "n/a"
-        if view.alerts and any("reaches" in a or "already" in a for a in view.alerts):
+        if view.trending:
             trend = f'<span class="rt-up">{_esc(trend)}</span>'
         else:
             trend = _esc(trend)
@@ -165,7 +165,7 @@ def _fleet_table(fleet: Fleet) -> str:
     header = "".join(f"<th>{h}</th>" for h in head)
     return (
         '<section id="rt-fleet"><h2>Fleet</h2><div class="rt-scroll"><table class="rt-fleet">'
-        f'<thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+        f"<thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
         '<p class="rt-help">Needs: the tuning rule of <code>@track_resources(tune=True)</code> '
         "over the step's runs (failed and killed ones included). Unused: the price of what is "
         "asked minus the price of what is needed, on the cheapest catalog server for the need, "
@@ -235,7 +235,9 @@ def render_dashboard(fleet: Fleet, sources: Sequence[str], now: Optional[float] 
 def _dashboard_file(name: str) -> str:
     import os
 
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), name), encoding="utf-8") as f:
+    with open(
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), name), encoding="utf-8"
+    ) as f:
         return f.read()
 
 

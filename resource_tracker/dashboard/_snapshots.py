@@ -84,7 +84,9 @@ def snapshot_record(tracker: Any, name: str) -> Optional[RunRecord]:
     stats = tracker.stats()
     cores = machine_cores(tracker.server_info)
     extra = tracker.extra if isinstance(tracker.extra, Mapping) else {}
-    asked = extra.get("resources_asked") if isinstance(extra.get("resources_asked"), Mapping) else {}
+    asked = (
+        extra.get("resources_asked") if isinstance(extra.get("resources_asked"), Mapping) else {}
+    )
     tuning = as_record(stats)
     if tuning is None:
         return None

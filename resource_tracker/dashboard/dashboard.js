@@ -166,7 +166,7 @@
       var pts = trend.map(function (p) { return xOf(p[0]).toFixed(1) + " " + yOf(p[1]).toFixed(1); });
       el("path", { d: "M" + pts.join("L"), "class": "rt-fit" }, svg);
     }
-    if (n <= 300) {
+    if (n <= 80) {  /* dots (with their run id on hover) while they stay apart */
       for (var j = 0; j < n; j++) {
         if (def.v[j] === null) { continue; }
         var dot = el("circle", { cx: xOf(t[j]), cy: yOf(def.v[j]), r: 2.5,

@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 
 import pytest
 
-from resource_tracker.dashboard import RunRecord
-from resource_tracker.dashboard import _trend
+from resource_tracker.dashboard import RunRecord, _trend
 from resource_tracker.dashboard._fleet import build_fleet
 from resource_tracker.dashboard._page import MAX_POINTS, kept_points, step_data
 
@@ -59,7 +57,9 @@ def saved(tmp_path_factory):
         for day in range(3):
             copy = dict(snap, label=job, start_time=snap["start_time"] + day * 86400,
                         stop_time=snap["stop_time"] + day * 86400)  # fmt: skip
-            copy["extra"] = dict(snap.get("extra") or {}, resources_asked={"memory": peak * share, "cpu": 1})
+            copy["extra"] = dict(
+                snap.get("extra") or {}, resources_asked={"memory": peak * share, "cpu": 1}
+            )
             folder = runs / f"{job.split()[0][:5]}-{day}"
             folder.mkdir(parents=True)
             (folder / "resource-tracker.json").write_text(json.dumps(copy))

@@ -44,7 +44,12 @@ class _DashFlow(FlowSpec):
         truth = os.environ.get("MF_DASH_TRUTH")
         if truth:
             with open(truth, "a") as f:
-                line = {"run": current.run_id, "mib": self.mib, "hwm_mib": own_hwm_mib()}
+                line = {
+                    "flow": current.flow_name,
+                    "run": current.run_id,
+                    "mib": self.mib,
+                    "hwm_mib": own_hwm_mib(),
+                }
                 f.write(json.dumps(line) + "\n")
         self.next(self.end)
 
