@@ -101,7 +101,10 @@ def _load_prometheus(args: argparse.Namespace):
         from ..dashboard import _prometheus  # type: ignore[attr-defined]
     except ImportError:
         raise ValueError("--prometheus: this build has no Prometheus reader yet") from None
-    return _prometheus.load_prometheus(args.prometheus, args.since, args.group_by or [])
+    from ..dashboard._model import Loaded
+
+    found = _prometheus.load_prometheus(args.prometheus, args.since, args.group_by or [])
+    return found if isinstance(found, Loaded) else Loaded(list(found))
 
 
 def price_for(catalog: Optional[str]):

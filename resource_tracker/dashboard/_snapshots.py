@@ -2,8 +2,9 @@
 
 Every ``*.json`` file under DIR (any depth; ``resource-tracker run --output DIR/NAME`` writes
 ``DIR/NAME/resource-tracker.json``) that is a resource-tracker snapshot becomes one
-:class:`RunRecord`. The job name (the group key) is the snapshot's ``extra["job"]``, else its
-label, else its command line. A file that cannot be read is skipped with one line saying why.
+:class:`RunRecord`. The job name (the group key) is the snapshot's job (``run --job``), else
+``extra["job"]``, else its label, else its command line. A file that cannot be read is
+skipped with one line saying why.
 """
 
 from __future__ import annotations
@@ -57,11 +58,12 @@ def load_snapshots(folder: str) -> Loaded:
 
 
 def job_name(tracker: Any) -> str:
-    """The group key of a saved run: ``extra["job"]``, the label, else the command line."""
+    """The group key of a saved run: its job name (``resource-tracker run --job``,
+    ``ResourceTracker(job=...)``), ``extra["job"]``, the label, else the command line."""
     import shlex
 
     extra = tracker.extra if isinstance(tracker.extra, Mapping) else {}
-    for value in (extra.get("job"), tracker.label):
+    for value in (getattr(tracker, "job", None), extra.get("job"), tracker.label):
         if isinstance(value, str) and value.strip():
             return value.strip()[:120]
     command = tracker.command

@@ -120,24 +120,30 @@ def test_bad_sources_are_one_clear_line(tmp_path):
     assert empty.returncode == 1 and "no tracked run" in empty.stderr
 
 
-def _records(n, spikes):
+def _records(n, spikes, slow):
+    """n runs an hour apart: peak memory 1000-1006 MiB (4x on `spikes`), 60 s long (600 s
+    on `slow`: their memory is mid-range, so only the anomaly rule keeps them)."""
     return [
-        RunRecord(step="big/step", run_id=f"r{i}", started=1.7e9 + i * 3600, duration_s=60.0,
-                  status="ok", source="runs",
-                  peak_memory_mib=1000.0 * (4 if i in spikes else 1) + (i % 7),
+        RunRecord(step="big/step", run_id=f"r{i}", started=1.7e9 + i * 3600,
+                  duration_s=600.0 if i in slow else 60.0, status="ok", source="runs",
+                  peak_memory_mib=1000.0 * (4 if i in spikes else 1) + (3 if i in slow else i % 7),
                   mean_cpu_cores=1.0, ask={"memory_mib": 8000.0, "cpu": 2.0})
         for i in range(n)
     ]  # fmt: skip
 
 
 def test_downsampling_keeps_every_anomaly_on_its_run():
-    spikes = {40, 777, 1500, 2999}
-    view = build_fleet(_records(3000, spikes)).steps[0]
+    spikes, slow = {40, 777, 1500, 2999}, {123, 1234, 2345}
+    view = build_fleet(_records(3000, spikes, slow)).steps[0]
     assert {a.index for a in view.anomalies if a.metric == "memory_peak_mib"} == spikes
+    assert {a.index for a in view.anomalies if a.metric == "duration_s"} == slow
     kept = kept_points(view)
     assert len(kept) <= MAX_POINTS + len(view.anomalies) + 2
     data = step_data(view, 0)
-    assert {data["runs"][a["i"]] for a in data["anomalies"]} >= {f"r{i}" for i in spikes}
-    memory = next(c for c in data["charts"] if c["id"] == "memory")
+    assert {data["runs"][a["i"]] for a in data["anomalies"]} == {f"r{i}" for i in spikes | slow}
+    charts = {c["id"]: c for c in data["charts"]}
     for a in data["anomalies"]:
-        assert memory["v"][a["i"]] == pytest.approx(view.runs[int(a["run"][1:])].peak_memory_mib)
+        run = view.runs[int(a["run"][1:])]
+        assert data["runs"][a["i"]] == a["run"]
+        assert charts["memory"]["v"][a["i"]] == pytest.approx(run.peak_memory_mib)
+        assert charts["duration"]["v"][a["i"]] == pytest.approx(run.duration_s)

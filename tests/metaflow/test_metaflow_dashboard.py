@@ -7,7 +7,7 @@ loopback port), the two flows run side by side:
 - DashGrowFlow/start asks 980 MiB and holds 400 MiB x 1.05^i in run i (the `mib` parameter):
   its peak memory grows 5% a run (plus the task process's own ~40 MiB);
 - DashSteadyFlow/start asks 4000 MiB and holds 250 MiB, but 1000 MiB in run 6 (index 6):
-  the one anomaly;
+  the one anomaly; its run 8 raises after holding (a failed run: it counts);
 
 plus three real `resource-tracker run` runs of one command (a job outside Metaflow) whose
 saved resource-tracker.json snapshots are read with `--runs` (real runs, figures not edited).
@@ -39,7 +39,7 @@ from report_browser import Browser, chromium_path  # noqa: E402
 FLOW = os.path.join(FLOWS, "mf_dash_flow.py")
 RUNS = 10
 GROW_ASK, GROW_BASE, GROWTH = 980, 400, 1.05
-STEADY_ASK, STEADY_MIB, SPIKE_MIB, SPIKE_RUN = 4000, 250, 1000, 6
+STEADY_ASK, STEADY_MIB, SPIKE_MIB, SPIKE_RUN, FAILED_RUN = 4000, 250, 1000, 6, 8
 WIDTHS = (375, 768, 1280, 2560)
 HOLD = """import os, time
 b = bytearray(int(os.environ["HOLD_MIB"]) * 1024 * 1024)
@@ -50,9 +50,12 @@ time.sleep(0.5)
 
 def _flow_runs(root, name, ask, mibs, truth, errors):
     env = {"MF_DASH_FLOW": name, "MF_DASH_ASK": ask, "MF_DASH_TRUTH": truth}
-    for mib in mibs:
-        done = run_flow(root, FLOW, "--mib", str(mib), env=env)
-        if done.returncode != 0:
+    for i, mib in enumerate(mibs):
+        fail = name == "DashSteadyFlow" and i == FAILED_RUN
+        done = run_flow(
+            root, FLOW, "--mib", str(mib), *(["--fail", "True"] if fail else []), env=env
+        )
+        if (done.returncode != 0) != fail:
             errors.append(done.stdout[-2000:])
             return
 
@@ -129,6 +132,11 @@ def test_every_step_is_listed_in_the_table_and_the_json(fleet):
         assert f'<tr data-step="{name}"' in fleet["html"].replace("&quot;", '"'), name
     for name in ("DashGrowFlow/start", "DashSteadyFlow/start"):
         assert _step(fleet, name)["runs"] == RUNS
+    # the failed run is listed, with its status, on its own run
+    assert _step(fleet, "DashSteadyFlow/start")["failed_or_killed"] == 1
+    assert _step(fleet, "DashGrowFlow/start")["failed_or_killed"] == 0
+    step, _ = _charts(fleet, "DashSteadyFlow/start")
+    assert step["status"].count("failed") == 1 and step["status"][FAILED_RUN] == "failed"
 
 
 def test_peaks_follow_each_runs_own_truth(fleet):

@@ -35,6 +35,7 @@ def own_hwm_mib():
 
 class _DashFlow(FlowSpec):
     mib = Parameter("mib", type=int, default=200, help="MiB the step holds")
+    fail = Parameter("fail", type=bool, default=False, help="raise after holding (a failed run)")
 
     @track_resources(interval=0.1, create_card=False, live=False)
     @resources(memory=ASK, cpu=1)
@@ -51,6 +52,8 @@ class _DashFlow(FlowSpec):
                     "hwm_mib": own_hwm_mib(),
                 }
                 f.write(json.dumps(line) + "\n")
+        if self.fail:
+            raise RuntimeError("failed on purpose (the test's failed run)")
         self.next(self.end)
 
     @step
