@@ -21,6 +21,8 @@ Exit status: 0 (with --check: 0 when no step is at risk or trending to its limit
 one is, one line each); 1 when no run was found; 2 for a bad option value.
 """
 
+#: Skipped runs named on stderr (the rest are counted).
+SKIPPED_SHOWN = 10
 #: The page written when no --output is given.
 DEFAULT_OUTPUT = "resource-tracker-dashboard.html"
 #: --since units, in seconds.
@@ -131,9 +133,12 @@ def main(args: argparse.Namespace) -> int:
         raise CliError("dashboard: give a source: --metaflow FLOW, --runs DIR or --prometheus URL")
     loaded = load(args)
     fleet = build_fleet(loaded.records, price_for(args.catalog), loaded.skipped)
-    for line in loaded.skipped[:20]:
+    for line in loaded.skipped[:SKIPPED_SHOWN]:
         say(f"{PROG}: dashboard: skipped {line}")
-    if not fleet.steps and not args.check:
+    if len(loaded.skipped) > SKIPPED_SHOWN:
+        say(f"{PROG}: dashboard: ... and {len(loaded.skipped) - SKIPPED_SHOWN} more skipped "
+            "(all of them: --json, or the end of the page)")  # fmt: skip
+    if not fleet.steps:
         say(f"{PROG}: dashboard: no tracked run found in the sources given")
     if args.output or not (args.json or args.check):
         _write_page(args, fleet)

@@ -44,8 +44,8 @@ def load_snapshots(folder: str) -> Loaded:
         name = os.path.relpath(path, folder)
         try:
             record = snapshot_record(load_snapshot(path), name)
-        except CliError as exc:
-            loaded.skipped.append(f"{name}: {exc}")
+        except CliError as exc:  # "cannot read PATH: why": the name once
+            loaded.skipped.append(f"{name}: {str(exc).replace(f'cannot read {path}: ', '', 1)}")
             continue
         except Exception as exc:  # one odd snapshot: skip it, say why, read the others
             loaded.skipped.append(f"{name}: {type(exc).__name__}: {exc}")
