@@ -37,7 +37,7 @@ class _DashFlow(FlowSpec):
     mib = Parameter("mib", type=int, default=200, help="MiB the step holds")
     fail = Parameter("fail", type=bool, default=False, help="raise after holding (a failed run)")
 
-    @track_resources(interval=0.1, create_card=False, live=False)
+    @track_resources(interval=0.1, create_card=False, live=False, history=False)
     @resources(memory=ASK, cpu=1)
     @step
     def start(self):
