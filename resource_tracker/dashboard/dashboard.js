@@ -175,11 +175,14 @@
           fmtNum(def.v[j] / scale.div) + " " + scale.label;
       }
     }
+    var labelled = -Infinity;
     step.anomalies.forEach(function (a) {
       if (a.metric !== METRIC[def.id] || def.v[a.i] === null) { return; }
       var cx = xOf(t[a.i]), cy = yOf(def.v[a.i]);
       var ring = el("circle", { cx: cx, cy: cy, r: 7, "class": "rt-anomaly", "data-run": a.run }, svg);
       el("title", {}, ring).textContent = a.run + ": " + a.msg;
+      if (cx - labelled < 56) { return; }  /* rings close together: one label */
+      labelled = cx;
       var label = el("text", { x: Math.min(cx + 9, width - M.right), y: Math.max(cy - 8, M.top + 8),
         "text-anchor": cx + 60 > width ? "end" : "start", "class": "rt-anomaly-label" }, svg);
       label.textContent = "changed";
