@@ -5,7 +5,8 @@ mf_harness.py: local metadata and datastore in a temporary folder, every endpoin
 loopback port), the two flows run side by side:
 
 - DashGrowFlow/start asks 980 MiB and holds 400 MiB x 1.05^i in run i (the `mib` parameter):
-  its peak memory grows 5% a run (plus the task process's own ~40 MiB);
+  its peak memory grows 5% a run (plus the task process's own ~40 MiB); run 4 SIGKILLs its
+  task once its tuning record holds the peak (a killed run, as the OOM killer leaves one);
 - DashSteadyFlow/start asks 4000 MiB and holds 250 MiB, but 1000 MiB in run 6 (index 6):
   the one anomaly; its run 8 raises after holding (a failed run: it counts);
 
@@ -38,7 +39,7 @@ from report_browser import Browser, chromium_path  # noqa: E402
 
 FLOW = os.path.join(FLOWS, "mf_dash_flow.py")
 RUNS = 10
-GROW_ASK, GROW_BASE, GROWTH = 980, 400, 1.05
+GROW_ASK, GROW_BASE, GROWTH, KILLED_RUN = 980, 400, 1.05, 4
 STEADY_ASK, STEADY_MIB, SPIKE_MIB, SPIKE_RUN, FAILED_RUN = 4000, 250, 1000, 6, 8
 WIDTHS = (375, 768, 1280, 2560)
 HOLD = """import os, time
@@ -52,10 +53,10 @@ def _flow_runs(root, name, ask, mibs, truth, errors):
     env = {"MF_DASH_FLOW": name, "MF_DASH_ASK": ask, "MF_DASH_TRUTH": truth}
     for i, mib in enumerate(mibs):
         fail = name == "DashSteadyFlow" and i == FAILED_RUN
-        done = run_flow(
-            root, FLOW, "--mib", str(mib), *(["--fail", "True"] if fail else []), env=env
-        )
-        if (done.returncode != 0) != fail:
+        die = name == "DashGrowFlow" and i == KILLED_RUN
+        extra = ["--fail", "True"] if fail else (["--die", "True"] if die else [])
+        done = run_flow(root, FLOW, "--mib", str(mib), *extra, env=env)
+        if (done.returncode != 0) != (fail or die):
             errors.append(done.stdout[-2000:])
             return
 
@@ -132,11 +133,15 @@ def test_every_step_is_listed_in_the_table_and_the_json(fleet):
         assert f'<tr data-step="{name}"' in fleet["html"].replace("&quot;", '"'), name
     for name in ("DashGrowFlow/start", "DashSteadyFlow/start"):
         assert _step(fleet, name)["runs"] == RUNS
-    # the failed run is listed, with its status, on its own run
-    assert _step(fleet, "DashSteadyFlow/start")["failed_or_killed"] == 1
-    assert _step(fleet, "DashGrowFlow/start")["failed_or_killed"] == 0
-    step, _ = _charts(fleet, "DashSteadyFlow/start")
-    assert step["status"].count("failed") == 1 and step["status"][FAILED_RUN] == "failed"
+    # the failed and the killed run are listed, with their status, on their own run
+    for name, status, index in (("DashSteadyFlow/start", "failed", FAILED_RUN),
+                                ("DashGrowFlow/start", "killed", KILLED_RUN)):  # fmt: skip
+        assert _step(fleet, name)["failed_or_killed"] == 1
+        step, _ = _charts(fleet, name)
+        assert step["status"].count(status) == 1 and step["status"][index] == status, step
+    # the killed run counts for the need: taken as an OOM kill, at least 1.5x its ask
+    grow = _step(fleet, "DashGrowFlow/start")
+    assert grow["need"]["memory"] >= 1.5 * GROW_ASK and grow["at_risk_runs"] == 1
 
 
 def test_peaks_follow_each_runs_own_truth(fleet):

@@ -2,12 +2,15 @@
 amount of memory (the `mib` parameter), so the test decides each run's peak.
 
 MF_DASH_FLOW names the flow class (two flows from one file: DashGrowFlow, DashSteadyFlow);
-MF_DASH_ASK is the step's @resources(memory=...) in MiB, cpu=1. When MF_DASH_TRUTH names a
+MF_DASH_ASK is the step's @resources(memory=...) in MiB, cpu=1. `--fail True` raises after
+holding (a failed run), `--die True` SIGKILLs the task (a killed run: its tuning record
+never becomes final). When MF_DASH_TRUTH names a
 file, the step appends its ground truth to it (one JSON line: the run id, the MiB held, the
 task process's own peak RSS, VmHWM)."""
 
 import json
 import os
+import signal
 import time
 
 from metaflow import FlowSpec, Parameter, current, resources, step, track_resources
@@ -36,6 +39,7 @@ def own_hwm_mib():
 class _DashFlow(FlowSpec):
     mib = Parameter("mib", type=int, default=200, help="MiB the step holds")
     fail = Parameter("fail", type=bool, default=False, help="raise after holding (a failed run)")
+    die = Parameter("die", type=bool, default=False, help="SIGKILL itself (a killed run)")
 
     @track_resources(interval=0.1, create_card=False, live=False, history=False)
     @resources(memory=ASK, cpu=1)
@@ -54,6 +58,9 @@ class _DashFlow(FlowSpec):
                 f.write(json.dumps(line) + "\n")
         if self.fail:
             raise RuntimeError("failed on purpose (the test's failed run)")
+        if self.die:  # once the tuning record holds the peak (checked every 2 s), as OOM would
+            time.sleep(2.4)
+            os.kill(os.getpid(), signal.SIGKILL)
         self.next(self.end)
 
     @step
