@@ -1,0 +1,103 @@
+"""The dashboard's run record: one run of one step (or job), whatever store it came from.
+
+Every source (``_metaflow.load_metaflow``, ``_snapshots.load_snapshots``,
+``_prometheus.load_prometheus``) returns a :class:`Loaded`: the :class:`RunRecord` s it
+could read and one line per run it skipped (a source never raises on one bad run). The
+fleet table, the trends, the anomalies, the page, ``--check`` and ``--json`` are computed
+from the records alone.
+
+Units: memory and VRAM in MiB, CPU in cores, times in unix seconds, durations in seconds,
+money in US dollars. ``None`` means unknown (never 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional
+
+__all__ = ["RunRecord", "Loaded", "STATUSES", "SOURCES"]
+
+#: A run's status: finished, failed (an exception), killed (no final record: SIGKILL, OOM).
+STATUSES = ("ok", "failed", "killed")
+#: Where a record came from.
+SOURCES = ("metaflow", "prometheus", "runs")
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run of one step or job.
+
+    ``step`` is the group key ("Flow/step" for Metaflow, the job name otherwise);
+    ``run_id`` names the run in its store (Metaflow "Flow/123/step/4", a snapshot's file
+    name, a push id). ``ask`` is what the run asked (``cpu`` cores, ``memory_mib``,
+    ``gpu``; empty when unknown); ``limit_memory_mib`` / ``limit_cpu_cores`` the cgroup
+    limits it had, if known. ``labels``: extra labels (flow, step, run, job, host, ...).
+    """
+
+    step: str
+    run_id: str
+    started: float
+    duration_s: float
+    status: str
+    source: str
+    peak_memory_mib: Optional[float] = None
+    mean_cpu_cores: Optional[float] = None
+    peak_cpu_cores: Optional[float] = None
+    p90_cpu_cores: Optional[float] = None
+    peak_gpu_count: Optional[float] = None
+    peak_vram_mib: Optional[float] = None
+    cost_usd: Optional[float] = None
+    ask: Mapping[str, float] = field(default_factory=dict)
+    limit_memory_mib: Optional[float] = None
+    limit_cpu_cores: Optional[float] = None
+    oom_kills: float = 0.0
+    throttled_share: float = 0.0
+    machine_cores: Optional[float] = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def change_metrics(self) -> Dict[str, float]:
+        """The figures ``insights.changed`` compares (the names of ``run_metrics``)."""
+        values = {
+            "memory_peak_mib": self.peak_memory_mib,
+            "cpu_mean_cores": self.mean_cpu_cores,
+            "duration_s": self.duration_s,
+            "vram_peak_mib": self.peak_vram_mib,
+            "gpu_peak": self.peak_gpu_count,
+        }
+        return {k: float(v) for k, v in values.items() if v is not None}
+
+    def tuning_record(self) -> Dict[str, Any]:
+        """The record ``tuning.tune_resources`` reads (the shape of ``tuning.run_record``)."""
+        cpu = self.p90_cpu_cores if self.p90_cpu_cores is not None else self.mean_cpu_cores
+        return {
+            "version": 1,
+            "run": self.run_id,
+            "status": self.status,
+            "memory_peak_mib": self.peak_memory_mib,
+            "cpu_p90": cpu,
+            "gpu_peak": self.peak_gpu_count,
+            "system_cpu_p90": None,
+            "machine_cores": self.machine_cores,
+            "asked": {
+                "cpu": self.ask.get("cpu"),
+                "memory": self.ask.get("memory_mib"),
+                "gpu": self.ask.get("gpu"),
+            },
+            "limits": {"cpu": self.limit_cpu_cores, "memory": self.limit_memory_mib},
+            "oom_kills": self.oom_kills,
+            "throttled_share": self.throttled_share,
+            "updated": self.started + self.duration_s,
+            "measured": self.peak_memory_mib is not None or self.mean_cpu_cores is not None,
+        }
+
+
+@dataclass
+class Loaded:
+    """What a source read: its records (any order) and one line per run it skipped."""
+
+    records: List[RunRecord] = field(default_factory=list)
+    skipped: List[str] = field(default_factory=list)
+
+    def extend(self, other: Loaded) -> None:
+        self.records.extend(other.records)
+        self.skipped.extend(other.skipped)
