@@ -627,6 +627,8 @@ _CHARTS = (
 )
 
 _GPU_CHARTS = ("gpu", "vram")
+#: charts drawn short when their lines are flat (a disk's size, an idle network)
+_COMPACT_WHEN_FLAT = ("diskio", "diskspace", "network")
 _TABLE_KEYS = {"process": "p", "system": "s"}
 
 
@@ -720,8 +722,8 @@ def _chart_def(summary, chart_id, title, unit, series):
         chart["factor"] = 100.0 / gpus
         if gpus > 1:
             chart["title"] = f"{title} (mean of {fmt.plural(gpus, 'GPU')})"
-    if chart_id == "diskspace":
-        chart["compact"] = True  # a flat line gets a short panel
+    if chart_id in _COMPACT_WHEN_FLAT:
+        chart["compact"] = True  # flat lines get a short panel
     return chart
 
 

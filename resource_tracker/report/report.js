@@ -8,7 +8,8 @@
   var COMPACT_HEIGHT = 96;
   /* on paper: a chart fills one of two columns of an A4 or Letter page at scale 1 */
   var PRINT_WIDTH = 340;
-  var PRINT_HEIGHT = 150;
+  var PRINT_HEIGHT = 125;
+  var PRINT_WIDTH_MINOR = 215;  /* disk and network: one of three columns */
   var M = { left: 58, right: 12, top: 10, bottom: 36 };
   var TIME_STEPS = [0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800,
     21600, 43200, 86400, 172800, 604800];
@@ -198,18 +199,28 @@
     try { return document.execCommand("copy"); } catch (e) { return false; }
   }
 
-  /* On paper, the folded details are printed open. */
-  function openAll() {
-    var folds = document.querySelectorAll("details.rt-fold");
-    for (var i = 0; i < folds.length; i++) { folds[i].open = true; }
+  /* On paper (a one- or two-page summary): the statistics and the run's details are
+   * printed open; the other folds print their one-line summary unless opened. */
+  var PRINT_OPEN = ["rt-usage", "rt-run"];
+  function openForPrint() {
+    PRINT_OPEN.forEach(function (id) {
+      var fold = document.getElementById(id);
+      if (fold) { fold.open = true; }
+    });
   }
-  window.addEventListener("beforeprint", openAll);
-  if (window.matchMedia) {
-    var printing = window.matchMedia("print");
-    var onPrint = function (m) { if (m.matches) { openAll(); } };
-    if (printing.addEventListener) { printing.addEventListener("change", onPrint); }
-    else if (printing.addListener) { printing.addListener(onPrint); }
+
+  /* Calls onPaper(true) when printing starts, onPaper(false) when it ends. */
+  function whenPrinting(onPaper) {
+    window.addEventListener("beforeprint", function () { onPaper(true); });
+    window.addEventListener("afterprint", function () { onPaper(false); });
+    if (!window.matchMedia) { return false; }
+    var paper = window.matchMedia("print");
+    var changed = function (m) { onPaper(m.matches); };
+    if (paper.addEventListener) { paper.addEventListener("change", changed); }
+    else if (paper.addListener) { paper.addListener(changed); }
+    return paper.matches;
   }
+  whenPrinting(function (on) { if (on) { openForPrint(); } });
 
   var data;
   try {
@@ -245,7 +256,7 @@
   var MARK_DASH = { ask: "7 3", limit: "3 3", capacity: "1.5 3" };
 
   var charts = data.charts.map(function (def) {
-    var box = html("div", "rt-chart", grid);
+    var box = html("div", def.compact ? "rt-chart rt-minor" : "rt-chart", grid);
     box.id = "rt-chart-" + def.id;
     html("h3", null, box, def.title);
     var legend = html("div", "rt-readout rt-legend", box);
@@ -338,7 +349,8 @@
 
   function draw(chart) {
     var svg = chart.svg;
-    var width = printing ? PRINT_WIDTH : Math.max(chart.box.clientWidth - 20, 240);
+    var width = printing ? (chart.def.compact ? PRINT_WIDTH_MINOR : PRINT_WIDTH) :
+      Math.max(chart.box.clientWidth - 20, 240);
     var ranges = inView(chart);
     var height = chartHeight(chart, ranges);
     chart.width = width;
@@ -355,6 +367,9 @@
     var top = ymax / scale.div;
     if (!(top > 0)) { top = 1; }
     var step = niceStep(top, ph < 100 ? 2 : 4);
+    if (scale.div === 1 && (chart.def.unit === "Bps" || chart.def.unit === "mib")) {
+      step = Math.max(step, 1);  /* no steps of a quarter byte */
+    }
     top = Math.ceil(top / step - 1e-9) * step;
     chart.yOf = function (v) { return M.top + ph - (v / scale.div) / top * ph; };
     for (var y = 0; y <= top + step / 2; y += step) {
@@ -496,8 +511,11 @@
     chart.at.textContent = "";
     chart.series.forEach(function (s, j) {
       var st = statsInView(chart, s, chart.ranges[j]);
-      s.val.textContent = st === null ? "n/a" : st.min === st.max ? st.max :
-        "min " + st.min + " · mean " + st.mean + " · max " + st.max;
+      s.val.textContent = st === null ? "n/a" : st.min === st.max ? st.max : "";
+      if (st !== null && st.min !== st.max) {
+        html("span", "rt-min", s.val, "min " + st.min + " · ");
+        s.val.appendChild(document.createTextNode("mean " + st.mean + " · max " + st.max));
+      }
     });
     chart.marks.forEach(function (m) { m.val.textContent = fmtQty(m.value, chart.def.unit); });
   }
@@ -588,15 +606,7 @@
     printing = on;
     drawAll();
   }
-  window.addEventListener("beforeprint", function () { setPrinting(true); });
-  window.addEventListener("afterprint", function () { setPrinting(false); });
-  if (window.matchMedia) {
-    var paper = window.matchMedia("print");
-    var onPaper = function (m) { setPrinting(m.matches); };
-    if (paper.addEventListener) { paper.addEventListener("change", onPaper); }
-    else if (paper.addListener) { paper.addListener(onPaper); }
-    printing = paper.matches;
-  }
+  printing = whenPrinting(setPrinting);
 
   if (resetButton) { resetButton.addEventListener("click", reset); }
   var resizeTimer = null;
