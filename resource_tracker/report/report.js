@@ -163,6 +163,29 @@
     } catch (e) { /* a cross-origin parent: keep its size */ }
   }
 
+  /* A command line breaks between its words ("--epochs" is never cut after its dashes):
+   * each word becomes an inline block, broken inside only when wider than the line. */
+  function keepWords() {
+    var boxes = document.querySelectorAll(".rt-sub, .rt-cmd");
+    for (var i = 0; i < boxes.length; i++) {
+      var walk = document.createTreeWalker(boxes[i], NodeFilter.SHOW_TEXT), nodes = [], node;
+      while ((node = walk.nextNode())) { nodes.push(node); }
+      nodes.forEach(wrapWords);
+    }
+  }
+
+  function wrapWords(node) {
+    var parts = node.data.split(/(\s+)/);
+    if (parts.length < 2 && !/-/.test(node.data)) { return; }
+    var frag = document.createDocumentFragment();
+    parts.forEach(function (part) {
+      if (!part) { return; }
+      if (/^\s+$/.test(part)) { frag.appendChild(document.createTextNode(part)); return; }
+      html("span", "rt-w", frag, part);
+    });
+    node.parentNode.replaceChild(frag, node);
+  }
+
   /* A "Copy" button on each code line meant to be pasted (the @resources(...) line). */
   function copyButtons() {
     var codes = document.querySelectorAll("pre.rt-code");
@@ -229,6 +252,7 @@
     data = { tables: {}, charts: [] };
   }
   localTimes();
+  keepWords();
   copyButtons();
   var grid = document.getElementById("rt-chart-grid");
   if (!grid || !data.charts || !data.charts.length) { markDone(0); return; }
@@ -375,7 +399,7 @@
     for (var y = 0; y <= top + step / 2; y += step) {
       var py = M.top + ph - y / top * ph;
       el("line", { x1: M.left, x2: width - M.right, y1: py, y2: py, "class": "rt-grid-line" }, svg);
-      var label = el("text", { x: M.left - 6, y: py + 4, "text-anchor": "end", "class": "rt-tick" }, svg);
+      var label = el("text", { x: M.left - 6, y: py + 4, "text-anchor": "end", "class": "rt-tick rt-ytick" }, svg);
       label.textContent = fmtNum(y);
     }
     var unit = el("text", { x: 12, y: M.top + ph / 2, "text-anchor": "middle",
@@ -419,12 +443,16 @@
     for (var n = 0; t <= view.x1 && n < 100; t += tstep, n++) {
       var px = tToX(chart, t);
       el("line", { x1: px, x2: px, y1: M.top, y2: M.top + ph, "class": "rt-grid-line" }, svg);
-      var tl = el("text", { x: px, y: M.top + ph + 14, "text-anchor": "middle", "class": "rt-tick" }, svg);
       var dated = before === null ? otherDay(view.x0, view.x1) : otherDay(before, t);
-      tl.textContent = fmtClock(t, tstep < 60, dated, tstep < 1);
+      var text = fmtClock(t, tstep < 60, dated, tstep < 1);
+      /* a label that would run past the right edge ends there */
+      var last = px + text.length * 3.4 > width - 2;
+      var tl = el("text", { x: last ? width - 2 : px, y: M.top + ph + 14,
+        "text-anchor": last ? "end" : "middle", "class": "rt-tick rt-xtick" }, svg);
+      tl.textContent = text;
       before = t;
     }
-    var cap = el("text", { x: width - M.right, y: chart.height - 4, "text-anchor": "end", "class": "rt-unit" }, svg);
+    var cap = el("text", { x: width - M.right, y: chart.height - 4, "text-anchor": "end", "class": "rt-unit rt-caption" }, svg);
     cap.textContent = (otherDay(view.x0, view.x1) ? "" : dayName(view.x0) + ", ") +
       "local time (" + zone + ")";
   }
