@@ -289,6 +289,15 @@ class Browser:
         self.close()
 
 
+def artifacts_dir(tmp_path_factory, name):
+    """Where a test keeps its screenshots and PDFs (made): $RESOURCE_TRACKER_TEST_ARTIFACTS/name
+    (CI can keep them), else a fresh temporary directory (never the working tree)."""
+    kept = os.environ.get("RESOURCE_TRACKER_TEST_ARTIFACTS")
+    path = os.path.join(kept, name) if kept else str(tmp_path_factory.mktemp(name))
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
 def _dup_high(fd):
     import fcntl
 

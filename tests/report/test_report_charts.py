@@ -18,7 +18,7 @@ import re
 from array import array
 
 import pytest
-from report_browser import Browser, chromium_path, png_pixels
+from report_browser import Browser, artifacts_dir, chromium_path, png_pixels
 from report_data import long_run_snapshot, tracked_xss_run
 from report_states import NO_GPU_SERVER
 
@@ -83,10 +83,7 @@ def pages(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def artifacts(tmp_path_factory):
-    kept = os.environ.get("RESOURCE_TRACKER_TEST_ARTIFACTS")
-    path = os.path.join(kept, "charts") if kept else str(tmp_path_factory.mktemp("shots"))
-    os.makedirs(path, exist_ok=True)
-    return path
+    return artifacts_dir(tmp_path_factory, "charts")
 
 
 @pytest.fixture(scope="module")
@@ -158,9 +155,8 @@ def test_process_drawn_over_system_with_bands_one_colour_per_meaning(browser, pa
     for chart in charts:
         roles = [line["role"] for line in chart["lines"]]
         if "process" in roles and "system" in roles:  # the process tree on top
-            assert max(i for i, r in enumerate(roles) if r == "system") < roles.index(
-                "process"
-            ), chart
+            last_system = max(i for i, r in enumerate(roles) if r == "system")
+            assert last_system < roles.index("process"), chart
         # 6 h at 1 s is drawn as each interval's lowest and highest: one band per line
         assert len(chart["bands"]) == len(chart["lines"]), chart
         for line in chart["lines"]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from report_browser import Browser, chromium_path
+from report_browser import Browser, artifacts_dir, chromium_path
 from report_states import build_states
 
 pytestmark = pytest.mark.skipif(
@@ -40,10 +40,7 @@ def states(tmp_path_factory):
 @pytest.fixture(scope="module")
 def screenshots(tmp_path_factory):
     """The folder of the screenshots (made)."""
-    kept = os.environ.get("RESOURCE_TRACKER_TEST_ARTIFACTS")
-    path = os.path.join(kept, "screenshots") if kept else str(tmp_path_factory.mktemp("shots"))
-    os.makedirs(path, exist_ok=True)
-    return path
+    return artifacts_dir(tmp_path_factory, "screenshots")
 
 
 @pytest.fixture(scope="module")
