@@ -386,6 +386,7 @@
     while (svg.firstChild) { svg.removeChild(svg.firstChild); }
     var ph = height - M.top - M.bottom;
     var ymax = topOf(chart, ranges);
+    if (chart.def.unit === "pct") { ymax = Math.max(ymax, 100); }  /* 0-100%, as nvidia-smi */
     var scale = unitScale(chart.def.unit, ymax);
     chart.scale = scale;
     var top = ymax / scale.div;

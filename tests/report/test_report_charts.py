@@ -284,6 +284,60 @@ def test_gpu_in_percent_and_vram_against_the_gpus_memory(browser, pages):
     assert vram["marks"][0]["y"] == pytest.approx(vram["ticks"]["15"], abs=0.6)
 
 
+@pytest.fixture(scope="module")
+def nvml_page(tmp_path_factory):
+    """The report of a real tracked process on two GPUs of the NVML stand-in
+    (tests/gpu_cloud/nvml_stub.c, through the real dlopen path): GPU 0 16 GiB at 25 %, GPU 1
+    24 GiB at 40 %, the tracked process on GPU 1 at 40 % (0.4 GPUs), the machine 0.65 GPUs."""
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("gcc") is None:
+        pytest.skip("needs gcc for the NVML stand-in")
+    folder = tmp_path_factory.mktemp("nvml")
+    stub = str(folder / "libnvidia-ml-stub.so.1")
+    source = os.path.join(os.path.dirname(__file__), "..", "gpu_cloud", "nvml_stub.c")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-fvisibility=hidden", "-o", stub, source],
+                   check=True)  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    control = folder / "control"
+    control.write_text(f"tree_pid={proc.pid}\nother_pid=1\nmode=\n")
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setenv("NVML_STUB_CONTROL", str(control))
+        mp.setenv("RESOURCE_TRACKER_NVML_LIBRARY", stub)
+        tracker = ResourceTracker(pid=proc.pid, interval=0.05, discover_cloud=False)
+        try:
+            assert tracker.wait_for_samples(5, 10.0)
+        finally:
+            tracker.stop()
+        return tracker.report().save(folder / "gpu.html")  # server_info read with the stub
+    finally:
+        mp.undo()
+        proc.kill()
+        proc.wait()
+
+
+def test_gpu_chart_of_a_real_run_on_two_gpus(browser, nvml_page, artifacts):
+    """Utilisation in % of a GPU, the mean over the machine's two GPUs (nvidia-smi's 25 % and
+    40 %: 32.5 %; the process's 40 % on one of two: 20 %), VRAM against their 40 GiB."""
+    b = _open(browser, nvml_page)
+    title = b.eval("document.querySelector('#rt-chart-gpu h3').textContent")
+    assert title == "GPU utilisation (mean of 2 GPUs)"
+    legend = b.eval(
+        "Array.from(document.querySelectorAll('#rt-chart-gpu .rt-key')).map(function (k) {"
+        " return k.textContent; })"
+    )
+    assert legend == ["Process20%", "System32.5%"], legend  # flat: one figure each
+    vram = _marks(b, "vram")
+    assert [(m["name"], m["value"]) for m in vram["marks"]] == [("GPU memory", 40960.0)]
+    assert vram["labels"] == ["GPU memory 40 GiB"]
+    shot = os.path.join(artifacts, "gpu-two-stub-gpus.png")
+    b.screenshot(shot, clip=_box(b, "#rt-chart-gpu"))
+    assert b.console_errors() == []
+
+
 def _ticks(b, chart):
     return b.eval(
         f"Array.from(document.querySelectorAll('#rt-chart-{chart} text.rt-xtick'))"
