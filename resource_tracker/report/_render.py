@@ -627,6 +627,8 @@ _CHARTS = (
 )
 
 _GPU_CHARTS = ("gpu", "vram")
+#: charts drawn in another unit than the statistics table's (GPUs as % of a GPU)
+_RESCALED = ("gpu",)
 #: charts drawn short when their lines are flat (a disk's size, an idle network)
 _COMPACT_WHEN_FLAT = ("diskio", "diskspace", "network")
 _TABLE_KEYS = {"process": "p", "system": "s"}
@@ -646,11 +648,12 @@ def _series_name(col, cols):
     return col.label
 
 
-def _series_defs(summary, cols):
+def _series_defs(summary, cols, stats=True):
     """The series of one chart: name, where its values are, what it means (``role``: the
     process tree or the machine, one colour each on every chart) and its line style
     (``dash``: the table's second column in the chart, e.g. writes after reads), with its
-    mean and peak over the whole run as the statistics table shows them."""
+    mean and peak over the whole run as the statistics table shows them (``stats``: the
+    chart's unit is the table's)."""
     out, seen = [], {}
     for col in cols:
         dash = seen.get(col.table, 0)
@@ -662,7 +665,7 @@ def _series_defs(summary, cols):
                 key=col.name,
                 role="capacity" if _is_capacity(col) else col.table,
                 dash=2 if _is_capacity(col) else dash,
-                stat=_stat_texts(summary, col) if col.unit != "GPUs" else {},
+                stat=_stat_texts(summary, col) if stats else {},
             )
         )
     return out
@@ -746,7 +749,7 @@ def _chart_data(summary, process, system):
         if chart_id in _GPU_CHARTS and not gpu:
             continue  # no flat-zero charts of hardware that is not there
         cols = [c for c in _chart_columns(select) if _TABLE_KEYS[c.table] in tables]
-        series = _series_defs(summary, cols)
+        series = _series_defs(summary, cols, stats=chart_id not in _RESCALED)
         if series:
             charts.append(_chart_def(summary, chart_id, title, unit, series))
     t0 = min((tab["t0"] for tab in tables.values()), default=0)
