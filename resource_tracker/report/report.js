@@ -101,7 +101,9 @@
   function fmtQty(v, unit) {
     if (v === null || v === undefined || !isFinite(v)) { return "n/a"; }
     var scale = unitScale(unit, Math.abs(v));
-    var text = fmtNum(v / scale.div);
+    var shown = v / scale.div;
+    if (scale.label === "cores") { shown = Math.round(shown * 100) / 100; }  /* counts: 2 decimals */
+    var text = fmtNum(shown);
     if (scale.label === "%") { return text + "%"; }
     if (scale.label === "cores" && text === "1") { return "1 core"; }
     return text + " " + scale.label;
