@@ -364,7 +364,12 @@ def test_copy_button_reset_zoom_and_a_flat_disk_chart(browser, pages):
     line = b.eval("document.querySelector('#rt-recommended code').textContent")
     assert line.startswith("@resources(")
     _click(b, "#rt-recommended button.rt-copy")
-    b.pump(0.2)
+    state = "document.querySelector('#rt-recommended .rt-copy').getAttribute('data-copied')"
+    for _ in range(200):  # the clipboard answers asynchronously (a promise)
+        if b.eval(state):
+            break
+        b.pump(0.025)
+    assert b.eval(state) == "yes"
     assert b.eval("document.querySelector('#rt-recommended .rt-copy').textContent") == "Copied"
     copied = b.call(
         "Runtime.evaluate",
