@@ -706,10 +706,21 @@ def _marks(summary, chart_id):
     }  # fmt: skip
     marks = []
     for kind, name, value in picks.get(chart_id, ()):
-        value = fmt._finite(value)
-        if value is not None and value > 0:
+        value = _positive(value)
+        if value is not None:
             marks.append(dict(name=name, kind=kind, value=value))
     return marks
+
+
+def _positive(value):
+    """value as a float when it is a finite number above 0 (a figure from outside), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) and number > 0 else None
 
 
 def _chart_def(summary, chart_id, title, unit, series):
@@ -721,7 +732,7 @@ def _chart_def(summary, chart_id, title, unit, series):
     if marks:
         chart["marks"] = marks
     if chart_id == "gpu":
-        gpus = fmt._finite((summary.server_info or {}).get("gpu_count")) or 1.0
+        gpus = _positive((summary.server_info or {}).get("gpu_count")) or 1.0
         chart["factor"] = 100.0 / gpus
         if gpus > 1:
             chart["title"] = f"{title} (mean of {fmt.plural(gpus, 'GPU')})"

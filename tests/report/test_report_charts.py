@@ -61,9 +61,15 @@ def _asked_snapshot():
     return snap
 
 
+#: an ask as a damaged or hand-made snapshot may hold it: markup, text, a number as text
+ODD_ASK = {"cpu": "3", "memory": "lots", "source": "<b>@resources</b>"}
+
+
 def _no_limits_snapshot():
+    """No cgroup limit, and an odd ask (ODD_ASK)."""
     snap = long_run_snapshot(rows=300)
     snap["server_info"] = NO_GPU_SERVER
+    snap["extra"] = {"resources_asked": dict(ODD_ASK)}
     return snap
 
 
@@ -262,9 +268,13 @@ def test_ask_and_container_limit_drawn_on_cpu_and_memory(browser, pages, artifac
     }
     assert "container limit 16 GiB" in memory["labels"], memory
     b.screenshot(os.path.join(artifacts, "asked-and-limit.png"), clip=_box(b, "#rt-chart-grid"))
-    # no ask and no limit: no line
+    # no limit; of the odd ask only the number is drawn, its source shown as text
     b = _open(browser, pages["no-limits"])
-    assert _marks(b, "cpu")["marks"] == [] and _marks(b, "memory")["marks"] == []
+    cpu = _marks(b, "cpu")
+    assert [(m["name"], m["value"]) for m in cpu["marks"]] == [("asked (<b>@resources</b>)", 3.0)]
+    assert cpu["labels"] == ["asked (<b>@resources</b>) 3 cores"]
+    assert _marks(b, "memory")["marks"] == []
+    assert b.eval("document.querySelectorAll('#rt-charts b').length") == 0
     assert b.console_errors() == []
 
 
