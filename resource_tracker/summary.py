@@ -124,6 +124,8 @@ class RunInfo:
     method: Optional[str] = None
     status: str = "unknown"
     integration: Optional[str] = None
+    #: what the run asked for (``extra['resources_asked']``: cpu, memory MiB, gpu, source)
+    asked: Optional[Dict[str, Any]] = None
 
 
 @dataclass(frozen=True)
@@ -478,7 +480,16 @@ def _run_info(tracker: Any) -> RunInfo:
         method=_attr(tracker, "method"),
         status=str(status),
         integration=extra.get("integration"),
+        asked=_asked_request(extra),
     )
+
+
+def _asked_request(extra: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """The integration's request (``extra['resources_asked']``) as plain values, or None."""
+    asked = extra.get("resources_asked")
+    if not isinstance(asked, Mapping) or not asked:
+        return None
+    return {str(k): v if isinstance(v, (int, float, str)) else str(v) for k, v in asked.items()}
 
 
 class _Collector:

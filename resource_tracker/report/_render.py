@@ -222,7 +222,8 @@ def _page_html(view, process, system):
     body = _header(view) + _headline.headline(view.s) + _charts(view.s, downsampled)
     body += '<h2 class="rt-details-title">Details</h2>'
     details = (_usage, _servers, _run, _server, _cgroup, _cloud)
-    body += "".join(section(view) for section in details) + _FOOTER
+    body += '<div class="rt-details">' + "".join(section(view) for section in details)
+    body += "</div>" + _FOOTER
     # inside <script>: no "</script>", no "<!--", no line separators
     for char, escaped in _SCRIPT_ESCAPES:
         data = data.replace(char, escaped)
@@ -493,11 +494,16 @@ def _shown_rows(summary):
 
 
 def _row_value(summary, row, value):
-    """A statistic as shown: the machine's CPU never above its vCPUs (sampling jitter)."""
+    """A statistic as shown (HTML): the machine's CPU never above its vCPUs (sampling jitter)."""
+    return _esc(_row_text(summary, row, value))
+
+
+def _row_text(summary, row, value):
+    """A statistic as text: the machine's CPU never above its vCPUs (sampling jitter)."""
     vcpus = (summary.server_info or {}).get("vcpus")
     if value is not None and vcpus and row.unit == "cores" and row.key.startswith("system_"):
         value = min(value, float(vcpus))
-    return _esc(fmt.quantity(value, row.unit))
+    return fmt.quantity(value, row.unit)
 
 
 def _usage(view):
@@ -566,8 +572,9 @@ def _charts(summary, downsampled):
     out = ['<section id="rt-charts"><h2>Usage over time</h2>']
     out.append(
         '<p class="rt-help">Hover a chart to read all charts at that time; drag across a '
-        "chart to zoom in; double-click (or the button) to zoom out. Times are in your "
-        'local time zone. <button type="button" id="rt-reset">Reset zoom</button></p>'
+        "chart to zoom in; double-click (or the button) to zoom out; click a legend entry to "
+        "hide or show its line. Times are in your local time zone. "
+        '<button type="button" id="rt-reset" class="rt-button" hidden>Reset zoom</button></p>'
     )
     down = sorted({(rows, pts) for _, rows, pts in downsampled if pts < rows})
     if down:
@@ -597,16 +604,22 @@ def _is_network(col):
     return "network" in col.label
 
 
+def _is_capacity(col):
+    """The disk's size ("... total"): drawn as a capacity line."""
+    return col.unit == "GB" and col.label.endswith(" total")
+
+
 def _drawn(col):
-    """Columns in stats() are drawn; of the gauges in GB, the capacity ("... total") too."""
-    return col.aggregate != "none" or (col.unit == "GB" and col.label.endswith(" total"))
+    """Columns in stats() are drawn, but for the count of GPUs in use (no utilisation: it
+    is in the table); of the gauges in GB, the capacity too."""
+    return (col.aggregate != "none" and col.name != "gpu_utilized") or _is_capacity(col)
 
 
 # id, title, axis unit (report.js), which columns
 _CHARTS = (
     ("cpu", "CPU", "cores", lambda c: c.unit == "cores"),
     ("memory", "Memory", "mib", lambda c: c.unit == "KiB"),
-    ("gpu", "GPU utilisation and GPUs in use", "gpus", lambda c: c.unit == "GPUs"),
+    ("gpu", "GPU utilisation", "pct", lambda c: c.unit == "GPUs"),
     ("vram", "GPU memory (VRAM)", "mib", lambda c: c.unit == "MiB"),
     ("diskio", "Disk I/O", "Bps", lambda c: c.unit == "B" and not _is_network(c)),
     ("diskspace", "Disk space", "gb", lambda c: c.unit == "GB"),
@@ -614,7 +627,10 @@ _CHARTS = (
 )
 
 _GPU_CHARTS = ("gpu", "vram")
-_COLORS = ("#1f6feb", "#e36209", "#1a7f37", "#8250df", "#8c959f")
+#: charts drawn in another unit than the statistics table's (GPUs as % of a GPU)
+_RESCALED = ("gpu",)
+#: charts drawn short when their lines are flat (a disk's size, an idle network)
+_COMPACT_WHEN_FLAT = ("diskio", "diskspace", "network")
 _TABLE_KEYS = {"process": "p", "system": "s"}
 
 
@@ -630,6 +646,99 @@ def _series_name(col, cols):
     if len(set(tables)) == len(tables):
         return col.table.capitalize()
     return col.label
+
+
+def _series_defs(summary, cols, stats=True):
+    """The series of one chart: name, where its values are, what it means (``role``: the
+    process tree or the machine, one colour each on every chart) and its line style
+    (``dash``: the table's second column in the chart, e.g. writes after reads), with its
+    mean and peak over the whole run as the statistics table shows them (``stats``: the
+    chart's unit is the table's)."""
+    out, seen = [], {}
+    for col in cols:
+        dash = seen.get(col.table, 0)
+        seen[col.table] = dash + (not _is_capacity(col))
+        out.append(
+            dict(
+                name=_series_name(col, cols),
+                table=_TABLE_KEYS[col.table],
+                key=col.name,
+                role="capacity" if _is_capacity(col) else col.table,
+                dash=2 if _is_capacity(col) else dash,
+                stat=_stat_texts(summary, col) if stats else {},
+            )
+        )
+    return out
+
+
+def _stat_texts(summary, col):
+    """{field: text} of the run's mean and peak of col, formatted as in the statistics table
+    (the legend shows them while the whole run is in view)."""
+    texts = {}
+    for field in ("mean", "max"):
+        row = summary.row(col.key, field) if field in col.fields else None
+        if row is not None and row.value is not None:
+            texts[field] = _row_text(summary, row, row.value)
+    return texts
+
+
+def _marks(summary, chart_id):
+    """The reference lines of a chart (in its drawn unit): what the run asked for (e.g.
+    Metaflow's @resources, with tuning the tuned ask), the container's limit, and the GPUs'
+    memory on the VRAM chart. Each {name, kind ('ask', 'limit', 'capacity'), value}."""
+    info = summary.server_info or {}
+    cgroup = info.get("cgroup") or {}
+    stats_cg = (summary.stats or {}).get("cgroup") or {}
+    asked = summary.run.asked or {}
+    source = str(asked.get("source") or "the request")
+    picks = {
+        "cpu": (
+            ("ask", f"asked ({source})", asked.get("cpu")),
+            ("limit", "container limit",
+             cgroup.get("cpu_limit_cores") or stats_cg.get("cpu_limit_cores")),
+        ),
+        "memory": (
+            ("ask", f"asked ({source})", asked.get("memory")),
+            ("limit", "container limit",
+             cgroup.get("memory_limit_mb") or stats_cg.get("memory_limit_mib")),
+        ),
+        "vram": (("capacity", "GPU memory", info.get("gpu_memory_mb")),),
+    }  # fmt: skip
+    marks = []
+    for kind, name, value in picks.get(chart_id, ()):
+        value = _positive(value)
+        if value is not None:
+            marks.append(dict(name=name, kind=kind, value=value))
+    return marks
+
+
+def _positive(value):
+    """value as a float when it is a finite number above 0 (a figure from outside), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) and number > 0 else None
+
+
+def _chart_def(summary, chart_id, title, unit, series):
+    """One chart's definition for report.js. The GPU chart shows utilisation in % of one
+    GPU, averaged over the machine's GPUs (100% = every GPU busy), as nvidia-smi users read
+    it; the sampler's figures are in GPUs (0..N)."""
+    chart = dict(id=chart_id, title=title, unit=unit, series=series)
+    marks = _marks(summary, chart_id)
+    if marks:
+        chart["marks"] = marks
+    if chart_id == "gpu":
+        gpus = _positive((summary.server_info or {}).get("gpu_count")) or 1.0
+        chart["factor"] = 100.0 / gpus
+        if gpus > 1:
+            chart["title"] = f"{title} (mean of {fmt.plural(gpus, 'GPU')})"
+    if chart_id in _COMPACT_WHEN_FLAT:
+        chart["compact"] = True  # flat lines get a short panel
+    return chart
 
 
 def _chart_data(summary, process, system):
@@ -651,12 +760,9 @@ def _chart_data(summary, process, system):
         if chart_id in _GPU_CHARTS and not gpu:
             continue  # no flat-zero charts of hardware that is not there
         cols = [c for c in _chart_columns(select) if _TABLE_KEYS[c.table] in tables]
-        series = [
-            dict(name=_series_name(c, cols), table=_TABLE_KEYS[c.table], key=c.name, color=color)
-            for c, color in zip(cols, _COLORS)
-        ]
+        series = _series_defs(summary, cols, stats=chart_id not in _RESCALED)
         if series:
-            charts.append(dict(id=chart_id, title=title, unit=unit, series=series))
+            charts.append(_chart_def(summary, chart_id, title, unit, series))
     t0 = min((tab["t0"] for tab in tables.values()), default=0)
     return {"t0": t0, "tables": tables, "charts": charts}, downsampled
 
@@ -690,8 +796,9 @@ def _table_data(name, df, interval, vcpus=None):
     t = _column(df, "timestamp")
     n = len(t)
     series = {}
+    drawn = {c for *_, select in _CHARTS for c in _chart_columns(select)}
     for col in columns(name):
-        if any(select(col) for *_, select in _CHARTS) and _drawn(col):
+        if col in drawn:
             values = _column(df, col.name)
             if len(values) == n:
                 text = _core.chart_series(

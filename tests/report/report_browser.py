@@ -162,6 +162,14 @@ class Browser:
             if "method" in msg:
                 self.events.append(msg)
 
+    def browser_call(self, method, timeout=30, **params):
+        """The result of one DevTools command to the browser itself (not the page)."""
+        session, self.session = self.session, None
+        try:
+            return self.call(method, timeout=timeout, **params)
+        finally:
+            self.session = session
+
     def pump(self, seconds):
         """Collects events for a while."""
         end = time.monotonic() + seconds
@@ -281,6 +289,15 @@ class Browser:
         self.close()
 
 
+def artifacts_dir(tmp_path_factory, name):
+    """Where a test keeps its screenshots and PDFs (made): $RESOURCE_TRACKER_TEST_ARTIFACTS/name
+    (CI can keep them), else a fresh temporary directory (never the working tree)."""
+    kept = os.environ.get("RESOURCE_TRACKER_TEST_ARTIFACTS")
+    path = os.path.join(kept, name) if kept else str(tmp_path_factory.mktemp(name))
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
 def _dup_high(fd):
     import fcntl
 
@@ -310,6 +327,11 @@ def dump_dom(path, timeout=60):
 
 def png_colors(png):
     """The number of distinct RGB(A) colours in a PNG (8-bit RGB/RGBA, non-interlaced)."""
+    return len(set(png_pixels(png)))
+
+
+def png_pixels(png):
+    """Every pixel of a PNG (8-bit RGB/RGBA, non-interlaced) as bytes (R, G, B[, A])."""
     assert png[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
     pos, idat = 8, b""
     width = height = channels = None
@@ -327,7 +349,7 @@ def png_colors(png):
     raw = zlib.decompress(idat)
     stride = width * channels
     prev = bytearray(stride)
-    colors = set()
+    pixels = []
     i = 0
     for _ in range(height):
         ftype = raw[i]
@@ -348,7 +370,6 @@ def png_colors(png):
                 pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
                 pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
                 line[x] = (line[x] + pred) & 255
-        for x in range(0, stride, channels):
-            colors.add(bytes(line[x : x + channels]))
+        pixels.extend(bytes(line[x : x + channels]) for x in range(0, stride, channels))
         prev = line
-    return len(colors)
+    return pixels

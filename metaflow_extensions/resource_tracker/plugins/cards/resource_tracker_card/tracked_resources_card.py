@@ -91,7 +91,9 @@ def _with_banner(html, banner, failed):
         f'background:{color};font-family:sans-serif">{_esc(banner)}</div>'
     )
     lower = html.lower()
-    start = lower.find("<body")
+    start = lower.find('<main class="rt-page"')  # the report's content column
+    if start < 0:
+        start = lower.find("<body")
     if start < 0:
         return div + html
     end = html.find(">", start) + 1
