@@ -54,7 +54,8 @@ test: deps-test build  ## build the extension and run the whole test suite (TEST
 
 build: $(STAMPS)/build.stamp  ## (re)build the C extension in place when csrc/ changed
 
-$(STAMPS)/build.stamp: $(CSRC) setup.py $(STAMPS)/deps.stamp
+# _version.py: the C core carries the version (RT_VERSION); a stale one refuses to import
+$(STAMPS)/build.stamp: $(CSRC) setup.py resource_tracker/_version.py $(STAMPS)/deps.stamp
 	@mkdir -p $(STAMPS)
 	$(PY) setup.py -q build_ext --inplace
 	@touch $@

@@ -67,6 +67,33 @@ def snapshot_fields(tracker: TrackerResults) -> Dict[str, Any]:
         "memory_hwm": tracker.memory_hwm,
         # the run summary, when one was made (so a loaded run shows the same servers)
         "summary": tracker._summary.to_dict() if getattr(tracker, "_summary", None) else None,
+        "metadata": snapshot_metadata(tracker),
+    }
+
+
+def snapshot_metadata(tracker: TrackerResults) -> Dict[str, Any]:
+    """The run's settings and times as the original package's snapshots and Metaflow
+    artifacts nest them under ``metadata`` (code written for 0.4/0.5 reads them there), with
+    ``duration``: seconds from start to stop (to now while running; None before start)."""
+    import time
+
+    start, stop = tracker.start_time, tracker.stop_time
+    duration = round((stop or time.time()) - start, 2) if start else None
+    return {
+        "version": SNAPSHOT_VERSION,
+        "resource_tracker": {"version": __version__, "implementation": tracker.method},
+        "pid": tracker.pid,
+        "children": tracker.children,
+        "interval": tracker.interval,
+        "method": tracker.method,
+        "autostart": getattr(tracker, "autostart", None),
+        "track_processes": tracker.track_processes,
+        "track_system": tracker.track_system,
+        "discover_server": tracker.discover_server,
+        "discover_cloud": tracker.discover_cloud,
+        "start_time": start,
+        "stop_time": stop,
+        "duration": duration,
     }
 
 
@@ -77,6 +104,12 @@ def from_snapshot(cls: Type[_R], snapshot: Mapping[str, Any]) -> _R:
     are the artifact's TinyDataFrames): ``from_snapshot(data["tracker"]).report()``
     renders the step's page again.
     """
+    if isinstance(snapshot, dict) and "format" not in snapshot and "metadata" in snapshot:
+        raise ValueError(
+            "a snapshot of the original resource-tracker package (0.4/0.5: its fields under "
+            "'metadata', columns in MiB) is not read here: take the run again with this "
+            "package, or read its tables with TinyDataFrame(snapshot['process_metrics'])"
+        )
     if not isinstance(snapshot, dict) or snapshot.get("format") != SNAPSHOT_FORMAT:
         raise ValueError(
             "not a resource-tracker snapshot: expected a dict made by "
@@ -101,6 +134,9 @@ def from_snapshot(cls: Type[_R], snapshot: Mapping[str, Any]) -> _R:
     ):
         setattr(tracker, key, snapshot.get(key))
     tracker.discover_server = tracker.discover_cloud = False
+    meta = snapshot.get("metadata")
+    autostart = meta.get("autostart") if isinstance(meta, dict) else None
+    tracker.autostart = autostart if isinstance(autostart, bool) else None
     tracker.extra = dict(snapshot.get("extra") or {})
     tracker._server_info = snapshot.get("server_info")
     tracker._cloud_info = snapshot.get("cloud_info")
@@ -440,7 +476,7 @@ def _stored_table(data: Any, names: Sequence[str]) -> TinyDataFrame:
     copied = isinstance(data, TinyDataFrame)  # the caller's arrays: copy them
     columns = _decode_columns(data)
     if not isinstance(columns, dict):  # rows (a list of dicts): the frame sorts them out
-        return TinyDataFrame(columns, names)
+        return TinyDataFrame(columns, columns=names)
     table: Dict[str, Any] = {}
     for name in names:
         col = columns.get(name, ())

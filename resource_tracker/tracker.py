@@ -110,6 +110,7 @@ class ResourceTracker(TrackerResults):
         self._exporter = None
         self._sampler: Sampler = self._make_sampler()
         self._autostarted = False
+        self.autostart = bool(autostart)
         if autostart:
             self.start()
             self._autostarted = True

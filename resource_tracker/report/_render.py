@@ -146,6 +146,15 @@ def _resource(name):
 
 REPORT_STATUSES = ("finished", "failed", "running", "stopped")
 
+#: The words the page shows for a status (the original package's: Pending, Finished, Failed).
+STATUS_WORDS = {"finished": "Finished", "failed": "Failed", "running": "Pending", "stopped": "Stopped"}
+
+
+def _status_badge(status):
+    """The status as the page shows it (a span whose class names the status)."""
+    word = STATUS_WORDS.get(status, status)
+    return f'<span class="rt-status rt-status-{_esc(status)}">{_esc(word)}</span>'
+
 
 def render_report(tracker, historical_stats=None, status=None, integration=None, summary=None):
     """The HTML report of tracker (a ResourceTracker, also one loaded from a snapshot).
@@ -277,14 +286,13 @@ def _run_rows(view):
     pid_text = _esc(run.pid)
     if run.children is not None:
         pid_text += " (with its descendants)" if run.children else " (without descendants)"
-    status = _esc(view.status)
     rows += [
         ["Command", command],
         ["PID", pid_text],
         ["Start", _utc(run.start_time)],
-        ["End", _utc(run.stop_time) if run.stop_time else status],
+        ["End", _utc(run.stop_time) if run.stop_time else _esc(STATUS_WORDS.get(view.status, view.status))],
         ["Duration", _esc(_duration(view.s.duration))],
-        ["Status", f'<span class="rt-status rt-status-{status}">{status}</span>'],
+        ["Status", _status_badge(view.status)],
         ["Samples", f"{view.s.n_samples:,}"],
         ["Sampling interval", _esc(fmt.duration(run.interval))],
         ["Collection method", _esc(run.method or "n/a")],
@@ -300,13 +308,12 @@ def _run(view):
 
 def _header(view):
     n = view.s.n_samples
-    status = _esc(view.status)
     out = [
         '<header class="rt-header">',
         _LOGO,
         '<div class="rt-title"><h1>Resource usage report</h1>',
         f'<p class="rt-sub">{_esc(_what(view.run))} '
-        f'<span class="rt-status rt-status-{status}">{status}</span></p></div></header>',
+        f"{_status_badge(view.status)}</p></div></header>",
     ]
     if view.status == "failed":
         out.append(_note(_failure_text(view), "warn rt-failed"))

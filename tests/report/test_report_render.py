@@ -61,7 +61,7 @@ def test_report_header_server_and_statistics(real_run):
     # numbers as resource_tracker.formatting shows them, the same in the headline and table
     assert f"Peak CPU {fmt.quantity(stats['process_cpu_usage']['max'], 'cores')}" in text
     assert f"Peak memory {fmt.quantity(stats['process_memory']['max'], 'KiB')}" in text
-    assert "finished" in text and "procfs" in text and "Sampling interval 0.1 s" in text
+    assert "Finished" in text and "procfs" in text and "Sampling interval 0.1 s" in text
     assert str(real_run.pid) in text
     info = real_run.server_info
     assert f"{info['vcpus']:,}" in text and info["cpu_model"] in text
