@@ -390,7 +390,7 @@ class TinyDataFrame:
         chaining: ``df.rename({...}).to_csv()``). KeyError names the old names that are not
         columns (nothing is renamed then); ValueError when two columns would share a name.
         A renamed copy: ``TinyDataFrame(df).rename({...})``."""
-        if not isinstance(columns, Mapping):
+        if not isinstance(columns, dict):
             raise TypeError("rename() takes a dict {old name: new name}")
         missing = [name for name in columns if name not in self._data]
         if missing:
