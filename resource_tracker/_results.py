@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ._background import Job
     from .sampler_protocol import Sampler
     from .summary import RunSummary
-    from .tiny_data_frame import TinyDataFrame
+    from .tiny_data_frame import StatSpec, TinyDataFrame
 
     _T = TypeVar("_T")
     _R = TypeVar("_R", bound="TrackerResults")
@@ -43,6 +43,7 @@ class TrackerResults:
         discover_cloud: bool
         _autostarted: bool
         autostart: Optional[bool]
+        _settings_stored: Dict[str, Any]
         _sampler: Sampler
         _server_info: Optional[Dict[str, Any]]
         _cloud_info: Optional[Dict[str, Any]]
@@ -160,12 +161,16 @@ class TrackerResults:
             offset=offset,
         )
 
-    def stats(self) -> Dict[str, Any]:
+    def stats(self, specs: Optional[Sequence[StatSpec]] = None) -> Dict[str, Any]:
         """Summaries of the samples: mean/max/percentiles, sums, peak disk use, duration.
 
         Computed once per state of the samples (a stopped run: once), on the sampler's own
-        column buffers; each call returns a new dict."""
+        column buffers; each call returns a new dict. ``specs`` (StatSpecs, as the original
+        package took them): those statistics of ``get_combined_metrics()`` instead."""
         from ._renamed import Stats
+
+        if specs is not None:
+            return Stats(self.get_combined_metrics().stats(specs))
         from ._run_data import stats
 
         return Stats(stats(self))  # a 0.5 key's KeyError says what to read instead

@@ -79,7 +79,7 @@ def snapshot_metadata(tracker: TrackerResults) -> Dict[str, Any]:
 
     start, stop = tracker.start_time, tracker.stop_time
     duration = round((stop or time.time()) - start, 2) if start else None
-    return {
+    meta = {
         "version": SNAPSHOT_VERSION,
         "resource_tracker": {"version": __version__, "implementation": tracker.method},
         "pid": tracker.pid,
@@ -95,6 +95,13 @@ def snapshot_metadata(tracker: TrackerResults) -> Dict[str, Any]:
         "stop_time": stop,
         "duration": duration,
     }
+    stored = getattr(tracker, "_settings_stored", None) or {}
+    meta.update((k, v) for k, v in stored.items() if isinstance(v, bool))
+    return meta
+
+
+#: The settings a snapshot's metadata keeps for a loaded run (the loaded tracker has its own).
+_STORED_SETTINGS = ("autostart", "discover_server", "discover_cloud")
 
 
 def from_snapshot(cls: Type[_R], snapshot: Mapping[str, Any]) -> _R:
@@ -104,22 +111,7 @@ def from_snapshot(cls: Type[_R], snapshot: Mapping[str, Any]) -> _R:
     are the artifact's TinyDataFrames): ``from_snapshot(data["tracker"]).report()``
     renders the step's page again.
     """
-    if isinstance(snapshot, dict) and "format" not in snapshot and "metadata" in snapshot:
-        raise ValueError(
-            "a snapshot of the original resource-tracker package (0.4/0.5: its fields under "
-            "'metadata', columns in MiB) is not read here: take the run again with this "
-            "package, or read its tables with TinyDataFrame(snapshot['process_metrics'])"
-        )
-    if not isinstance(snapshot, dict) or snapshot.get("format") != SNAPSHOT_FORMAT:
-        raise ValueError(
-            "not a resource-tracker snapshot: expected a dict made by "
-            "ResourceTracker.snapshot() (or text made by dumps())"
-        )
-    if snapshot.get("format_version", 0) > SNAPSHOT_VERSION:
-        raise ValueError(
-            f"snapshot format {snapshot['format_version']} is newer than this "
-            f"resource-tracker ({__version__}) reads: upgrade resource-tracker"
-        )
+    _check_format(snapshot)
     _validate_snapshot(snapshot)
     tracker = cls.__new__(cls)
     for key in (
@@ -135,8 +127,9 @@ def from_snapshot(cls: Type[_R], snapshot: Mapping[str, Any]) -> _R:
         setattr(tracker, key, snapshot.get(key))
     tracker.discover_server = tracker.discover_cloud = False
     meta = snapshot.get("metadata")
-    autostart = meta.get("autostart") if isinstance(meta, dict) else None
-    tracker.autostart = autostart if isinstance(autostart, bool) else None
+    tracker._settings_stored = {  # the run's own settings (a loaded run discovers nothing)
+        key: meta[key] for key in _STORED_SETTINGS if isinstance(meta, dict) and key in meta
+    }
     tracker.extra = dict(snapshot.get("extra") or {})
     tracker._server_info = snapshot.get("server_info")
     tracker._cloud_info = snapshot.get("cloud_info")
@@ -159,6 +152,26 @@ def from_snapshot(cls: Type[_R], snapshot: Mapping[str, Any]) -> _R:
         _stored_quality(snapshot.get("data_quality")),
     )
     return tracker
+
+
+def _check_format(snapshot: Any) -> None:
+    """ValueError unless snapshot is a dict made by snapshot() of a version this one reads."""
+    if isinstance(snapshot, dict) and "format" not in snapshot and "metadata" in snapshot:
+        raise ValueError(
+            "a snapshot of the original resource-tracker package (0.4/0.5: its fields under "
+            "'metadata', columns in MiB) is not read here: take the run again with this "
+            "package, or read its tables with TinyDataFrame(snapshot['process_metrics'])"
+        )
+    if not isinstance(snapshot, dict) or snapshot.get("format") != SNAPSHOT_FORMAT:
+        raise ValueError(
+            "not a resource-tracker snapshot: expected a dict made by "
+            "ResourceTracker.snapshot() (or text made by dumps())"
+        )
+    if snapshot.get("format_version", 0) > SNAPSHOT_VERSION:
+        raise ValueError(
+            f"snapshot format {snapshot['format_version']} is newer than this "
+            f"resource-tracker ({__version__}) reads: upgrade resource-tracker"
+        )
 
 
 def dumps(tracker: TrackerResults) -> str:

@@ -23,7 +23,8 @@ def aggregate_stats(stats: List[Dict[str, Dict[str, Any]]]) -> Dict[str, Dict[st
     ``sum``, percentiles). Figures that are not numbers (``data_quality``, ...) are left out.
 
     Example:
-        >>> aggregate_stats([{"cpu": {"mean": 1.0, "max": 2.0}}, {"cpu": {"mean": 3.0, "max": 5.0}}])
+        >>> runs = [{"cpu": {"mean": 1.0, "max": 2.0}}, {"cpu": {"mean": 3.0, "max": 5.0}}]
+        >>> aggregate_stats(runs)
         {'cpu': {'mean': 2.0, 'max': 5.0}}
     """
     values: Dict[str, Dict[str, List[float]]] = {}

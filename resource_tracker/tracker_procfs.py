@@ -31,4 +31,3 @@ def get_system_stats() -> Dict[str, Union[int, float, Dict]]:  # type: ignore[ty
     buffers, cached, active, inactive}_mib (MiB; without _mib: KiB), disk_stats and
     disk_spaces (one entry, 'all'), net_recv_bytes, net_sent_bytes and the GPU figures."""
     return system_stats("procfs")
-

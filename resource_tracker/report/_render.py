@@ -147,7 +147,12 @@ def _resource(name):
 REPORT_STATUSES = ("finished", "failed", "running", "stopped")
 
 #: The words the page shows for a status (the original package's: Pending, Finished, Failed).
-STATUS_WORDS = {"finished": "Finished", "failed": "Failed", "running": "Pending", "stopped": "Stopped"}
+STATUS_WORDS = {
+    "finished": "Finished",
+    "failed": "Failed",
+    "running": "Pending",
+    "stopped": "Stopped",
+}
 
 
 def _status_badge(status):
@@ -290,7 +295,12 @@ def _run_rows(view):
         ["Command", command],
         ["PID", pid_text],
         ["Start", _utc(run.start_time)],
-        ["End", _utc(run.stop_time) if run.stop_time else _esc(STATUS_WORDS.get(view.status, view.status))],
+        [
+            "End",
+            _utc(run.stop_time)
+            if run.stop_time
+            else _esc(STATUS_WORDS.get(view.status, view.status)),
+        ],
         ["Duration", _esc(_duration(view.s.duration))],
         ["Status", _status_badge(view.status)],
         ["Samples", f"{view.s.n_samples:,}"],
