@@ -20,7 +20,10 @@ from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
 
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Tuple
+    from typing import Any, Callable, Dict, List, Set, Tuple, Union
+
+    ProcessReader = Callable[..., Dict[str, Union[int, float, None, Set[int]]]]
+    SystemReader = Callable[[], Dict[str, Union[int, float, Dict]]]  # type: ignore[type-arg]
 
 #: Samplers kept at most (the oldest is dropped first).
 MAX_KEPT = 32
@@ -130,3 +133,28 @@ def system_stats(method: str) -> Dict[str, Any]:
     out["gpu_vram_mib"] = out["gpu_vram"] = row.get("gpu_vram", 0.0)
     out["gpu_utilized"] = int(row.get("gpu_utilized", 0))
     return out
+
+
+def make_readers(method: str, module: str) -> Tuple[ProcessReader, SystemReader]:
+    """The original's ``get_process_stats(pid, children=True)`` and ``get_system_stats()``
+    (its signatures) reading with ``method`` ('procfs' or 'psutil'), as functions of
+    ``module``."""
+
+    def get_process_stats(
+        pid: int, children: bool = True
+    ) -> Dict[str, Union[int, float, None, Set[int]]]:
+        """One reading of a process (and its descendants when ``children``): timestamp, pid,
+        children (live descendants; None without children), utime and stime (CPU seconds),
+        memory_mib (PSS, MiB) and memory (KiB), disk_read_bytes / disk_write_bytes (also as
+        read_bytes / write_bytes), gpu_usage, gpu_vram_mib (also gpu_vram), gpu_utilized."""
+        return process_stats(method, pid, children)
+
+    def get_system_stats() -> Dict[str, Union[int, float, Dict]]:  # type: ignore[type-arg]
+        """One reading of the machine: timestamp, processes, utime, stime, memory_{free,
+        used, buffers, cached, active, inactive}_mib (MiB; without _mib: KiB), disk_stats and
+        disk_spaces (one entry, 'all'), net_recv_bytes, net_sent_bytes, the GPU figures."""
+        return system_stats(method)
+
+    for func in (get_process_stats, get_system_stats):
+        func.__module__, func.__qualname__ = module, func.__name__
+    return get_process_stats, get_system_stats

@@ -13,22 +13,8 @@ except ImportError as exc:
         "(or use resource_tracker.tracker_procfs, which needs none, on Linux)"
     ) from exc
 
-from ._readings import process_stats, system_stats
-
-TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
-if TYPE_CHECKING:
-    from typing import Dict, Set, Union
+from ._readings import make_readers
 
 __all__ = ["get_process_stats", "get_system_stats"]
 
-
-def get_process_stats(
-    pid: int, children: bool = True
-) -> Dict[str, Union[int, float, None, Set[int]]]:
-    """One reading of a process via psutil (keys: tracker_procfs.get_process_stats)."""
-    return process_stats("psutil", pid, children)
-
-
-def get_system_stats() -> Dict[str, Union[int, float, Dict]]:  # type: ignore[type-arg]
-    """One reading of the machine via psutil (keys: tracker_procfs.get_system_stats)."""
-    return system_stats("psutil")
+get_process_stats, get_system_stats = make_readers("psutil", __name__)
