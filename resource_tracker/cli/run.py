@@ -168,6 +168,8 @@ def write_outputs(tracker, outdir: str, formats: tuple) -> tuple:
     files of an earlier run that were replaced)."""
     written: list = []
     notes: list = []
+    if not formats:
+        return written, notes
     try:
         os.makedirs(outdir, exist_ok=True)
     except OSError as exc:
