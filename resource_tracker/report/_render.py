@@ -16,6 +16,7 @@ import math
 import os
 
 from .. import formatting as fmt
+from ..cloud import found_cloud_info
 from ..summary import DURATION
 from . import _headline
 
@@ -489,7 +490,8 @@ def _cloud(view):
         rows.append(["Hourly price", "n/a"])
     if info.get("discovery_time") is not None:
         rows.append(["Discovery took", _esc(fmt.duration(info.get("discovery_time")))])
-    where = f"{info.get('vendor')} {info.get('instance_type') or ''}".strip()
+    found = found_cloud_info(info)
+    where = f"{info.get('vendor')} {found['instance_type'] or ''}".strip()
     return _fold("rt-cloud", "Cloud", _table(rows), _esc(where))
 
 
