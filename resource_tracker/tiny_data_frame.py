@@ -209,9 +209,14 @@ def _read_csv_source(
     import os
 
     source = os.fspath(source)
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise ValueError(f"retries must be a whole number >= 0, got {retries!r}")
-    delay = float(retry_delay)
+    if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 100:
+        raise ValueError(f"retries must be a whole number from 0 to 100, got {retries!r}")
+    try:
+        delay = float(retry_delay)
+    except (TypeError, ValueError):
+        delay = float("nan")
+    if not 0 <= delay <= 3600:
+        raise ValueError(f"retry_delay must be seconds from 0 to 3600, got {retry_delay!r}")
     for attempt in range(1, retries + 2):
         try:
             return _parse_csv(_read_csv_text(source), sep, source)

@@ -153,8 +153,12 @@ def test_retries_read_a_url_again_with_a_doubling_delay(flaky_url, monkeypatch):
     with pytest.raises(RuntimeError, match="after 2 attempts: HTTP Error 503"):
         TinyDataFrame(csv_file_path=flaky_url, retries=1, retry_delay=0)
     assert _Flaky.seen == 2
-    with pytest.raises(ValueError, match="retries must be a whole number"):
-        TinyDataFrame(csv_file_path=flaky_url, retries=-1)
+    for bad in (-1, 10**9, 1.5, True):
+        with pytest.raises(ValueError, match="retries must be a whole number from 0 to 100"):
+            TinyDataFrame(csv_file_path=flaky_url, retries=bad)
+    for bad in (-0.1, float("inf"), float("nan"), "soon"):
+        with pytest.raises(ValueError, match="retry_delay must be seconds from 0 to 3600"):
+            TinyDataFrame(csv_file_path=flaky_url, retry_delay=bad)
 
 
 def test_a_0_5_column_name_says_which_column_and_unit_to_read():
