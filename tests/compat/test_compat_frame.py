@@ -135,7 +135,7 @@ class _Flaky(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def flaky_url():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/data.csv"
     server.shutdown()

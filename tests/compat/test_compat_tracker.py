@@ -126,3 +126,13 @@ def test_cloud_info_says_unknown_as_get_cloud_info_does():
     }
     assert info["instance_type"] == info["region"] == "unknown"
     assert isinstance(info["discovery_time"], float)
+
+
+def test_method_as_the_fourth_argument_says_what_to_write():
+    """0.4/0.5 took (pid, children, interval, method, ...); the seeds' 4th is autostart: a
+    method name there is a TypeError saying method=..., never a tracker that ignores it."""
+    import os
+
+    with pytest.raises(TypeError, match=r"4th argument of the 0\.4/0\.5 packages was method; "
+                       r"write method='psutil'"):  # fmt: skip
+        ResourceTracker(os.getpid(), True, 0.05, "psutil")
