@@ -42,6 +42,17 @@ def _table() -> Dict[str, Tuple[str, str]]:
 #: get_combined_metrics() and stats().
 RENAMED: Dict[str, Tuple[str, str]] = _table()
 
+
+def old_names(table: str) -> Dict[str, Tuple[str, float]]:
+    """For one table ('process' or 'system'): this package's name -> (its 0.5 name, the
+    factor from the 0.5 value to this package's unit: 1024 for MiB -> KiB, else 1)."""
+    return {
+        col.name: (old, 1024.0 if col.unit == "KiB" else 1.0)
+        for col in COLUMNS
+        if col.table == table and (old := _old_name(col)) is not None
+    }
+
+
 _MIB_HINT = {"KiB": " (MiB = KiB / 1024)"}
 
 

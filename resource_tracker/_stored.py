@@ -22,7 +22,7 @@ from .tracker import SNAPSHOT_FORMAT, SNAPSHOT_VERSION
 
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds): annotations only
 if TYPE_CHECKING:
-    from typing import Any, Dict, Mapping, NoReturn, Sequence, Type, TypeVar, Union
+    from typing import Any, Dict, List, Mapping, NoReturn, Sequence, Type, TypeVar, Union
 
     from ._results import TrackerResults
 
@@ -111,6 +111,8 @@ def from_snapshot(cls: Type[_R], snapshot: Mapping[str, Any]) -> _R:
     are the artifact's TinyDataFrames): ``from_snapshot(data["tracker"]).report()``
     renders the step's page again.
     """
+    if isinstance(snapshot, dict) and "format" not in snapshot and "metadata" in snapshot:
+        snapshot = from_original(snapshot)  # written by the original package (0.4/0.5)
     _check_format(snapshot)
     _validate_snapshot(snapshot)
     tracker = cls.__new__(cls)
@@ -154,14 +156,55 @@ def from_snapshot(cls: Type[_R], snapshot: Mapping[str, Any]) -> _R:
     return tracker
 
 
+def from_original(original: Mapping[str, Any]) -> Dict[str, Any]:
+    """A snapshot of this package from one the original package (0.4/0.5) made: its fields
+    under ``metadata``, its tables as lists of row dicts, 0.5's in 0.5's names and units
+    (memory in MiB: converted to KiB). ValueError when it is not one."""
+    meta = original.get("metadata")
+    if not isinstance(meta, dict):
+        raise ValueError("not a resource-tracker snapshot: 'metadata' is not an object")
+    snap: Dict[str, Any] = {"format": SNAPSHOT_FORMAT, "format_version": SNAPSHOT_VERSION}
+    for key in ("pid", "children", "interval", "start_time", "stop_time"):
+        snap[key] = meta.get(key)
+    snap["method"] = meta.get("method") or (meta.get("resource_tracker") or {}).get(
+        "implementation"
+    )
+    for key in ("track_processes", "track_system"):
+        snap[key] = bool(meta.get(key, True))
+    snap["server_info"] = original.get("server_info")
+    snap["cloud_info"] = original.get("cloud_info")
+    snap["metadata"] = meta
+    for key, table in _TABLE_KEYS:
+        snap[key] = _original_table(original.get(key), table)
+    return snap
+
+
+def _original_table(rows: Any, table: str) -> Dict[str, List[float]]:
+    """{column: values} in this package's names and units from the original's row dicts."""
+    from ._renamed import old_names
+
+    if rows is None:
+        return {}
+    if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+        raise ValueError(f"not a resource-tracker snapshot: {table} table is not a list of rows")
+    renamed = old_names(table)
+    columns: Dict[str, List[float]] = {}
+    for name in PROCESS_COLUMNS if table == "process" else SYSTEM_COLUMNS:
+        old, factor = renamed.get(name, (name, 1.0))
+        try:
+            columns[name] = [
+                float(row[name]) if name in row else float(row.get(old) or 0.0) * factor
+                for row in rows
+            ]
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"not a resource-tracker snapshot: column {name} holds something other than numbers"
+            ) from None
+    return columns
+
+
 def _check_format(snapshot: Any) -> None:
     """ValueError unless snapshot is a dict made by snapshot() of a version this one reads."""
-    if isinstance(snapshot, dict) and "format" not in snapshot and "metadata" in snapshot:
-        raise ValueError(
-            "a snapshot of the original resource-tracker package (0.4/0.5: its fields under "
-            "'metadata', columns in MiB) is not read here: take the run again with this "
-            "package, or read its tables with TinyDataFrame(snapshot['process_metrics'])"
-        )
     if not isinstance(snapshot, dict) or snapshot.get("format") != SNAPSHOT_FORMAT:
         raise ValueError(
             "not a resource-tracker snapshot: expected a dict made by "

@@ -43,10 +43,67 @@ def test_snapshot_has_the_original_metadata_with_the_duration(run):
     assert json.loads(run.dumps())["metadata"] == meta
 
 
-def test_a_snapshot_of_the_original_package_is_refused_saying_so():
-    original = {"metadata": {"version": 1, "pid": 1}, "process_metrics": [], "system_metrics": []}
-    with pytest.raises(ValueError, match="original resource-tracker package .* TinyDataFrame"):
-        ResourceTracker.from_snapshot(original)
+def _original_snapshot(series):
+    """A snapshot as the original package's snapshot() made it (its fields under metadata,
+    its tables as row dicts): 0.5 in MiB with its names, 0.4 with the seeds' names."""
+    meta = {
+        "version": 1,
+        "resource_tracker": {"version": "0.5.0" if series == "0.5" else "0.4.2"},
+        "pid": 4242, "children": True, "interval": 1.0, "method": None, "autostart": False,
+        "track_processes": True, "track_system": True, "discover_server": True,
+        "discover_cloud": False, "start_time": 1000.0, "stop_time": 1003.0, "duration": 3.0,
+    }  # fmt: skip
+    mib = series == "0.5"
+    process, system = [], []
+    for i, mem in enumerate((100.0, 300.0, 200.0)):
+        row = {"timestamp": 1001.0 + i, "pid": 4242, "children": 1, "utime": 0.5, "stime": 0.1,
+               "cpu_usage": 0.6, "gpu_usage": 0, "gpu_utilized": 0}  # fmt: skip
+        row.update(
+            {"memory_mib": mem, "disk_read_bytes": 4096, "disk_write_bytes": 0, "gpu_vram_mib": 0}
+            if mib
+            else {"memory": mem * 1024, "read_bytes": 4096, "write_bytes": 0, "gpu_vram": 0}
+        )
+        process.append(row)
+        srow = {"timestamp": 1001.0 + i, "processes": 100, "utime": 1.0, "stime": 0.2,
+                "cpu_usage": 1.2, "disk_read_bytes": 0, "disk_write_bytes": 8192,
+                "disk_space_total_gb": 100.0, "disk_space_used_gb": 40.0,
+                "disk_space_free_gb": 60.0, "net_recv_bytes": 10, "net_sent_bytes": 20,
+                "gpu_usage": 0, "gpu_utilized": 0}  # fmt: skip
+        for part in ("free", "used", "buffers", "cached", "active", "inactive"):
+            srow[f"memory_{part}_mib" if mib else f"memory_{part}"] = 1000.0 * (1 if mib else 1024)
+        srow["gpu_vram_mib" if mib else "gpu_vram"] = 0
+        system.append(srow)
+    return {
+        "metadata": meta,
+        "server_info": {"vcpus": 2, "memory_mib": 2048.0, "gpu_count": 0, "gpu_names": []},
+        "cloud_info": None,
+        "process_metrics": process,
+        "system_metrics": system,
+    }
+
+
+@pytest.mark.parametrize("series", ["0.4", "0.5"])
+def test_a_snapshot_of_the_original_package_loads(series):
+    """from_snapshot() and loads() of what 0.4/0.5 stored: the seeds' names and units (0.5's
+    MiB read as KiB), its settings kept."""
+    original = _original_snapshot(series)
+    for tracker in (
+        ResourceTracker.from_snapshot(original),
+        ResourceTracker.loads(json.dumps(original)),
+    ):
+        assert tracker.process_metrics["memory"] == [100 * 1024.0, 300 * 1024.0, 200 * 1024.0]
+        assert tracker.process_metrics["read_bytes"] == [4096.0] * 3
+        assert tracker.system_metrics["memory_used"] == [1000 * 1024.0] * 3
+        assert tracker.pid == 4242 and tracker.interval == 1.0
+        assert tracker.stats()["process_memory"]["max"] == 300 * 1024
+        assert tracker.recommend_resources()["memory"] == 512  # 300 MiB + 20%, rounded
+        meta = tracker.snapshot()["metadata"]
+        assert meta["autostart"] is False and meta["duration"] == 3.0
+    with pytest.raises(ValueError, match="process table is not a list of rows"):
+        ResourceTracker.from_snapshot(dict(original, process_metrics="rows"))
+    with pytest.raises(ValueError, match="column memory holds something other than numbers"):
+        bad = [dict(row, memory_mib="x", memory="x") for row in original["process_metrics"]]
+        ResourceTracker.from_snapshot(dict(original, process_metrics=bad))
 
 
 def test_combined_metrics_in_bytes(run):
