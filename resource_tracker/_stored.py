@@ -166,8 +166,9 @@ def from_original(original: Mapping[str, Any]) -> Dict[str, Any]:
     snap: Dict[str, Any] = {"format": SNAPSHOT_FORMAT, "format_version": SNAPSHOT_VERSION}
     for key in ("pid", "children", "interval", "start_time", "stop_time"):
         snap[key] = meta.get(key)
-    snap["method"] = meta.get("method") or (meta.get("resource_tracker") or {}).get(
-        "implementation"
+    about = meta.get("resource_tracker")
+    snap["method"] = meta.get("method") or (
+        about.get("implementation") if isinstance(about, dict) else None
     )
     for key in ("track_processes", "track_system"):
         snap[key] = bool(meta.get(key, True))
