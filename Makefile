@@ -26,17 +26,15 @@ ifneq ($(INSTALLED),$(CURDIR)/resource_tracker/__init__.py)
 $(shell rm -f $(STAMPS)/deps.stamp $(STAMPS)/deps-test.stamp)
 endif
 
-# Install the Debian packages in $(1) that are missing (one dpkg query each; apt only when needed).
+# Install the Debian packages in $(1) that are missing (tools/apt_ensure.sh: apt only when one is;
+# when another apt/dpkg holds the lock it says so and waits, at most APT_LOCK_WAIT seconds).
+APT_LOCK_WAIT ?= 300
 define apt_ensure
-	@missing=""; for p in $(1); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing Debian packages:$$missing"; \
-	  $(SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	fi
+	@SUDO="$(SUDO)" APT_LOCK_WAIT=$(APT_LOCK_WAIT) sh tools/apt_ensure.sh $(1)
 endef
+
+# setuptools' note on every editable install (a folder named like the package) is no news here.
+PIP_QUIET := PYTHONWARNINGS="ignore:Editable installation"
 
 .PHONY: help demo test build deps deps-test lint format bench sanitize valgrind fuzz soak clean
 
@@ -54,7 +52,8 @@ test: deps-test build  ## build the extension and run the whole test suite (TEST
 
 build: $(STAMPS)/build.stamp  ## (re)build the C extension in place when csrc/ changed
 
-$(STAMPS)/build.stamp: $(CSRC) setup.py $(STAMPS)/deps.stamp
+# _version.py: the C core carries the version (RT_VERSION); a stale one refuses to import
+$(STAMPS)/build.stamp: $(CSRC) setup.py resource_tracker/_version.py $(STAMPS)/deps.stamp
 	@mkdir -p $(STAMPS)
 	$(PY) setup.py -q build_ext --inplace
 	@touch $@
@@ -74,13 +73,13 @@ $(PY):
 $(STAMPS)/deps.stamp: pyproject.toml setup.py | $(PY)
 	$(call apt_ensure,$(APT_BUILD))
 	@mkdir -p $(STAMPS)
-	$(PY) -m pip install -q -e .
+	$(PIP_QUIET) $(PY) -m pip install -q -e .
 	@touch $@
 
 $(STAMPS)/deps-test.stamp: pyproject.toml setup.py | $(PY)
 	$(call apt_ensure,$(APT_TEST))
 	@mkdir -p $(STAMPS)
-	$(PY) -m pip install -q -e '.[test]'
+	$(PIP_QUIET) $(PY) -m pip install -q -e '.[test]'
 	@touch $@ $(STAMPS)/deps.stamp
 
 lint: deps-test  ## clang-format check of csrc/, ruff check and format check of Python, mypy --strict on the public API, no Python function over 60 lines; no outside folder

@@ -205,7 +205,8 @@ class CheckedBuildExt(build_ext):
 core = Extension(
     "resource_tracker._core",
     sources=PORTABLE_SOURCES if PORTABLE else sorted(glob("csrc/*.c")),
-    depends=sorted(glob("csrc/*.h")),
+    # _version.py: RT_VERSION below (a new version rebuilds the core)
+    depends=sorted(glob("csrc/*.h")) + [os.path.join("resource_tracker", "_version.py")],
     include_dirs=["csrc"],
     define_macros=[("RT_VERSION", f'"{_version()}"')] + [("RT_PORTABLE", "1")] * PORTABLE,
     # libcurl: dlopen on first use (csrc/http.c); the portable core needs no library

@@ -1,6 +1,8 @@
-"""`make demo`: track examples/workload.py (and its child), then show what was found.
+"""The Python API on examples/workload.py (and its child): track it, then show what was found.
 
-Prints the samples, the statistics and the recommendation, and writes report.html.
+`make demo` runs the same workload through the command line (`resource-tracker run`); this
+script does it from Python: ``python examples/demo.py``. It prints the samples, the
+statistics and the recommendation, and writes report.html in the current directory.
 """
 
 import os
@@ -50,12 +52,9 @@ def show(tracker):
         )
     except Exception as exc:  # no catalog here: say so, never fail the demo
         print(f"cheapest server unavailable: {exc}")
-    try:
-        path = os.path.abspath("report.html")
-        tracker.report().save(path)
-        print(f"report          {path}")
-    except ImportError:
-        print("report          (the HTML report is not part of this build yet)")
+    path = os.path.abspath("report.html")
+    tracker.report().save(path)
+    print(f"report          {path}")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ._background import Job
     from .sampler_protocol import Sampler
     from .summary import RunSummary
-    from .tiny_data_frame import TinyDataFrame
+    from .tiny_data_frame import StatSpec, TinyDataFrame
 
     _T = TypeVar("_T")
     _R = TypeVar("_R", bound="TrackerResults")
@@ -42,6 +42,8 @@ class TrackerResults:
         discover_server: bool
         discover_cloud: bool
         _autostarted: bool
+        autostart: Optional[bool]
+        _settings_stored: Dict[str, Any]
         _sampler: Sampler
         _server_info: Optional[Dict[str, Any]]
         _cloud_info: Optional[Dict[str, Any]]
@@ -127,26 +129,51 @@ class TrackerResults:
         """Samples of the whole machine (TinyDataFrame)."""
         return self._table("system")
 
-    def get_combined_metrics(self, human_names: bool = False) -> TinyDataFrame:
+    def get_combined_metrics(
+        self,
+        bytes: bool = False,
+        human_names: bool = False,
+        system_prefix: Optional[str] = None,
+        process_prefix: Optional[str] = None,
+        offset: Optional[int] = None,
+    ) -> TinyDataFrame:
         """System and process samples side by side, one row per timestamp.
 
         A view for people: values are rounded as the seeds print them (CPU usage and CPU
         seconds to 4 decimals, KiB and bytes whole, GB to 2 decimals; see
         ``resource_tracker.rounding``), so no float noise such as 0.09999999999999998
         shows. ``process_metrics`` and ``system_metrics`` keep the exact values.
+
+        Args:
+            bytes: memory (KiB), VRAM (MiB) and disk space (GB) in bytes (the names stay).
+            human_names: the registry's labels ('System CPU usage', ...) as names.
+            system_prefix, process_prefix: the names' prefixes (default 'system_' and
+                'process_', or 'System ' and 'Process ' with human_names).
+            offset: only the rows after the first ``offset`` (the rows not read yet).
         """
         from ._run_data import combined_metrics
 
-        return combined_metrics(self, human_names)
+        return combined_metrics(
+            self,
+            human_names,
+            in_bytes=bytes,
+            prefixes=(system_prefix, process_prefix),
+            offset=offset,
+        )
 
-    def stats(self) -> Dict[str, Any]:
+    def stats(self, specs: Optional[Sequence[StatSpec]] = None) -> Dict[str, Any]:
         """Summaries of the samples: mean/max/percentiles, sums, peak disk use, duration.
 
         Computed once per state of the samples (a stopped run: once), on the sampler's own
-        column buffers; each call returns a new dict."""
+        column buffers; each call returns a new dict. ``specs`` (StatSpecs, as the original
+        package took them): those statistics of ``get_combined_metrics()`` instead."""
+        from ._renamed import Stats
+
+        if specs is not None:
+            return Stats(self.get_combined_metrics().stats(specs))
         from ._run_data import stats
 
-        return stats(self)
+        return Stats(stats(self))  # a 0.5 key's KeyError says what to read instead
 
     def data_quality(self) -> Dict[str, Any]:
         """What is missing from the data, and why: ``{'samples_dropped': int,
@@ -242,18 +269,30 @@ class TrackerResults:
         status: str | None = None,
         integration: str | None = None,
         status_failed: bool = False,
+        integration_version: str | None = None,
     ) -> Any:
         """The self-contained HTML report (a Report: str with save(), browse()).
 
         Args:
             historical_stats: earlier runs to compare with (a list of ``stats()`` dicts).
+                A string here is the integration, as the original package's first argument
+                (``report("Metaflow")``).
             status: the status the page shows in place of the tracker's own: 'finished',
-                'failed' or 'running' (an integration knows whether the job failed).
-            integration: the name of what ran the job (e.g. 'Metaflow'), shown on the page.
+                'failed' or 'running' (an integration knows whether the job failed); the
+                page says Finished, Failed or Pending.
+            integration: the name of what ran the job (e.g. 'Metaflow'), shown on the page
+                ('standalone': none).
             status_failed: True is the same as ``status='failed'``.
+            integration_version: the integration's version, shown after its name.
         """
         from .report import render_report
 
+        if isinstance(historical_stats, str):  # report("Metaflow"): the 0.4/0.5 order
+            integration, historical_stats = historical_stats, None
+        if integration == "standalone":
+            integration = None
+        if integration and integration_version:
+            integration = f"{integration} {integration_version}"
         if status_failed:
             status = "failed"
         return render_report(
@@ -293,9 +332,14 @@ class TrackerResults:
 
     @property
     def cloud_info(self) -> Optional[Dict[str, Any]]:
-        """Cloud vendor, region and instance type (None if switched off)."""
+        """Cloud vendor, instance_type and region ('unknown' where not found) and
+        discovery_time (seconds), as get_cloud_info() gives them (None if switched off)."""
         if self._cloud_info is None and self._cloud_job is not None:
-            self._cloud_info = self._cloud_job.result()
+            found = self._cloud_job.result()
+            if found is not None:  # 'unknown' where not found, as get_cloud_info()
+                from .cloud import documented_cloud_info
+
+                self._cloud_info = documented_cloud_info(found)
         return self._cloud_info
 
     # -- persistence -----------------------------------------------------------------

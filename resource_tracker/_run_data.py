@@ -19,7 +19,7 @@ from .tiny_data_frame import TinyDataFrame
 
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds): annotations only
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, List, Mapping, Optional, Set, TypeVar
+    from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple, TypeVar
 
     from ._results import TrackerResults
 
@@ -63,30 +63,59 @@ def table(tracker: TrackerResults, name: str) -> TinyDataFrame:
     return TinyDataFrame._from_arrays(table_columns(tracker, name))
 
 
-def combined_metrics(tracker: TrackerResults, human_names: bool) -> TinyDataFrame:
-    """get_combined_metrics(): both tables side by side, rounded for people."""
+#: Bytes per unit, for get_combined_metrics(bytes=True).
+_BYTES_PER_UNIT = {"KiB": 1024.0, "MiB": 1024.0 * 1024.0, "GB": 1e9}
+
+
+def _combined_column(table: str, name: str, values: Any, in_bytes: bool) -> Any:
+    """A column of get_combined_metrics(): rounded for people, or in whole bytes."""
+    from .registry import column
     from .rounding import round_column
 
+    factor = _BYTES_PER_UNIT.get(column(table, name).unit) if in_bytes else None
+    if factor is None:
+        return round_column(name, values)
+    return array("d", (float(round(v * factor)) for v in values))
+
+
+def _combined_name(label: str, name: str, prefix: Optional[str], human: bool, table: str) -> str:
+    """A column's name in get_combined_metrics(): prefix + name, or the registry's label
+    (whose first word is the table's: 'System ...', 'Process ...') with its prefix."""
+    if not human:
+        return (table + "_" if prefix is None else prefix) + name
+    if prefix is None:
+        return label
+    return prefix + label.split(" ", 1)[1]
+
+
+def combined_metrics(
+    tracker: TrackerResults,
+    human_names: bool,
+    in_bytes: bool = False,
+    prefixes: Tuple[Optional[str], Optional[str]] = (None, None),
+    offset: Optional[int] = None,
+) -> TinyDataFrame:
+    """get_combined_metrics(): both tables side by side, rounded for people (or in bytes),
+    from row ``offset`` on."""
     system, process = tracker.system_metrics, tracker.process_metrics
     n = min(len(system), len(process)) if len(system) and len(process) else len(system or process)
+    rows = slice(max(0, int(offset or 0)), n)
     combined = {}
-    for name in SYSTEM_COLUMNS:
-        if len(system):
-            key = (
-                SYSTEM_LABELS[name]
-                if human_names
-                else ("timestamp" if name == "timestamp" else "system_" + name)
-            )
-            combined[key] = round_column(name, system.column_array(name)[:n])
-    for name in PROCESS_COLUMNS:
-        if not len(process) or (name == "timestamp" and len(system)):
+    for table, frame, labels, prefix in (
+        ("system", system, SYSTEM_LABELS, prefixes[0]),
+        ("process", process, PROCESS_LABELS, prefixes[1]),
+    ):
+        if not len(frame):
             continue
-        key = (
-            ("Timestamp" if name == "timestamp" else PROCESS_LABELS[name])
-            if human_names
-            else ("timestamp" if name == "timestamp" else "process_" + name)
-        )
-        combined[key] = round_column(name, process.column_array(name)[:n])
+        for name in frame.columns:
+            if name == "timestamp":
+                if "timestamp" in combined or "Timestamp" in combined:
+                    continue
+                key = "Timestamp" if human_names else "timestamp"
+            else:
+                key = _combined_name(labels[name], name, prefix, human_names, table)
+            values = frame.column_array(name)[rows]
+            combined[key] = _combined_column(table, name, values, in_bytes)
     return TinyDataFrame._from_arrays(combined)
 
 

@@ -22,7 +22,7 @@ from .tracker import SNAPSHOT_FORMAT, SNAPSHOT_VERSION
 
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds): annotations only
 if TYPE_CHECKING:
-    from typing import Any, Dict, Mapping, NoReturn, Sequence, Type, TypeVar, Union
+    from typing import Any, Dict, List, Mapping, NoReturn, Sequence, Type, TypeVar, Union
 
     from ._results import TrackerResults
 
@@ -67,7 +67,41 @@ def snapshot_fields(tracker: TrackerResults) -> Dict[str, Any]:
         "memory_hwm": tracker.memory_hwm,
         # the run summary, when one was made (so a loaded run shows the same servers)
         "summary": tracker._summary.to_dict() if getattr(tracker, "_summary", None) else None,
+        "metadata": snapshot_metadata(tracker),
     }
+
+
+def snapshot_metadata(tracker: TrackerResults) -> Dict[str, Any]:
+    """The run's settings and times as the original package's snapshots and Metaflow
+    artifacts nest them under ``metadata`` (code written for 0.4/0.5 reads them there), with
+    ``duration``: seconds from start to stop (to now while running; None before start)."""
+    import time
+
+    start, stop = tracker.start_time, tracker.stop_time
+    duration = round((stop or time.time()) - start, 2) if start else None
+    meta = {
+        "version": SNAPSHOT_VERSION,
+        "resource_tracker": {"version": __version__, "implementation": tracker.method},
+        "pid": tracker.pid,
+        "children": tracker.children,
+        "interval": tracker.interval,
+        "method": tracker.method,
+        "autostart": getattr(tracker, "autostart", None),
+        "track_processes": tracker.track_processes,
+        "track_system": tracker.track_system,
+        "discover_server": tracker.discover_server,
+        "discover_cloud": tracker.discover_cloud,
+        "start_time": start,
+        "stop_time": stop,
+        "duration": duration,
+    }
+    stored = getattr(tracker, "_settings_stored", None) or {}
+    meta.update((k, v) for k, v in stored.items() if isinstance(v, bool))
+    return meta
+
+
+#: The settings a snapshot's metadata keeps for a loaded run (the loaded tracker has its own).
+_STORED_SETTINGS = ("autostart", "discover_server", "discover_cloud")
 
 
 def from_snapshot(cls: Type[_R], snapshot: Mapping[str, Any]) -> _R:
@@ -77,16 +111,9 @@ def from_snapshot(cls: Type[_R], snapshot: Mapping[str, Any]) -> _R:
     are the artifact's TinyDataFrames): ``from_snapshot(data["tracker"]).report()``
     renders the step's page again.
     """
-    if not isinstance(snapshot, dict) or snapshot.get("format") != SNAPSHOT_FORMAT:
-        raise ValueError(
-            "not a resource-tracker snapshot: expected a dict made by "
-            "ResourceTracker.snapshot() (or text made by dumps())"
-        )
-    if snapshot.get("format_version", 0) > SNAPSHOT_VERSION:
-        raise ValueError(
-            f"snapshot format {snapshot['format_version']} is newer than this "
-            f"resource-tracker ({__version__}) reads: upgrade resource-tracker"
-        )
+    if isinstance(snapshot, dict) and "format" not in snapshot and "metadata" in snapshot:
+        snapshot = from_original(snapshot)  # written by the original package (0.4/0.5)
+    _check_format(snapshot)
     _validate_snapshot(snapshot)
     tracker = cls.__new__(cls)
     for key in (
@@ -101,6 +128,10 @@ def from_snapshot(cls: Type[_R], snapshot: Mapping[str, Any]) -> _R:
     ):
         setattr(tracker, key, snapshot.get(key))
     tracker.discover_server = tracker.discover_cloud = False
+    meta = snapshot.get("metadata")
+    tracker._settings_stored = {  # the run's own settings (a loaded run discovers nothing)
+        key: meta[key] for key in _STORED_SETTINGS if isinstance(meta, dict) and key in meta
+    }
     tracker.extra = dict(snapshot.get("extra") or {})
     tracker._server_info = snapshot.get("server_info")
     tracker._cloud_info = snapshot.get("cloud_info")
@@ -123,6 +154,68 @@ def from_snapshot(cls: Type[_R], snapshot: Mapping[str, Any]) -> _R:
         _stored_quality(snapshot.get("data_quality")),
     )
     return tracker
+
+
+def from_original(original: Mapping[str, Any]) -> Dict[str, Any]:
+    """A snapshot of this package from one the original package (0.4/0.5) made: its fields
+    under ``metadata``, its tables as lists of row dicts, 0.5's in 0.5's names and units
+    (memory in MiB: converted to KiB). ValueError when it is not one."""
+    meta = original.get("metadata")
+    if not isinstance(meta, dict):
+        raise ValueError("not a resource-tracker snapshot: 'metadata' is not an object")
+    snap: Dict[str, Any] = {"format": SNAPSHOT_FORMAT, "format_version": SNAPSHOT_VERSION}
+    for key in ("pid", "children", "interval", "start_time", "stop_time"):
+        snap[key] = meta.get(key)
+    about = meta.get("resource_tracker")
+    snap["method"] = meta.get("method") or (
+        about.get("implementation") if isinstance(about, dict) else None
+    )
+    for key in ("track_processes", "track_system"):
+        snap[key] = bool(meta.get(key, True))
+    snap["server_info"] = original.get("server_info")
+    snap["cloud_info"] = original.get("cloud_info")
+    snap["metadata"] = meta
+    for key, table in _TABLE_KEYS:
+        snap[key] = _original_table(original.get(key), table)
+    return snap
+
+
+def _original_table(rows: Any, table: str) -> Dict[str, List[float]]:
+    """{column: values} in this package's names and units from the original's row dicts."""
+    from ._renamed import old_names
+
+    if rows is None:
+        return {}
+    if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+        raise ValueError(f"not a resource-tracker snapshot: {table} table is not a list of rows")
+    renamed = old_names(table)
+    columns: Dict[str, List[float]] = {}
+    for name in PROCESS_COLUMNS if table == "process" else SYSTEM_COLUMNS:
+        old, factor = renamed.get(name, (name, 1.0))
+        try:
+            columns[name] = [
+                float(row[name]) if name in row else float(row.get(old) or 0.0) * factor
+                for row in rows
+            ]
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"not a resource-tracker snapshot: column {name} holds something other than numbers"
+            ) from None
+    return columns
+
+
+def _check_format(snapshot: Any) -> None:
+    """ValueError unless snapshot is a dict made by snapshot() of a version this one reads."""
+    if not isinstance(snapshot, dict) or snapshot.get("format") != SNAPSHOT_FORMAT:
+        raise ValueError(
+            "not a resource-tracker snapshot: expected a dict made by "
+            "ResourceTracker.snapshot() (or text made by dumps())"
+        )
+    if snapshot.get("format_version", 0) > SNAPSHOT_VERSION:
+        raise ValueError(
+            f"snapshot format {snapshot['format_version']} is newer than this "
+            f"resource-tracker ({__version__}) reads: upgrade resource-tracker"
+        )
 
 
 def dumps(tracker: TrackerResults) -> str:
@@ -440,7 +533,7 @@ def _stored_table(data: Any, names: Sequence[str]) -> TinyDataFrame:
     copied = isinstance(data, TinyDataFrame)  # the caller's arrays: copy them
     columns = _decode_columns(data)
     if not isinstance(columns, dict):  # rows (a list of dicts): the frame sorts them out
-        return TinyDataFrame(columns, names)
+        return TinyDataFrame(columns, columns=names)
     table: Dict[str, Any] = {}
     for name in names:
         col = columns.get(name, ())

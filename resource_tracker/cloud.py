@@ -17,7 +17,7 @@ alicloud and upcloud, and its ``api_reference`` (or alias) for gcp and hcloud.
 from __future__ import annotations
 
 import threading
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Mapping, Optional
 
 from . import settings
 
@@ -125,6 +125,16 @@ def documented_cloud_info(info: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     }
     out["discovery_time"] = float(info.get("discovery_time") or 0.0)
     return out
+
+
+def found_cloud_info(info: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """The vendor, instance_type and region of a cloud_info that were found: 'unknown' (the
+    documented form's word for not found) and missing values are None."""
+    info = info if isinstance(info, dict) else {}
+    return {
+        key: None if info.get(key) in (None, "", "unknown") else info.get(key)
+        for key in ("vendor", "instance_type", "region")
+    }
 
 
 def start_discovery(timeout: float = DEFAULT_TIMEOUT) -> CloudDiscovery:

@@ -61,17 +61,35 @@ def get_server_info(
     }
 
 
-def _memory_mb(proc_root: str) -> Optional[int]:
+def _memory_kib(proc_root: str) -> Optional[int]:
+    """The machine's memory in KiB (MemTotal; psutil where there is no procfs)."""
     text = _read(os.path.join(proc_root, "meminfo")) or ""
     for line in text.splitlines():
         if line.startswith("MemTotal:"):
-            return int(line.split()[1]) // 1024
+            return int(line.split()[1])
     try:  # no procfs (macOS, Windows): psutil, which samples there
         import psutil
 
-        return int(psutil.virtual_memory().total) // (1024 * 1024)
+        return int(psutil.virtual_memory().total) // 1024
     except Exception:
         return None
+
+
+def _memory_mb(proc_root: str) -> Optional[int]:
+    kib = _memory_kib(proc_root)
+    return None if kib is None else kib // 1024
+
+
+def get_total_memory_mib() -> Optional[float]:
+    """The machine's memory in MiB, to 2 decimals (from /proc/meminfo, or psutil), as the
+    original package's function of this name gave it; None when it cannot be read.
+    ``get_server_info()["memory_mib"]`` gives it in whole MiB."""
+    kib = _memory_kib("/proc")
+    return None if kib is None else round(kib / 1024, 2)
+
+
+#: The 0.4 name of get_total_memory_mib() (that series said MB for MiB).
+get_total_memory_mb = get_total_memory_mib
 
 
 def _cpu_model(proc_root: str) -> Optional[str]:

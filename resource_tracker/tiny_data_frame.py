@@ -5,6 +5,12 @@ as ``array('q')``, anything else (strings, None, mixed) as a list; ``df["col"]``
 plain list with the values as they were given. It prints as a table (first rows), renders
 as HTML in notebooks, reads and writes CSV (a file or a URL), pickles compactly (Metaflow
 artifacts) and converts to pandas when pandas is installed.
+
+It behaves as the original package's TinyDataFrame (0.4/0.5) where code written for that
+one relies on it: iterating yields one dict per row, ``to_dict()`` is a list of row dicts,
+``rename()`` renames in place and returns the frame, ``to_csv(quote_strings=...)`` quotes
+the header with the strings, ``stats([StatSpec(...)])`` summarises columns, a CSV that
+cannot be read raises ``RuntimeError`` (after ``retries``); see docs/migrating.md.
 """
 
 from __future__ import annotations
@@ -17,11 +23,13 @@ TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
 if TYPE_CHECKING:
     from typing import (
         Any,
+        Callable,
         Dict,
         Iterable,
         Iterator,
         List,
         Mapping,
+        NamedTuple,
         Optional,
         Tuple,
         Union,
@@ -39,6 +47,31 @@ else:
 
 _PRINT_ROWS = 10
 _URL_TIMEOUT_S = 30.0
+
+if TYPE_CHECKING:
+
+    class StatSpec(NamedTuple):
+        """One statistic of ``TinyDataFrame.stats()``: ``agg`` (a function of the column's
+        list of values) on ``column``, reported as ``agg_name`` (default: the function's
+        ``__name__``), rounded to ``round`` decimals when given."""
+
+        column: str
+        agg: Callable[[List[Any]], Any]
+        agg_name: Optional[str] = None
+        round: Optional[int] = None
+
+else:
+    from collections import namedtuple
+
+    StatSpec = namedtuple("StatSpec", ["column", "agg", "agg_name", "round"], defaults=(None, None))
+    StatSpec.__doc__ = """One statistic of ``TinyDataFrame.stats()``: ``agg`` (a function of
+    the column's list of values) on ``column``, reported as ``agg_name`` (default: the
+    function's ``__name__``), rounded to ``round`` decimals when given."""
+
+
+class CsvReadError(RuntimeError, ValueError):
+    """A CSV file or URL that could not be read or parsed (a RuntimeError, as the original
+    package raised; also a ValueError)."""
 
 
 def _is_int(value: Any) -> bool:
@@ -74,22 +107,27 @@ def _float_array(view: memoryview) -> array[float]:
     return col
 
 
-def _csv_field(value: Any, sep: str) -> str:
-    """One CSV field: numbers as written by repr (lossless), strings quoted, None empty."""
+def _quoted(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"'
+
+
+def _csv_text(text: str, sep: str, quote: bool) -> str:
+    """A string field: quoted when quote is True, else only when it has to be (it holds
+    sep, a quote or a line break, or spaces at an end)."""
+    if quote or any(ch in text for ch in (sep, '"', "\n", "\r")) or text != text.strip():
+        return _quoted(text)
+    return text
+
+
+def _csv_field(value: Any, sep: str, quote: bool = True) -> str:
+    """One CSV field: numbers as written by repr (lossless), strings as _csv_text, None empty."""
     if value is None:
         return ""
     if _is_int(value):
         return str(int(value))
     if _is_number(value):
         return repr(float(value))
-    return '"' + str(value).replace('"', '""') + '"'
-
-
-def _csv_name(name: str, sep: str) -> str:
-    """A header field: quoted only when it has to be."""
-    if any(ch in name for ch in (sep, '"', "\n", "\r")) or name != name.strip():
-        return _csv_field(name, sep)
-    return name
+    return _csv_text(str(value), sep, quote)
 
 
 def _split_csv(text: str, sep: str) -> List[List[Tuple[str, bool]]]:
@@ -146,23 +184,52 @@ def _csv_value(text: str, quoted: bool) -> Any:
         return text
 
 
-def _read_csv_source(source: Union[str, os.PathLike[str]], sep: str) -> Dict[str, List[Any]]:
-    """{column: values} from a CSV file path or an http(s)/file URL."""
-    import os
-
-    source = os.fspath(source)
+def _read_csv_text(source: str) -> str:
+    """The text of a CSV file path or an http(s)/file URL."""
     if "://" in source:
         import urllib.request
 
+        with urllib.request.urlopen(source, timeout=_URL_TIMEOUT_S) as answer:
+            return str(answer.read().decode("utf-8-sig"))
+    with open(source, encoding="utf-8-sig", newline="") as f:
+        return f.read()
+
+
+#: How the CSV reader waits between attempts (None: time.sleep; tests count the waits).
+_retry_sleep: Optional[Callable[[float], Any]] = None
+
+
+def _read_csv_source(
+    source: Union[str, os.PathLike[str]], sep: str, retries: int = 0, retry_delay: float = 0.1
+) -> Dict[str, List[Any]]:
+    """{column: values} from a CSV file path or an http(s)/file URL, read up to 1 + retries
+    times (a file being written, a server that is busy), waiting retry_delay seconds before
+    the first retry and twice as long before each next one. CsvReadError when it cannot be
+    read or parsed after that."""
+    import os
+
+    source = os.fspath(source)
+    if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 100:
+        raise ValueError(f"retries must be a whole number from 0 to 100, got {retries!r}")
+    try:
+        delay = float(retry_delay)
+    except (TypeError, ValueError):
+        delay = float("nan")
+    if not 0 <= delay <= 3600:
+        raise ValueError(f"retry_delay must be seconds from 0 to 3600, got {retry_delay!r}")
+    for attempt in range(1, retries + 2):
         try:
-            with urllib.request.urlopen(source, timeout=_URL_TIMEOUT_S) as answer:
-                text = answer.read().decode("utf-8-sig")
-        except Exception as exc:
-            raise ValueError(f"cannot read CSV from {source}: {exc}") from None
-    else:
-        with open(source, encoding="utf-8-sig", newline="") as f:
-            text = f.read()
-    return _parse_csv(text, sep, source)
+            return _parse_csv(_read_csv_text(source), sep, source)
+        except Exception as exc:  # noqa: PERF203 - retried on purpose
+            if attempt > retries:
+                tries = f"after {attempt} attempts" if attempt > 1 else "(1 attempt)"
+                raise CsvReadError(f"cannot read CSV from {source} {tries}: {exc}") from exc
+        if delay > 0:
+            import time
+
+            (_retry_sleep or time.sleep)(delay)
+        delay *= 2
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _parse_csv(text: str, sep: str, where: str = "CSV text") -> Dict[str, List[Any]]:
@@ -194,7 +261,13 @@ class TinyDataFrame:
     """A dictionary of equally long columns with table-like access.
 
     ``TinyDataFrame({"a": [1, 2], "b": [3, 4]})``, ``TinyDataFrame([{"a": 1, "b": 3}, ...])``
-    or ``TinyDataFrame(csv_file_path="samples.csv")`` (a file or an http(s) URL).
+    or ``TinyDataFrame(csv_file_path="samples.csv")`` (a file or an http(s) URL; ``retries``
+    more attempts when reading fails, the first after ``retry_delay`` seconds, each next
+    one after twice as long; then ``RuntimeError``). ``columns``: the columns to keep, in
+    this order (missing ones are empty); ``sep``: the CSV separator.
+
+    Iterating yields the rows as dicts (as the original package's frame did); ``columns``
+    lists the names.
     """
 
     __slots__ = ("_data",)
@@ -204,15 +277,18 @@ class TinyDataFrame:
         data: Union[
             Mapping[str, Iterable[Any]], Iterable[Mapping[str, Any]], TinyDataFrame, None
         ] = None,
-        columns: Optional[Iterable[str]] = None,
         csv_file_path: Optional[Union[str, os.PathLike[str]]] = None,
+        retries: int = 0,
+        retry_delay: float = 0.1,
+        *,
+        columns: Optional[Iterable[str]] = None,
         sep: str = ",",
     ) -> None:
         self._data: Dict[str, Any] = {}
         if csv_file_path is not None:
             if data is not None:
                 raise ValueError("give either data or csv_file_path, not both")
-            data = _read_csv_source(csv_file_path, sep)
+            data = _read_csv_source(csv_file_path, sep, retries, retry_delay)
         if data is None:
             data = {}
         if isinstance(data, TinyDataFrame):
@@ -248,8 +324,9 @@ class TinyDataFrame:
             return len(col)
         return 0
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
+    def __iter__(self) -> Iterator[Dict[str, Any]]:
+        """The rows, as dicts (``for row in df``); ``df.columns`` lists the names."""
+        return self.rows()
 
     def __contains__(self, name: object) -> bool:
         return name in self._data
@@ -270,11 +347,11 @@ class TinyDataFrame:
             try:
                 return list(self._data[key])
             except KeyError:
-                raise KeyError(f"no column {key!r}; columns: {', '.join(self._data)}") from None
+                raise KeyError(self._missing_text(key)) from None
         if isinstance(key, (list, tuple)):
             missing = [k for k in key if k not in self._data]
             if missing:
-                raise KeyError(f"no columns {missing}; columns: {', '.join(self._data)}")
+                raise KeyError(self._missing_text(*missing))
             return TinyDataFrame._from_arrays({k: self._data[k] for k in key})
         if isinstance(key, slice):
             return TinyDataFrame._from_arrays({k: v[key] for k, v in self._data.items()})
@@ -303,20 +380,31 @@ class TinyDataFrame:
         try:
             del self._data[name]
         except KeyError:
-            raise KeyError(f"no column {name!r}; columns: {', '.join(self._data)}") from None
+            raise KeyError(self._missing_text(name)) from None
 
-    def rename(self, columns: Mapping[str, str], inplace: bool = False) -> Optional[TinyDataFrame]:
-        """The frame with columns renamed by the {old: new} mapping (names not in the frame
-        are ignored); a new frame, or this one changed when inplace=True."""
+    def _missing_text(self, *names: Any) -> str:
+        """The KeyError message for names that are not columns (a 0.5 name: what to read)."""
+        from ._renamed import renamed_hint
+
+        hints = [hint for hint in map(renamed_hint, names) if hint]
+        what = f"no column {names[0]!r}" if len(names) == 1 else f"no columns {list(names)}"
+        return "; ".join([what] + hints + [f"columns: {', '.join(self._data)}"])
+
+    def rename(self, columns: Mapping[str, str]) -> TinyDataFrame:
+        """Renames columns by the {old: new} mapping, in place, and returns this frame (for
+        chaining: ``df.rename({...}).to_csv()``). KeyError names the old names that are not
+        columns (nothing is renamed then); ValueError when two columns would share a name.
+        A renamed copy: ``TinyDataFrame(df).rename({...})``."""
         if not isinstance(columns, dict):
             raise TypeError("rename() takes a dict {old name: new name}")
+        missing = [name for name in columns if name not in self._data]
+        if missing:
+            raise KeyError(self._missing_text(*missing))
         renamed = {str(columns.get(name, name)): col for name, col in self._data.items()}
         if len(renamed) != len(self._data):
             raise ValueError(f"rename({columns}) would give two columns the same name")
-        if inplace:
-            self._data = renamed
-            return None
-        return TinyDataFrame._from_arrays(renamed)
+        self._data = renamed
+        return self
 
     def head(self, n: int = 5) -> TinyDataFrame:
         """The first n rows."""
@@ -331,30 +419,59 @@ class TinyDataFrame:
         for i in range(len(self)):
             yield self[i]
 
-    def to_dict(self) -> Dict[str, List[Any]]:
+    def to_dict(self) -> List[Dict[str, Any]]:
+        """The rows as a list of dicts (as the original package's frame gave them); the
+        columns as lists: ``to_columns()``."""
+        return list(self.rows())
+
+    def to_columns(self) -> Dict[str, List[Any]]:
         """{column: list of values}."""
         return {k: list(v) for k, v in self._data.items()}
 
-    def to_csv(
-        self, path: Optional[Union[str, os.PathLike[str]]] = None, sep: str = ","
-    ) -> Optional[str]:
-        """The table as CSV text; written to path when given (then None is returned).
+    def stats(self, specs: Iterable[StatSpec]) -> Dict[str, Dict[str, Any]]:
+        """Statistics of columns: ``{column: {agg_name: value}}``, one entry per StatSpec
+        (``agg`` called with the column's values as a list; ``round`` decimals when given).
+        KeyError for a column that is not in the frame.
 
-        Numbers are written losslessly (floats with repr, ints as ints), strings in double
-        quotes, None as an empty field: ``TinyDataFrame(csv_file_path=...)`` reads it back
+        Example:
+            >>> from statistics import mean
+            >>> df = TinyDataFrame({"cpu_usage": [0.5, 1.0, 2.0]})
+            >>> df.stats([StatSpec("cpu_usage", mean, round=2), StatSpec("cpu_usage", max)])
+            {'cpu_usage': {'mean': 1.17, 'max': 2.0}}
+        """
+        out: Dict[str, Dict[str, Any]] = {}
+        for spec in specs:
+            spec = StatSpec(*spec)
+            value = spec.agg(self[spec.column])
+            if spec.round is not None:
+                value = round(value, spec.round)
+            out.setdefault(spec.column, {})[spec.agg_name or spec.agg.__name__] = value
+        return out
+
+    def to_csv(
+        self,
+        csv_file_path: Optional[Union[str, os.PathLike[str]]] = None,
+        quote_strings: bool = True,
+        sep: str = ",",
+    ) -> Optional[str]:
+        """The table as CSV text; written to csv_file_path when given (then None is returned).
+
+        Numbers are written losslessly (floats with repr, ints as ints), None as an empty
+        field; the header and the strings in double quotes (``quote_strings=False``: only
+        where a field needs them). ``TinyDataFrame(csv_file_path=...)`` reads it back
         equal, with the same types.
         """
         if not self._data:
             text = ""
         else:
-            lines = [sep.join(_csv_name(name, sep) for name in self._data)]
+            lines = [sep.join(_csv_text(name, sep, quote_strings) for name in self._data)]
             cols = list(self._data.values())
             for i in range(len(self)):
-                lines.append(sep.join(_csv_field(c[i], sep) for c in cols))
+                lines.append(sep.join(_csv_field(c[i], sep, quote_strings) for c in cols))
             text = "\n".join(lines) + "\n"
-        if path is None:
+        if csv_file_path is None:
             return text
-        with open(path, "w", encoding="utf-8") as f:
+        with open(csv_file_path, "w", encoding="utf-8") as f:
             f.write(text)
         return None
 
@@ -382,20 +499,13 @@ class TinyDataFrame:
         # always "rows"/"columns", as the seeds print it (scripts may match the text)
         return f"TinyDataFrame with {len(self)} rows and {len(self._data)} columns"
 
-    def _empty_text(self) -> str:
-        if not self._data:
-            return "Empty TinyDataFrame: no columns, no rows"
-        return f"Empty TinyDataFrame: no rows; columns: {', '.join(self._data)}"
-
     def __str__(self) -> str:
-        if len(self) == 0:
-            return self._empty_text()
+        if len(self) == 0:  # the original package's text (scripts may match it)
+            return self._size_text() + ":\nEmpty dataframe"
         return self._size_text() + ":\n" + "\n".join(self._table_lines())
 
     def __repr__(self) -> str:
-        if len(self) == 0:
-            return self._empty_text()
-        return f"{self._size_text()}. First row as a dict: {self[0]}"
+        return f"{self._size_text()}. First row as a dict: {self[0] if len(self) else {}}"
 
     def _repr_html_(self, max_rows: int = _PRINT_ROWS) -> str:
         from html import escape
@@ -408,7 +518,7 @@ class TinyDataFrame:
             for i in range(shown)
         )
         more = f"<p>{len(self) - shown} more rows</p>" if len(self) > shown else ""
-        title = escape(self._size_text() if len(self) else self._empty_text())
+        title = escape(self._size_text() if len(self) else str(self))
         return (
             f"<div><p>{title}</p>"
             f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}</div>"
@@ -417,7 +527,7 @@ class TinyDataFrame:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TinyDataFrame):
             return NotImplemented
-        return self.to_dict() == other.to_dict()
+        return self.to_columns() == other.to_columns()
 
     __hash__ = None  # type: ignore[assignment]  # mutable: not hashable
 

@@ -89,6 +89,11 @@ class ResourceTracker(TrackerResults):
         method: Optional[str] = None,
         export: Any = None,
     ) -> None:
+        if isinstance(autostart, str):  # ResourceTracker(pid, children, interval, "psutil")
+            raise TypeError(
+                f"autostart must be True or False, got {autostart!r}: the 4th argument of the "
+                f"0.4/0.5 packages was method; write method={autostart!r}"
+            )
         self.interval = _check_interval(interval)
         self.pid = _check_pid(pid)
         self.children = bool(children)
@@ -110,6 +115,7 @@ class ResourceTracker(TrackerResults):
         self._exporter = None
         self._sampler: Sampler = self._make_sampler()
         self._autostarted = False
+        self.autostart = bool(autostart)
         if autostart:
             self.start()
             self._autostarted = True

@@ -312,8 +312,10 @@ def run_costs(
     current: Optional[float] = None
     note: Optional[str] = None
     where: Optional[str] = None
-    info = cloud_info if isinstance(cloud_info, dict) else {}
-    vendor, itype = info.get("vendor"), info.get("instance_type")
+    from ..cloud import found_cloud_info
+
+    info = found_cloud_info(cloud_info)  # 'unknown': not found
+    vendor, itype = info["vendor"], info["instance_type"]
     if not vendor or not itype:
         note = "not on a known cloud server (no cloud_info)"
     else:

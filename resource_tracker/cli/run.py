@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from .common import PROG, SNAPSHOT_NAME, CliError, render_report, say, short, write_text
+from .common import FORMATS, PROG, SNAPSHOT_NAME, CliError, render_report, say, short, write_text
 from .parser import FORMATTER, add_interval, export_targets, formats
 
 EXAMPLES = f"""\
@@ -109,14 +109,17 @@ def _check_export(export):
 
 
 def _check_outdir(outdir: str) -> None:
-    """Creates the output directory; CliError when it cannot be created or written to."""
-    try:
-        os.makedirs(outdir, exist_ok=True)
-    except OSError as exc:
-        raise CliError(
-            f"run: cannot create the output directory {outdir}: {exc.strerror}"
-        ) from None
-    if not os.access(outdir, os.W_OK | os.X_OK):
+    """CliError when the output directory could not be written to (or made): checked
+    before the command starts; the directory itself is made when the outputs are written
+    (a command that cannot start leaves nothing behind)."""
+    existing = os.path.abspath(outdir)
+    while not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    if existing != os.path.abspath(outdir) and not os.path.isdir(existing):
+        raise CliError(f"run: cannot create the output directory {outdir}: {existing} is a file")
+    if os.path.lexists(outdir) and not os.path.isdir(outdir):
+        raise CliError(f"run: the output directory {outdir} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
         raise CliError(f"run: the output directory {outdir} is not writable")
 
 
@@ -161,9 +164,17 @@ def _written_lines(written: list, notes: list) -> list:
 
 
 def write_outputs(tracker, outdir: str, formats: tuple) -> tuple:
-    """Writes the chosen outputs; returns (paths written, notes on what was skipped)."""
+    """Writes the chosen outputs; returns (paths written, notes on what was skipped and on
+    files of an earlier run that were replaced)."""
     written: list = []
     notes: list = []
+    if not formats:
+        return written, notes
+    try:
+        os.makedirs(outdir, exist_ok=True)
+    except OSError as exc:
+        return [], [f"no outputs written: cannot create {outdir}: {exc.strerror}"]
+    earlier = [p for p in _output_paths(outdir, formats) if os.path.exists(p)]
     if "json" in formats:
         path = os.path.join(outdir, SNAPSHOT_NAME)
         try:
@@ -175,13 +186,28 @@ def write_outputs(tracker, outdir: str, formats: tuple) -> tuple:
         for table in ("process", "system"):
             path = os.path.join(outdir, f"resource-tracker-{table}.csv")
             try:
-                getattr(tracker, f"{table}_metrics").to_csv(path)
+                getattr(tracker, f"{table}_metrics").to_csv(path, quote_strings=False)
                 written.append(path)
             except Exception as exc:
                 notes.append(f"csv not written: {type(exc).__name__}: {exc}")
     if "html" in formats:
         _write_html(tracker, os.path.join(outdir, "resource-tracker.html"), written, notes)
+    replaced = [p for p in earlier if p in written]
+    if replaced:
+        notes.append(
+            f"replaced an earlier run's {', '.join(replaced)} (--output DIR keeps runs apart)"
+        )
     return written, notes
+
+
+def _output_paths(outdir: str, formats: tuple) -> list:
+    """The files the chosen outputs are written to."""
+    names = {
+        "json": [SNAPSHOT_NAME],
+        "csv": [f"resource-tracker-{table}.csv" for table in ("process", "system")],
+        "html": ["resource-tracker.html"],
+    }
+    return [os.path.join(outdir, name) for f in FORMATS if f in formats for name in names[f]]
 
 
 def _write_html(tracker, path: str, written: list, notes: list) -> None:

@@ -9,4 +9,21 @@ from __future__ import annotations
 
 from ._render import Report, render_report
 
-__all__ = ["Report", "render_report"]
+TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
+if TYPE_CHECKING:
+    from typing import Union
+
+__all__ = ["Report", "render_report", "round_memory"]
+
+
+def round_memory(mib: Union[int, float]) -> int:
+    """MiB rounded up as the recommendation rounds memory: 128, 256, 512 or 1024 MiB, or
+    whole GiB beyond that (the original package's function of this name).
+
+    Example:
+        >>> round_memory(68), round_memory(896), round_memory(3863)
+        (128, 1024, 4096)
+    """
+    from .. import _core
+
+    return _core.round_memory_mib(float(mib))

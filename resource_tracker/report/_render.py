@@ -16,6 +16,7 @@ import math
 import os
 
 from .. import formatting as fmt
+from ..cloud import found_cloud_info
 from ..summary import DURATION
 from . import _headline
 
@@ -145,6 +146,20 @@ def _resource(name):
 
 
 REPORT_STATUSES = ("finished", "failed", "running", "stopped")
+
+#: The words the page shows for a status (the original package's: Pending, Finished, Failed).
+STATUS_WORDS = {
+    "finished": "Finished",
+    "failed": "Failed",
+    "running": "Pending",
+    "stopped": "Stopped",
+}
+
+
+def _status_badge(status):
+    """The status as the page shows it (a span whose class names the status)."""
+    word = STATUS_WORDS.get(status, status)
+    return f'<span class="rt-status rt-status-{_esc(status)}">{_esc(word)}</span>'
 
 
 def render_report(tracker, historical_stats=None, status=None, integration=None, summary=None):
@@ -278,14 +293,18 @@ def _run_rows(view):
     pid_text = _esc(run.pid)
     if run.children is not None:
         pid_text += " (with its descendants)" if run.children else " (without descendants)"
-    status = _esc(view.status)
     rows += [
         ["Command", command],
         ["PID", pid_text],
         ["Start", _utc(run.start_time)],
-        ["End", _utc(run.stop_time) if run.stop_time else status],
+        [
+            "End",
+            _utc(run.stop_time)
+            if run.stop_time
+            else _esc(STATUS_WORDS.get(view.status, view.status)),
+        ],
         ["Duration", _esc(_duration(view.s.duration))],
-        ["Status", f'<span class="rt-status rt-status-{status}">{status}</span>'],
+        ["Status", _status_badge(view.status)],
         ["Samples", f"{view.s.n_samples:,}"],
         ["Sampling interval", _esc(fmt.duration(run.interval))],
         ["Collection method", _esc(run.method or "n/a")],
@@ -301,13 +320,12 @@ def _run(view):
 
 def _header(view):
     n = view.s.n_samples
-    status = _esc(view.status)
     out = [
         '<header class="rt-header">',
         _LOGO,
         '<div class="rt-title"><h1>Resource usage report</h1>',
         f'<p class="rt-sub">{_esc(_what(view.run))} '
-        f'<span class="rt-status rt-status-{status}">{status}</span></p></div></header>',
+        f"{_status_badge(view.status)}</p></div></header>",
     ]
     if view.status == "failed":
         out.append(_note(_failure_text(view), "warn rt-failed"))
@@ -473,7 +491,8 @@ def _cloud(view):
         rows.append(["Hourly price", "n/a"])
     if info.get("discovery_time") is not None:
         rows.append(["Discovery took", _esc(fmt.duration(info.get("discovery_time")))])
-    where = f"{info.get('vendor')} {info.get('instance_type') or ''}".strip()
+    found = found_cloud_info(info)
+    where = f"{info.get('vendor')} {found['instance_type'] or ''}".strip()
     return _fold("rt-cloud", "Cloud", _table(rows), _esc(where))
 
 

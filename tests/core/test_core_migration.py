@@ -60,8 +60,8 @@ def test_ints_and_strings_are_kept_as_given():
 
 
 def test_set_a_column_and_rename():
-    """`df["x"] = [...]` adds or replaces a column; `rename({...})` gives a renamed frame
-    (the original is unchanged) or renames in place."""
+    """`df["x"] = [...]` adds or replaces a column; `rename({...})` renames in place and
+    returns the frame (as the original package's did); an unknown name is a KeyError."""
     df = TinyDataFrame({"timestamp": [1.0, 2.0], "memory": [1024.0, 2048.0]})
     df["memory_mib"] = [m / 1024 for m in df["memory"]]
     df["host"] = "node-1"  # one value for every row
@@ -69,10 +69,13 @@ def test_set_a_column_and_rename():
     assert df["memory_mib"] == [1.0, 2.0] and df["host"] == ["node-1", "node-1"]
     with pytest.raises(ValueError, match="3 values, the frame has 2 rows"):
         df["bad"] = [1, 2, 3]
-    renamed = df.rename({"memory": "memory_kib", "no such column": "ignored"})
-    assert renamed.columns == ["timestamp", "memory_kib", "memory_mib", "host"]
-    assert renamed["memory_kib"] == df["memory"] and "memory" in df
-    assert df.rename({"host": "node"}, inplace=True) is None and "node" in df.columns
+    copy = TinyDataFrame(df)
+    assert df.rename({"memory": "memory_kib"}) is df
+    assert df.columns == ["timestamp", "memory_kib", "memory_mib", "host"]
+    assert copy.columns == ["timestamp", "memory", "memory_mib", "host"]  # a copy: unchanged
+    with pytest.raises(KeyError, match="no such column"):
+        df.rename({"host": "node", "no such column": "ignored"})
+    assert "host" in df.columns  # nothing renamed
 
 
 def test_to_csv_quotes_strings_and_round_trips_through_the_csv_constructor(tmp_path):
@@ -85,7 +88,8 @@ def test_to_csv_quotes_strings_and_round_trips_through_the_csv_constructor(tmp_p
         }
     )
     text = df.to_csv()
-    assert text.splitlines()[0] == "step,pid,cpu_usage,note"
+    assert text.splitlines()[0] == '"step","pid","cpu_usage","note"'
+    assert df.to_csv(quote_strings=False).splitlines()[0] == "step,pid,cpu_usage,note"
     assert text.splitlines()[1] == '"train",101,0.1,'
     path = tmp_path / "frame.csv"
     assert df.to_csv(str(path)) is None
@@ -100,13 +104,13 @@ def test_csv_written_by_other_tools_reads_with_types(tmp_path):
     path = tmp_path / "plain.csv"
     path.write_text("timestamp,pid,label\r\n1700000000.5,42,idle\r\n1700000001.5,42,busy\r\n")
     df = TinyDataFrame(csv_file_path=path)
-    assert df.to_dict() == {
+    assert df.to_columns() == {
         "timestamp": [1700000000.5, 1700000001.5],
         "pid": [42, 42],
         "label": ["idle", "busy"],
     }
     path.write_text("a,b\n1,2\n3\n")
-    with pytest.raises(ValueError, match="row 3 has 1 fields, the header has 2"):
+    with pytest.raises(RuntimeError, match="row 3 has 1 fields, the header has 2"):
         TinyDataFrame(csv_file_path=path)
 
 
@@ -140,19 +144,19 @@ def test_csv_from_a_url(http_dir):
     folder, base = http_dir
     TinyDataFrame({"a": [1, 2], "b": ["x", "y"]}).to_csv(str(folder / "data.csv"))
     df = TinyDataFrame(csv_file_path=f"{base}/data.csv")
-    assert df.to_dict() == {"a": [1, 2], "b": ["x", "y"]}
-    with pytest.raises(ValueError, match="cannot read CSV from .*missing.csv"):
+    assert df.to_columns() == {"a": [1, 2], "b": ["x", "y"]}
+    with pytest.raises(RuntimeError, match="cannot read CSV from .*missing.csv"):
         TinyDataFrame(csv_file_path=f"{base}/missing.csv")
 
 
 def test_an_empty_frame_reads_well():
-    assert str(TinyDataFrame()) == "Empty TinyDataFrame: no columns, no rows"
+    assert str(TinyDataFrame()) == "TinyDataFrame with 0 rows and 0 columns:\nEmpty dataframe"
     empty = TinyDataFrame({"timestamp": [], "memory": []})
-    assert str(empty) == "Empty TinyDataFrame: no rows; columns: timestamp, memory"
-    assert repr(empty) == str(empty)
-    assert "Empty TinyDataFrame" in empty._repr_html_()
+    assert str(empty) == "TinyDataFrame with 0 rows and 2 columns:\nEmpty dataframe"
+    assert repr(empty) == "TinyDataFrame with 0 rows and 2 columns. First row as a dict: {}"
+    assert "Empty dataframe" in empty._repr_html_()
     assert TinyDataFrame().to_csv() == ""
-    assert empty.to_csv() == "timestamp,memory\n"
+    assert empty.to_csv() == '"timestamp","memory"\n'
     assert str(TinyDataFrame({"a": [1]})).startswith("TinyDataFrame with 1 rows and 1 columns:")
 
 

@@ -26,7 +26,8 @@ def test_access_by_column_row_slice_and_list(df):
     assert df[1:]["cpu_usage"] == [0.87, 2.5]
     assert df[["cpu_usage"]].columns == ["cpu_usage"]
     assert len(df.head(2)) == 2 and df.tail(1)[0]["cpu_usage"] == 2.5
-    assert df.to_dict() == {"timestamp": df["timestamp"], "cpu_usage": df["cpu_usage"]}
+    assert df.to_columns() == {"timestamp": df["timestamp"], "cpu_usage": df["cpu_usage"]}
+    assert df.to_dict() == [df[0], df[1], df[2]]  # rows, as the original package gave them
     with pytest.raises(KeyError, match="no column 'nope'"):
         df["nope"]
     with pytest.raises(IndexError):

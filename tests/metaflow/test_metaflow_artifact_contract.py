@@ -118,6 +118,9 @@ def test_the_run_rebuilt_from_the_artifact_renders_the_cards_page(contract_runs)
     assert tracker.system_metrics == data["system_metrics"]
     assert tracker.stats() == data["detailed_stats"]
     assert tracker.label == task["pathspec"]
+    meta = data["tracker"]["metadata"]  # where the original's artifacts keep the run's settings
+    assert meta["pid"] == tracker.pid and meta["interval"] == tracker.interval
+    assert meta["duration"] == round(tracker.stop_time - tracker.start_time, 2) > 0
     assert (
         tracker.recommend_resources(historical_stats=data["historical_runs_stats"])
         == data["recommendations"]["resources"]

@@ -61,7 +61,7 @@ def test_report_header_server_and_statistics(real_run):
     # numbers as resource_tracker.formatting shows them, the same in the headline and table
     assert f"Peak CPU {fmt.quantity(stats['process_cpu_usage']['max'], 'cores')}" in text
     assert f"Peak memory {fmt.quantity(stats['process_memory']['max'], 'KiB')}" in text
-    assert "finished" in text and "procfs" in text and "Sampling interval 0.1 s" in text
+    assert "Finished" in text and "procfs" in text and "Sampling interval 0.1 s" in text
     assert str(real_run.pid) in text
     info = real_run.server_info
     assert f"{info['vcpus']:,}" in text and info["cpu_model"] in text
@@ -401,7 +401,7 @@ def test_report_status_failed_and_running():
     snap["extra"] = {"step_failed": True}
     snap["label"] = "TrainFlow/17/train/3"
     text = " ".join(_text(render_report(ResourceTracker.from_snapshot(snap))).split())
-    assert "Status failed" in text and "The run failed" in text
+    assert "Status Failed" in text and "The run failed" in text
     assert "Step TrainFlow/17/train/3" in text
     live = ResourceTracker(interval=0.05, discover_cloud=False)
     try:
@@ -409,7 +409,7 @@ def test_report_status_failed_and_running():
         text = " ".join(_text(live.report()).split())
     finally:
         live.stop()
-    assert "Status running" in text and "End running" in text
+    assert "Status Pending" in text and "End Pending" in text  # the original's words
 
 
 def test_report_failed_run_says_when_and_the_memory_clue():

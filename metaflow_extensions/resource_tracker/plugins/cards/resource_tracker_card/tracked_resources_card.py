@@ -130,8 +130,8 @@ def tracker_from_artifact(data):
             # the kernel's figures: in the artifact's stats (the two tables are the seeds')
             "cgroup_metrics": stats.get("cgroup"),
             "memory_hwm": (stats.get("process_memory_hwm") or {}).get("max"),
-            "process_metrics": data["process_metrics"].to_dict(),
-            "system_metrics": data["system_metrics"].to_dict(),
+            "process_metrics": data["process_metrics"],  # the frames: from_snapshot copies
+            "system_metrics": data["system_metrics"],
         }
     )
 
