@@ -35,6 +35,7 @@ __all__ = [
     "rate",
     "duration",
     "money",
+    "percent",
     "quantity",
     "unit_bytes",
     "change",
@@ -133,6 +134,8 @@ def duration(seconds: object) -> str:
     v = _finite(seconds)
     if v is None:
         return NA
+    if 0 < v < 0.001:
+        return "< 1 ms"  # not "0.0000101 s"
     if v < 60:
         return f"{_sig(v, 3)} s"
     whole = int(round(v))
@@ -162,6 +165,17 @@ def money(usd: object, per: str = "") -> str:
     if a < 0.005:
         return f"{'> -' if sign else '< '}$0.01"
     return f"{sign}${a:,.2f}"
+
+
+def percent(share: object) -> str:
+    """A share as a whole percentage: '89%', '< 1%' for a share above 0 that rounds to 0,
+    '0%' for none."""
+    v = _finite(share)
+    if v is None:
+        return NA
+    if 0 < abs(v) < 0.005:
+        return "< 1%" if v > 0 else "> -1%"
+    return f"{v * 100:,.0f}%"
 
 
 def unit_bytes(unit: str) -> Optional[float]:

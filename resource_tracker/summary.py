@@ -124,6 +124,8 @@ class RunInfo:
     method: Optional[str] = None
     status: str = "unknown"
     integration: Optional[str] = None
+    #: why a failed run failed: ``{"type": ..., "message": ...}`` (printable text), or None
+    error: Optional[Dict[str, str]] = None
 
 
 @dataclass(frozen=True)
@@ -478,7 +480,25 @@ def _run_info(tracker: Any) -> RunInfo:
         method=_attr(tracker, "method"),
         status=str(status),
         integration=extra.get("integration"),
+        error=_run_error(extra.get("step_error")),
     )
+
+
+#: The most characters of a failure's message kept in the summary.
+ERROR_MESSAGE_CHARS = 500
+
+
+def _run_error(error: Any) -> Optional[Dict[str, str]]:
+    """A failure's ``{"type", "message"}`` (``extra['step_error']``) as printable text of
+    bounded length; None when there is none."""
+    from ._text import printable
+
+    if not isinstance(error, Mapping) or not error.get("type"):
+        return None
+    return {
+        "type": printable(error.get("type"), 100).replace("\n", " "),
+        "message": printable(error.get("message") or "", ERROR_MESSAGE_CHARS),
+    }
 
 
 class _Collector:

@@ -315,7 +315,7 @@ def run_costs(
     info = cloud_info if isinstance(cloud_info, dict) else {}
     vendor, itype = info.get("vendor"), info.get("instance_type")
     if not vendor or not itype:
-        note = "not on a known cloud server (no cloud_info)"
+        note = "not on a known cloud server"
     else:
         try:
             current, note, where = _current_price(catalog, vendor, itype, info.get("region"), rate)

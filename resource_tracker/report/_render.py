@@ -273,7 +273,8 @@ def _run_rows(view):
 
     run = view.run
     rows = [["Step", f"<code>{_esc(run.label)}</code>"]] if run.label else []
-    command = f'<code class="rt-cmd">{_esc(run.command)}</code>' if run.command else "n/a"
+    shown = _command_shown(run, view.integration)
+    command = f'<code class="rt-cmd">{_esc(shown)}</code>' if shown else "n/a"
     pid_text = _esc(run.pid)
     if run.children is not None:
         pid_text += " (with its descendants)" if run.children else " (without descendants)"
@@ -292,6 +293,21 @@ def _run_rows(view):
         ["Tool", f"resource-tracker {_esc(__version__)}"],
     ]
     return rows
+
+
+def _command_shown(run, integration):
+    """The command as the user knows it: a Metaflow task's internal command line
+    (``python flow.py --quiet --metadata=... step train --run-id ...``) as the flow file and
+    its step (``python flow.py, step train``); any other command as it ran."""
+    command = run.command
+    if not command or (integration or "").lower() != "metaflow":
+        return command
+    words = str(command).split()
+    if "step" not in words[:-1]:
+        return command
+    step = words[words.index("step") + 1]
+    script = next((w for w in words if w.endswith(".py")), None)
+    return f"python {os.path.basename(script)}, step {step}" if script else f"step {step}"
 
 
 def _run(view):
@@ -330,6 +346,11 @@ def _failure_text(view):
     what = "step" if (view.integration or "").lower() == "metaflow" else "run"
     s = view.s
     text = f"The {what} failed after {_esc(fmt.duration(s.duration))}"
+    error = s.run.error
+    if error:
+        message = " ".join(error.get("message", "").split())
+        text += f' with <code class="rt-error">{_esc(error["type"])}'
+        text += f": {_esc(message)}</code>" if message else "</code>"
     text += f" ({_esc(_samples_note(s.n_samples))}); the figures cover it up to the failure."
     cg = (s.stats or {}).get("cgroup") or {}
     if cg.get("oom_kills"):
@@ -436,13 +457,13 @@ def _tree_source(info):
     if not isinstance(info, dict) or not isinstance(info.get("columns"), dict):
         return ""
     columns = info["columns"]
-    where = {"cgroup": "the cgroup's files", "procfs": "each process (procfs)"}
+    where = {"cgroup": "the container's totals", "procfs": "each process of the tree"}
     if len(set(columns.values())) == 1:
         text = where.get(next(iter(columns.values())), "n/a")
     else:
-        text = ", ".join(f"{_esc(k)}: {_esc(where.get(v, v))}" for k, v in columns.items())
-    note = info.get("note")
-    return _esc(text) + (f" ({_esc(note)})" if note else "")
+        text = "; ".join(f"{k}: {where.get(v, v)}" for k, v in columns.items())
+    note = info.get("note")  # the sampler's own account: for us, kept out of the text
+    return f'<span title="{_esc(note)}">{_esc(text)}</span>' if note else _esc(text)
 
 
 def _cloud(view):
@@ -470,8 +491,6 @@ def _cloud(view):
             rows.append(["Price note", _esc(costs["current_price_note"])])
     else:
         rows.append(["Hourly price", "n/a"])
-    if info.get("discovery_time") is not None:
-        rows.append(["Discovery took", _esc(fmt.duration(info.get("discovery_time")))])
     where = f"{info.get('vendor')} {info.get('instance_type') or ''}".strip()
     return _fold("rt-cloud", "Cloud", _table(rows), _esc(where))
 

@@ -58,6 +58,23 @@
     return String(parseFloat(v.toPrecision(3)));
   }
 
+  /* A value of a chart's unit as the page's numbers read (resource_tracker.formatting:
+     quantity, nbytes, rate): each in the unit that fits it, not in the axis unit. */
+  function fmtBytes(b) {
+    var labels = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"], i = 0;
+    while (Math.abs(b) >= 1024 && i < labels.length - 1) { b /= 1024; i++; }
+    if (i === 0) { return Math.round(b) + " B"; }
+    return (Math.abs(b) < 1000 ? fmtNum(b) : b.toFixed(0)) + " " + labels[i];
+  }
+  function fmtValue(v, unit) {
+    if (v === null || v === undefined || !isFinite(v)) { return "n/a"; }
+    if (unit === "mib") { return fmtBytes(v * 1048576); }
+    if (unit === "Bps") { return fmtBytes(v) + "/s"; }
+    if (unit === "gb") { return fmtBytes(v * 1e9); }
+    var shown = Math.round(v * 100) / 100, word = unit === "gpus" ? "GPU" : "core";
+    return fmtNum(shown) + " " + (shown === 1 ? word : word + "s");
+  }
+
   /* Divisor and label of the axis unit for values up to maxv. */
   function unitScale(unit, maxv) {
     if (unit === "mib") {
@@ -231,6 +248,7 @@
     var top = ymax / scale.div;
     if (!(top > 0)) { top = 1; }
     var step = niceStep(top, 4);
+    if (scale.label === "B/s" && step < 1) { step = 1; }  /* no 0.25 B/s steps */
     top = Math.ceil(top / step - 1e-9) * step;
     var yOf = function (v) { return M.top + ph - (v / scale.div) / top * ph; };
     // y grid and labels
@@ -299,7 +317,7 @@
         var v = s.values[i];
         if (v !== null && (best === null || v > best)) { best = v; }
       }
-      chart.vals[j].textContent = best === null ? "n/a" : fmtNum(best / chart.scale.div) + " " + chart.scale.label;
+      chart.vals[j].textContent = fmtValue(best, chart.def.unit);
     });
     chart.peaks = ranges;
   }
@@ -319,7 +337,7 @@
       chart.series.forEach(function (s, j) {
         var i = nearest(s.abs, t);
         var v = s.values[i];
-        chart.vals[j].textContent = v === null ? "n/a" : fmtNum(v / chart.scale.div) + " " + chart.scale.label;
+        chart.vals[j].textContent = fmtValue(v, chart.def.unit);
       });
     });
   }

@@ -386,7 +386,7 @@ def test_tuning_lowers_nothing_from_fewer_than_three_runs():
 
     tuning = tune_resources([{"timestamp": {"duration": 1.0}}] * 2, {"memory": 16000})
     assert tuning.resources == {"memory": 16000} and tuning.changes == []  # kept as asked
-    assert "2 finished earlier run(s): values only raised, lowered from 3" in tuning.note
+    assert "2 finished earlier runs: values only raised, lowered from 3" in tuning.note
 
 
 def test_the_cli_summary_lines_carry_the_insights(tmp_path, monkeypatch):

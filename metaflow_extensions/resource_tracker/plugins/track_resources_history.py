@@ -203,7 +203,7 @@ class HistoryLookup:
         if not self._done.wait(max(0.0, remaining)):
             self._note(
                 f"history lookup did not finish within {self.timeout:g} s: "
-                f"using the {len(self.stats)} run(s) found so far"
+                f"using the {len(self.stats)} {'run' if len(self.stats) == 1 else 'runs'} found so far"
             )
         with self._lock:
             return list(self.stats), list(self.notes), list(self.runs)
