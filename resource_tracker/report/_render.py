@@ -574,7 +574,7 @@ def _servers(view):
         for srv in choice.servers[:4]
     )
     if eur and costs.get("eur_usd_rate"):
-        content += _note(f"EUR prices converted at {_num(costs['eur_usd_rate'], 4)} USD/EUR.")
+        content += _note(f"EUR prices converted at {_num(costs['eur_usd_rate'])} USD/EUR.")
     extra = f"the cheapest and {fmt.plural(len(rows) - 1, 'alternative')}"
     return _fold("rt-servers", "Fitting cloud servers", content, _esc(extra))
 

@@ -128,6 +128,14 @@ PROBE_JS = r"""(function () {
     add("finding", li.getAttribute("data-kind"), txt(li));
   });
   add("failure", "failure note", txt(q(".rt-failed")));
+  document.querySelectorAll(".rt-chart").forEach(function (chart) {
+    chart.querySelectorAll(".rt-val").forEach(function (v) {
+      add("legend", chart.id, txt(v));
+    });
+    chart.querySelectorAll("svg text[text-anchor=end]").forEach(function (t) {
+      add("axis", chart.id, txt(t) + " " + txt(chart.querySelector(".rt-unit")));
+    });
+  });
   [["memory", "peak_memory"], ["cpu", "peak_cpu"]].forEach(function (c) {
     document.querySelectorAll("#rt-chart-" + c[0] + " .rt-key").forEach(function (key) {
       if (/^Process/.test(txt(key))) {
@@ -153,6 +161,9 @@ def figures(probed):
                 if found:
                     key = _FINDING_NAMES[found.group(1)]
                     out.setdefault(key, {})[f"finding ({where})"] = found.group(2)
+                continue
+            if name in ("legend", "axis"):
+                out.setdefault(name, []).append((where, text))
                 continue
             if name == "failure":
                 found = re.search(r"failed after (.+?)(?: with | \()", text)

@@ -74,6 +74,8 @@ def test_one_value_per_quantity_per_page(read, name):
     shown, _ = read[name]
     assert {"duration", "peak_memory", "peak_cpu", "mean_cpu"} <= set(shown)
     for quantity, places in shown.items():
+        if quantity in ("legend", "axis"):
+            continue
         assert len(set(places.values())) == 1, (quantity, places)
     # read in the tiles, the tables and the legends, not in one place only
     assert len(shown["peak_memory"]) >= 3 and len(shown["duration"]) >= 3, shown
@@ -131,3 +133,23 @@ def test_the_cli_summary_says_what_the_report_says(read, pages):
     said = {"mean_cpu": cpu.group(1), "peak_cpu": cpu.group(2),
             "peak_memory": memory.group(1), "duration": duration.group(1)}  # fmt: skip
     assert {k: set(shown[k].values()) for k in said} == {k: {v} for k, v in said.items()}
+
+
+_SMALLEST = ("B", "B/s", "core", "cores", "GPU", "GPUs")
+
+
+@pytest.mark.parametrize("name", ["six-hours", "cli-run"])
+def test_legends_use_the_unit_that_fits_and_axes_whole_bytes(read, name):
+    """A legend figure reads in its own unit ('5.65 KiB/s', not '0.00565 MiB/s' in the
+    axis unit); a byte-rate axis has no fractions of a byte ('0.25 B/s')."""
+    shown, _ = read[name]
+    assert shown["legend"], shown
+    for chart, text in shown["legend"]:
+        number, unit = text.split(" ", 1)
+        value = float(number.replace(",", ""))
+        assert value >= 1 or value == 0 or unit in _SMALLEST, (chart, text)
+        assert value < 1024 or unit in ("B", "B/s"), (chart, text)
+    for chart, text in shown["axis"]:
+        number, unit = text.split(" ", 1)
+        if unit == "B/s":
+            assert float(number.replace(",", "")).is_integer(), (chart, text)
