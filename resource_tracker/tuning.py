@@ -390,12 +390,12 @@ def tune_resources(
         before = ask.get(key)
         if before is None or before != value:
             was = "unset" if before is None else f"{before:g}"
-            changes.append(f"{key} {was} -> {value}{UNITS[key]} from {len(records)} runs")
+            changes.append(f"{key} {was} -> {value}{UNITS[key]} from {fmt.plural(len(records), 'run')}")
     if finished < MIN_RUNS:
         notes.append(f"{fmt.plural(finished, 'finished earlier run')}: values only raised, "
                      f"lowered from {MIN_RUNS}")  # fmt: skip
     note = "; ".join(dict.fromkeys(notes)) or (
-        "" if changes else f"no change: the request fits {len(records)} runs"
+        "" if changes else f"no change: the request fits {fmt.plural(len(records), 'run')}"
     )
     basis = {"records": len(records), "finished": finished, "bounds": limits}
     return Tuning(len(records), values, changes, note, RULE_TEXT, basis)

@@ -47,10 +47,11 @@ class TrackedResourcesCard(MetaflowCard):
         if not snapshot:
             return _page("Resource tracking", "<p>The step is starting.</p>") + _LIVE_SCRIPT
         from resource_tracker import ResourceTracker
+        from resource_tracker.formatting import plural
 
         tracker = ResourceTracker.loads(snapshot)
         banner = (
-            f"Live view: the step is running ({tracker.n_samples} samples so far, "
+            f"Live view: the step is running ({plural(tracker.n_samples, 'sample')} so far, "
             f"update {user.get('seq')}). The final report replaces this page when it ends."
         )
         html = _report_html(tracker, None, banner=banner, live=True)
