@@ -345,8 +345,8 @@ def above_ask(
             Insight(
                 "at_risk",
                 "warning",
-                f"Mean CPU {_cores(cpu_mean)} is above the {_cores(cpu)} this step asks ({source}): "
-                "on Kubernetes or AWS Batch it would be throttled and run longer.",
+                f"Mean CPU {_cores(cpu_mean)} is above the {_cores(cpu)} this step asks "
+                f"({source}): on Kubernetes or AWS Batch it would be throttled and run longer.",
                 {"cpu_mean_cores": cpu_mean, "asked_cpu": cpu, "source": source},
             )
         )

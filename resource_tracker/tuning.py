@@ -390,7 +390,8 @@ def tune_resources(
         before = ask.get(key)
         if before is None or before != value:
             was = "unset" if before is None else f"{before:g}"
-            changes.append(f"{key} {was} -> {value}{UNITS[key]} from {fmt.plural(len(records), 'run')}")
+            runs = fmt.plural(len(records), "run")
+            changes.append(f"{key} {was} -> {value}{UNITS[key]} from {runs}")
     if finished < MIN_RUNS:
         notes.append(f"{fmt.plural(finished, 'finished earlier run')}: values only raised, "
                      f"lowered from {MIN_RUNS}")  # fmt: skip

@@ -187,7 +187,7 @@ def test_metaflow_failed_step_card_says_why(failing_run):
     assert data["step_error"] == {"type": "RuntimeError", "message": message}
     (card,) = _cards(task, "tracked_resources")
     page = card["html"]
-    shown = f"with <code class=\"rt-error\">RuntimeError: boom after holding {100 * 2**20} bytes"
+    shown = f'with <code class="rt-error">RuntimeError: boom after holding {100 * 2**20} bytes'
     assert shown + " &lt;b&gt;of&lt;/b&gt; data</code>" in page
     assert "<b>of</b>" not in page and "\x1b" not in page and "[31m" not in page
     assert "cut short by its failure" in page

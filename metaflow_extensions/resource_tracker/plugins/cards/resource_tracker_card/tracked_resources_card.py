@@ -271,4 +271,3 @@ def _summary_html(tracker, summary, data, status):
         "Resource tracking",
         f"<h2>Resource tracking</h2><table>{table}</table>",
     )
-
