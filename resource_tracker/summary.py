@@ -186,8 +186,10 @@ class RunSummary:
         _check_stored(data)
         try:
             history = data.get("history")
+            run = dict(data["run"])
+            run["error"] = _run_error(run.get("error"))  # stored text: printable again
             return cls(
-                run=RunInfo(**data["run"]),
+                run=RunInfo(**run),
                 n_samples=int(data["n_samples"]),
                 n_process=int(data["n_process"]),
                 n_system=int(data["n_system"]),
@@ -493,12 +495,12 @@ def _run_error(error: Any) -> Optional[Dict[str, str]]:
     bounded length; None when there is none."""
     from ._text import printable
 
-    if not isinstance(error, Mapping) or not error.get("type"):
+    if not isinstance(error, Mapping):
         return None
-    return {
-        "type": printable(error.get("type"), 100).replace("\n", " "),
-        "message": printable(error.get("message") or "", ERROR_MESSAGE_CHARS),
-    }
+    kind = printable(error.get("type") or "", 100).replace("\n", " ").strip()
+    if not kind:
+        return None
+    return {"type": kind, "message": printable(error.get("message") or "", ERROR_MESSAGE_CHARS)}
 
 
 class _Collector:
