@@ -39,6 +39,7 @@ __all__ = [
     "quantity",
     "unit_bytes",
     "change",
+    "user_command",
     "CATALOG_FIX",
     "catalog_problem",
 ]
@@ -227,6 +228,20 @@ def change(now: object, past: object, unit: str) -> Optional[Change]:
         return Change("up" if diff > 0 else "down", "new" if diff > 0 else "gone")
     pct = diff / abs(p) * 100.0
     return Change("up" if diff > 0 else "down", f"{pct:+.0f}%")
+
+
+def user_command(command: Optional[str], integration: Optional[str] = None) -> Optional[str]:
+    """The command as the user knows it: a Metaflow task's internal command line
+    (``python flow.py --quiet --metadata=... step train --run-id ...``) as the flow file and
+    its step (``python flow.py, step train``); any other command as it ran."""
+    if not command or (integration or "").lower() != "metaflow":
+        return command
+    words = str(command).split()
+    if "step" not in words[:-1]:
+        return command
+    step = words[words.index("step") + 1]
+    script = next((w for w in words if w.endswith(".py")), None)
+    return f"python {script.rsplit('/', 1)[-1]}, step {step}" if script else f"step {step}"
 
 
 #: The fix for a missing server catalog, said once wherever it is missing.

@@ -273,7 +273,7 @@ def _run_rows(view):
 
     run = view.run
     rows = [["Step", f"<code>{_esc(run.label)}</code>"]] if run.label else []
-    shown = _command_shown(run, view.integration)
+    shown = fmt.user_command(run.command, view.integration)
     command = f'<code class="rt-cmd">{_esc(shown)}</code>' if shown else "n/a"
     pid_text = _esc(run.pid)
     if run.children is not None:
@@ -293,21 +293,6 @@ def _run_rows(view):
         ["Tool", f"resource-tracker {_esc(__version__)}"],
     ]
     return rows
-
-
-def _command_shown(run, integration):
-    """The command as the user knows it: a Metaflow task's internal command line
-    (``python flow.py --quiet --metadata=... step train --run-id ...``) as the flow file and
-    its step (``python flow.py, step train``); any other command as it ran."""
-    command = run.command
-    if not command or (integration or "").lower() != "metaflow":
-        return command
-    words = str(command).split()
-    if "step" not in words[:-1]:
-        return command
-    step = words[words.index("step") + 1]
-    script = next((w for w in words if w.endswith(".py")), None)
-    return f"python {os.path.basename(script)}, step {step}" if script else f"step {step}"
 
 
 def _run(view):

@@ -245,7 +245,8 @@ def _summary_html(tracker, summary, data, status):
     from resource_tracker import formatting as fmt
     from resource_tracker._text import printable
 
-    rows = [("Status", status), ("Command", getattr(tracker, "command", None))]
+    command = fmt.user_command(getattr(tracker, "command", None), "Metaflow")
+    rows = [("Status", status), ("Command", command)]
     step_error = (data or {}).get("step_error")
     if isinstance(step_error, dict) and step_error.get("type"):
         rows.append(("Failed with", f"{step_error['type']}: {step_error.get('message') or ''}"))
