@@ -92,7 +92,7 @@ def _usage_rows(summary, info: dict) -> list:
         _row(
             "CPU",
             f"mean {fmt.quantity(_value(summary, cpu, 'mean'), 'cores')}, "
-            f"peak {fmt.quantity(_value(summary, cpu, 'max'), 'cores')}"
+            f"peak {fmt.quantity(_clamp(_value(summary, cpu, 'max'), vcpus), 'cores')}"
             + (f" (machine: {fmt.plural(vcpus, 'vCPU')}" if vcpus else " (machine")
             + f", mean {fmt.quantity(_clamp(_value(summary, machine_cpu, 'mean'), vcpus), 'cores')}"
             " in use)",

@@ -497,9 +497,10 @@ def _shown_rows(summary):
 
 
 def _row_value(summary, row, value):
-    """A statistic as shown: the machine's CPU never above its vCPUs (sampling jitter)."""
+    """A statistic as shown: CPU (the machine's and the workload's) never above the
+    machine's vCPUs (sampling jitter), as in the headline and the charts."""
     vcpus = (summary.server_info or {}).get("vcpus")
-    if value is not None and vcpus and row.unit == "cores" and row.key.startswith("system_"):
+    if value is not None and vcpus and row.unit == "cores":
         value = min(value, float(vcpus))
     return _esc(fmt.quantity(value, row.unit))
 
@@ -672,8 +673,8 @@ def _vcpus(summary):
 
 def _drawing(col, vcpus=None):
     """How a column is drawn (``_core.chart_series``): KiB as MiB, amounts per interval as
-    rates per second, the machine's CPU never above its vCPUs (sampling jitter)."""
-    if col.unit == "cores" and col.table == "system" and vcpus:
+    rates per second, CPU never above the machine's vCPUs (sampling jitter)."""
+    if col.unit == "cores" and vcpus:
         return "at_most"
     if col.unit == "KiB":
         return "kib_as_mib"

@@ -89,7 +89,8 @@ def test_the_figures_are_the_formatters_text_of_the_summary(read, pages):
         "peak_memory": fmt.quantity(memory, "KiB"),
         "duration": fmt.duration(summary.duration),
         "mean_cpu": fmt.quantity(summary.row("process_cpu_usage", "mean").value, "cores"),
-        "peak_cpu": fmt.quantity(summary.row("process_cpu_usage", "max").value, "cores"),
+        # sampling jitter read above the machine's vCPUs is shown as the vCPUs, everywhere
+        "peak_cpu": fmt.quantity(min(summary.row("process_cpu_usage", "max").value, 8), "cores"),
     }
     assert {k: set(shown[k].values()) for k in expected} == {k: {v} for k, v in expected.items()}
     # the findings state the figures too (the change against the history)
