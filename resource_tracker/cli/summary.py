@@ -118,7 +118,7 @@ def _children(summary) -> float:
 
 
 def _clamp(cores: float, vcpus) -> float:
-    """System CPU never above the machine's cores (sampling jitter can read 2.08 of 2)."""
+    """CPU never above the machine's cores (sampling jitter can read 2.08 of 2)."""
     return min(cores, float(vcpus)) if vcpus else cores
 
 
