@@ -189,7 +189,8 @@ def figures(probed):
     return out
 
 
-_RAW_FLOAT = re.compile(r"(?<![\w.,])(\d+)\.(\d+)(?![\w]|\.\d)")
+#: a decimal number (not money: amounts keep two decimals, "$18.05"; not a version "0.1.0")
+_RAW_FLOAT = re.compile(r"(?<![\w.,$])(\d+)\.(\d+)(?![\w]|\.\d)")
 _CENT_DIGITS = re.compile(r"\$0\.\d{3,}(?!\d*/h)")
 _BAD_WORDS = re.compile(
     r"(?<![\d.])1 (cores|GPUs|processes|runs|samples|CPUs|vCPUs)\b|\w\((s|es)\)|e[-+]0\d"
