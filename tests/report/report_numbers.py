@@ -152,7 +152,7 @@ PROBE_JS = r"""(function () {
   [["memory", "peak_memory"], ["cpu", "peak_cpu"]].forEach(function (c) {
     document.querySelectorAll("#rt-chart-" + c[0] + " .rt-key").forEach(function (key) {
       if (/^Process/.test(txt(key))) {
-        add(c[1], "chart legend (peak in view)", txt(key.querySelector(".rt-val")));
+        add(c[1], "chart legend", txt(key.querySelector(".rt-val")));
       }
     });
   });
@@ -185,8 +185,20 @@ def figures(probed):
                 continue
             if name == "mean_cpu" and where == "tile":
                 text = re.match(r"mean (.+?)(?: ·|$)", text).group(1)
+            if where.startswith("chart legend"):
+                _legend(out, name, text)
+                continue
             out.setdefault(name, {})[where] = text
     return out
+
+
+def _legend(out, name, text):
+    """A legend's figures: one value (the peak in view), or "min .. · mean .. · max .." (the
+    run's mean and max while the whole run is in view)."""
+    parts = dict(re.findall(r"(min|mean|max) ([^·]+?)(?: ·|$)", text))
+    out.setdefault(name, {})["chart legend (peak)"] = parts.get("max", text)
+    if name == "peak_cpu" and "mean" in parts:
+        out.setdefault("mean_cpu", {})["chart legend (mean)"] = parts["mean"]
 
 
 #: a decimal number (not money: amounts keep two decimals, "$18.05"; not a version "0.1.0")
