@@ -35,9 +35,11 @@ __all__ = [
     "rate",
     "duration",
     "money",
+    "percent",
     "quantity",
     "unit_bytes",
     "change",
+    "user_command",
     "CATALOG_FIX",
     "catalog_problem",
 ]
@@ -133,6 +135,8 @@ def duration(seconds: object) -> str:
     v = _finite(seconds)
     if v is None:
         return NA
+    if 0 < v < 0.001:
+        return "< 1 ms"  # not "0.0000101 s"
     if v < 60:
         return f"{_sig(v, 3)} s"
     whole = int(round(v))
@@ -162,6 +166,17 @@ def money(usd: object, per: str = "") -> str:
     if a < 0.005:
         return f"{'> -' if sign else '< '}$0.01"
     return f"{sign}${a:,.2f}"
+
+
+def percent(share: object) -> str:
+    """A share as a whole percentage: '89%', '< 1%' for a share above 0 that rounds to 0,
+    '0%' for none."""
+    v = _finite(share)
+    if v is None:
+        return NA
+    if 0 < abs(v) < 0.005:
+        return "< 1%" if v > 0 else "> -1%"
+    return f"{v * 100:,.0f}%"
 
 
 def unit_bytes(unit: str) -> Optional[float]:
@@ -213,6 +228,20 @@ def change(now: object, past: object, unit: str) -> Optional[Change]:
         return Change("up" if diff > 0 else "down", "new" if diff > 0 else "gone")
     pct = diff / abs(p) * 100.0
     return Change("up" if diff > 0 else "down", f"{pct:+.0f}%")
+
+
+def user_command(command: Optional[str], integration: Optional[str] = None) -> Optional[str]:
+    """The command as the user knows it: a Metaflow task's internal command line
+    (``python flow.py --quiet --metadata=... step train --run-id ...``) as the flow file and
+    its step (``python flow.py, step train``); any other command as it ran."""
+    if not command or (integration or "").lower() != "metaflow":
+        return command
+    words = str(command).split()
+    if "step" not in words[:-1]:
+        return command
+    step = words[words.index("step") + 1]
+    script = next((w for w in words if w.endswith(".py")), None)
+    return f"python {script.rsplit('/', 1)[-1]}, step {step}" if script else f"step {step}"
 
 
 #: The fix for a missing server catalog, said once wherever it is missing.

@@ -12,7 +12,8 @@ there is nothing to say):
 - :func:`at_risk`: peak memory at or above 85% of the limit, CPU throttled for more than
   10% of the run, an OOM kill (the cgroup figures of ``stats()["cgroup"]``);
 - :func:`changed`: this run against the median and MAD of the earlier runs (at least 3),
-  with absolute and relative floors so that noise is not news;
+  with absolute and relative floors so that noise is not news; the change it states is the
+  history table's (``formatting.change`` against the history rule's figure);
 - :func:`phases`: change points of the CPU, memory and GPU series (binary segmentation of
   the mean) and, when sizing each phase on its own would save enough, what a split into
   steps saves.
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import _core, settings
+from . import formatting as fmt
 
 __all__ = [
     "Insight",
@@ -149,21 +151,24 @@ def _num(value: Any) -> Optional[float]:
     return float(value) if math.isfinite(value) else None
 
 
-def _gib(mib: float) -> str:
-    return f"{mib / 1024:.1f} GiB" if mib >= 1024 else f"{mib:.0f} MiB"
+def _gib(mib: Optional[float]) -> str:
+    """MiB in the report's number style (formatting.quantity): '512 MiB', '14 GiB'."""
+    return fmt.quantity(mib, "MiB")
+
+
+def _cores(cores: Optional[float]) -> str:
+    return fmt.quantity(cores, "cores")
 
 
 def _frequency(runs_per_month: Optional[float]) -> str:
     if runs_per_month:
-        return f"{runs_per_month:g} runs a month"
-    return f"{DEFAULT_RUNS_PER_MONTH:g} runs a month (assumed: one a day)"
+        return fmt.plural(round(runs_per_month, 1), "run") + " a month"
+    return fmt.plural(DEFAULT_RUNS_PER_MONTH, "run") + " a month (assumed: one a day)"
 
 
 def _usd(value: float) -> str:
-    """Dollars with the digits a small amount needs: $0.000040, $0.0012, $3.50."""
-    if abs(value) >= 1:
-        return f"${value:.2f}"
-    return f"${value:.4f}" if abs(value) >= 0.01 else f"${value:.6f}"
+    """Dollars by the documented rule (formatting.money): '$3.50', '$0.42', '< $0.01'."""
+    return fmt.money(value)
 
 
 #: Runs spanning less than this (seconds) tell no schedule.
@@ -238,10 +243,15 @@ def over_provisioned(
         share = peak[k] / ask[k]  # type: ignore[operator]
         numbers.update({f"asked_{k}": ask[k], f"peak_{k}": peak[k], f"{k}_used_share": share})
         if k == "memory":
-            parts.append(f"asked {_gib(ask[k])} memory, peak {_gib(peak[k])} ({share:.0%})")  # type: ignore[arg-type]
+            parts.append(
+                f"asked {_gib(ask[k])} memory, peak {_gib(peak[k])} ({fmt.percent(share)})"
+            )
         else:
-            unit = "CPU" if k == "cpu" else "GPU"
-            parts.append(f"asked {ask[k]:g} {unit}, peak {peak[k]:.2f} ({share:.0%})")
+            unit = "cores" if k == "cpu" else "GPUs"
+            parts.append(
+                f"asked {fmt.quantity(ask[k], unit)}, peak {fmt.quantity(peak[k], unit)} "
+                f"({fmt.percent(share)})"
+            )
     message = f"Over-provisioned ({source}): " + "; ".join(parts)
     cost = _gap_cost(ask, peak, needed, duration_s, pricing, runs_per_month)
     severity = _gap_severity(cost)
@@ -296,8 +306,8 @@ def at_risk(cgroup: Optional[Mapping[str, Any]], duration_s: Optional[float]) ->
             Insight(
                 "at_risk",
                 "critical",
-                f"The kernel killed {kills:.0f} process(es) of the container for lack of "
-                "memory (OOM kill) during the run.",
+                f"The kernel killed {fmt.plural(kills, 'process', 'processes')} of the "
+                "container for lack of memory (OOM kill) during the run.",
                 {"oom_kills": kills, "memory_limit_mib": cgroup.get("memory_limit_mib")},
             )
         )
@@ -335,8 +345,8 @@ def above_ask(
             Insight(
                 "at_risk",
                 "warning",
-                f"Mean CPU {cpu_mean:.2f} cores is above the {cpu:g} this step asks ({source}): "
-                "on Kubernetes or AWS Batch it would be throttled and run longer.",
+                f"Mean CPU {_cores(cpu_mean)} is above the {_cores(cpu)} this step asks "
+                f"({source}): on Kubernetes or AWS Batch it would be throttled and run longer.",
                 {"cpu_mean_cores": cpu_mean, "asked_cpu": cpu, "source": source},
             )
         )
@@ -352,8 +362,9 @@ def _memory_risk(cgroup: Mapping[str, Any]) -> List[Insight]:
         Insight(
             "at_risk",
             "critical" if share >= 0.95 else "warning",
-            f"Peak memory {_gib(peak)} is {share:.0%} of the container's {_gib(limit)} limit: "
-            "a larger input may be killed.",
+            f"The container's memory peak {_gib(peak)} (the kernel's high-water mark, page "
+            f"cache included) is {fmt.percent(share)} of its {_gib(limit)} limit: a larger "
+            "input may be killed.",
             {"memory_peak_mib": peak, "memory_limit_mib": limit, "share": share},
         )
     ]
@@ -375,8 +386,8 @@ def _throttle_risk(cgroup: Mapping[str, Any], duration_s: Optional[float]) -> Li
         Insight(
             "at_risk",
             "warning",
-            f"CPU was throttled in {share:.0%} {basis}"
-            + (f" (limit {limit:g} cores)" if limit else "")
+            f"CPU was throttled in {fmt.percent(share)} {basis}"
+            + (f" (limit {_cores(limit)})" if limit else "")
             + ": the step waits for CPU it is not allowed.",
             {
                 "throttled_share": share,
@@ -399,6 +410,8 @@ CHANGE_METRICS: Dict[str, Tuple[str, str, float]] = {
     "vram_peak_mib": ("peak VRAM", "MiB", 256.0),
     "gpu_peak": ("GPUs used", "GPUs", 1.0),
 }
+#: The figures of CHANGE_METRICS that are peaks (earlier runs: the highest of them).
+PEAK_METRICS = frozenset(("memory_peak_mib", "vram_peak_mib", "gpu_peak"))
 
 
 def run_metrics(stats: Any) -> Dict[str, float]:
@@ -428,11 +441,23 @@ def _median(values: Sequence[float]) -> float:
     return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
+def _reference(name: str, past: Sequence[float]) -> Optional[float]:
+    """The earlier runs' figure this run is compared with, by the one rule of the history
+    (``summary.history_values``, in C): the highest of their peaks, the mean of the rest."""
+    return _core.combine_runs(list(past), name in PEAK_METRICS)
+
+
 def changed(current: Mapping[str, float], earlier: Sequence[Mapping[str, float]]) -> List[Insight]:
     """This run's figures (:func:`run_metrics`) against the earlier runs': a finding for
     each figure further from the earlier runs' median than 4 robust standard deviations
     (1.4826 MAD), 20% of the median and the figure's absolute floor. Nothing from fewer
-    than :data:`MIN_HISTORY` earlier runs."""
+    than :data:`MIN_HISTORY` earlier runs.
+
+    The change it states is the one the report's history table shows
+    (``formatting.change`` against the earlier runs' figure of the history rule: the
+    highest of their peaks, the mean of their means and durations), so that one change
+    reads the same in the finding, the table and the card; a change the two tests do not
+    agree on (direction, or within the noise floors) is no finding."""
     found = []
     for name, (label, unit, floor) in CHANGE_METRICS.items():
         now = _num(current.get(name))
@@ -442,30 +467,42 @@ def changed(current: Mapping[str, float], earlier: Sequence[Mapping[str, float]]
         med = _median(past)
         mad = _median([abs(v - med) for v in past])
         threshold = max(CHANGE_MADS * 1.4826 * mad, CHANGE_SHARE * abs(med), floor)
-        delta = now - med
-        if abs(delta) <= threshold:
+        delta, ref = now - med, _reference(name, past)
+        shown = fmt.change(now, ref, unit)
+        if abs(delta) <= threshold or shown is None or shown.direction == "same":
             continue
-        rel = delta / med if med else math.inf
-        text = f"{rel:+.0%}" if math.isfinite(rel) else f"{delta:+.2f} {unit}"
+        if (shown.direction == "up") != (delta > 0):
+            continue
         found.append(
-            Insight(
-                "changed",
-                "warning" if delta > 0 else "info",
-                f"{label[0].upper()}{label[1:]} {text} against the last {len(past)} runs "
-                f"({now:.2f} {unit}, median {med:.2f} {unit}).",
-                {
-                    "metric": name,
-                    "unit": unit,
-                    "value": now,
-                    "median": med,
-                    "mad": mad,
-                    "threshold": threshold,
-                    "change": rel if math.isfinite(rel) else delta,
-                    "runs": len(past),
-                },
-            )
+            _changed_insight(name, label, unit, now, ref, len(past), shown, med, mad, threshold)
         )
     return found
+
+
+def _changed_insight(name, label, unit, now, ref, runs, shown, med, mad, threshold) -> Insight:
+    basis = "their highest" if name in PEAK_METRICS else "their mean"
+    message = (
+        f"{label[0].upper()}{label[1:]} {shown.text} against the last {fmt.plural(runs, 'run')}"
+        f" ({fmt.quantity(now, unit)}; {basis} {fmt.quantity(ref, unit)})."
+    )
+    return Insight(
+        "changed",
+        "warning" if shown.direction == "up" else "info",
+        message,
+        {
+            "metric": name,
+            "unit": unit,
+            "value": now,
+            "reference": ref,
+            "reference_rule": "max" if name in PEAK_METRICS else "mean",
+            "median": med,
+            "mad": mad,
+            "threshold": threshold,
+            "change": (now - ref) / ref if ref else None,
+            "change_text": shown.text,
+            "runs": runs,
+        },
+    )
 
 
 # -- phases -------------------------------------------------------------------------------
@@ -604,9 +641,10 @@ def _phases_insight(shapes, bounds, whole, pricing, runs_per_month) -> Insight:
     for i, shape in enumerate(shapes, 1):
         for key in ("start_s", "start_time", "duration_s", "cpu", "memory", "gpu"):
             numbers[f"phase{i}_{key}"] = shape[key]
-        text = f"{shape['start_s']:.0f}-{shape['start_s'] + shape['duration_s']:.0f} s: "
-        text += f"{shape['cpu']:g} CPU, {_gib(shape['memory'])}"
-        texts.append(text + (f", {shape['gpu']:g} GPU" if shape["gpu"] else ""))
+        end = shape["start_s"] + shape["duration_s"]
+        text = f"{fmt.duration(shape['start_s'])} to {fmt.duration(end)}: "
+        text += f"{fmt.plural(shape['cpu'], 'CPU')}, {_gib(shape['memory'])}"
+        texts.append(text + (f", {fmt.plural(shape['gpu'], 'GPU')}" if shape["gpu"] else ""))
     numbers["boundaries_s"] = ", ".join(f"{s['start_s']:.1f}" for s in shapes[1:])
     numbers["changed_series"] = ", ".join(name for _, name in bounds)
     message = f"{len(shapes)} phases ({'; '.join(texts)})"
@@ -634,8 +672,8 @@ def _phases_insight(shapes, bounds, whole, pricing, runs_per_month) -> Insight:
                 severity = "warning"
                 at = shapes[1]["start_s"]
                 message += (
-                    f". Splitting the step at {at:.0f} s into steps sized for each phase "
-                    f"would save {saving / one:.0%}: {_usd(saving)} per run, "
+                    f". Splitting the step at {fmt.duration(at)} into steps sized for each "
+                    f"phase would save {fmt.percent(saving / one)}: {_usd(saving)} per run, "
                     f"{_usd(saving * per_month)} per month at {_frequency(runs_per_month)} "
                     f"(priced on {pricing.server})"
                 )

@@ -126,6 +126,8 @@ class RunInfo:
     integration: Optional[str] = None
     #: what the run asked for (``extra['resources_asked']``: cpu, memory MiB, gpu, source)
     asked: Optional[Dict[str, Any]] = None
+    #: why a failed run failed: ``{"type": ..., "message": ...}`` (printable text), or None
+    error: Optional[Dict[str, str]] = None
 
 
 @dataclass(frozen=True)
@@ -186,8 +188,10 @@ class RunSummary:
         _check_stored(data)
         try:
             history = data.get("history")
+            run = dict(data["run"])
+            run["error"] = _run_error(run.get("error"))  # stored text: printable again
             return cls(
-                run=RunInfo(**data["run"]),
+                run=RunInfo(**run),
                 n_samples=int(data["n_samples"]),
                 n_process=int(data["n_process"]),
                 n_system=int(data["n_system"]),
@@ -481,6 +485,7 @@ def _run_info(tracker: Any) -> RunInfo:
         status=str(status),
         integration=extra.get("integration"),
         asked=_asked_request(extra),
+        error=_run_error(extra.get("step_error")),
     )
 
 
@@ -490,6 +495,23 @@ def _asked_request(extra: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     if not isinstance(asked, Mapping) or not asked:
         return None
     return {str(k): v if isinstance(v, (int, float, str)) else str(v) for k, v in asked.items()}
+
+
+#: The most characters of a failure's message kept in the summary.
+ERROR_MESSAGE_CHARS = 500
+
+
+def _run_error(error: Any) -> Optional[Dict[str, str]]:
+    """A failure's ``{"type", "message"}`` (``extra['step_error']``) as printable text of
+    bounded length; None when there is none."""
+    from ._text import printable
+
+    if not isinstance(error, Mapping):
+        return None
+    kind = printable(error.get("type") or "", 100).replace("\n", " ").strip()
+    if not kind:
+        return None
+    return {"type": kind, "message": printable(error.get("message") or "", ERROR_MESSAGE_CHARS)}
 
 
 class _Collector:

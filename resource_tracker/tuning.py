@@ -40,6 +40,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from . import formatting as fmt
 from .insights import THROTTLE_RISK_SHARE
 
 __all__ = [
@@ -389,12 +390,13 @@ def tune_resources(
         before = ask.get(key)
         if before is None or before != value:
             was = "unset" if before is None else f"{before:g}"
-            changes.append(f"{key} {was} -> {value}{UNITS[key]} from {len(records)} runs")
+            runs = fmt.plural(len(records), "run")
+            changes.append(f"{key} {was} -> {value}{UNITS[key]} from {runs}")
     if finished < MIN_RUNS:
-        notes.append(f"{finished} finished earlier run(s): values only raised, "
+        notes.append(f"{fmt.plural(finished, 'finished earlier run')}: values only raised, "
                      f"lowered from {MIN_RUNS}")  # fmt: skip
     note = "; ".join(dict.fromkeys(notes)) or (
-        "" if changes else f"no change: the request fits {len(records)} runs"
+        "" if changes else f"no change: the request fits {fmt.plural(len(records), 'run')}"
     )
     basis = {"records": len(records), "finished": finished, "bounds": limits}
     return Tuning(len(records), values, changes, note, RULE_TEXT, basis)

@@ -317,7 +317,7 @@ def run_costs(
     info = found_cloud_info(cloud_info)  # 'unknown': not found
     vendor, itype = info["vendor"], info["instance_type"]
     if not vendor or not itype:
-        note = "not on a known cloud server (no cloud_info)"
+        note = "not on a known cloud server"
     else:
         try:
             current, note, where = _current_price(catalog, vendor, itype, info.get("region"), rate)

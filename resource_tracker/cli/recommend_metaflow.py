@@ -14,6 +14,7 @@ import argparse
 import math
 from typing import Any, Dict, List, Optional
 
+from .. import formatting as fmt
 from .common import CliError, json_text, out
 
 
@@ -174,18 +175,22 @@ def main(args: argparse.Namespace) -> int:
     return 0 if steps else 1
 
 
+def _per_month(per_month: float) -> str:
+    return f"{fmt.plural(round(per_month, 1), 'run')} a month"
+
+
 def _print(flow: str, runs: List[str], steps: Dict[str, Any], per_month: float, basis) -> None:
-    out(f"{flow}: {len(runs)} recent run(s), {per_month:g} runs a month ({basis})")
+    out(f"{flow}: {fmt.plural(len(runs), 'recent run')}, {_per_month(per_month)} ({basis})")
     if not steps:
         out("  no step with a @track_resources artifact in these runs")
     for name, view in steps.items():
-        out(f"step {name} ({view['runs']} runs)")
+        out(f"step {name} ({fmt.plural(view['runs'], 'run')})")
         out(f"  today       {resources_line(view['asked'])}")
         if view["recommended"]:
             out(f"  recommended {resources_line(view['recommended'])}")
         if "saving_usd_per_month" in view:
             out(
-                f"  saving      ${view['saving_usd_per_month']:.6f} a month "
+                f"  saving      {fmt.money(view['saving_usd_per_month'])} a month "
                 f"(priced on {view['priced_on']})"
             )
         if view["note"]:

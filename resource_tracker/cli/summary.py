@@ -61,7 +61,7 @@ def lines_of(summary, server: bool = True) -> list:
     lines = [
         _row(
             "duration",
-            f"{fmt.duration(ts.get('duration', 0.0))}, "
+            f"{fmt.duration(summary.duration)}, "
             f"{fmt.plural(int(ts.get('samples', 0)), 'sample')} every "
             f"{fmt.duration(summary.run.interval or 0)}",
         )
@@ -91,8 +91,8 @@ def _usage_rows(summary, info: dict) -> list:
     rows = [
         _row(
             "CPU",
-            f"mean {fmt.number(_value(summary, cpu, 'mean'))}, "
-            f"peak {fmt.quantity(_value(summary, cpu, 'max'), 'cores')}"
+            f"mean {fmt.quantity(_value(summary, cpu, 'mean'), 'cores')}, "
+            f"peak {fmt.quantity(_clamp(_value(summary, cpu, 'max'), vcpus), 'cores')}"
             + (f" (machine: {fmt.plural(vcpus, 'vCPU')}" if vcpus else " (machine")
             + f", mean {fmt.quantity(_clamp(_value(summary, machine_cpu, 'mean'), vcpus), 'cores')}"
             " in use)",
@@ -104,7 +104,7 @@ def _usage_rows(summary, info: dict) -> list:
             + (f" of {size(mem_total * 2**20)})" if mem_total else ")"),
         ),
         _gpu_row(summary, info),
-        _row("children", f"peak {_value(summary, _stat('process', unit='processes'), 'max'):.0f}"),
+        _row("children", f"peak {fmt.quantity(_children(summary), 'processes')}"),
         _disk_row(summary),
         _network_row(summary),
     ]
@@ -113,8 +113,12 @@ def _usage_rows(summary, info: dict) -> list:
     return rows + [_row(label, note) for label, note in zip(labels, notes)]
 
 
+def _children(summary) -> float:
+    return _value(summary, _stat("process", unit="processes"), "max")
+
+
 def _clamp(cores: float, vcpus) -> float:
-    """System CPU never above the machine's cores (sampling jitter can read 2.08 of 2)."""
+    """CPU never above the machine's cores (sampling jitter can read 2.08 of 2)."""
     return min(cores, float(vcpus)) if vcpus else cores
 
 
@@ -126,7 +130,7 @@ def _gpu_row(summary, info: dict) -> str:
         vram = _value(summary, _stat("process", resource="vram"), "max")
         return _row(
             "GPU",
-            f"peak {fmt.quantity(gpus, 'GPUs')} in use, usage peak {fmt.number(usage)}, "
+            f"peak {fmt.quantity(gpus, 'GPUs')} in use, usage peak {fmt.quantity(usage, 'GPUs')}, "
             f"VRAM peak {size(vram * 2**20)}",
         )
     return _row("GPU", "none used")

@@ -106,7 +106,7 @@ def _usage_tiles(summary) -> List[str]:
     vcpus = (summary.server_info or {}).get("vcpus")
     if vcpus and peak is not None:  # sampling jitter never shows more cores than there are
         peak = min(peak, float(vcpus))
-    sub = f"mean {fmt.number(mean)}"
+    sub = f"mean {fmt.quantity(mean, 'cores')}"
     sub += f" · of {fmt.quantity(cores, 'cores')} ({cpu_where})" if cores else ""
     value = _esc(fmt.quantity(peak, "cores"))
     tiles.append(_tile("cpu", "Peak CPU", value, _esc(sub), _bar(peak, cores)))
@@ -149,6 +149,8 @@ def _recommendation(summary) -> str:
     if summary.history and summary.history.stats:
         basis += f" and {fmt.plural(len(summary.history.stats), 'earlier run')}"
     line = resources_line(rec)
+    if summary.run.status == "failed":
+        basis += " (cut short by its failure: it may need more than it reached)"
     return (
         '<div class="rt-answer" id="rt-recommended"><div class="rt-tile-title">Recommended '
         f'for the next run</div><div class="rt-answer-value">{_esc(" · ".join(parts))}</div>'
@@ -239,7 +241,7 @@ def _cost(summary) -> str:
     saving = costs.get("saving_usd")
     sub = ""
     if saving is not None and ran:
-        sub = f"saving {fmt.money(saving)} ({saving / ran * 100:.0f}%) per run like this"
+        sub = f"saving {fmt.money(saving)} ({fmt.percent(saving / ran)}) per run like this"
     elif ran is None and costs.get("current_price_note"):
         sub = f"cost where it ran unknown: {costs['current_price_note']}"
     return (

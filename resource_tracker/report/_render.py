@@ -289,7 +289,8 @@ def _run_rows(view):
 
     run = view.run
     rows = [["Step", f"<code>{_esc(run.label)}</code>"]] if run.label else []
-    command = f'<code class="rt-cmd">{_esc(run.command)}</code>' if run.command else "n/a"
+    shown = fmt.user_command(run.command, view.integration)
+    command = f'<code class="rt-cmd">{_esc(shown)}</code>' if shown else "n/a"
     pid_text = _esc(run.pid)
     if run.children is not None:
         pid_text += " (with its descendants)" if run.children else " (without descendants)"
@@ -349,6 +350,11 @@ def _failure_text(view):
     what = "step" if (view.integration or "").lower() == "metaflow" else "run"
     s = view.s
     text = f"The {what} failed after {_esc(fmt.duration(s.duration))}"
+    error = s.run.error
+    if error:
+        message = " ".join(error.get("message", "").split())
+        text += f' with <code class="rt-error">{_esc(error["type"])}'
+        text += f": {_esc(message)}</code>" if message else "</code>"
     text += f" ({_esc(_samples_note(s.n_samples))}); the figures cover it up to the failure."
     cg = (s.stats or {}).get("cgroup") or {}
     if cg.get("oom_kills"):
@@ -455,13 +461,13 @@ def _tree_source(info):
     if not isinstance(info, dict) or not isinstance(info.get("columns"), dict):
         return ""
     columns = info["columns"]
-    where = {"cgroup": "the cgroup's files", "procfs": "each process (procfs)"}
+    where = {"cgroup": "the container's totals", "procfs": "each process of the tree"}
     if len(set(columns.values())) == 1:
         text = where.get(next(iter(columns.values())), "n/a")
     else:
-        text = ", ".join(f"{_esc(k)}: {_esc(where.get(v, v))}" for k, v in columns.items())
-    note = info.get("note")
-    return _esc(text) + (f" ({_esc(note)})" if note else "")
+        text = "; ".join(f"{k}: {where.get(v, v)}" for k, v in columns.items())
+    note = info.get("note")  # the sampler's own account: for us, kept out of the text
+    return f'<span title="{_esc(note)}">{_esc(text)}</span>' if note else _esc(text)
 
 
 def _cloud(view):
@@ -489,8 +495,6 @@ def _cloud(view):
             rows.append(["Price note", _esc(costs["current_price_note"])])
     else:
         rows.append(["Hourly price", "n/a"])
-    if info.get("discovery_time") is not None:
-        rows.append(["Discovery took", _esc(fmt.duration(info.get("discovery_time")))])
     found = found_cloud_info(info)
     where = f"{info.get('vendor')} {found['instance_type'] or ''}".strip()
     return _fold("rt-cloud", "Cloud", _table(rows), _esc(where))
@@ -513,14 +517,15 @@ def _shown_rows(summary):
 
 
 def _row_value(summary, row, value):
-    """A statistic as shown (HTML): the machine's CPU never above its vCPUs (sampling jitter)."""
+    """A statistic as shown (HTML): see _row_text."""
     return _esc(_row_text(summary, row, value))
 
 
 def _row_text(summary, row, value):
-    """A statistic as text: the machine's CPU never above its vCPUs (sampling jitter)."""
+    """A statistic as text: CPU (the machine's and the workload's) never above the
+    machine's vCPUs (sampling jitter), as in the headline and the charts."""
     vcpus = (summary.server_info or {}).get("vcpus")
-    if value is not None and vcpus and row.unit == "cores" and row.key.startswith("system_"):
+    if value is not None and vcpus and row.unit == "cores":
         value = min(value, float(vcpus))
     return fmt.quantity(value, row.unit)
 
@@ -580,7 +585,7 @@ def _servers(view):
         for srv in choice.servers[:4]
     )
     if eur and costs.get("eur_usd_rate"):
-        content += _note(f"EUR prices converted at {_num(costs['eur_usd_rate'], 4)} USD/EUR.")
+        content += _note(f"EUR prices converted at {_num(costs['eur_usd_rate'])} USD/EUR.")
     extra = f"the cheapest and {fmt.plural(len(rows) - 1, 'alternative')}"
     return _fold("rt-servers", "Fitting cloud servers", content, _esc(extra))
 
@@ -793,8 +798,8 @@ def _vcpus(summary):
 
 def _drawing(col, vcpus=None):
     """How a column is drawn (``_core.chart_series``): KiB as MiB, amounts per interval as
-    rates per second, the machine's CPU never above its vCPUs (sampling jitter)."""
-    if col.unit == "cores" and col.table == "system" and vcpus:
+    rates per second, CPU never above the machine's vCPUs (sampling jitter)."""
+    if col.unit == "cores" and vcpus:
         return "at_most"
     if col.unit == "KiB":
         return "kib_as_mib"

@@ -89,7 +89,7 @@ def summary_figures(stderr):
     """The figures of a `run`/`stats` summary as a dict of floats (and strings)."""
     patterns = {
         "duration": r"duration\s+([\d.]+) s, ([\d,]+) samples?",
-        "cpu": r"CPU\s+mean ([\d.]+), peak ([\d.]+) cores?",
+        "cpu": r"CPU\s+mean ([\d.]+) cores?, peak ([\d.]+) cores?",
         "memory": r"memory\s+peak ([\d.]+) (B|KiB|MiB|GiB)",
         "children": r"children\s+peak (\d+)",
         "recommended": r"recommended\s+(\d+) CPUs?, ([\d.]+) (MiB|GiB) memory",

@@ -17,6 +17,7 @@ import pytest
 from workloads import Workload
 
 from resource_tracker import ResourceTracker
+from resource_tracker import formatting as fmt
 from resource_tracker.insights import (
     Insight,
     Pricing,
@@ -221,7 +222,7 @@ def test_at_risk_after_an_oom_kill_near_the_limit_and_throttled(tmp_path, monkey
     oom, memory, throttled = risks
     assert oom.numbers["oom_kills"] == 1 and "OOM kill" in oom.message
     assert memory.numbers["share"] == pytest.approx(1900 / 2048)
-    assert "93% of the container's 2.0 GiB limit" in memory.message
+    assert "is 93% of its 2 GiB limit" in memory.message
     assert throttled.numbers["throttled_share"] == pytest.approx(0.5)
     assert "throttled in 50% of its CPU periods" in throttled.message
 
@@ -252,7 +253,7 @@ def test_over_provisioned_against_the_containers_limits(tmp_path, monkeypatch):
     assert n["gap_usd_per_run"] > 0 and n["gap_usd_per_month"] == pytest.approx(
         30 * n["gap_usd_per_run"]
     )
-    assert "asked 15.6 GiB memory" in found.message and "asked 8 CPU" in found.message
+    assert "asked 15.6 GiB memory" in found.message and "asked 8 cores" in found.message
 
 
 def test_over_provisioned_only_above_its_floors_severity_by_cost(monkeypatch):
@@ -299,13 +300,18 @@ def test_a_peak_above_the_ask_is_critical_without_an_enforcing_limit(hold_runs):
     (risk,) = risks
     assert risk.severity == "critical"
     assert risk.numbers["memory_peak_mib"] == pytest.approx(peak, rel=0.01)
-    assert f"Peak memory {peak:.0f} MiB is above the 256 MiB this step asks" in risk.message
+    assert (
+        f"Peak memory {fmt.quantity(peak, 'MiB')} is above the 256 MiB this step asks"
+        in risk.message
+    )
     assert "on Kubernetes or AWS Batch it would be killed" in risk.message
     assert fits == []
     # mean CPU above the cores asked: a warning (throttled, not killed); cgroup limits are
     # at_risk's own figures (the kernel's), not judged twice
     (slow,) = above_ask({"cpu": 1, "memory": 4096, "source": "@kubernetes"}, 100.0, 1.6)
-    assert slow.severity == "warning" and "Mean CPU 1.60 cores is above the 1" in slow.message
+    assert (
+        slow.severity == "warning" and "Mean CPU 1.6 cores is above the 1 core this" in slow.message
+    )
     assert above_ask({"cpu": 1, "memory": 64, "source": "cgroup limits"}, 100.0, 1.6) == []
 
 
@@ -386,7 +392,7 @@ def test_tuning_lowers_nothing_from_fewer_than_three_runs():
 
     tuning = tune_resources([{"timestamp": {"duration": 1.0}}] * 2, {"memory": 16000})
     assert tuning.resources == {"memory": 16000} and tuning.changes == []  # kept as asked
-    assert "2 finished earlier run(s): values only raised, lowered from 3" in tuning.note
+    assert "2 finished earlier runs: values only raised, lowered from 3" in tuning.note
 
 
 def test_the_cli_summary_lines_carry_the_insights(tmp_path, monkeypatch):
@@ -430,7 +436,7 @@ def test_the_report_shows_the_insights_first(tmp_path, monkeypatch):
     page = str(render_report(tracker, summary=summary))
     assert 'id="rt-insights"' in page
     assert page.index('id="rt-insights"') < page.index('id="rt-run"')
-    assert '<span class="rt-badge">critical</span> The kernel killed 1 process(es)' in page
+    assert '<span class="rt-badge">critical</span> The kernel killed 1 process of' in page
 
 
 def test_a_gpu_idle_through_loading_is_a_split_worth_making(monkeypatch):
@@ -521,7 +527,7 @@ def test_phases_of_six_hours_idle_busy_idle(monkeypatch):
     assert (n["phase1_cpu"], n["phase2_cpu"], n["phase3_cpu"]) == (1, 4, 1)
     # one 4-core step for 6 h against 1, 4, 1 cores for 2 h each: half the cost, $18 a month
     assert n["split_saving_usd_per_month"] == pytest.approx(18.0, rel=0.01)
-    assert found.severity == "warning" and "Splitting the step at 7200 s" in found.message
+    assert found.severity == "warning" and "Splitting the step at 2 h 00 min" in found.message
     cheap = Pricing(hourly_usd=0.02, vcpus=4, memory_mib=16384, server="v c")  # $1.80 a month
     (found,) = phases(stamps, {"cpu": cpu, "memory": memory}, cheap, runs_per_month=30)
     assert found.severity == "info" and "Splitting" not in found.message

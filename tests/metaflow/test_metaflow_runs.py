@@ -177,6 +177,23 @@ def test_metaflow_failed_step_card_in_headless_chromium(failing_run, tmp_path):
     assert os.path.getsize(shot) > 1000
 
 
+def test_metaflow_failed_step_card_says_why(failing_run):
+    """The card of the failed step names the exception (type and message, escaped and
+    printable), marks the recommendation of the cut-short run, and shows the flow's step, not
+    Metaflow's internal task command line."""
+    task = task_of(failing_run, "boom")
+    data = task["artifacts"]["resource_tracker_data"]
+    message = f"boom after holding {100 * 1024 * 1024} bytes <b>of</b> \x1b[31mdata"
+    assert data["step_error"] == {"type": "RuntimeError", "message": message}
+    (card,) = _cards(task, "tracked_resources")
+    page = card["html"]
+    shown = f'with <code class="rt-error">RuntimeError: boom after holding {100 * 2**20} bytes'
+    assert shown + " &lt;b&gt;of&lt;/b&gt; data</code>" in page
+    assert "<b>of</b>" not in page and "\x1b" not in page and "[31m" not in page
+    assert "cut short by its failure" in page
+    assert "python mf_failing_flow.py, step boom" in page and "--datastore" not in page
+
+
 def test_metaflow_history_counts_earlier_runs(history_runs):
     fourth, third, second, first = history_runs
     counts = [
@@ -223,3 +240,36 @@ def test_metaflow_artifact_carries_the_cgroup_figures(tracked_run):
     assert cg["version"] in (1, 2)
     assert {"memory_peak_mib", "memory_limit_mib", "cpu_throttled_periods", "oom_kills"} <= set(cg)
     assert card.tracker_from_artifact(data).stats()["cgroup"] == cg
+
+
+def test_metaflow_failed_step_card_one_value_per_figure(failing_run, tmp_path):
+    """The real card in headless Chromium: every place it shows the peak memory, the
+    duration, the peak and mean CPU reads one value, the formatter's text of the artifact's
+    figures; the visible text keeps the number style (tests/report/report_numbers.py)."""
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "report"))
+    from report_browser import Browser
+    from report_numbers import PROBE_JS, figures, text_problems
+
+    from resource_tracker import formatting as fmt
+
+    task = task_of(failing_run, "boom")
+    stats = task["artifacts"]["resource_tracker_data"]["detailed_stats"]
+    (card,) = _cards(task, "tracked_resources")
+    path = tmp_path / "card.html"
+    path.write_text(card["html"], encoding="utf-8")
+    with Browser() as b:
+        b.load(path.as_uri(), "document.documentElement.getAttribute('data-rt-rendered-ms')")
+        shown = figures(b.eval(PROBE_JS))
+        b.eval("document.querySelectorAll('details').forEach(function (d) { d.open = true; })")
+        text = b.eval("document.body.innerText")
+        assert b.console_errors() == []
+    expected = {
+        "peak_memory": fmt.quantity(stats["process_memory"]["max"], "KiB"),
+        "duration": fmt.duration(stats["timestamp"]["duration"]),
+        "mean_cpu": fmt.quantity(stats["process_cpu_usage"]["mean"], "cores"),
+    }
+    assert {k: set(shown[k].values()) for k in expected} == {k: {v} for k, v in expected.items()}
+    assert len(shown["duration"]) >= 4  # tile, tables, the failure note
+    assert text_problems(text) == []

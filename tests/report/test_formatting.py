@@ -165,3 +165,28 @@ def test_cli_lines_use_the_same_numbers():
         "this run < $0.01 on this server, $0 on the recommended server, saving < $0.01"
     )
     assert "0.0000" not in describe_costs(costs)
+
+
+@pytest.mark.parametrize(
+    "share, text",
+    [(0.8877, "89%"), (0.004, "< 1%"), (0.0, "0%"), (1.0, "100%"), (12.5, "1,250%"),
+     (None, "n/a"), (math.nan, "n/a")],
+)  # fmt: skip
+def test_percent(share, text):
+    assert fmt.percent(share) == text
+
+
+def test_tiny_durations_are_not_raw_floats():
+    assert fmt.duration(0.0000101) == "< 1 ms"  # was "0.0000101 s"
+    assert fmt.duration(0.0012) == "0.0012 s" and fmt.duration(0) == "0 s"
+
+
+def test_user_command_of_a_metaflow_task():
+    task = (
+        "/usr/bin/python3 /home/me/flows/train_flow.py --quiet --metadata=local "
+        "--datastore=local step train --run-id 17 --task-id 3 --input-paths 17/start/1"
+    )
+    assert fmt.user_command(task, "Metaflow") == "python train_flow.py, step train"
+    assert fmt.user_command(task, None) == task  # only a Metaflow task is rewritten
+    assert fmt.user_command("python x.py step", "Metaflow") == "python x.py step"
+    assert fmt.user_command(None, "Metaflow") is None

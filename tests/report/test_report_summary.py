@@ -275,3 +275,26 @@ def test_cli_run_looks_up_once_and_report_renders_the_stored_summary(keeper, tmp
     assert again.returncode == 0, again.stderr
     assert keeper.requests == asked
     assert page.read_text() == (tmp_path / "resource-tracker.html").read_text()
+
+
+def test_a_stored_failure_is_made_printable_and_a_damaged_one_dropped():
+    """A snapshot's step error (from outside: a user's exception, a hostile file) reaches the
+    page printable, bounded and escaped; one of the wrong shape is dropped, never a crash."""
+    snap = long_run_snapshot(rows=30)
+    snap["status"] = "failed"
+    snap["extra"] = {"step_failed": True, "step_error": {"type": "KeyError\x1b[2J", "message":
+                     "<img src=x onerror=alert(1)>\x07" + "x" * 5000}}  # fmt: skip
+    tracker = ResourceTracker.from_snapshot(snap)
+    summary = tracker.summary(lookup_server=False)
+    assert summary.run.error["type"] == "KeyError"
+    assert len(summary.run.error["message"]) <= 503 and "\x07" not in summary.run.error["message"]
+    page = str(render_summary(summary))
+    assert 'with <code class="rt-error">KeyError: &lt;img src=x onerror=alert(1)&gt;' in page
+    stored = json.loads(json.dumps(summary.to_dict()))
+    for damaged in ([1, 2], "text", {"message": "no type"}, {"type": "\x1b[31m"}):
+        stored["run"]["error"] = damaged
+        again = RunSummary.from_dict(stored)
+        assert again.run.error is None
+        assert "The run failed after" in str(render_summary(again))
+    stored["run"]["error"] = {"type": "OSError", "message": "\x1b]0;title\x07disk full"}
+    assert RunSummary.from_dict(stored).run.error == {"type": "OSError", "message": "disk full"}

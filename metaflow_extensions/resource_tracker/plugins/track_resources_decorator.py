@@ -180,6 +180,7 @@ class TrackResourcesDecorator(StepDecorator):
         self._run_id = None
         self._pathspec = None
         self._finished = False
+        self._step_error = None  # the user code's exception: {"type", "message"}
         self._overhead = {}
 
     # -- every process that loads the flow: cheap, no side effects -------------------
@@ -345,6 +346,9 @@ class TrackResourcesDecorator(StepDecorator):
                 result = step_func(*args, **kwargs)
                 failed = False
                 return result
+            except BaseException as exc:
+                deco._step_error = step_error(exc)
+                raise
             finally:
                 began = time.perf_counter()
                 deco._stop_tracking(failed)
@@ -358,6 +362,7 @@ class TrackResourcesDecorator(StepDecorator):
 
     def task_exception(self, exception, step_name, flow, graph, retry_count, max_user_code_retries):
         if not self._merged:
+            self._step_error = self._step_error or step_error(exception)
             self._store(flow, failed=True)
         return None  # we never handle the user's exception
 
@@ -404,6 +409,8 @@ class TrackResourcesDecorator(StepDecorator):
         stats_list, _, _ = self._history.result() if self._history else ([], [], [])
         _describe_step(self._tracker, self._history, failed, self._pathspec, self._asked,
                        stats_list)  # fmt: skip
+        if failed and self._step_error:
+            self._tracker.extra["step_error"] = dict(self._step_error)
         if self._tune_on:
             earlier = self._history.tuning_records() if self._history else []
             self._tracker.extra["tuning_input"] = {
@@ -555,6 +562,16 @@ def _apply_tuning(decorators, resources):
         decorators.append(deco)
 
 
+def step_error(exc):
+    """What the card says of a step's exception: ``{"type", "message"}`` (the summary makes
+    them printable and bounds their length; the page escapes them)."""
+    try:
+        message = str(exc)
+    except Exception:  # a __str__ that raises still names its type
+        message = ""
+    return {"type": type(exc).__name__, "message": message[:2000]}
+
+
 def error_artifact(message, failed):
     """The artifact when there is nothing to show but an error."""
     from .track_resources_history import summarize_history
@@ -687,6 +704,7 @@ def build_artifact(tracker, history, failed, error=None, label=None, asked=None)
         "recommendations": _recommendations(summary),
         "insights": [insight.to_dict() for insight in summary.insights],
         "step_failed": bool(failed),
+        "step_error": (tracker.extra or {}).get("step_error"),
         "error": "; ".join(errors) or None,
         "tracker": snapshot,
     }

@@ -201,9 +201,11 @@ class HistoryLookup:
         """(list of stats dicts, notes): what was found by the deadline."""
         remaining = self._deadline - time.monotonic() if self._deadline else 0.0
         if not self._done.wait(max(0.0, remaining)):
+            from resource_tracker.formatting import plural
+
             self._note(
                 f"history lookup did not finish within {self.timeout:g} s: "
-                f"using the {len(self.stats)} run(s) found so far"
+                f"using the {plural(len(self.stats), 'run')} found so far"
             )
         with self._lock:
             return list(self.stats), list(self.notes), list(self.runs)

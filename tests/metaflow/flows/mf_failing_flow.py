@@ -15,7 +15,8 @@ class FailingFlow(FlowSpec):
     def boom(self):
         data = bytearray(100 * 1024 * 1024)
         time.sleep(1.0)
-        raise RuntimeError(f"boom after holding {len(data)} bytes")
+        # markup and a terminal escape in the message: the card escapes it, makes it printable
+        raise RuntimeError(f"boom after holding {len(data)} bytes <b>of</b> \x1b[31mdata")
         self.next(self.end)
 
     @step

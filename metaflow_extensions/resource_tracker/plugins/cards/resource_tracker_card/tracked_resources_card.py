@@ -47,10 +47,11 @@ class TrackedResourcesCard(MetaflowCard):
         if not snapshot:
             return _page("Resource tracking", "<p>The step is starting.</p>") + _LIVE_SCRIPT
         from resource_tracker import ResourceTracker
+        from resource_tracker.formatting import plural
 
         tracker = ResourceTracker.loads(snapshot)
         banner = (
-            f"Live view: the step is running ({tracker.n_samples} samples so far, "
+            f"Live view: the step is running ({plural(tracker.n_samples, 'sample')} so far, "
             f"update {user.get('seq')}). The final report replaces this page when it ends."
         )
         html = _report_html(tracker, None, banner=banner, live=True)
@@ -163,7 +164,7 @@ def render_artifact(data, label=None):
         return _unreadable_page(problem)
     failed = bool(data.get("step_failed"))
     banner = "The step failed: resource use up to the failure." if failed else None
-    tuning = tuning_text(data.get("tuning"))
+    tuning = tuning_text(data.get("tuning"), failed=failed)
     if tuning:
         banner = f"{banner} {tuning}" if banner else tuning
     if data.get("process_metrics") is None:
@@ -180,9 +181,10 @@ def render_artifact(data, label=None):
     return _report_html(tracker, data, banner=banner, failed=failed)
 
 
-def tuning_text(tuning):
+def tuning_text(tuning, failed=False):
     """The line on @track_resources(tune=True): what it changed and from how many runs, or
-    why it changed nothing ('' without tuning)."""
+    why it changed nothing ('' without tuning); the next run's ask from a ``failed`` step is
+    marked as coming from a run cut short."""
     if not isinstance(tuning, dict):
         return ""
     changes = "; ".join(str(c) for c in tuning.get("changes") or ())
@@ -195,8 +197,11 @@ def tuning_text(tuning):
         from resource_tracker.tuning import resources_line
 
         text += f". Next run: {resources_line(tuning['next'])}"
-        if tuning.get("next_note"):
-            text += f" ({tuning['next_note']})"
+        notes = [str(tuning["next_note"])] if tuning.get("next_note") else []
+        if failed:
+            notes.append("from a run cut short by its failure: it may need more")
+        if notes:
+            text += f" ({'; '.join(notes)})"
     return (
         f"Resources tuned by @track_resources: {text}."
         if changes
@@ -239,31 +244,33 @@ def _summary_html(tracker, summary, data, status):
     """A small self-contained HTML page (when the full report cannot be rendered): the
     summary's statistics of the resources the recommendation sizes, as plain numbers with
     the registry's labels and units."""
-    rows = [("Status", status), ("Command", getattr(tracker, "command", None))]
+    from resource_tracker import formatting as fmt
+    from resource_tracker._text import printable
+
+    command = fmt.user_command(getattr(tracker, "command", None), "Metaflow")
+    rows = [("Status", status), ("Command", command)]
+    step_error = (data or {}).get("step_error")
+    if isinstance(step_error, dict) and step_error.get("type"):
+        rows.append(("Failed with", f"{step_error['type']}: {step_error.get('message') or ''}"))
     if summary is not None:
         from resource_tracker.registry import COLUMNS
 
         sized = {c.key for c in COLUMNS if c.resource}
-        rows.append(("Duration (s)", _fmt(summary.duration)))
-        rows.append(("Samples", _fmt(summary.n_samples, 0)))
-        rows += [(f"{r.label} ({r.unit})", _fmt(r.value)) for r in summary.rows if r.key in sized]
+        rows.append(("Duration", fmt.duration(summary.duration)))
+        rows.append(("Samples", f"{summary.n_samples:,}"))
+        rows += [(r.label, fmt.quantity(r.value, r.unit)) for r in summary.rows if r.key in sized]
         if summary.resources:
             text = ", ".join(f"{k}={v}" for k, v in summary.resources.items())
+            if status == "failed":
+                text += " (from a run cut short by its failure: it may need more)"
             rows.append(("Recommended resources", text))
         if summary.history:
-            rows.append(("Earlier runs analyzed", _fmt(summary.history.runs, 0)))
+            rows.append(("Earlier runs", f"{summary.history.runs:,}"))
     if (data or {}).get("error"):
         rows.append(("Error", data["error"]))
+    rows = [(k, printable("n/a" if v is None else v, 2000)) for k, v in rows]
     table = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in rows)
     return _page(
         "Resource tracking",
         f"<h2>Resource tracking</h2><table>{table}</table>",
     )
-
-
-def _fmt(value, digits=2):
-    if value is None:
-        return "n/a"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
