@@ -124,6 +124,7 @@ class RunInfo:
     method: Optional[str] = None
     status: str = "unknown"
     integration: Optional[str] = None
+    job: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -478,6 +479,7 @@ def _run_info(tracker: Any) -> RunInfo:
         method=_attr(tracker, "method"),
         status=str(status),
         integration=extra.get("integration"),
+        job=None if _attr(tracker, "job") is None else str(_attr(tracker, "job")),
     )
 
 
@@ -681,6 +683,7 @@ def summary_cache_key(tracker: Any, historical_stats: Any, lookup_server: bool) 
         _attr(tracker, "status"),
         _attr(tracker, "stop_time"),
         _attr(tracker, "label"),
+        _attr(tracker, "job"),
         _attr(tracker, "extra"),
         historical_stats,
         bool(lookup_server),

@@ -51,13 +51,12 @@ class OtlpSettings:
 @dataclass(frozen=True)
 class ExportSettings:
     """targets: the chosen targets (empty: no export); pushgateway_url: the Pushgateway's
-    base URL (None when not set); pushgateway_job: the ``job`` grouping key; otlp: the
+    base URL (None when not set); otlp: the
     OTLP variables (None unless otlp is chosen); command_line: whether the tracked command
     line is sent whole (RESOURCE_TRACKER_EXPORT_COMMAND_LINE; else its executable only)."""
 
     targets: Tuple[str, ...]
     pushgateway_url: Optional[str]
-    pushgateway_job: str = "resource_tracker"
     otlp: Optional[OtlpSettings] = None
     command_line: bool = False
 

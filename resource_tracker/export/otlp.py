@@ -25,7 +25,15 @@ from typing import Callable, Dict, List
 
 from .config import OtlpSettings
 from .context import Identity
-from .metrics import INSIGHTS, RECOMMENDATION, SUMMARY_FIELDS, cpu_count, exported, summary_metric
+from .metrics import (
+    INSIGHTS,
+    RECOMMENDATION,
+    SIZING,
+    SUMMARY_FIELDS,
+    cpu_count,
+    exported,
+    summary_metric,
+)
 from .transport import Sender
 
 SERVICE_NAME = "resource-tracker"
@@ -230,6 +238,13 @@ class OtlpSink:
                 lambda s, k=key, sc=scale: (
                     s.recommendation[k] * sc if k in s.recommendation else None
                 ),
+            )
+        for key, (_, otlp_name, unit, scale, doc) in SIZING.items():
+            gauge(
+                otlp_name,
+                unit,
+                doc,
+                lambda s, k=key, sc=scale: s.sizing[k] * sc if k in s.sizing else None,
             )
 
     # -- sending -----------------------------------------------------------------------

@@ -247,8 +247,12 @@ _SCRIPT_ESCAPES = (
 
 
 def _what(run):
+    from .._launch import DEFAULT_JOB
+
     if run.label:
         return run.label
+    if getattr(run, "job", None) and run.job != DEFAULT_JOB:
+        return run.job
     command = " ".join((run.command or "").split())
     if len(command) > 80:
         command = command[:77] + "..."
@@ -273,6 +277,8 @@ def _run_rows(view):
 
     run = view.run
     rows = [["Step", f"<code>{_esc(run.label)}</code>"]] if run.label else []
+    if getattr(run, "job", None):
+        rows.append(["Job", f"<code>{_esc(run.job)}</code>"])
     command = f'<code class="rt-cmd">{_esc(run.command)}</code>' if run.command else "n/a"
     pid_text = _esc(run.pid)
     if run.children is not None:
