@@ -31,7 +31,7 @@ class Parser(argparse.ArgumentParser):
 def build_parser() -> Parser:
     """The argparse parser of the whole tool; ``args.handler(args)`` runs the command."""
     from .._version import __version__
-    from . import catalog, recommend, report, run, stats, watch
+    from . import catalog, dashboard, recommend, report, run, stats, watch
 
     parser = Parser(
         prog=PROG,
@@ -42,7 +42,7 @@ def build_parser() -> Parser:
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="cmd", metavar="COMMAND")
-    for command in (run, report, stats, recommend, watch, catalog):
+    for command in (run, report, stats, recommend, watch, catalog, dashboard):
         command.add_parser(sub).set_defaults(handler=command.main)
     return parser
 
