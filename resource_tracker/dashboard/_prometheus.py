@@ -139,7 +139,9 @@ class _Query:
             body = self.sender.fetch(self.base + path, left, self.max_bytes)
         except (SendError, OSError) as exc:
             reason = printable(f"{type(exc).__name__}: {exc}", 300)
-            raise ValueError(f"--prometheus {self.base}: the server could not be read ({reason})")
+            raise ValueError(
+                f"--prometheus {self.base}: the server could not be read ({reason})"
+            ) from None
         return _result(body, self.base)
 
 
@@ -211,9 +213,9 @@ def _record(
     key = frozenset(labels.items())
     got = {name: values[key] for name, values in figures.items() if key in values}
     duration = got.get("duration_s")
-    if duration is None or duration < 0 or end <= 0:
-        raise ValueError("no valid duration or end time (a summary pushed by another tool?)")
-    for name, value in got.items():
+    if duration is None:
+        raise ValueError("no duration (a summary pushed by another tool?)")
+    for name, value in dict(got, end_time=end).items():
         if value < 0:
             raise ValueError(f"{name} is negative ({value:g})")
     ask = {k: got[f"ask_{k}"] for k in ("cpu", "memory_mib", "gpu") if got.get(f"ask_{k}")}

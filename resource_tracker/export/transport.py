@@ -63,11 +63,14 @@ def check_url(text: str, source: str, example: str) -> str:
 
 
 class _DeadlineReader(io.RawIOBase):
-    """The socket's bytes, each read waiting at most until the deadline."""
+    """The socket's bytes, each read waiting at most until the deadline. It reads through
+    the socket's own unbuffered ``makefile()``, which holds the socket open until this is
+    closed: the body of an answer that ends the connection can still be read."""
 
     def __init__(self, sock, deadline: float, aborted: threading.Event):
         super().__init__()
         self._sock = sock
+        self._raw = sock.makefile("rb", buffering=0)
         self._deadline = deadline
         self._aborted = aborted
 
@@ -81,7 +84,11 @@ class _DeadlineReader(io.RawIOBase):
         if left <= 0:
             raise socket.timeout("the endpoint did not answer within the send timeout")
         self._sock.settimeout(left)
-        return self._sock.recv_into(buffer)
+        return self._raw.readinto(buffer) or 0
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 class _Response(http.client.HTTPResponse):
@@ -138,6 +145,7 @@ class Sender:
         """(status, at most max_bytes of the body) of one request (see the module)."""
         deadline = time.monotonic() + max(0.001, timeout)
         conn, path = self._open(url, timeout, deadline)
+        response = None
         try:
             conn.request(method, path, body=body, headers=headers)
             response = conn.getresponse()
@@ -154,6 +162,8 @@ class Sender:
             with self._lock:  # closed under the lock: abort() never shuts a reused descriptor
                 self._conn = None
                 conn.close()
+                if response is not None:
+                    response.close()
 
     def _open(self, url: str, timeout: float, deadline: float):
         scheme, host, port, path, proxy = _target(url)

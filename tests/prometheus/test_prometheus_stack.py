@@ -16,7 +16,7 @@ import urllib.request
 from collections import Counter
 
 import pytest
-from conftest import RISKY_RUN, ROOT, RUNS
+from prom_stack import RISKY_RUN, ROOT, RUNS
 from servers import prom_query
 
 from resource_tracker.dashboard._prometheus import load_prometheus
