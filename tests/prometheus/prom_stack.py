@@ -1,6 +1,7 @@
 """The stack the tests/prometheus tests read: a real Pushgateway and a real Prometheus
-(Debian's packages, loopback, temporary folders) fed by 30 real tracked runs with export on, started once for the session: the stores the
-dashboard's Prometheus source, the Grafana panels and the alerting rules are tested against.
+(Debian's packages, loopback, temporary folders) fed by 30 real tracked runs with export
+on, started once for the session: the stores the dashboard's Prometheus source, the Grafana
+panels and the alerting rules are tested against.
 
 The runs (0.4 s each, sampled every 0.1 s, up to 8 at a time):
 

@@ -134,8 +134,10 @@ def test_every_grafana_panel_returns_data(stack):
     with open(GRAFANA) as f:
         variable = json.load(f)["templating"]["list"][0]
     metric = re.fullmatch(r"label_values\((\w+), job\)", variable["definition"]).group(1)
-    url = stack.prometheus.url + "/api/v1/label/job/values?" + urllib.parse.urlencode(
-        {"match[]": metric}
+    url = (
+        stack.prometheus.url
+        + "/api/v1/label/job/values?"
+        + urllib.parse.urlencode({"match[]": metric})
     )
     with urllib.request.urlopen(url, timeout=10) as answer:
         assert set(json.load(answer)["data"]) == set(RUNS)
