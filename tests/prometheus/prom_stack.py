@@ -25,6 +25,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
+from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -134,15 +135,6 @@ def _feed(pushgateway_url: str) -> List[Run]:
     calls += [(_library_run, "train-lib", 20 + 6 * i, None) for i in range(10)]
     calls += [(_library_run, "score-lib", 20, {"memory": 4096, "cpu": 4}) for _ in range(10)]
     calls += [(_risky_runs, RUNS["risky-lib"])]
-    saved = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
-    try:
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            done = list(pool.map(lambda call: call[0](*call[1:]), calls))
-        return [run for runs in done for run in (runs if isinstance(runs, list) else [runs])]
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    with mock.patch.dict(os.environ, env), ThreadPoolExecutor(max_workers=8) as pool:
+        done = list(pool.map(lambda call: call[0](*call[1:]), calls))
+    return [run for runs in done for run in (runs if isinstance(runs, list) else [runs])]
