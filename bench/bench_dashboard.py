@@ -41,9 +41,12 @@ def records(steps, runs, seed=30):
     start = 1.7e9
     for s in range(steps):
         level = rng.choice((512, 2048, 6000, 14000))
-        ask = {"cpu": float(rng.choice((2, 4, 8))), "memory_mib": float(level * rng.choice((1.5, 3, 6)))}
+        ask = {
+            "cpu": float(rng.choice((2, 4, 8))),
+            "memory_mib": float(level * rng.choice((1.5, 3, 6))),
+        }
         for i in range(runs):
-            grow = 1.01 ** i if s % 10 == 0 else 1.0
+            grow = 1.01**i if s % 10 == 0 else 1.0
             mem = level * grow * rng.uniform(0.95, 1.05) * (2.5 if i % 97 == 50 else 1.0)
             status = "killed" if i % 331 == 7 else ("failed" if i % 211 == 5 else "ok")
             out.append(RunRecord(
@@ -67,8 +70,9 @@ def chromium(path, expected_rings):
     with Browser() as b:
         b.load("file://" + path, ready, timeout=120)
         rings = b.eval("document.querySelectorAll('circle.rt-anomaly').length")
+        errors = len(b.console_errors())
         return {"render_ms": float(b.eval(ready)), "anomaly_rings": rings,
-                "anomalies_found": expected_rings, "console_errors": len(b.console_errors())}  # fmt: skip
+                "anomalies_found": expected_rings, "console_errors": errors}  # fmt: skip
 
 
 def main(argv=None):
@@ -96,7 +100,11 @@ def main(argv=None):
         "render_s": round(t2 - t1, 3), "bytes": len(page.encode()),
         "browser": chromium(path, found), "bars": BARS,
     }  # fmt: skip
-    total = result["fleet_s"] + result["render_s"] + (result["browser"] or {}).get("render_ms", 0) / 1000
+    total = (
+        result["fleet_s"]
+        + result["render_s"]
+        + (result["browser"] or {}).get("render_ms", 0) / 1000
+    )
     result["total_s"] = round(total, 3)
     print(json.dumps(result, indent=2))
     if args.json:

@@ -21,6 +21,10 @@ Exit status: 0 (with --check: 0 when no step is at risk or trending to its limit
 one is, one line each); 1 when no run was found; 2 for a bad option value.
 """
 
+#: Skipped runs named on stderr (the rest are counted).
+SKIPPED_SHOWN = 10
+#: The page written when no --output is given.
+DEFAULT_OUTPUT = "resource-tracker-dashboard.html"
 #: --since units, in seconds.
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -50,7 +54,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     src.add_argument("--metaflow", nargs="+", metavar="FLOW", help="Metaflow flows (the "
                      "client's default namespace)")  # fmt: skip
     src.add_argument("--last", type=positive_int, default=30, metavar="N",
-                     help="with --metaflow: the newest N runs of each flow (default 30)")  # fmt: skip
+                     help="with --metaflow: the newest N runs of a flow (default 30)")  # fmt: skip
     src.add_argument("--artifact", default="resource_tracker_data", metavar="NAME",
                      help="with --metaflow: the @track_resources artifact name")  # fmt: skip
     src.add_argument("--runs", action="append", metavar="DIR",
@@ -61,13 +65,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
                      help="with --prometheus: how far back (default 30d)")  # fmt: skip
     src.add_argument("--group-by", action="append", metavar="LABEL",
                      help="with --prometheus: another label to group runs by (repeat)")  # fmt: skip
-    dash.add_argument("--output", "-o", default="resource-tracker-dashboard.html", metavar="PATH",
-                      help="the page to write (default resource-tracker-dashboard.html)")  # fmt: skip
+    dash.add_argument("--output", "-o", metavar="PATH", help=f"the page to write (default "
+                      f"{DEFAULT_OUTPUT}; with --check or --json: only when given)")  # fmt: skip
     dash.add_argument("--browse", action="store_true", help="open the page in a web browser")
     dash.add_argument("--catalog", metavar="PATH", help="a Spare Cores SQLite catalog file")
     dash.add_argument("--check", action="store_true", help="print one line per step at risk or "
-                      "trending to its limit; exit 1 when there is one (no page)")  # fmt: skip
-    dash.add_argument("--json", action="store_true", help="print the fleet as JSON (no page)")
+                      "trending to its limit; exit 1 when there is one")  # fmt: skip
+    dash.add_argument("--json", action="store_true", help="print the fleet as JSON (with "
+                      "--check: the JSON instead of the lines, the same exit status)")  # fmt: skip
     return dash
 
 
@@ -98,7 +103,10 @@ def _load_prometheus(args: argparse.Namespace):
         from ..dashboard import _prometheus  # type: ignore[attr-defined]
     except ImportError:
         raise ValueError("--prometheus: this build has no Prometheus reader yet") from None
-    return _prometheus.load_prometheus(args.prometheus, args.since, args.group_by or [])
+    from ..dashboard._model import Loaded
+
+    found = _prometheus.load_prometheus(args.prometheus, args.since, args.group_by or [])
+    return found if isinstance(found, Loaded) else Loaded(list(found))
 
 
 def price_for(catalog: Optional[str]):
@@ -117,38 +125,42 @@ def price_for(catalog: Optional[str]):
 
 
 def main(args: argparse.Namespace) -> int:
-    """Writes the page (or prints --check / --json)."""
+    """Writes the page (unless --check or --json without --output), prints --json or the
+    --check lines; the exit status of --check, else 0 with runs, 1 without."""
     from ..dashboard._fleet import build_fleet
 
     if not (args.metaflow or args.runs or args.prometheus):
         raise CliError("dashboard: give a source: --metaflow FLOW, --runs DIR or --prometheus URL")
     loaded = load(args)
     fleet = build_fleet(loaded.records, price_for(args.catalog), loaded.skipped)
-    for line in loaded.skipped[:20]:
+    for line in loaded.skipped[:SKIPPED_SHOWN]:
         say(f"{PROG}: dashboard: skipped {line}")
-    if args.json:
-        out(json_text(fleet_json(fleet)))
-    if args.check:
-        for line in check_lines(fleet):
-            out(line)
-        return 1 if fleet.alerting else 0
-    if args.json:
-        return 0 if fleet.steps else 1
+    if len(loaded.skipped) > SKIPPED_SHOWN:
+        say(f"{PROG}: dashboard: ... and {len(loaded.skipped) - SKIPPED_SHOWN} more skipped "
+            "(all of them: --json, or the end of the page)")  # fmt: skip
     if not fleet.steps:
         say(f"{PROG}: dashboard: no tracked run found in the sources given")
-        return 1
-    return _write_page(args, fleet)
+    if args.output or not (args.json or args.check):
+        _write_page(args, fleet)
+    if args.json:
+        out(json_text(fleet_json(fleet)))
+    elif args.check:
+        for line in check_lines(fleet):
+            out(line)
+    if args.check:
+        return 1 if fleet.alerting else 0
+    return 0 if fleet.steps else 1
 
 
-def _write_page(args: argparse.Namespace, fleet) -> int:
+def _write_page(args: argparse.Namespace, fleet) -> None:
     from ..dashboard._page import render_dashboard
 
     page = render_dashboard(fleet, _sources(args))
-    write_text(args.output, page)
-    say(f"{PROG}: dashboard: {fleet.headline()}; written {args.output}")
+    path = args.output or DEFAULT_OUTPUT
+    write_text(path, page)
+    say(f"{PROG}: dashboard: {fleet.headline()}; written {path}")
     if args.browse:
         page.browse()
-    return 0
 
 
 def _sources(args: argparse.Namespace) -> List[str]:

@@ -14,7 +14,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .. import formatting as fmt
-from ..insights import DEFAULT_RUNS_PER_MONTH, Pricing, above_ask, at_risk, changed, runs_per_month
+from ..insights import (
+    DEFAULT_RUNS_PER_MONTH,
+    MEMORY_RISK_SHARE,
+    Pricing,
+    above_ask,
+    at_risk,
+    changed,
+    runs_per_month,
+)
 from ..tuning import tune_resources
 from . import _trend
 from ._model import RunRecord
@@ -28,6 +36,9 @@ TRENDED = {
     "memory": ("peak_memory_mib", "peak memory", "memory_mib", "MiB"),
     "cpu": ("mean_cpu_cores", "mean CPU", "cpu", "cores"),
 }
+#: The trends that alert (memory: past its limit a step is killed; CPU past its ask is only
+#: throttled, shown on the page).
+ALERTING_TRENDS = ("memory",)
 #: A pricing function: (cpu, memory MiB, gpu) needed -> Pricing or None.
 PriceFor = Callable[[Mapping[str, float]], Optional[Pricing]]
 
@@ -65,6 +76,12 @@ class StepView:
     def newest_at_risk(self) -> bool:
         return bool(self.at_risk) and self.at_risk[-1][0] == len(self.runs) - 1
 
+    @property
+    def trending(self) -> bool:
+        """An alerting figure's trend reaches its line within the horizon."""
+        return any((t := self.trends.get(n)) is not None and t.runs_to_line is not None
+                   for n in ALERTING_TRENDS)  # fmt: skip
+
 
 @dataclass
 class Fleet:
@@ -86,10 +103,9 @@ class Fleet:
         return [s for s in self.steps if s.alerts]
 
     def headline(self) -> str:
-        """"$412/month asked but unused across 37 steps; 3 steps at risk of OOM"."""
+        """ "$412/month asked but unused across 37 steps; 3 steps at risk of OOM"."""
         risky = len(self.at_risk_steps)
-        trending = sum(1 for s in self.steps if any(t.runs_to_line is not None
-                                                       for t in s.trends.values()))  # fmt: skip
+        trending = sum(1 for s in self.steps if s.trending)
         text = (
             f"{fmt.money(self.waste_usd_month, 'month')} asked but unused across "
             f"{fmt.plural(len(self.steps), 'step')}; {fmt.plural(risky, 'step')} at risk"
@@ -181,7 +197,7 @@ def _risks(run: RunRecord) -> List[str]:
     cgroup = {
         "oom_kills": run.oom_kills,
         "memory_peak_mib": run.peak_memory_mib,
-        "memory_limit_mib": run.limit_memory_mib or run.ask.get("memory_mib"),
+        "memory_limit_mib": run.limit_memory_mib,
         "cpu_periods": 1.0 if run.throttled_share else None,
         "cpu_throttled_periods": run.throttled_share,
         "cpu_limit_cores": run.limit_cpu_cores,
@@ -192,7 +208,20 @@ def _risks(run: RunRecord) -> List[str]:
         insights += above_ask(asked, run.peak_memory_mib, run.mean_cpu_cores)
     order = {"critical": 0, "warning": 1, "info": 2}
     found += [i.message for i in sorted(insights, key=lambda i: order[i.severity])]
-    return found
+    return found + _near_ask(run)
+
+
+def _near_ask(run: RunRecord) -> List[str]:
+    """Peak memory at or above the share of the ask that ``insights.at_risk`` uses for a
+    limit (no cgroup limit known; above the ask is ``insights.above_ask``'s)."""
+    ask, peak = run.ask.get("memory_mib"), run.peak_memory_mib
+    if run.limit_memory_mib is not None or not ask or peak is None or peak > ask:
+        return []
+    if peak < MEMORY_RISK_SHARE * ask:
+        return []
+    return [f"Peak memory {fmt.quantity(peak, 'MiB')} is {peak / ask:.0%} of the "
+            f"{fmt.quantity(ask, 'MiB')} it asks: on Kubernetes or AWS Batch a larger input "
+            "would be killed (OOM)."]  # fmt: skip
 
 
 def _anomalies(runs: Sequence[RunRecord]) -> List[Anomaly]:
@@ -224,7 +253,7 @@ def _trends(runs: Sequence[RunRecord], ask: Mapping[str, float]) -> Dict[str, _t
 
 
 def trend_sentence(view: StepView, name: str) -> Optional[str]:
-    """"at this rate peak memory reaches the 16 GiB ask in ~9 runs (about 9 days)"."""
+    """ "at this rate peak memory reaches the 16 GiB ask in ~9 runs (about 9 days)"."""
     trend = view.trends.get(name)
     if trend is None or trend.runs_to_line is None or trend.line is None:
         return None
@@ -244,11 +273,11 @@ def trend_sentence(view: StepView, name: str) -> Optional[str]:
 
 
 def _alerts(view: StepView) -> List[str]:
-    """The lines of ``--check``: the newest run at risk, a trend reaching its line."""
+    """The lines of ``--check``: the newest run at risk, peak memory trending to its line."""
     alerts = []
     if view.newest_at_risk:
         alerts.append(f"at risk: {view.at_risk[-1][1]}")
-    for name in TRENDED:
+    for name in ALERTING_TRENDS:
         sentence = trend_sentence(view, name)
         if sentence:
             alerts.append(sentence)

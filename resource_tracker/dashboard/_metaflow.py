@@ -14,7 +14,9 @@ from typing import Any, Iterable, Optional
 from ._model import Loaded, RunRecord
 
 
-def load_metaflow(flows: Iterable[str], last: int, artifact: str = "resource_tracker_data") -> Loaded:
+def load_metaflow(
+    flows: Iterable[str], last: int, artifact: str = "resource_tracker_data"
+) -> Loaded:
     """The runs of each flow (ValueError when Metaflow is missing or a flow is unknown)."""
     try:
         from metaflow import Flow

@@ -98,6 +98,6 @@ class Loaded:
     records: List[RunRecord] = field(default_factory=list)
     skipped: List[str] = field(default_factory=list)
 
-    def extend(self, other: "Loaded") -> None:
+    def extend(self, other: Loaded) -> None:
         self.records.extend(other.records)
         self.skipped.extend(other.skipped)

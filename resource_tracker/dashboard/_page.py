@@ -17,7 +17,9 @@ import time
 from typing import Any, Dict, List, Optional, Sequence
 
 from .. import formatting as fmt
-from ..report._render import _LOGO, _SCRIPT_ESCAPES, Report, _esc, _resource
+from .._text import printable
+from ..report._render import _LOGO, _SCRIPT_ESCAPES, Report, _resource
+from ..report._render import _esc as _html
 from ..tuning import resources_line
 from ._fleet import TRENDED, Fleet, StepView, trend_sentence
 
@@ -102,6 +104,11 @@ def _with_trend(chart: Dict[str, Any], view: StepView, cid: str) -> Dict[str, An
 # -- HTML ---------------------------------------------------------------------------------
 
 
+def _esc(value: Any) -> str:
+    """Text from outside (step names, run ids, messages) printable and escaped for HTML."""
+    return _html(printable("" if value is None else value, None))
+
+
 def _money(value: Optional[float], per: str = "") -> str:
     return _esc(fmt.money(value, per)) if value is not None else "n/a"
 
@@ -116,9 +123,9 @@ def _ask_text(values: Dict[str, Any]) -> str:
 
 def _tiles(fleet: Fleet) -> str:
     runs = sum(len(s.runs) for s in fleet.steps)
-    trending = sum(1 for s in fleet.steps if any(t.runs_to_line is not None for t in s.trends.values()))
+    trending = sum(1 for s in fleet.steps if s.trending)
     tiles = (
-        ("waste", "Asked but unused", _money(fleet.waste_usd_month, "month"), "across all steps"),
+        ("waste", "Asked but unused", _money(fleet.waste_usd_month), "a month, all steps"),
         ("steps", "Steps", str(len(fleet.steps)), _esc(fmt.plural(runs, "run"))),
         ("risk", "At risk", str(len(fleet.at_risk_steps)), "newest run at risk"),
         ("trend", "Trending to a limit", str(trending), "within the horizon"),
@@ -128,12 +135,12 @@ def _tiles(fleet: Fleet) -> str:
         f'<div class="rt-tile-value">{value}</div><div class="rt-tile-sub">{sub}</div></div>'
         for tid, title, value, sub in tiles
     )
-    return (f'<section class="rt-headline"><p class="rt-answer-value" id="rt-fleet-headline">'
-            f'{_esc(fleet.headline())}</p><div class="rt-tiles">{cells}</div></section>')  # fmt: skip
+    head = f'<p class="rt-answer-value" id="rt-fleet-headline">{_esc(fleet.headline())}</p>'
+    return f'<section class="rt-headline">{head}<div class="rt-tiles">{cells}</div></section>'
 
 
 def _fleet_table(fleet: Fleet) -> str:
-    head = ("Step", "Runs", "Asks", "Needs", "Unused $/month", "At risk", "Changed", "Trend")
+    head = ("Step", "Unused $/month", "At risk", "Changed", "Runs", "Asks", "Needs", "Trend")
     rows = []
     for number, view in enumerate(fleet.steps):
         statuses = [r.status for r in view.runs]
@@ -141,24 +148,24 @@ def _fleet_table(fleet: Fleet) -> str:
         runs = f"{len(view.runs)}" + (f" ({failed} failed/killed)" if failed else "")
         growth = view.trends.get("memory")
         trend = f"memory {growth.growth:+.1%}/run" if growth else "n/a"
-        if view.alerts and any("reaches" in a or "already" in a for a in view.alerts):
+        if view.trending:
             trend = f'<span class="rt-up">{_esc(trend)}</span>'
         else:
             trend = _esc(trend)
         risk = len(view.at_risk)
         cells = (
             f'<th><a href="#step-{number}">{_esc(view.step)}</a></th>',
-            f"<td>{_esc(runs)}</td>", f"<td><code>{_esc(_ask_text(view.ask))}</code></td>",
-            f"<td><code>{_esc(_ask_text(view.need))}</code></td>",
             f'<td class="rt-num">{_money(view.waste_usd_month)}</td>',
             f'<td class="rt-num{" rt-up" if view.newest_at_risk else ""}">{risk}</td>',
-            f'<td class="rt-num">{len(view.anomalies)}</td>', f"<td>{trend}</td>",
+            f'<td class="rt-num">{len(view.anomalies)}</td>', f"<td>{_esc(runs)}</td>",
+            f"<td><code>{_esc(_ask_text(view.ask))}</code></td>",
+            f"<td><code>{_esc(_ask_text(view.need))}</code></td>", f"<td>{trend}</td>",
         )  # fmt: skip
         rows.append(f'<tr data-step="{_esc(view.step)}">{"".join(cells)}</tr>')
     header = "".join(f"<th>{h}</th>" for h in head)
     return (
         '<section id="rt-fleet"><h2>Fleet</h2><div class="rt-scroll"><table class="rt-fleet">'
-        f'<thead><tr>{header}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+        f"<thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
         '<p class="rt-help">Needs: the tuning rule of <code>@track_resources(tune=True)</code> '
         "over the step's runs (failed and killed ones included). Unused: the price of what is "
         "asked minus the price of what is needed, on the cheapest catalog server for the need, "
@@ -184,12 +191,14 @@ def _step_section(view: StepView, number: int) -> str:
         f'class="rt-badge">changed</span>run {_esc(a.run_id)}: {_esc(a.message)}</li>'
         for a in view.anomalies[-20:]
     )
-    trend = trend_sentence(view, "memory") or _growth_line(view)
+    trend = _growth_line(view)  # a crossing is among the alerts
+    cpu = trend_sentence(view, "cpu")
     return (
         f'<section class="rt-step" id="step-{number}" data-step="{_esc(view.step)}">'
         f"<h2>{_esc(view.step)}</h2>"
         + "".join(f'<p class="rt-sub">{_esc(line)}</p>' for line in lines)
         + (f'<p class="rt-trend">{_esc(trend)}</p>' if trend else "")
+        + (f'<p class="rt-sub">{_esc(cpu)} (throttled, not killed)</p>' if cpu else "")
         + f'<ul class="rt-insights">{alerts}{anomalies}</ul>'
         f'<div class="rt-grid" id="step-{number}-charts"></div></section>'
     )
@@ -226,7 +235,9 @@ def render_dashboard(fleet: Fleet, sources: Sequence[str], now: Optional[float] 
 def _dashboard_file(name: str) -> str:
     import os
 
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), name), encoding="utf-8") as f:
+    with open(
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), name), encoding="utf-8"
+    ) as f:
         return f.read()
 
 

@@ -2,8 +2,9 @@
 
 Every ``*.json`` file under DIR (any depth; ``resource-tracker run --output DIR/NAME`` writes
 ``DIR/NAME/resource-tracker.json``) that is a resource-tracker snapshot becomes one
-:class:`RunRecord`. The job name (the group key) is the snapshot's ``extra["job"]``, else its
-label, else its command line. A file that cannot be read is skipped with one line saying why.
+:class:`RunRecord`. The job name (the group key) is the snapshot's job (``run --job``), else
+``extra["job"]``, else its label, else its command line. A file that cannot be read is
+skipped with one line saying why.
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ def load_snapshots(folder: str) -> Loaded:
         name = os.path.relpath(path, folder)
         try:
             record = snapshot_record(load_snapshot(path), name)
-        except CliError as exc:
-            loaded.skipped.append(f"{name}: {exc}")
+        except CliError as exc:  # "cannot read PATH: why": the name once
+            loaded.skipped.append(f"{name}: {str(exc).replace(f'cannot read {path}: ', '', 1)}")
             continue
         except Exception as exc:  # one odd snapshot: skip it, say why, read the others
             loaded.skipped.append(f"{name}: {type(exc).__name__}: {exc}")
@@ -57,11 +58,12 @@ def load_snapshots(folder: str) -> Loaded:
 
 
 def job_name(tracker: Any) -> str:
-    """The group key of a saved run: ``extra["job"]``, the label, else the command line."""
+    """The group key of a saved run: its job name (``resource-tracker run --job``,
+    ``ResourceTracker(job=...)``), ``extra["job"]``, the label, else the command line."""
     import shlex
 
     extra = tracker.extra if isinstance(tracker.extra, Mapping) else {}
-    for value in (extra.get("job"), tracker.label):
+    for value in (getattr(tracker, "job", None), extra.get("job"), tracker.label):
         if isinstance(value, str) and value.strip():
             return value.strip()[:120]
     command = tracker.command
@@ -84,7 +86,9 @@ def snapshot_record(tracker: Any, name: str) -> Optional[RunRecord]:
     stats = tracker.stats()
     cores = machine_cores(tracker.server_info)
     extra = tracker.extra if isinstance(tracker.extra, Mapping) else {}
-    asked = extra.get("resources_asked") if isinstance(extra.get("resources_asked"), Mapping) else {}
+    asked = (
+        extra.get("resources_asked") if isinstance(extra.get("resources_asked"), Mapping) else {}
+    )
     tuning = as_record(stats)
     if tuning is None:
         return None

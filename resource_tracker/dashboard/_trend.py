@@ -53,9 +53,7 @@ def theil_sen(values: Sequence[float]) -> Optional[tuple]:
     if len(points) < 2:
         return None
     slopes = [
-        (vb - va) / (ib - ia)
-        for k, (ia, va) in enumerate(points)
-        for ib, vb in points[k + 1 :]
+        (vb - va) / (ib - ia) for k, (ia, va) in enumerate(points) for ib, vb in points[k + 1 :]
     ]
     slope = _median(slopes)
     intercept = _median([v - slope * i for i, v in points])

@@ -8,15 +8,17 @@
   var M = { left: 58, right: 12, top: 10, bottom: 30 };
 
   function pad2(n) { return (n < 10 ? "0" : "") + n; }
-  function fmtDate(epoch, withTime) {
+  function fmtDate(epoch, withTime, withSeconds) {
     var d = new Date(epoch * 1000);
     var s = pad2(d.getMonth() + 1) + "-" + pad2(d.getDate());
-    return withTime ? s + " " + pad2(d.getHours()) + ":" + pad2(d.getMinutes()) : s;
+    if (withTime) { s += " " + pad2(d.getHours()) + ":" + pad2(d.getMinutes()); }
+    return withSeconds ? s + ":" + pad2(d.getSeconds()) : s;
   }
   function fmtNum(v) {
     if (v === null || v === undefined || !isFinite(v)) { return "n/a"; }
     if (Math.abs(v) >= 1000) { return v.toFixed(0); }
     if (v === 0) { return "0"; }
+    if (Math.abs(v) < 0.001) { return v.toExponential(1); }
     return String(parseFloat(v.toPrecision(3)));
   }
   function unitScale(unit, maxv) {
@@ -121,12 +123,13 @@
     }
     el("text", { x: 12, y: M.top + ph / 2, "text-anchor": "middle", "class": "rt-unit",
       transform: "rotate(-90 12 " + (M.top + ph / 2) + ")" }, svg).textContent = scale.label;
-    var ticks = Math.max(2, Math.min(6, Math.floor(pw / 110)));
+    var ticks = Math.max(2, Math.min(6, Math.floor(pw / 120)));
     var withTime = (x1 - x0) < 4 * 86400;
     for (var k = 0; k <= ticks; k++) {
       var tx = x0 + (x1 - x0) * k / ticks;
       var anchor = k === 0 ? "start" : (k === ticks ? "end" : "middle");
-      el("text", { x: xOf(tx), y: M.top + ph + 16, "text-anchor": anchor }, svg).textContent = fmtDate(tx, withTime);
+      el("text", { x: xOf(tx), y: M.top + ph + 16, "text-anchor": anchor }, svg).textContent =
+        fmtDate(tx, withTime, (x1 - x0) < 3600);
     }
     el("line", { x1: M.left, x2: width - M.right, y1: M.top + ph, y2: M.top + ph, "class": "rt-axis" }, svg);
     el("line", { x1: M.left, x2: M.left, y1: M.top, y2: M.top + ph, "class": "rt-axis" }, svg);
@@ -142,6 +145,14 @@
     }
     path(def.ask, "rt-ask");
     path(def.limit, "rt-limit");
+    /* the newest ask and limit go on to the right edge (where the trend is projected) */
+    [[def.ask, "rt-ask"], [def.limit, "rt-limit"]].forEach(function (pair) {
+      var last = pair[0] ? pair[0][n - 1] : null;
+      if (last !== null && last !== undefined && x1 > t[n - 1]) {
+        el("path", { d: "M" + xOf(t[n - 1]).toFixed(1) + " " + yOf(last).toFixed(1) + "L" +
+          xOf(x1).toFixed(1) + " " + yOf(last).toFixed(1), "class": pair[1] }, svg);
+      }
+    });
     if (def.peak) { path(def.peak, "rt-line rt-peak"); }
     var line = el("path", { d: "", fill: "none", stroke: "var(--rt-accent)", "stroke-width": 1.4, "class": "rt-line" }, svg);
     var d = "", pen = "M";
@@ -155,7 +166,7 @@
       var pts = trend.map(function (p) { return xOf(p[0]).toFixed(1) + " " + yOf(p[1]).toFixed(1); });
       el("path", { d: "M" + pts.join("L"), "class": "rt-fit" }, svg);
     }
-    if (n <= 300) {
+    if (n <= 80) {  /* dots (with their run id on hover) while they stay apart */
       for (var j = 0; j < n; j++) {
         if (def.v[j] === null) { continue; }
         var dot = el("circle", { cx: xOf(t[j]), cy: yOf(def.v[j]), r: 2.5,
@@ -164,11 +175,14 @@
           fmtNum(def.v[j] / scale.div) + " " + scale.label;
       }
     }
+    var labelled = -Infinity;
     step.anomalies.forEach(function (a) {
       if (a.metric !== METRIC[def.id] || def.v[a.i] === null) { return; }
       var cx = xOf(t[a.i]), cy = yOf(def.v[a.i]);
       var ring = el("circle", { cx: cx, cy: cy, r: 7, "class": "rt-anomaly", "data-run": a.run }, svg);
       el("title", {}, ring).textContent = a.run + ": " + a.msg;
+      if (cx - labelled < 56) { return; }  /* rings close together: one label */
+      labelled = cx;
       var label = el("text", { x: Math.min(cx + 9, width - M.right), y: Math.max(cy - 8, M.top + 8),
         "text-anchor": cx + 60 > width ? "end" : "start", "class": "rt-anomaly-label" }, svg);
       label.textContent = "changed";
