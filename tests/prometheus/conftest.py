@@ -5,13 +5,22 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections import Counter
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from prom_stack import RULE_FILES, Stack, _feed  # noqa: E402
-from servers import prom_wait, start_prometheus, start_pushgateway  # noqa: E402
+from prom_stack import RULE_FILES, RUNS, Stack, _feed, held_runs  # noqa: E402
+from servers import prom_query, start_prometheus, start_pushgateway  # noqa: E402
+
+
+def _wait_count(prometheus, promql: str, n: int, timeout: float = 60.0) -> None:
+    """Polls Prometheus until promql has exactly n series (it scrapes every second)."""
+    deadline = time.monotonic() + timeout
+    while len(prom_query(prometheus, promql)) != n:
+        assert time.monotonic() < deadline, f"{promql}: not {n} series in {timeout} s"
+        time.sleep(0.2)
 
 
 @pytest.fixture(scope="session")
@@ -28,8 +37,14 @@ def stack(tmp_path_factory):
         raise
     try:
         runs = _feed(pushgateway.url)
-        prom_wait(prometheus, "resource_tracker_run_end_timestamp_seconds", len(runs))
-        yield Stack(pushgateway, prometheus, runs, started)
+        expected = Counter(job for job, _ in held_runs(pushgateway.url))
+        assert all(expected[job] >= n for job, n in RUNS.items()), expected
+        for metric in (
+            "resource_tracker_run_end_timestamp_seconds",
+            "resource_tracker_process_memory_bytes",
+        ):
+            _wait_count(prometheus, metric, sum(expected.values()))
+        yield Stack(pushgateway, prometheus, runs, dict(expected), started)
     finally:
         prometheus.stop()
         pushgateway.stop()

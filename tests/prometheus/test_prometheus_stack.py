@@ -16,7 +16,7 @@ import urllib.request
 from collections import Counter
 
 import pytest
-from prom_stack import RISKY_RUN, ROOT, RUNS
+from prom_stack import RISKY_RUN, ROOT
 from servers import prom_query
 
 from resource_tracker.dashboard._prometheus import load_prometheus
@@ -34,9 +34,9 @@ def test_every_path_pushes_its_job_label(stack):
     result = prom_query(
         stack.prometheus, "count by (job) (resource_tracker_run_end_timestamp_seconds)"
     )
-    assert {r["metric"]["job"]: int(r["value"][1]) for r in result} == RUNS
+    assert {r["metric"]["job"]: int(r["value"][1]) for r in result} == stack.expected
     live = prom_query(stack.prometheus, "count by (job) (resource_tracker_process_memory_bytes)")
-    assert {r["metric"]["job"]: int(r["value"][1]) for r in live} == RUNS
+    assert {r["metric"]["job"]: int(r["value"][1]) for r in live} == stack.expected
     failed = prom_query(stack.prometheus, "resource_tracker_run_failed == 1")
     assert [r["metric"]["job"] for r in failed] == ["etl-cli"]
 
@@ -46,9 +46,9 @@ def test_prometheus_source_reads_every_run(stack):
     tracker's peak memory, the ask) and the failed status."""
     loaded = load_prometheus(stack.prometheus.url, _since(stack), [])
     assert loaded.skipped == []
-    assert Counter(r.step for r in loaded.records) == RUNS
+    assert Counter(r.step for r in loaded.records) == stack.expected
     by_pid = {r.labels.get("pid"): r for r in loaded.records}
-    for run in (r for r in stack.runs if r.pid is not None):
+    for run in (r for r in stack.runs if r.peak_mib is not None):
         record = by_pid[str(run.pid)]
         assert record.step == run.job and record.source == "prometheus"
         assert record.peak_memory_mib == pytest.approx(run.peak_mib, rel=1e-9)
@@ -67,7 +67,7 @@ def test_prometheus_source_reads_every_run(stack):
     statuses = Counter((r.step, r.status) for r in loaded.records)
     assert statuses[("etl-cli", "failed")] == 1 and statuses[("etl-cli", "ok")] == 2
     train = sorted((r for r in loaded.records if r.step == "train-lib"), key=lambda r: r.run_id)
-    assert len({r.run_id for r in train}) == RUNS["train-lib"]
+    assert len({r.run_id for r in train}) == stack.expected["train-lib"]
 
 
 def test_prometheus_source_groups_by_another_label(stack):
@@ -76,7 +76,7 @@ def test_prometheus_source_groups_by_another_label(stack):
     loaded = load_prometheus(stack.prometheus.url, _since(stack), ["instance"])
     hosts = {r.labels["instance"] for r in loaded.records}
     assert Counter(r.step for r in loaded.records) == {
-        f"{job} [instance={host}]": n for job, n in RUNS.items() for host in hosts
+        f"{job} [instance={host}]": n for job, n in stack.expected.items() for host in hosts
     }
     later = load_prometheus(stack.prometheus.url, 1, [], now=time.time() + 3600)
     assert later.records == []
@@ -90,10 +90,10 @@ def test_dashboard_cli_lists_every_job(stack):
     done = subprocess.run(cli + ["--json"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     fleet = json.loads(done.stdout)
-    assert {s["step"]: s["runs"] for s in fleet["steps"]} == RUNS
+    assert {s["step"]: s["runs"] for s in fleet["steps"]} == stack.expected
     assert {s["step"]: s["failed_or_killed"] for s in fleet["steps"]}["etl-cli"] == 1
     risky = {s["step"]: s["at_risk_runs"] for s in fleet["steps"]}
-    assert risky == {**{job: 0 for job in RUNS}, "risky-lib": 1}
+    assert risky == {**{job: 0 for job in stack.expected}, "risky-lib": 1}
     check = subprocess.run(cli + ["--check"], capture_output=True, text=True, timeout=120)
     assert check.returncode == 1, check.stderr
     assert [line.split(":")[0] for line in check.stdout.splitlines()] == ["risky-lib"]
@@ -140,7 +140,7 @@ def test_every_grafana_panel_returns_data(stack):
         + urllib.parse.urlencode({"match[]": metric})
     )
     with urllib.request.urlopen(url, timeout=10) as answer:
-        assert set(json.load(answer)["data"]) == set(RUNS)
+        assert set(json.load(answer)["data"]) == set(stack.expected)
 
 
 def _firing(stack):
