@@ -129,8 +129,11 @@ def test_every_grafana_panel_returns_data(stack):
     job variable lists every job."""
     queries = list(_panel_queries())
     assert len(queries) >= 10
+    deadline = time.monotonic() + 30  # a rate() needs two scrapes of a series (1 s apart)
     for title, expr in queries:
-        assert _query_range(stack, _grafana(expr)), f"panel {title!r}: no data for {expr}"
+        while not _query_range(stack, _grafana(expr)):
+            assert time.monotonic() < deadline, f"panel {title!r}: no data for {expr}"
+            time.sleep(0.2)
     with open(GRAFANA) as f:
         variable = json.load(f)["templating"]["list"][0]
     metric = re.fullmatch(r"label_values\((\w+), job\)", variable["definition"]).group(1)
