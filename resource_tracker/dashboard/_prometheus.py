@@ -2,7 +2,10 @@
 Prometheus's HTTP API.
 
 Every run pushes its summary once, at its end, into a Pushgateway group of its own (job,
-instance and the Metaflow ids, else the pid); Prometheus scrapes it from then on. One
+instance and the Metaflow ids, else the pid); Prometheus scrapes it from then on. A run
+killed before its end (SIGKILL, an OOM kill) leaves only its live gauges: when they stopped
+:data:`KILLED_AFTER_S` before the window's end, it is listed as ``killed`` with the peaks
+they show. One
 ``query_range`` per summary metric, evaluated at the end of the window, asks for
 ``last_over_time(METRIC[SINCE])``: every series seen within ``--since`` once, with its final
 value (the answer grows with the runs, not with the window's length or the scrape interval).
@@ -33,6 +36,11 @@ TIMEOUT_S = 30.0
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 #: the end timestamp's metric: one series per run
 END_METRIC = "resource_tracker_run_end_timestamp_seconds"
+#: the newest live sample's time: one series per run, finished or not
+LIVE_METRIC = "resource_tracker_last_sample_timestamp_seconds"
+#: a run whose live series stopped this long before the window's end and that never pushed
+#: its summary was killed (SIGKILL, an OOM kill); a quieter one may still be running
+KILLED_AFTER_S = 600.0
 _MIB = 1024.0 * 1024.0
 
 Key = FrozenSet[Tuple[str, str]]
@@ -90,15 +98,50 @@ def load_prometheus(
         raise ValueError(f"--since {since_s!r}: give a window of at least 1 s, e.g. 30d")
     labels = [group_by] if isinstance(group_by, str) else list(group_by or ())
     query = _Query(base, time.time() if now is None else float(now), since_s, timeout, max_bytes)
-    runs = query.last_values(END_METRIC, 1.0)
-    figures = {name: query.last_values(*spec) for name, spec in _figures().items()}
-    loaded = Loaded()
+    runs = query.values(END_METRIC, 1.0)
+    figures = {name: query.values(*spec) for name, spec in _figures().items()}
+    loaded = Loaded(records=_killed(query, runs, labels))
     for key, end in sorted(runs.items(), key=lambda item: item[1]):
         try:
             loaded.records.append(_record(dict(key), end, figures, labels))
         except ValueError as exc:
             loaded.skipped.append(f"Prometheus series {_describe(dict(key))}: {exc}")
     return loaded
+
+
+def _killed(query: _Query, runs: Mapping[Key, float], group_by) -> List[RunRecord]:
+    """The runs whose live series stopped at least :data:`KILLED_AFTER_S` before the
+    window's end without a summary: killed, with their peaks from the live gauges (the
+    values pushed while they ran) and their span from the live samples' times Prometheus
+    scraped (at least as long as that: the first push may not have been scraped)."""
+    from ..export.metrics import exported
+
+    last = query.values(LIVE_METRIC, 1.0)
+    quiet = {k: t for k, t in last.items() if k not in runs and query.now - t >= KILLED_AFTER_S}
+    if not quiet:
+        return []
+    live = {m.column.name: m.prometheus_name for m in exported(["process"])}
+    first = query.values(LIVE_METRIC, 1.0, "min_over_time")
+    memory = query.values(live["memory"], 1 / _MIB, "max_over_time")
+    cpu = query.values(live["cpu_usage"], 1.0, "max_over_time")
+    records = []
+    for key, end in sorted(quiet.items(), key=lambda item: item[1]):
+        labels = dict(key)
+        started = min(first.get(key, end), end)
+        records.append(
+            RunRecord(
+                step=group_key(labels, group_by),
+                run_id=_run_id(labels, end),
+                started=started,
+                duration_s=end - started,
+                status="killed",
+                source="prometheus",
+                peak_memory_mib=memory.get(key),
+                peak_cpu_cores=cpu.get(key),
+                labels={k: printable(v, 200) for k, v in labels.items()},
+            )
+        )
+    return records
 
 
 class _Query:
@@ -112,10 +155,13 @@ class _Query:
         self.deadline = time.monotonic() + timeout
         self.sender = Sender()
 
-    def last_values(self, metric: str, scale: float) -> Dict[Key, float]:
-        """{labels (without the name): the series' last value in the window, scaled}."""
+    def values(
+        self, metric: str, scale: float, function: str = "last_over_time"
+    ) -> Dict[Key, float]:
+        """{labels (without the name): ``function`` of the series over the window (its last
+        value; ``min_over_time``, ``max_over_time``), scaled}."""
         params = {
-            "query": f"last_over_time({metric}[{self.window}])",
+            "query": f"{function}({metric}[{self.window}])",
             "start": f"{self.now:.3f}",
             "end": f"{self.now:.3f}",
             "step": "1",

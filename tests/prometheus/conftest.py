@@ -36,15 +36,13 @@ def stack(tmp_path_factory):
         pushgateway.stop()
         raise
     try:
-        runs = _feed(pushgateway.url)
+        runs, killed = _feed(pushgateway.url)
         expected = Counter(job for job, _ in held_runs(pushgateway.url))
         assert all(expected[job] >= n for job, n in RUNS.items()), expected
-        for metric in (
-            "resource_tracker_run_end_timestamp_seconds",
-            "resource_tracker_process_memory_bytes",
-        ):
-            _wait_count(prometheus, metric, sum(expected.values()))
-        yield Stack(pushgateway, prometheus, runs, dict(expected), started)
+        runs_held = sum(expected.values())
+        _wait_count(prometheus, "resource_tracker_run_end_timestamp_seconds", runs_held)
+        _wait_count(prometheus, "resource_tracker_process_memory_bytes", runs_held + 1)
+        yield Stack(pushgateway, prometheus, runs, dict(expected), started, killed)
     finally:
         prometheus.stop()
         pushgateway.stop()

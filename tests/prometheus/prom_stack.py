@@ -10,7 +10,9 @@ The runs (0.4 s each, sampled every 0.1 s, up to 4 at a time):
 - ``train-lib``: 10 ``ResourceTracker(job="train-lib")`` runs whose memory grows 6 MiB a run;
 - ``score-lib``: 10 runs asking 4 GiB and 4 cores, using a fraction (over-provisioned);
 - ``risky-lib``: 4 runs asking 64 MiB, one after the other, the newest peaking above it (at
-  risk).
+  risk);
+- ``killed-lib``: one process tracking itself that SIGKILLs itself once two live points
+  went out (no summary: only its live gauges stay).
 
 Prometheus loads docs/prometheus/*.yml and evaluates them every second. Nothing waits on a
 constant: the fixture (conftest.py) polls Prometheus until the data is there (a deadline).
@@ -24,7 +26,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -71,6 +73,24 @@ class Run:
     asked: Dict[str, float] = field(default_factory=dict)
 
 
+# A process tracking itself with export on, holding 40 MiB, killed by SIGKILL (by itself)
+# once two live points went out; it prints its VmHWM (KiB) first.
+KILLED = (
+    "import os, signal, time\n"
+    "from resource_tracker import ResourceTracker\n"
+    "t = ResourceTracker(interval=0.1, export='pushgateway', job='killed-lib',"
+    " discover_cloud=False)\n"
+    "b = bytearray(40 << 20); b[::4096] = b'x' * len(b[::4096])\n"
+    "deadline = time.monotonic() + 60\n"
+    "while t.export_report()['targets']['pushgateway']['sent'] < 2:\n"
+    "    assert time.monotonic() < deadline, t.export_report()\n"
+    "    time.sleep(0.05)\n"
+    "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
+    "print(hwm.split()[1], flush=True)\n"
+    "os.kill(os.getpid(), signal.SIGKILL)\n"
+)
+
+
 @dataclass
 class Stack:
     """The servers, the runs whose summaries the Pushgateway holds and the count per job
@@ -81,6 +101,7 @@ class Stack:
     runs: List[Run]
     expected: Dict[str, int]
     started: float
+    killed: Run
 
 
 def _library_run(job: str, mib: int, asked: Optional[dict]) -> Run:
@@ -160,6 +181,14 @@ def _until_held(call) -> Run:
     raise AssertionError(f"{call[1]}: no summary reached the Pushgateway in {ATTEMPTS} runs")
 
 
+def _killed_run() -> Run:
+    """killed-lib's run: its pid, its own VmHWM (MiB), killed by SIGKILL."""
+    proc = subprocess.Popen([sys.executable, "-c", KILLED], stdout=subprocess.PIPE, text=True)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == -9 and out, (proc.returncode, out)
+    return Run("killed-lib", proc.pid, int(out) / 1024, -9)
+
+
 def _risky_runs(n: int) -> List[Run]:
     """risky-lib's runs one after the other (asking 64 MiB): the newest peaks above it."""
     ask = {"memory": 64}
@@ -185,7 +214,7 @@ def _warm_up() -> None:
         run_summary(warm)
 
 
-def _feed(pushgateway_url: str) -> List[Run]:
+def _feed(pushgateway_url: str) -> Tuple[List[Run], Run]:
     env = dict(os.environ, RESOURCE_TRACKER_PUSHGATEWAY_URL=pushgateway_url, **NO_CATALOG)
     env_job = dict(env, RESOURCE_TRACKER_JOB="report-env")
     calls = [(_cli_run, "etl-cli", 20, i // 2 * 3, env, True) for i in range(3)]
@@ -195,10 +224,11 @@ def _feed(pushgateway_url: str) -> List[Run]:
     _warm_up()
     with mock.patch.dict(os.environ, env), ThreadPoolExecutor(max_workers=4) as pool:
         risky = pool.submit(_risky_runs, RUNS["risky-lib"])
+        killed = pool.submit(_killed_run)
         runs = list(pool.map(lambda call: call[0](*call[1:]), calls))
         held = held_runs()  # seconds after the last stop(): every push received is in
         for i, run in enumerate(runs):
             if (run.job, run.pid) not in held:
                 _forget(run)
                 runs[i] = _until_held(calls[i])
-        return runs + risky.result()
+        return runs + risky.result(), killed.result()

@@ -19,7 +19,7 @@ import pytest
 from prom_stack import RISKY_RUN, ROOT
 from servers import prom_query
 
-from resource_tracker.dashboard._prometheus import load_prometheus
+from resource_tracker.dashboard._prometheus import KILLED_AFTER_S, load_prometheus
 
 GRAFANA = os.path.join(ROOT, "docs", "grafana", "resource-tracker.json")
 
@@ -36,7 +36,10 @@ def test_every_path_pushes_its_job_label(stack):
     )
     assert {r["metric"]["job"]: int(r["value"][1]) for r in result} == stack.expected
     live = prom_query(stack.prometheus, "count by (job) (resource_tracker_process_memory_bytes)")
-    assert {r["metric"]["job"]: int(r["value"][1]) for r in live} == stack.expected
+    assert {r["metric"]["job"]: int(r["value"][1]) for r in live} == {
+        **stack.expected,
+        "killed-lib": 1,
+    }
     failed = prom_query(stack.prometheus, "resource_tracker_run_failed == 1")
     assert [r["metric"]["job"] for r in failed] == ["etl-cli"]
 
@@ -68,6 +71,19 @@ def test_prometheus_source_reads_every_run(stack):
     assert statuses[("etl-cli", "failed")] == 1 and statuses[("etl-cli", "ok")] == 2
     train = sorted((r for r in loaded.records if r.step == "train-lib"), key=lambda r: r.run_id)
     assert len({r.run_id for r in train}) == stack.expected["train-lib"]
+
+
+def test_prometheus_source_lists_a_killed_run(stack):
+    """A run SIGKILLed before its summary: not listed while it may still be running; once
+    its live series stopped KILLED_AFTER_S ago (the clock injected), listed as killed with
+    the peak its live gauges showed (its own VmHWM within 15%)."""
+    now = time.time() + KILLED_AFTER_S + 1
+    loaded = load_prometheus(stack.prometheus.url, now - stack.started + 60, [], now=now)
+    killed = [r for r in loaded.records if r.status == "killed"]
+    assert [(r.step, r.labels["pid"]) for r in killed] == [("killed-lib", str(stack.killed.pid))]
+    assert killed[0].peak_memory_mib == pytest.approx(stack.killed.maxrss_mib, rel=0.15)
+    assert killed[0].duration_s >= 0 and killed[0].started >= stack.started  # from its scrapes
+    assert Counter(r.step for r in loaded.records if r is not killed[0]) == stack.expected
 
 
 def test_prometheus_source_groups_by_another_label(stack):
