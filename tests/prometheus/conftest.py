@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from prom_stack import RULE_FILES, RUNS, Stack, _feed, held_runs  # noqa: E402
+from prom_stack import FORGOTTEN, RULE_FILES, RUNS, Stack, _feed, held_runs  # noqa: E402
 from servers import prom_query, start_prometheus, start_pushgateway  # noqa: E402
 
 
@@ -42,7 +42,7 @@ def stack(tmp_path_factory):
         runs_held = sum(expected.values())
         _wait_count(prometheus, "resource_tracker_run_end_timestamp_seconds", runs_held)
         _wait_count(prometheus, "resource_tracker_process_memory_bytes", runs_held + 1)
-        yield Stack(pushgateway, prometheus, runs, dict(expected), started, killed)
+        yield Stack(pushgateway, prometheus, runs, dict(expected), started, killed, FORGOTTEN)
     finally:
         prometheus.stop()
         pushgateway.stop()

@@ -102,6 +102,7 @@ class Stack:
     expected: Dict[str, int]
     started: float
     killed: Run
+    forgotten: List[Run] = field(default_factory=list)
 
 
 def _library_run(job: str, mib: int, asked: Optional[dict]) -> Run:
@@ -159,10 +160,15 @@ def held_runs(pushgateway_url: Optional[str] = None) -> set:
     }
 
 
+#: the runs whose groups _forget deleted: to Prometheus, runs without a summary (killed)
+FORGOTTEN: List[Run] = []
+
+
 def _forget(run: Run) -> None:
     """Deletes the group of a run whose summary did not arrive (its live series only)."""
     import socket
 
+    FORGOTTEN.append(run)
     from prometheus_client import delete_from_gateway
 
     key = {"instance": socket.gethostname(), "pid": str(run.pid)}

@@ -79,11 +79,13 @@ def test_prometheus_source_lists_a_killed_run(stack):
     the peak its live gauges showed (its own VmHWM within 15%)."""
     now = time.time() + KILLED_AFTER_S + 1
     loaded = load_prometheus(stack.prometheus.url, now - stack.started + 60, [], now=now)
-    killed = [r for r in loaded.records if r.status == "killed"]
-    assert [(r.step, r.labels["pid"]) for r in killed] == [("killed-lib", str(stack.killed.pid))]
-    assert killed[0].peak_memory_mib == pytest.approx(stack.killed.maxrss_mib, rel=0.15)
-    assert killed[0].duration_s >= 0 and killed[0].started >= stack.started  # from its scrapes
-    assert Counter(r.step for r in loaded.records if r is not killed[0]) == stack.expected
+    killed = {(r.step, r.labels["pid"]): r for r in loaded.records if r.status == "killed"}
+    record = killed.pop(("killed-lib", str(stack.killed.pid)))
+    assert record.peak_memory_mib == pytest.approx(stack.killed.maxrss_mib, rel=0.15)
+    assert record.duration_s >= 0 and record.started >= stack.started  # from its scrapes
+    # the others: runs made again on a busy machine (their summaries never arrived)
+    assert set(killed) <= {(r.job, str(r.pid)) for r in stack.forgotten}
+    assert Counter(r.step for r in loaded.records if r.status != "killed") == stack.expected
 
 
 def test_prometheus_source_groups_by_another_label(stack):
