@@ -7,6 +7,7 @@ the export settings and the cloud discovery job. (The names are importable from
 from __future__ import annotations
 
 import os
+import sys
 
 from . import _core, settings
 
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
 #: without it, HAVE_PROCFS False, samples with psutil under these.)
 MIN_INTERVAL = 0.0001
 MAX_INTERVAL = 86400.0
+#: The job's name when none is given and the run is no Metaflow step (the name before jobs
+#: had names: what the export called every run).
+DEFAULT_JOB = "resource_tracker"
 #: The largest process id Linux can give (pid_max is at most 2**22; this is the type's limit).
 MAX_PID = 2**31 - 1
 
@@ -173,3 +177,31 @@ def _start_cloud_discovery() -> Any:
 class _NoCloud:
     def result(self, timeout: Optional[float] = None) -> None:
         return None
+
+
+def metaflow_current() -> Any:
+    """Metaflow's ``current`` while this process runs a Metaflow task, else None. Only when
+    Metaflow is already imported (a task always has it): never imports it."""
+    module = sys.modules.get("metaflow")
+    current = getattr(module, "current", None) if module is not None else None
+    try:
+        return current if current is not None and current.is_running_flow else None
+    except Exception:  # a Metaflow without this field
+        return None
+
+
+def _job_name(job: Any) -> str:
+    """The run's job name: ``job`` (the argument), else RESOURCE_TRACKER_JOB, else
+    ``flow/step`` inside a Metaflow task, else :data:`DEFAULT_JOB`; ValueError for a name
+    that is not one (settings.parse_name: 1 to 200 printable characters)."""
+    if job is not None:
+        return str(settings.parse_name(job, "job"))
+    named = settings.get("RESOURCE_TRACKER_JOB")
+    if named:
+        return str(named)
+    current = metaflow_current()
+    try:
+        flow, step = current.flow_name, current.step_name  # type: ignore[union-attr]
+    except Exception:  # no Metaflow task, or one without these fields
+        return DEFAULT_JOB
+    return f"{flow}/{step}" if flow and step else DEFAULT_JOB

@@ -53,6 +53,7 @@ def snapshot_fields(tracker: TrackerResults) -> Dict[str, Any]:
         "method": tracker.method,
         "command": tracker.command,
         "label": tracker.label,
+        "job": getattr(tracker, "job", None),
         "status": tracker.status,
         "start_time": tracker.start_time,
         "stop_time": tracker.stop_time,
@@ -123,6 +124,7 @@ def from_snapshot(cls: Type[_R], snapshot: Mapping[str, Any]) -> _R:
         "method",
         "command",
         "label",
+        "job",
         "track_processes",
         "track_system",
     ):
@@ -365,7 +367,7 @@ def _validate_snapshot(snapshot: Mapping[str, Any]) -> None:
     if hwm is not None and not (number(hwm) and 0 <= hwm < 2**63):
         bad("memory_hwm", "a number of KiB (or null)")
     _validate_fields(snapshot)
-    for key in ("command", "label", "method"):
+    for key in ("command", "label", "job", "method"):
         if snapshot.get(key) is not None and not isinstance(snapshot[key], str):
             bad(key, "a string (or null)")
     for key in ("process_metrics", "system_metrics"):

@@ -370,17 +370,27 @@ def _memory_risk(cgroup: Mapping[str, Any]) -> List[Insight]:
     ]
 
 
-def _throttle_risk(cgroup: Mapping[str, Any], duration_s: Optional[float]) -> List[Insight]:
+def throttled_share(
+    cgroup: Mapping[str, Any], duration_s: Optional[float]
+) -> Optional[Tuple[float, str]]:
+    """(share, basis): the share of the run the CPU was throttled, by the cgroup's periods,
+    else by its throttled seconds against the duration; None when neither is known."""
     periods, throttled = _num(cgroup.get("cpu_periods")), _num(cgroup.get("cpu_throttled_periods"))
     seconds = _num(cgroup.get("cpu_throttled_seconds"))
     if periods and throttled is not None:
-        share, basis = throttled / periods, "of its CPU periods"
-    elif seconds is not None and duration_s:
-        share, basis = seconds / duration_s, "of the run"
-    else:
+        return throttled / periods, "of its CPU periods"
+    if seconds is not None and duration_s:
+        return seconds / duration_s, "of the run"
+    return None
+
+
+def _throttle_risk(cgroup: Mapping[str, Any], duration_s: Optional[float]) -> List[Insight]:
+    periods, throttled = _num(cgroup.get("cpu_periods")), _num(cgroup.get("cpu_throttled_periods"))
+    seconds = _num(cgroup.get("cpu_throttled_seconds"))
+    found = throttled_share(cgroup, duration_s)
+    if found is None or found[0] <= THROTTLE_RISK_SHARE:
         return []
-    if share <= THROTTLE_RISK_SHARE:
-        return []
+    share, basis = found
     limit = _num(cgroup.get("cpu_limit_cores"))
     return [
         Insight(

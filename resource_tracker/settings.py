@@ -14,7 +14,9 @@ Kinds, each with one parser:
   (``0``/``false``/``no``/``off``) switches the service off (``get`` gives None);
 - ``choice``: one word of ``choices`` (any case);
 - ``number``: a finite number within ``bounds``;
-- ``list``: comma-separated words of ``choices`` (any case; a tuple, in order, no repeats).
+- ``list``: comma-separated words of ``choices`` (any case; a tuple, in order, no repeats);
+- ``name``: a name people give (a job's): printable text of at most :data:`NAME_CHARS`
+  characters, spaces at its ends dropped (:func:`parse_name`, also for the arguments).
 
 An unset or empty variable gives the default. Text that does not parse is reported naming
 the variable, the value and what it accepts: for a ``flag`` as a :class:`SettingWarning`
@@ -161,6 +163,27 @@ def _list(setting: Setting, text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(words))
 
 
+#: The longest name (a job's) a ``name`` setting or argument takes.
+NAME_CHARS = 200
+
+
+def parse_name(value: Any, source: str) -> str:
+    """The one rule of names (a job's): a string of printable characters, 1 to
+    :data:`NAME_CHARS` of them once the spaces at its ends are dropped; SettingError (a
+    ValueError) naming ``source`` (the argument or variable) otherwise."""
+    expected = f"give a name of 1 to {NAME_CHARS} printable characters, e.g. nightly-etl"
+    if not isinstance(value, str):
+        raise SettingError(f"{source}={value!r} is not valid: {expected}")
+    name = value.strip()
+    if not name or len(name) > NAME_CHARS or not name.isprintable():
+        raise SettingError(f"{source}={value!r} is not valid: {expected}")
+    return name
+
+
+def _name(setting: Setting, text: str) -> str:
+    return parse_name(text, setting.name)
+
+
 _PARSERS = {
     "flag": _flag,
     "path": _path,
@@ -168,6 +191,7 @@ _PARSERS = {
     "choice": _choice,
     "number": _number,
     "list": _list,
+    "name": _name,
 }
 
 
@@ -215,6 +239,9 @@ SETTINGS = _declare(
     Setting("RESOURCE_TRACKER_EXPORT", "list", "opt-in export: comma list of `otlp`, "
             "`pushgateway` (never on by default)", default=(), choices=("otlp", "pushgateway")),
     Setting("RESOURCE_TRACKER_PUSHGATEWAY_URL", "url", "Prometheus Pushgateway base URL"),
+    Setting("RESOURCE_TRACKER_JOB", "name", "the job's name when `job=` / `--job` is not "
+            "given: the exported `job` label, stored in the snapshot (default: `flow/step` "
+            "in a Metaflow step, else `resource_tracker`)"),
     Setting("RESOURCE_TRACKER_EXPORT_COMMAND_LINE", "flag", "`1`/`on`: export sends the "
             "tracked command line whole (`process.command_line`); off by default, only the "
             "executable's name goes (arguments may hold secrets)", default=False),

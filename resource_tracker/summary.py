@@ -128,6 +128,7 @@ class RunInfo:
     asked: Optional[Dict[str, Any]] = None
     #: why a failed run failed: ``{"type": ..., "message": ...}`` (printable text), or None
     error: Optional[Dict[str, str]] = None
+    job: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -486,6 +487,7 @@ def _run_info(tracker: Any) -> RunInfo:
         integration=extra.get("integration"),
         asked=_asked_request(extra),
         error=_run_error(extra.get("step_error")),
+        job=None if _attr(tracker, "job") is None else str(_attr(tracker, "job")),
     )
 
 
@@ -714,6 +716,7 @@ def summary_cache_key(tracker: Any, historical_stats: Any, lookup_server: bool) 
         _attr(tracker, "status"),
         _attr(tracker, "stop_time"),
         _attr(tracker, "label"),
+        _attr(tracker, "job"),
         _attr(tracker, "extra"),
         historical_stats,
         bool(lookup_server),

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from . import _adopt
+from . import _adopt, settings
 
 #: Exit statuses when the command cannot be started, as shells and GNU time use them.
 EXIT_NOT_FOUND = 127
@@ -365,5 +365,7 @@ def _check_options(tracker_options: dict[str, Any]) -> float:
             f"unknown ResourceTracker option(s) {', '.join(unknown)}: "
             f"use {', '.join(n for n in known if n not in ('self', 'pid', 'autostart'))}"
         )
+    if tracker_options.get("job") is not None:
+        settings.parse_name(tracker_options["job"], "job")
     check: Any = _check_interval
     return float(check(tracker_options.get("interval", 1.0)))

@@ -28,6 +28,7 @@ from ._launch import (  # noqa: F401  (what starting a tracker takes; importable
     _command_line,
     _default_method,
     _export_settings,
+    _job_name,
     _new_sampler,
     _process_start,
     _start_cloud_discovery,
@@ -67,6 +68,10 @@ class ResourceTracker(TrackerResults):
         export: stream the samples to 'otlp' and/or 'pushgateway' (a comma list or a list;
             None: the RESOURCE_TRACKER_EXPORT variable decides, unset means no export). See
             docs/export.md. Raises ValueError / ImportError when a target cannot work.
+        job: the job's name (e.g. ``nightly-etl``): the exported ``job`` label, stored in
+            the snapshot and shown in the report, so that a dashboard groups this job's
+            runs. None: RESOURCE_TRACKER_JOB, else ``flow/step`` in a Metaflow step, else
+            ``resource_tracker``. ValueError unless 1 to 200 printable characters.
 
     Example:
         >>> tracker = ResourceTracker()
@@ -88,6 +93,7 @@ class ResourceTracker(TrackerResults):
         discover_cloud: bool = True,
         method: Optional[str] = None,
         export: Any = None,
+        job: Optional[str] = None,
     ) -> None:
         if isinstance(autostart, str):  # ResourceTracker(pid, children, interval, "psutil")
             raise TypeError(
@@ -107,6 +113,7 @@ class ResourceTracker(TrackerResults):
         self.command = _command_line(self.pid)
         self._root_start = _process_start(self.pid)  # with the pid: the root's identity
         self.label: Optional[str] = None
+        self.job: str = _job_name(job)
         self.extra: Dict[str, Any] = {}
         self._server_info: Optional[Dict[str, Any]] = None
         self._cloud_info: Optional[Dict[str, Any]] = None

@@ -114,3 +114,13 @@ def positive_int(text: str, what: str = "count", hint: str = "give a positive in
 def pid(text: str) -> int:
     """The --pid option as a positive int."""
     return positive_int(text, "pid", "give a process id, e.g. 1234")
+
+
+def job_name(text: str) -> str:
+    """The --job option: the job's name (settings.parse_name's rule)."""
+    from ..settings import parse_name
+
+    try:
+        return parse_name(text, "--job")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

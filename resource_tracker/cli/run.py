@@ -6,7 +6,7 @@ import argparse
 import os
 
 from .common import FORMATS, PROG, SNAPSHOT_NAME, CliError, render_report, say, short, write_text
-from .parser import FORMATTER, add_interval, export_targets, formats
+from .parser import FORMATTER, add_interval, export_targets, formats, job_name
 
 EXAMPLES = f"""\
 examples:
@@ -14,6 +14,7 @@ examples:
   {PROG} run --interval 0.5 --output runs/ --format html,json,csv -- ./batch.sh input.csv
   {PROG} run --quiet --format json -- Rscript model.R
   {PROG} run --export pushgateway -- python train.py   (RESOURCE_TRACKER_PUSHGATEWAY_URL)
+  {PROG} run --job nightly-etl --export pushgateway -- ./etl.sh
 
 The command's stdin, stdout and stderr are untouched; the summary goes to stderr.
 Exit status: the command's own (128+N when it is killed by signal N); 127 when the
@@ -32,7 +33,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run",
         usage=f"{PROG} run [-h] [--interval S] [--output DIR] [--format LIST] [--quiet] "
-        "[--export LIST] -- COMMAND [ARGS ...]",
+        "[--export LIST] [--job NAME] -- COMMAND [ARGS ...]",
         help="run a command and track it, its children and the machine",
         description="Run COMMAND, track it with all its descendants and the whole machine, "
         "print a summary to stderr and write the chosen outputs.",
@@ -58,6 +59,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "runs (default: RESOURCE_TRACKER_EXPORT, unset: none; see docs/export.md)",
     )  # fmt: skip
     run.add_argument(
+        "--job", type=job_name, default=None, metavar="NAME",
+        help="the job's name: the exported job label, stored in resource-tracker.json and "
+        "shown in the report (default: RESOURCE_TRACKER_JOB, unset: resource_tracker)",
+    )  # fmt: skip
+    run.add_argument(
         "command", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the command and its "
         "arguments (everything after the command's name is the command's)",
     )  # fmt: skip
@@ -74,7 +80,8 @@ def main(args: argparse.Namespace) -> int:
     export = _check_export(getattr(args, "export", None))
 
     def start(pid, adopt):
-        return start_tracker(pid, adopt, interval=args.interval, export=export)
+        job = getattr(args, "job", None)
+        return start_tracker(pid, adopt, interval=args.interval, export=export, job=job)
 
     supervisor = Supervisor(command, start, interval=args.interval, adopt_orphans=True)
     try:

@@ -58,7 +58,8 @@ def lines_of(summary, server: bool = True) -> list:
             "  no statistics"
         ]
     ts = summary.stats.get("timestamp") or {}
-    lines = [
+    lines = [_row("job", summary.run.job)] if summary.run.job else []
+    lines += [
         _row(
             "duration",
             f"{fmt.duration(summary.duration)}, "

@@ -62,8 +62,12 @@ def job_name(tracker: Any) -> str:
     ``ResourceTracker(job=...)``), ``extra["job"]``, the label, else the command line."""
     import shlex
 
+    from .._launch import DEFAULT_JOB
+
     extra = tracker.extra if isinstance(tracker.extra, Mapping) else {}
-    for value in (getattr(tracker, "job", None), extra.get("job"), tracker.label):
+    job = getattr(tracker, "job", None)
+    job = None if job == DEFAULT_JOB else job  # not named: the label or the command tells more
+    for value in (job, extra.get("job"), tracker.label):
         if isinstance(value, str) and value.strip():
             return value.strip()[:120]
     command = tracker.command

@@ -63,9 +63,8 @@ def _sink_factories(tracker, settings: ExportSettings):
     def pushgateway(sender):
         from .pushgateway import PushgatewaySink
 
-        url, job = settings.pushgateway_url, settings.pushgateway_job
         identity = identity_of(tracker, settings.command_line)
-        return PushgatewaySink(url, job, identity, tables, sender)
+        return PushgatewaySink(settings.pushgateway_url, identity, tables, sender)
 
     factories = {"otlp": otlp, "pushgateway": pushgateway}
     return [(target, factories[target]) for target in settings.targets]

@@ -51,13 +51,12 @@ class OtlpSettings:
 @dataclass(frozen=True)
 class ExportSettings:
     """targets: the chosen targets (empty: no export); pushgateway_url: the Pushgateway's
-    base URL (None when not set); pushgateway_job: the ``job`` grouping key; otlp: the
+    base URL (None when not set); otlp: the
     OTLP variables (None unless otlp is chosen); command_line: whether the tracked command
     line is sent whole (RESOURCE_TRACKER_EXPORT_COMMAND_LINE; else its executable only)."""
 
     targets: Tuple[str, ...]
     pushgateway_url: Optional[str]
-    pushgateway_job: str = "resource_tracker"
     otlp: Optional[OtlpSettings] = None
     command_line: bool = False
 
@@ -184,13 +183,18 @@ def read_otlp_settings() -> OtlpSettings:
     )
 
 
-def pushgateway_url(text: str) -> str:
-    """The Pushgateway's base URL (``host:port`` taken as ``http://host:port``, as
-    prometheus-client does); ValueError naming RESOURCE_TRACKER_PUSHGATEWAY_URL when it is
-    no http(s) address with a host and a valid port."""
+def base_url(text: str, source: str, example: str) -> str:
+    """A server's base URL (``host:port`` taken as ``http://host:port``, as
+    prometheus-client does); ValueError naming ``source`` when it is no http(s) address with
+    a host and a valid port."""
     url = "http://" + text if _HOST_PORT.match(text) else text
-    check_url(url, "RESOURCE_TRACKER_PUSHGATEWAY_URL", "http://pushgateway:9091")
-    return url
+    return check_url(url, source, example)
+
+
+def pushgateway_url(text: str) -> str:
+    """The Pushgateway's base URL (see :func:`base_url`; errors name
+    RESOURCE_TRACKER_PUSHGATEWAY_URL)."""
+    return base_url(text, "RESOURCE_TRACKER_PUSHGATEWAY_URL", "http://pushgateway:9091")
 
 
 def check_settings(settings: ExportSettings) -> None:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 from dataclasses import dataclass, field
 from typing import Dict, Optional
+
+from .._launch import DEFAULT_JOB
 
 #: Metaflow id -> (Prometheus label, OpenTelemetry resource attribute, metaflow.current field)
 METAFLOW_FIELDS = (
@@ -24,13 +25,15 @@ METAFLOW_FIELDS = (
 @dataclass(frozen=True)
 class Identity:
     """host_name, pid; executable: the name of the program run (argv[0]'s base name);
-    command_line: the whole command line when the user opted in to send it, else None."""
+    command_line: the whole command line when the user opted in to send it, else None;
+    job: the run's job name (the tracker's ``job``: Prometheus's ``job`` label)."""
 
     host_name: str
     pid: int
     executable: str
     command_line: Optional[str] = None
     metaflow: Dict[str, str] = field(default_factory=dict)  # Prometheus label -> id
+    job: str = DEFAULT_JOB
 
     def resource_attributes(self) -> Dict[str, object]:
         """The OpenTelemetry resource attributes (semantic-convention names)."""
@@ -38,6 +41,7 @@ class Identity:
             "host.name": self.host_name,
             "process.pid": self.pid,
             "process.executable.name": self.executable,
+            "resource_tracker.job": self.job,
         }
         if self.command_line is not None:
             attributes["process.command_line"] = self.command_line
@@ -51,10 +55,11 @@ def metaflow_ids() -> Dict[str, str]:
     """The ids of the Metaflow task this process runs ({} outside a Metaflow task).
 
     Only when Metaflow is already imported (a task always has it): never imports it."""
-    module = sys.modules.get("metaflow")
-    current = getattr(module, "current", None) if module is not None else None
+    from .._launch import metaflow_current
+
+    current = metaflow_current()
     try:
-        if current is None or not current.is_running_flow:
+        if current is None:
             return {}
         ids = {label: getattr(current, name, None) for label, _, name in METAFLOW_FIELDS}
     except Exception:  # a Metaflow without these fields: no ids
@@ -75,6 +80,7 @@ def identity_of(tracker, command_line: bool = False) -> Identity:
         executable=_executable(tracker.pid, command),
         command_line=command if command_line else None,
         metaflow=metaflow_ids(),
+        job=str(getattr(tracker, "job", None) or DEFAULT_JOB),
     )
 
 

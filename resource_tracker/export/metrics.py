@@ -256,3 +256,29 @@ RECOMMENDATION = {
         1024.0 * 1024.0,
     ),
 }
+
+
+#: What the run asked and the limits it ran under (the ask the insights judge: the
+#: integration's request, e.g. Metaflow's @resources, else the container's cgroup limits; the
+#: cgroup's figures): key of the summary's ``sizing`` -> (Prometheus name, OTLP name, OTLP
+#: unit, scale to the base unit, description). The Prometheus rules (docs/prometheus/) and
+#: the dashboard's Prometheus source read these.
+SIZING = {
+    "asked_cpu": ("resource_tracker_run_asked_cpu_cores", "resource_tracker.run.asked.cpu",
+                  "{cpu}", 1.0, "CPU cores the run asked for"),
+    "asked_memory": ("resource_tracker_run_asked_memory_bytes",
+                     "resource_tracker.run.asked.memory", "By", 1024.0 * 1024.0,
+                     "Memory the run asked for"),
+    "asked_gpu": ("resource_tracker_run_asked_gpu", "resource_tracker.run.asked.gpu", "{gpu}",
+                  1.0, "GPUs the run asked for"),
+    "limit_cpu": ("resource_tracker_run_limit_cpu_cores", "resource_tracker.run.limit.cpu",
+                  "{cpu}", 1.0, "The container's CPU limit (cgroup)"),
+    "limit_memory": ("resource_tracker_run_limit_memory_bytes",
+                     "resource_tracker.run.limit.memory", "By", 1024.0 * 1024.0,
+                     "The container's memory limit (cgroup)"),
+    "oom_kills": ("resource_tracker_run_oom_kills", "resource_tracker.run.oom_kills",
+                  "{kill}", 1.0, "Processes the kernel killed for lack of memory (cgroup)"),
+    "cpu_throttled_share": ("resource_tracker_run_cpu_throttled_ratio",
+                            "resource_tracker.run.cpu.throttled", "1", 1.0,
+                            "Share of the run the CPU was throttled (cgroup)"),
+}  # fmt: skip

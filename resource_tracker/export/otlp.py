@@ -25,7 +25,15 @@ from typing import Callable, Dict, List
 
 from .config import OtlpSettings
 from .context import Identity
-from .metrics import INSIGHTS, RECOMMENDATION, SUMMARY_FIELDS, cpu_count, exported, summary_metric
+from .metrics import (
+    INSIGHTS,
+    RECOMMENDATION,
+    SIZING,
+    SUMMARY_FIELDS,
+    cpu_count,
+    exported,
+    summary_metric,
+)
 from .transport import Sender
 
 SERVICE_NAME = "resource-tracker"
@@ -222,15 +230,7 @@ class OtlpSink:
             unit="{finding}",
             description="Findings of the run (resource_tracker.insights) by kind and severity",
         )
-        for key, (_, otlp_name, unit, scale) in RECOMMENDATION.items():
-            gauge(
-                otlp_name,
-                unit,
-                f"Recommended {key}",
-                lambda s, k=key, sc=scale: (
-                    s.recommendation[k] * sc if k in s.recommendation else None
-                ),
-            )
+        _keyed_gauges(gauge)
 
     # -- sending -----------------------------------------------------------------------
 
@@ -280,3 +280,21 @@ def exported_unit(col) -> str:
 def _figure(summary, key, stat, scale):
     value = (summary.figures.get(key) or {}).get(stat)
     return None if value is None else value * scale
+
+
+def _keyed_gauges(gauge) -> None:
+    """The gauges of the summary's keyed figures: the recommendation, the ask and limits."""
+    for key, (_, otlp_name, unit, scale) in RECOMMENDATION.items():
+        gauge(
+            otlp_name,
+            unit,
+            f"Recommended {key}",
+            lambda s, k=key, sc=scale: s.recommendation[k] * sc if k in s.recommendation else None,
+        )
+    for key, (_, otlp_name, unit, scale, doc) in SIZING.items():
+        gauge(
+            otlp_name,
+            unit,
+            doc,
+            lambda s, k=key, sc=scale: s.sizing[k] * sc if k in s.sizing else None,
+        )

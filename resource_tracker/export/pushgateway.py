@@ -4,7 +4,7 @@ Every point replaces the run's group on the Pushgateway (HTTP PUT, prometheus-cl
 ``push_to_gateway``, its request made by our bounded transport.Sender): live gauges of the
 newest values and cumulative counters while the job runs; the final push adds the run
 summary (duration, peaks, means, totals, recommendation, whether it failed, rows the export
-dropped). The group is ``job`` (``resource_tracker``) and ``instance`` (the host name), plus
+dropped). The group is ``job`` (the tracker's job name) and ``instance`` (the host name), plus
 the Metaflow ids (flow, run_id, step, task_id) inside a Metaflow task, else the tracked pid.
 """
 
@@ -14,7 +14,7 @@ from typing import Dict, List, Optional
 
 from ..registry import column
 from .context import Identity
-from .metrics import INSIGHTS, RECOMMENDATION, SUMMARY_FIELDS, exported, summary_metric
+from .metrics import INSIGHTS, RECOMMENDATION, SIZING, SUMMARY_FIELDS, exported, summary_metric
 from .transport import Sender
 
 
@@ -41,12 +41,12 @@ class _Snapshot:
 class PushgatewaySink:
     name = "pushgateway"
 
-    def __init__(self, url: str, job: str, identity: Identity, tables, sender: Sender):
+    def __init__(self, url: str, identity: Identity, tables, sender: Sender):
         import prometheus_client  # noqa: F401 (fails here, not in the sender, when missing)
 
         self._sender = sender
         self._url = url
-        self._job = job
+        self._job = identity.job
         self._key = grouping_key(identity)
         self._metrics = exported(tables)
 
@@ -152,6 +152,9 @@ class PushgatewaySink:
             if key in RECOMMENDATION:
                 prom, _, _, scale = RECOMMENDATION[key]
                 families.append(self._gauge(prom, f"Recommended {key}", value * scale))
+        for key, value in summary.sizing.items():
+            prom, _, _, scale, doc = SIZING[key]
+            families.append(self._gauge(prom, doc, value * scale))
         if summary.insights:
             families.append(self._insights(summary.insights))
         return families

@@ -26,6 +26,7 @@ class RunSummary:
     figures: Dict[str, Dict[str, float]] = field(default_factory=dict)
     recommendation: Dict[str, float] = field(default_factory=dict)
     insights: Dict[Tuple[str, str], int] = field(default_factory=dict)
+    sizing: Dict[str, float] = field(default_factory=dict)
 
 
 def run_summary(tracker, failed: Optional[bool] = None, lookup_seconds: float = 0.0) -> RunSummary:
@@ -55,7 +56,28 @@ def run_summary(tracker, failed: Optional[bool] = None, lookup_seconds: float = 
         figures=figures,
         recommendation=recommendation,
         insights=insight_counts(summary.insights),
+        sizing=sizing(tracker, stats, summary.duration),
     )
+
+
+def sizing(tracker, stats, duration: Optional[float]) -> Dict[str, float]:
+    """What the run asked (as the insights judge it) and its cgroup figures (the keys of
+    metrics.SIZING; the known ones)."""
+    from ..insights import throttled_share
+    from ..summary import _asked
+
+    asked = _asked(tracker, stats) or {}
+    cgroup = stats.get("cgroup") if isinstance(stats.get("cgroup"), dict) else {}
+    values = {
+        "asked_cpu": asked.get("cpu"),
+        "asked_memory": asked.get("memory"),
+        "asked_gpu": asked.get("gpu"),
+        "limit_cpu": cgroup.get("cpu_limit_cores"),
+        "limit_memory": cgroup.get("memory_limit_mib"),
+        "oom_kills": cgroup.get("oom_kills"),
+        "cpu_throttled_share": (throttled_share(cgroup, duration) or (None,))[0],
+    }
+    return {k: float(v) for k, v in values.items() if _num(v)}
 
 
 def insight_counts(insights) -> Dict[Tuple[str, str], int]:

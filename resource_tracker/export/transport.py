@@ -7,7 +7,9 @@ few KiB and ends by its deadline.
   one deadline: every read on the socket waits at most the time left, so an endpoint that
   drips a byte a second cannot stretch it.
 - Of the body, at most :data:`BODY_BYTES` are read (a failure's message), never the rest:
-  a huge or endless (chunked) body costs nothing. http.client caps the status line and each
+  a huge or endless (chunked) body costs nothing. :meth:`Sender.fetch` (a GET whose answer
+  is wanted: the dashboard's Prometheus source) reads at most the bound it is given and
+  fails past it. http.client caps the status line and each
   header at 64 KiB and their number at 100.
 - Only 2xx is sent; a redirect (3xx) is a failure naming where it pointed (the address to
   configure), never followed.
@@ -61,11 +63,14 @@ def check_url(text: str, source: str, example: str) -> str:
 
 
 class _DeadlineReader(io.RawIOBase):
-    """The socket's bytes, each read waiting at most until the deadline."""
+    """The socket's bytes, each read waiting at most until the deadline. It reads through
+    the socket's own unbuffered ``makefile()``, which holds the socket open until this is
+    closed: the body of an answer that ends the connection can still be read."""
 
     def __init__(self, sock, deadline: float, aborted: threading.Event):
         super().__init__()
         self._sock = sock
+        self._raw = sock.makefile("rb", buffering=0)
         self._deadline = deadline
         self._aborted = aborted
 
@@ -79,7 +84,11 @@ class _DeadlineReader(io.RawIOBase):
         if left <= 0:
             raise socket.timeout("the endpoint did not answer within the send timeout")
         self._sock.settimeout(left)
-        return self._sock.recv_into(buffer)
+        return self._raw.readinto(buffer) or 0
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 class _Response(http.client.HTTPResponse):
@@ -122,19 +131,39 @@ class Sender:
         self, method: str, url: str, body: bytes, headers: Dict[str, str], timeout: float
     ) -> int:
         """Sends; the 2xx status, or SendError / OSError (the deadline: ``timeout`` s)."""
+        return self._exchange(method, url, body, headers, timeout, 0)[0]
+
+    def fetch(
+        self, url: str, timeout: float, max_bytes: int, headers: Optional[Dict[str, str]] = None
+    ) -> bytes:
+        """GET url: the body of a 2xx answer, at most ``max_bytes`` of it (SendError naming
+        the bound when it is longer), read by the same deadline (``timeout`` s); SendError
+        / OSError as :meth:`request`."""
+        return self._exchange("GET", url, None, headers or {}, timeout, max_bytes)[1]
+
+    def _exchange(self, method, url, body, headers, timeout, max_bytes) -> Tuple[int, bytes]:
+        """(status, at most max_bytes of the body) of one request (see the module)."""
         deadline = time.monotonic() + max(0.001, timeout)
         conn, path = self._open(url, timeout, deadline)
+        response = None
         try:
             conn.request(method, path, body=body, headers=headers)
             response = conn.getresponse()
             status = response.status
-            if 200 <= status < 300:
-                return status
-            raise SendError(_refusal(status, response))
+            if not 200 <= status < 300:
+                raise SendError(_refusal(status, response))
+            data = response.read(max_bytes + 1) if max_bytes else b""
+            if len(data) > max_bytes:
+                raise SendError(
+                    f"the answer is longer than {max_bytes:,} bytes (the bound): ask for less"
+                )
+            return status, data
         finally:
             with self._lock:  # closed under the lock: abort() never shuts a reused descriptor
                 self._conn = None
                 conn.close()
+                if response is not None:
+                    response.close()
 
     def _open(self, url: str, timeout: float, deadline: float):
         scheme, host, port, path, proxy = _target(url)

@@ -263,8 +263,12 @@ _SCRIPT_ESCAPES = (
 
 
 def _what(run):
+    from .._launch import DEFAULT_JOB
+
     if run.label:
         return run.label
+    if getattr(run, "job", None) and run.job != DEFAULT_JOB:
+        return run.job
     command = " ".join((run.command or "").split())
     if len(command) > 80:
         command = command[:77] + "..."
@@ -289,6 +293,8 @@ def _run_rows(view):
 
     run = view.run
     rows = [["Step", f"<code>{_esc(run.label)}</code>"]] if run.label else []
+    if getattr(run, "job", None):
+        rows.append(["Job", f"<code>{_esc(run.job)}</code>"])
     shown = fmt.user_command(run.command, view.integration)
     command = f'<code class="rt-cmd">{_esc(shown)}</code>' if shown else "n/a"
     pid_text = _esc(run.pid)

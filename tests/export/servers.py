@@ -90,15 +90,19 @@ def start_pushgateway(folder: str) -> Server:
     return Server(args, f"http://127.0.0.1:{port}", "/-/ready", folder, "pushgateway")
 
 
-def start_prometheus(folder: str, pushgateway_url: str) -> Server:
+def start_prometheus(folder: str, pushgateway_url: str, rule_files=()) -> Server:
+    """Prometheus scraping the Pushgateway every second; rule_files: rule files it loads
+    (evaluated every second)."""
     binary = _need("prometheus")
     port = free_port()
     target = urllib.parse.urlparse(pushgateway_url).netloc
     config = os.path.join(folder, "prometheus.yml")
+    rules = "".join(f"  - {json.dumps(os.path.abspath(r))}\n" for r in rule_files)
     with open(config, "w") as f:
         f.write(
             "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-            "scrape_configs:\n  - job_name: pushgateway\n    honor_labels: true\n"
+            + (f"rule_files:\n{rules}" if rules else "")
+            + "scrape_configs:\n  - job_name: pushgateway\n    honor_labels: true\n"
             f"    static_configs:\n      - targets: ['{target}']\n"
         )
     data = os.path.join(folder, "prometheus-data")

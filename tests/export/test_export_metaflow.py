@@ -50,7 +50,7 @@ def test_metaflow_step_series_carry_the_task_ids(prom_stack, tmp_path):
     )
     for series in peaks:
         labels = series["metric"]
-        assert labels["step"] == "train" and labels["job"] == "resource_tracker"
+        assert labels["step"] == "train" and labels["job"] == "ExportFlow/train"  # flow/step
         task_id, stats = tasks[labels["run_id"]]
         assert labels["task_id"] == task_id
         assert labels["instance"]

@@ -129,9 +129,11 @@ def test_otlp_resource_and_standard_variables(monkeypatch, receiver):
         OTEL_RESOURCE_ATTRIBUTES="deployment.environment.name=ci,team=ml",
         OTEL_SERVICE_NAME="training-job",
         OTEL_EXPORTER_OTLP_HEADERS="x-api-key=s3cret,x-team=ml%20ops",
+        RESOURCE_TRACKER_JOB="nightly-etl",
     )
     assert receiver.requests, tracker.stats()["export"]
     resource = data_points(receiver.requests)[0]["resource"]
+    assert resource["resource_tracker.job"] == "nightly-etl"  # the job's name
     assert resource["host.name"] == socket.gethostname()
     assert resource["process.pid"] == pid
     assert resource["process.executable.name"] == os.path.basename(os.path.realpath(sys.executable))

@@ -1,0 +1,286 @@
+"""``--prometheus URL``: the run summaries our export pushed (docs/export.md), read back from
+Prometheus's HTTP API.
+
+Every run pushes its summary once, at its end, into a Pushgateway group of its own (job,
+instance and the Metaflow ids, else the pid); Prometheus scrapes it from then on. A run
+killed before its end (SIGKILL, an OOM kill) leaves only its live gauges: when they stopped
+:data:`KILLED_AFTER_S` before the window's end, it is listed as ``killed`` with the peaks
+they show. One
+``query_range`` per summary metric, evaluated at the end of the window, asks for
+``last_over_time(METRIC[SINCE])``: every series seen within ``--since`` once, with its final
+value (the answer grows with the runs, not with the window's length or the scrape interval).
+The series of the end timestamp are the runs; the other metrics are joined on the same
+labels. The group key (the dashboard's step) is ``flow/step`` for a Metaflow step, else the
+``job`` label, with the values of the ``--group-by`` labels appended.
+
+Every request goes through the export's bounded client (export/transport.py): the URL is
+checked first, all queries share one deadline, an answer is read up to a bound and never
+followed through a redirect. A server that cannot be read is a ValueError saying what
+happened; a run whose figures cannot be read is skipped with one line saying why.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import urllib.parse
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Union
+
+from .._text import printable
+from ._model import Loaded, RunRecord
+
+#: seconds all the queries of one load may take together
+TIMEOUT_S = 30.0
+#: the longest answer read (bytes) per query
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+#: the end timestamp's metric: one series per run
+END_METRIC = "resource_tracker_run_end_timestamp_seconds"
+#: the newest live sample's time: one series per run, finished or not
+LIVE_METRIC = "resource_tracker_last_sample_timestamp_seconds"
+#: a run whose live series stopped this long before the window's end and that never pushed
+#: its summary was killed (SIGKILL, an OOM kill); a quieter one may still be running
+KILLED_AFTER_S = 600.0
+_MIB = 1024.0 * 1024.0
+
+Key = FrozenSet[Tuple[str, str]]
+
+
+def _figures() -> Dict[str, Tuple[str, float]]:
+    """RunRecord field (or ``ask_*``) -> (Prometheus metric, scale to the record's unit)."""
+    from ..export.metrics import SIZING, summary_metric
+    from ..registry import column
+
+    def run(name: str, stat: str) -> str:
+        return summary_metric(column("process", name), stat)[0]
+
+    return {
+        "duration_s": ("resource_tracker_run_duration_seconds", 1.0),
+        "failed": ("resource_tracker_run_failed", 1.0),
+        "peak_memory_mib": (run("memory", "max"), 1 / _MIB),
+        "mean_cpu_cores": (run("cpu_usage", "mean"), 1.0),
+        "peak_cpu_cores": (run("cpu_usage", "max"), 1.0),
+        "peak_gpu_count": (run("gpu_utilized", "max"), 1.0),
+        "peak_vram_mib": (run("gpu_vram", "max"), 1 / _MIB),
+        "ask_cpu": (SIZING["asked_cpu"][0], 1.0),
+        "ask_memory_mib": (SIZING["asked_memory"][0], 1 / _MIB),
+        "ask_gpu": (SIZING["asked_gpu"][0], 1.0),
+        "limit_memory_mib": (SIZING["limit_memory"][0], 1 / _MIB),
+        "limit_cpu_cores": (SIZING["limit_cpu"][0], 1.0),
+        "oom_kills": (SIZING["oom_kills"][0], 1.0),
+        "throttled_share": (SIZING["cpu_throttled_share"][0], 1.0),
+    }
+
+
+def prometheus_url(text: str) -> str:
+    """The server's base URL (``host:port`` taken as ``http://host:port``), or ValueError
+    naming --prometheus when it is no http(s) address with a host and a valid port."""
+    from ..export.config import base_url
+
+    return base_url(text, "--prometheus", "http://prometheus:9090").rstrip("/")
+
+
+def load_prometheus(
+    url: str,
+    since_s: float,
+    group_by: Union[str, Sequence[str], None] = (),
+    *,
+    now: Optional[float] = None,
+    timeout: float = TIMEOUT_S,
+    max_bytes: int = MAX_ANSWER_BYTES,
+) -> Loaded:
+    """The runs whose summaries Prometheus (at ``url``) saw in the last ``since_s`` seconds
+    (up to ``now``, default: the clock), grouped by ``flow/step`` or ``job`` and the
+    ``group_by`` labels. ValueError for a bad URL or window, or a server that cannot be read
+    (the message says why)."""
+    base = prometheus_url(url)
+    if not (isinstance(since_s, (int, float)) and math.isfinite(since_s) and since_s >= 1):
+        raise ValueError(f"--since {since_s!r}: give a window of at least 1 s, e.g. 30d")
+    labels = [group_by] if isinstance(group_by, str) else list(group_by or ())
+    query = _Query(base, time.time() if now is None else float(now), since_s, timeout, max_bytes)
+    runs = query.values(END_METRIC, 1.0)
+    figures = {name: query.values(*spec) for name, spec in _figures().items()}
+    loaded = Loaded(records=_killed(query, runs, labels))
+    for key, end in sorted(runs.items(), key=lambda item: item[1]):
+        try:
+            loaded.records.append(_record(dict(key), end, figures, labels))
+        except ValueError as exc:
+            loaded.skipped.append(f"Prometheus series {_describe(dict(key))}: {exc}")
+    return loaded
+
+
+def _killed(query: _Query, runs: Mapping[Key, float], group_by) -> List[RunRecord]:
+    """The runs whose live series stopped at least :data:`KILLED_AFTER_S` before the
+    window's end without a summary: killed, with their peaks from the live gauges (the
+    values pushed while they ran) and their span from the live samples' times Prometheus
+    scraped (at least as long as that: the first push may not have been scraped)."""
+    from ..export.metrics import exported
+
+    last = query.values(LIVE_METRIC, 1.0)
+    quiet = {k: t for k, t in last.items() if k not in runs and query.now - t >= KILLED_AFTER_S}
+    if not quiet:
+        return []
+    live = {m.column.name: m.prometheus_name for m in exported(["process"])}
+    first = query.values(LIVE_METRIC, 1.0, "min_over_time")
+    memory = query.values(live["memory"], 1 / _MIB, "max_over_time")
+    cpu = query.values(live["cpu_usage"], 1.0, "max_over_time")
+    records = []
+    for key, end in sorted(quiet.items(), key=lambda item: item[1]):
+        labels = dict(key)
+        started = min(first.get(key, end), end)
+        records.append(
+            RunRecord(
+                step=group_key(labels, group_by),
+                run_id=_run_id(labels, end),
+                started=started,
+                duration_s=end - started,
+                status="killed",
+                source="prometheus",
+                peak_memory_mib=memory.get(key),
+                peak_cpu_cores=cpu.get(key),
+                labels={k: printable(v, 200) for k, v in labels.items()},
+            )
+        )
+    return records
+
+
+class _Query:
+    """The queries of one load: one deadline, bounded answers."""
+
+    def __init__(self, base: str, now: float, since_s: float, timeout: float, max_bytes: int):
+        from ..export.transport import Sender
+
+        self.base, self.now, self.max_bytes = base, now, max_bytes
+        self.window = f"{int(math.ceil(since_s))}s"
+        self.deadline = time.monotonic() + timeout
+        self.sender = Sender()
+
+    def values(
+        self, metric: str, scale: float, function: str = "last_over_time"
+    ) -> Dict[Key, float]:
+        """{labels (without the name): ``function`` of the series over the window (its last
+        value; ``min_over_time``, ``max_over_time``), scaled}."""
+        params = {
+            "query": f"{function}({metric}[{self.window}])",
+            "start": f"{self.now:.3f}",
+            "end": f"{self.now:.3f}",
+            "step": "1",
+        }
+        data = self._get("/api/v1/query_range?" + urllib.parse.urlencode(params))
+        found: Dict[Key, float] = {}
+        for series in data:
+            labels, values = _series(series)
+            value = _number(values[-1][1]) if values else None
+            if value is not None:
+                found[frozenset(labels.items())] = value * scale
+        return found
+
+    def _get(self, path: str) -> List[Any]:
+        from ..export.transport import SendError
+
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise ValueError(f"--prometheus {self.base}: no answer within the time allowed")
+        try:
+            body = self.sender.fetch(self.base + path, left, self.max_bytes)
+        except (SendError, OSError) as exc:
+            reason = printable(f"{type(exc).__name__}: {exc}", 300)
+            raise ValueError(
+                f"--prometheus {self.base}: the server could not be read ({reason})"
+            ) from None
+        return _result(body, self.base)
+
+
+def _result(body: bytes, base: str) -> List[Any]:
+    """The ``data.result`` list of a query_range answer, or ValueError saying what it is."""
+    try:
+        answer = json.loads(body)
+        data = answer["data"]
+        if answer.get("status") != "success" or data.get("resultType") != "matrix":
+            raise ValueError
+        result = data["result"]
+        if not isinstance(result, list):
+            raise ValueError
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise ValueError(
+            f"--prometheus {base}: the answer is not a Prometheus query_range result "
+            "(give the server's base URL, e.g. http://prometheus:9090)"
+        ) from None
+    return result
+
+
+def _series(series: Any) -> Tuple[Dict[str, str], List[Any]]:
+    if not isinstance(series, Mapping):
+        return {}, []
+    metric, values = series.get("metric"), series.get("values")
+    labels = {
+        str(k): str(v)
+        for k, v in (metric.items() if isinstance(metric, Mapping) else ())
+        if k != "__name__"
+    }
+    ok = isinstance(values, list) and all(isinstance(v, list) and len(v) == 2 for v in values)
+    return labels, values if ok else []
+
+
+def _number(text: Any) -> Optional[float]:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _describe(labels: Mapping[str, str]) -> str:
+    inner = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    return printable("{" + inner + "}", 300)
+
+
+def group_key(labels: Mapping[str, str], group_by: Sequence[str]) -> str:
+    """The dashboard's step of a run: ``flow/step`` (Metaflow), else its job, with the
+    ``group_by`` labels' values appended (``train [instance=gpu-1]``)."""
+    flow, step = labels.get("flow"), labels.get("step")
+    name = f"{flow}/{step}" if flow and step else labels.get("job") or "resource_tracker"
+    extra = [f"{g}={labels[g]}" for g in group_by if labels.get(g)]
+    return printable(name + (f" [{', '.join(extra)}]" if extra else ""), 300)
+
+
+def _run_id(labels: Mapping[str, str], end: float) -> str:
+    ids = [labels.get(k) for k in ("flow", "run_id", "step", "task_id")]
+    if all(ids):
+        return printable("/".join(str(i) for i in ids), 300)
+    where = "/".join(labels.get(k) or "?" for k in ("job", "instance", "pid"))
+    return printable(f"{where}@{end:.0f}", 300)
+
+
+def _record(
+    labels: Dict[str, str], end: float, figures: Mapping[str, Mapping[Key, float]], group_by
+) -> RunRecord:
+    """The run of one end-timestamp series (ValueError when its figures cannot be)."""
+    key = frozenset(labels.items())
+    got = {name: values[key] for name, values in figures.items() if key in values}
+    duration = got.get("duration_s")
+    if duration is None:
+        raise ValueError("no duration (a summary pushed by another tool?)")
+    for name, value in dict(got, end_time=end).items():
+        if value < 0:
+            raise ValueError(f"{name} is negative ({value:g})")
+    ask = {k: got[f"ask_{k}"] for k in ("cpu", "memory_mib", "gpu") if got.get(f"ask_{k}")}
+    return RunRecord(
+        step=group_key(labels, group_by),
+        run_id=_run_id(labels, end),
+        started=end - duration,
+        duration_s=duration,
+        status="failed" if got.get("failed") == 1 else "ok",
+        source="prometheus",
+        peak_memory_mib=got.get("peak_memory_mib"),
+        mean_cpu_cores=got.get("mean_cpu_cores"),
+        peak_cpu_cores=got.get("peak_cpu_cores"),
+        peak_gpu_count=got.get("peak_gpu_count"),
+        peak_vram_mib=got.get("peak_vram_mib"),
+        ask=ask,
+        limit_memory_mib=got.get("limit_memory_mib"),
+        limit_cpu_cores=got.get("limit_cpu_cores"),
+        oom_kills=got.get("oom_kills", 0.0),
+        throttled_share=got.get("throttled_share", 0.0),
+        labels={k: printable(v, 200) for k, v in labels.items()},
+    )

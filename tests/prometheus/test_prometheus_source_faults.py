@@ -1,0 +1,117 @@
+"""The dashboard's Prometheus source against addresses and servers that cannot work: a bad
+URL, nothing listening, hostile answers (endless, a byte-a-second drip, a redirect) and a
+server that is no Prometheus: each one a ValueError saying what happened, within the
+deadline and the bound; a run whose figures cannot be read is skipped, the others kept."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import time
+import urllib.parse
+
+import pytest
+from loopback import LoopbackHTTPServer
+from servers import HostileServer, free_port
+
+from resource_tracker.dashboard._prometheus import END_METRIC, load_prometheus
+
+
+@pytest.mark.parametrize(
+    "url, fault",
+    [
+        ("javascript:alert(1)", "not http"),
+        ("ftp://prometheus:9090", "not http"),
+        ("http://", "names no host"),
+        ("http://prometheus:99999", "invalid port"),
+    ],
+)
+def test_bad_url_is_an_error_naming_the_option(url, fault):
+    with pytest.raises(ValueError, match="--prometheus") as error:
+        load_prometheus(url, 3600)
+    assert fault in str(error.value) and "http://prometheus:9090" in str(error.value)
+
+
+def test_bad_window_is_an_error():
+    with pytest.raises(ValueError, match="--since"):
+        load_prometheus("http://127.0.0.1:9", 0.5)
+
+
+def test_nothing_listening():
+    with pytest.raises(ValueError, match="the server could not be read.*(refused|Connection)"):
+        load_prometheus(f"http://127.0.0.1:{free_port()}", 3600)
+
+
+@pytest.mark.parametrize(
+    "mode, fault", [("endless", "longer than 65,536 bytes"), ("drip", "timed out|did not answer")]
+)
+def test_hostile_answers_end_by_the_bound_and_the_deadline(mode, fault):
+    server = HostileServer(mode, drip=0.5)
+    try:
+        began = time.monotonic()
+        with pytest.raises(ValueError, match=fault):
+            load_prometheus(server.url, 3600, timeout=1.0, max_bytes=65536)
+        assert time.monotonic() - began < 30  # not the endless body, not the drip's end
+    finally:
+        server.close()
+
+
+def test_redirect_is_not_followed():
+    server = HostileServer("redirect-away", location="http://169.254.169.254/latest")
+    try:
+        with pytest.raises(ValueError, match="redirects to http://169.254.169.254/latest"):
+            load_prometheus(server.url, 3600)
+    finally:
+        server.close()
+
+
+def _answering(answer_of):
+    """A loopback server answering /api/v1/query_range with answer_of(query)."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)["query"][0]
+            body = json.dumps(answer_of(query)).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    return LoopbackHTTPServer(Handler)
+
+
+def test_not_prometheus_is_an_error():
+    with _answering(lambda query: {"hello": "world"}) as server:
+        with pytest.raises(ValueError, match="not a Prometheus query_range result"):
+            load_prometheus(server.url, 3600)
+
+
+def _matrix(series):
+    result = [{"metric": labels, "values": [[1000.0, value]]} for labels, value in series]
+    return {"status": "success", "data": {"resultType": "matrix", "result": result}}
+
+
+def test_a_bad_run_is_skipped_the_others_kept():
+    """Prometheus's answer format (a stand-in server): a run whose duration is negative is
+    skipped with a line naming its series; a non-number value is no figure."""
+    good, bad = {"job": "etl", "pid": "1"}, {"job": "etl", "pid": "2"}
+
+    def answer(query):
+        if END_METRIC in query:
+            return _matrix([(good, "990"), (bad, "995")])
+        if "duration" in query:
+            return _matrix([(good, "30"), (bad, "-5")])
+        if "memory_peak" in query:
+            return _matrix([(good, "NaN"), (bad, "1048576")])
+        return _matrix([])
+
+    with _answering(answer) as server:
+        loaded = load_prometheus(server.url, 3600)
+    assert [(r.step, r.started, r.duration_s, r.peak_memory_mib) for r in loaded.records] == [
+        ("etl", 960.0, 30.0, None)
+    ]
+    assert loaded.skipped == ['Prometheus series {job="etl",pid="2"}: duration_s is negative (-5)']
