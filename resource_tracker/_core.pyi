@@ -153,7 +153,7 @@ def keeper_prices(
     base_url: str, vendor: str, server: str, timeout: float = ...
 ) -> Tuple[str, Any]: ...
 
-COLUMN_REGISTRY: Tuple[Tuple[str, str, str, str, str, str, str, int], ...]
+COLUMN_REGISTRY: Tuple[Tuple[str, str, str, str, str, str, str, int, str, str], ...]
 FOLD_SHARE: float
 FOLD_MIN_SECONDS: float
 FINAL_MIN_SECONDS: float

@@ -16,6 +16,7 @@ import math
 import os
 
 from .. import formatting as fmt
+from ..registry import by_role
 from ..summary import DURATION
 from . import _headline
 
@@ -487,7 +488,7 @@ def _shown_rows(summary):
     for row in summary.rows:
         if row.value is None and row is not duration:
             continue
-        if not gpu and row.unit in ("GPUs", "MiB"):
+        if not gpu and _headline.gpu_row(row):
             continue
         yield row
 
@@ -495,7 +496,7 @@ def _shown_rows(summary):
 def _row_value(summary, row, value):
     """A statistic as shown: the machine's CPU never above its vCPUs (sampling jitter)."""
     vcpus = (summary.server_info or {}).get("vcpus")
-    if value is not None and vcpus and row.unit == "cores" and row.key.startswith("system_"):
+    if value is not None and vcpus and row.key == by_role("system", "cpu").key:
         value = min(value, float(vcpus))
     return _esc(fmt.quantity(value, row.unit))
 
@@ -593,24 +594,15 @@ _FOOTER = (
 # -- charts: which registry columns each chart draws ---------------------------------------
 
 
-def _is_network(col):
-    return "network" in col.label
-
-
-def _drawn(col):
-    """Columns in stats() are drawn; of the gauges in GB, the capacity ("... total") too."""
-    return col.aggregate != "none" or (col.unit == "GB" and col.label.endswith(" total"))
-
-
-# id, title, axis unit (report.js), which columns
+# id (the registry's ``chart``: which columns it draws), title, axis unit (report.js)
 _CHARTS = (
-    ("cpu", "CPU", "cores", lambda c: c.unit == "cores"),
-    ("memory", "Memory", "mib", lambda c: c.unit == "KiB"),
-    ("gpu", "GPU utilisation and GPUs in use", "gpus", lambda c: c.unit == "GPUs"),
-    ("vram", "GPU memory (VRAM)", "mib", lambda c: c.unit == "MiB"),
-    ("diskio", "Disk I/O", "Bps", lambda c: c.unit == "B" and not _is_network(c)),
-    ("diskspace", "Disk space", "gb", lambda c: c.unit == "GB"),
-    ("network", "Network", "Bps", lambda c: c.unit == "B" and _is_network(c)),
+    ("cpu", "CPU", "cores"),
+    ("memory", "Memory", "mib"),
+    ("gpu", "GPU utilisation and GPUs in use", "gpus"),
+    ("vram", "GPU memory (VRAM)", "mib"),
+    ("diskio", "Disk I/O", "Bps"),
+    ("diskspace", "Disk space", "gb"),
+    ("network", "Network", "Bps"),
 )
 
 _GPU_CHARTS = ("gpu", "vram")
@@ -618,10 +610,10 @@ _COLORS = ("#1f6feb", "#e36209", "#1a7f37", "#8250df", "#8c959f")
 _TABLE_KEYS = {"process": "p", "system": "s"}
 
 
-def _chart_columns(select):
-    from ..registry import COLUMNS
+def _chart_columns(chart_id):
+    from ..registry import by_chart
 
-    return [c for c in COLUMNS if c.name != "timestamp" and _drawn(c) and select(c)]
+    return list(by_chart(chart_id))
 
 
 def _series_name(col, cols):
@@ -647,10 +639,10 @@ def _chart_data(summary, process, system):
                 downsampled.append((name, data["rows"], points))
     charts = []
     gpu = _headline.gpu_seen(summary)
-    for chart_id, title, unit, select in _CHARTS:
+    for chart_id, title, unit in _CHARTS:
         if chart_id in _GPU_CHARTS and not gpu:
             continue  # no flat-zero charts of hardware that is not there
-        cols = [c for c in _chart_columns(select) if _TABLE_KEYS[c.table] in tables]
+        cols = [c for c in _chart_columns(chart_id) if _TABLE_KEYS[c.table] in tables]
         series = [
             dict(name=_series_name(c, cols), table=_TABLE_KEYS[c.table], key=c.name, color=color)
             for c, color in zip(cols, _COLORS)
@@ -669,7 +661,7 @@ def _vcpus(summary):
 def _drawing(col, vcpus=None):
     """How a column is drawn (``_core.chart_series``): KiB as MiB, amounts per interval as
     rates per second, the machine's CPU never above its vCPUs (sampling jitter)."""
-    if col.unit == "cores" and col.table == "system" and vcpus:
+    if col.role == "cpu" and col.table == "system" and vcpus:
         return "at_most"
     if col.unit == "KiB":
         return "kib_as_mib"
@@ -691,7 +683,7 @@ def _table_data(name, df, interval, vcpus=None):
     n = len(t)
     series = {}
     for col in columns(name):
-        if any(select(col) for *_, select in _CHARTS) and _drawn(col):
+        if col.chart is not None:
             values = _column(df, col.name)
             if len(values) == n:
                 text = _core.chart_series(
