@@ -10,6 +10,7 @@
 #include "columns.h"
 #include "float64_text.h"
 #include "pid_map.h"
+#include "row_rules.h"
 #include "stats.h"
 
 static int checks, failures;
@@ -274,6 +275,32 @@ check_float64_text(void)
           "four values: %.*s", (int)n, out);
 }
 
+/* the rules of a row (row_rules.c): the CPU rate's tick floor and cap, and the fold */
+static void
+check_row_rules(void)
+{
+    double into[PC_COUNT] = {0}, add[PC_COUNT] = {0};
+
+    CHECK(row_cpu_rate(0.5, 1.0, 0.01, 4) == 0.5, "a plain rate");
+    CHECK(row_cpu_rate(0.01, 0.002, 0.01, 4) == 1.0, "over at least one tick");
+    CHECK(row_cpu_rate(5.0, 1.0, 0.01, 2) == 2.0, "at most the cores");
+    CHECK(row_cpu_rate(5.0, 1.0, 0.01, 0) == 5.0, "no cap when the cores are unknown");
+    CHECK(row_cpu_rate(-1.0, 1.0, 0.01, 2) == 0.0 && row_cpu_rate(1.0, 0, 0.01, 2) == 0.0,
+          "never negative, 0 without time");
+    into[PC_TIMESTAMP] = 1, add[PC_TIMESTAMP] = 2;
+    into[PC_UTIME] = 0.3, add[PC_UTIME] = 0.2, add[PC_STIME] = 0.1;
+    into[PC_MEMORY] = 50, add[PC_MEMORY] = 40;
+    into[PC_READ_BYTES] = 7, add[PC_READ_BYTES] = 8;
+    add[PC_CPU_USAGE] = 9;
+    row_fold(process_columns, PC_COUNT, into, add, 0.5, 0.01, 1);
+    CHECK(into[PC_TIMESTAMP] == 2 && into[PC_MEMORY] == 50 && into[PC_READ_BYTES] == 15,
+          "latest, peak, sum");
+    CHECK(fabs(into[PC_CPU_USAGE] - 1.0) < 1e-12, "the rate from the summed CPU time, capped");
+    add[PC_CPU_USAGE] = 0.25;
+    row_fold(process_columns, PC_COUNT, into, add, 0, 0.01, 1);
+    CHECK(into[PC_CPU_USAGE] == 0.25, "the later row's rate when the time is unknown");
+}
+
 int
 main(void)
 {
@@ -284,6 +311,7 @@ main(void)
     check_history_rule();
     check_combine_runs();
     check_pid_map();
+    check_row_rules();
     if (failures) {
         printf("%d of %d checks failed\n", failures, checks);
         return 1;
