@@ -1,15 +1,16 @@
 """PsutilSampler: the sampler for machines without procfs (macOS, Windows), built on psutil.
 
 It is a :class:`resource_tracker.sampling.Sampler` as ``_core.Sampler`` is (plus
-``sample_now`` for the CSV trackers) and fills the same columns with the same units,
-following the rules of the C sampler:
+``sample_now`` for the CSV trackers) and fills the same columns with the same units. It is
+a reader: what psutil gives becomes a row; the rules are the C sampler's own code, called
+through ``_core`` (csrc/row_rules.c, csrc/schedule.c):
 
 - Ticks on a fixed grid aligned to the start (tick k at start + k * interval; a late tick
-  skips ahead: ``sampling.next_tick``). The thread sleeps on an Event with the remaining
-  time, so stop() wakes it at once; it then takes a last reading for the partial interval,
-  folded into the previous row when shorter than a quarter interval
-  (``sampling.FOLD_SHARE``), column by column as the registry's ``fold`` rule says (latest,
-  sum, peak, or CPU usage recomputed).
+  skips ahead: ``_core.next_tick``). The thread sleeps on an Event with the remaining
+  time, so stop() wakes it at once; it then takes a last reading for the partial interval
+  (``_core.takes_final``), folded into the previous row when shorter than a quarter interval
+  (``_core.folds_into_last``) by ``_core.fold_rows``: column by column as the registry's
+  ``fold`` rule says (latest, sum, peak, or CPU usage recomputed by ``_core.cpu_rate``).
 - The workload is the root process and its descendants (``Process.children(recursive=True)``);
   a member stays a member while it lives, also after its parent exits (orphans are followed).
   A process is its pid and its creation time (psutil's identity): a process that gets the

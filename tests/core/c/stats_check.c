@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cgroup_parse.h"
 #include "columns.h"
 #include "float64_text.h"
 #include "pid_map.h"
@@ -301,6 +302,22 @@ check_row_rules(void)
     CHECK(into[PC_CPU_USAGE] == 0.25, "the later row's rate when the time is unknown");
 }
 
+/* the one parser of the "key value" cgroup files (cpu.stat, memory.stat; _core.cgroup_keyed) */
+static void
+check_cgroup_keyed(void)
+{
+    unsigned long long v = 0;
+
+    CHECK(parse_cgroup_keyed("usage_usec 12\nuser_usec 5  \n", "user_usec", &v) == 0 && v == 5,
+          "a value, blanks after it");
+    CHECK(parse_cgroup_keyed("usage_usec_total 9\nusage_usec 3\n", "usage_usec", &v) == 0 && v == 3,
+          "the whole key");
+    CHECK(parse_cgroup_keyed("usage_usec 12abc\n", "usage_usec", &v) == -1, "text after it");
+    CHECK(parse_cgroup_keyed("usage_usec 18446744073709551616\n", "usage_usec", &v) == -1,
+          "above 2**64 - 1");
+    CHECK(parse_cgroup_keyed("usage_usec\t4\n", "usage_usec", &v) == -1, "not one space");
+}
+
 int
 main(void)
 {
@@ -312,6 +329,7 @@ main(void)
     check_combine_runs();
     check_pid_map();
     check_row_rules();
+    check_cgroup_keyed();
     if (failures) {
         printf("%d of %d checks failed\n", failures, checks);
         return 1;
