@@ -12,6 +12,7 @@
 #include "float64_text.h"
 #include "pid_map.h"
 #include "row_rules.h"
+#include "schedule.h"
 #include "stats.h"
 
 static int checks, failures;
@@ -302,6 +303,23 @@ check_row_rules(void)
     CHECK(into[PC_CPU_USAGE] == 0.25, "the later row's rate when the time is unknown");
 }
 
+/* the tick schedule (schedule.c): the grid, skipping ahead, the last partial interval */
+static void
+check_schedule(void)
+{
+    CHECK(schedule_next_tick(10, 11, 11.5, 1) == 12, "the tick after the previous one");
+    CHECK(schedule_next_tick(10, 11, 14.2, 1) == 15, "late: the first tick after now");
+    CHECK(schedule_next_tick(10, 11, 12.0, 1) == 13, "a tick due now has passed");
+    CHECK(schedule_folds(0.2, 1, 1, 1) && !schedule_folds(0.3, 1, 1, 1), "a quarter interval");
+    CHECK(schedule_folds(0.09, 0.2, 1, 1) && !schedule_folds(0.11, 0.2, 1, 1),
+          "under 0.1 s whatever the interval");
+    CHECK(!schedule_folds(0.01, 1, 0, 1) && !schedule_folds(0.01, 1, 1, 0),
+          "no row to fold into; not the final reading");
+    CHECK(schedule_takes_final(0.002, 1) && !schedule_takes_final(0.0005, 1) &&
+              schedule_takes_final(0, 0),
+          "the final reading: not right after the last, always when no row");
+}
+
 /* the one parser of the "key value" cgroup files (cpu.stat, memory.stat; _core.cgroup_keyed) */
 static void
 check_cgroup_keyed(void)
@@ -330,6 +348,7 @@ main(void)
     check_pid_map();
     check_row_rules();
     check_cgroup_keyed();
+    check_schedule();
     if (failures) {
         printf("%d of %d checks failed\n", failures, checks);
         return 1;
