@@ -56,7 +56,7 @@ set_cpu_caps(Collector *collector)
 
     collector->system_cores = machine;
     collector->process_cores = process_cpus(&collector->cfg, machine);
-    collector->tick_s = row_clock_tick();
+    collector->tick_s = ROW_CLOCK_TICK_S;
 }
 
 /* 0 on success */

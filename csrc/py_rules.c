@@ -18,7 +18,7 @@ core_cpu_rate(PyObject *self, PyObject *args)
     (void)self;
     if (!PyArg_ParseTuple(args, "ddd:cpu_rate", &cpu_s, &dt, &cores))
         return NULL;
-    return PyFloat_FromDouble(row_cpu_rate(cpu_s, dt, row_clock_tick(), cores));
+    return PyFloat_FromDouble(row_cpu_rate(cpu_s, dt, ROW_CLOCK_TICK_S, cores));
 }
 
 /* the columns of the table named `table`: their count in *n, NULL with ValueError if none */
@@ -96,7 +96,7 @@ core_fold_rows(PyObject *self, PyObject *args)
         for (i = 1; i < nrows; i++) {
             if ((add = row_at(rows, i, n, table)) == NULL)
                 break;
-            row_fold(spec, n, into, add, dt, row_clock_tick(), cores);
+            row_fold(spec, n, into, add, dt, ROW_CLOCK_TICK_S, cores);
             PyMem_Free(add);
         }
         if (i == nrows)
@@ -202,7 +202,7 @@ static PyMethodDef rule_functions[] = {
 int
 rt_add_rules(PyObject *module)
 {
-    if (rt_add_object(module, "CLOCK_TICK", PyFloat_FromDouble(row_clock_tick())))
+    if (rt_add_object(module, "CLOCK_TICK", PyFloat_FromDouble(ROW_CLOCK_TICK_S)))
         return -1;
     return PyModule_AddFunctions(module, rule_functions);
 }

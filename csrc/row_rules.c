@@ -2,7 +2,6 @@
 #include "row_rules.h"
 
 #include <string.h>
-#include <unistd.h>
 
 double
 row_cpu_rate(double cpu_s, double dt, double tick_s, double cores)
@@ -15,14 +14,6 @@ row_cpu_rate(double cpu_s, double dt, double tick_s, double cores)
     if (cores > 0 && usage > cores)
         usage = cores;
     return usage > 0 ? usage : 0.0;
-}
-
-double
-row_clock_tick(void)
-{
-    long hz = sysconf(_SC_CLK_TCK);
-
-    return hz > 0 ? 1.0 / (double)hz : 0.01;
 }
 
 static double

@@ -13,8 +13,10 @@
  * never negative; 0 when dt <= 0. */
 double row_cpu_rate(double cpu_s, double dt, double tick_s, double cores);
 
-/* Seconds per clock tick of this system (sysconf(_SC_CLK_TCK)); 10 ms when unknown. */
-double row_clock_tick(void);
+/* Seconds per clock tick of the CPU time counters: Linux's USER_HZ is 100 on every
+ * architecture (the /proc ABI; sysconf(_SC_CLK_TCK) says so), and psutil's counters elsewhere
+ * are read at no finer a grain that matters here. */
+#define ROW_CLOCK_TICK_S 0.01
 
 /* Folds row `add` (the later) into `into` (n columns of the table `columns`): the later value
  * of a gauge, the sum of an amount, the higher of a peak, and the CPU usage (FOLD_RATE)
