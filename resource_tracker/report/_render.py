@@ -16,7 +16,8 @@ import math
 import os
 
 from .. import formatting as fmt
-from ..registry import by_role
+from ..registry import by_chart, by_role
+from ..registry import columns as table_columns
 from ..summary import DURATION
 from . import _headline
 
@@ -611,8 +612,6 @@ _TABLE_KEYS = {"process": "p", "system": "s"}
 
 
 def _chart_columns(chart_id):
-    from ..registry import by_chart
-
     return list(by_chart(chart_id))
 
 
@@ -677,12 +676,11 @@ def _table_data(name, df, interval, vcpus=None):
     written as JSON numbers with 5 significant digits (null for NaN and infinities) in C,
     over the stored columns without copying them."""
     from .. import _core
-    from ..registry import columns
 
     t = _column(df, "timestamp")
     n = len(t)
     series = {}
-    for col in columns(name):
+    for col in table_columns(name):
         if col.chart is not None:
             values = _column(df, col.name)
             if len(values) == n:
