@@ -27,6 +27,7 @@ from setuptools.errors import CompileError
 
 # The portable core (csrc/platform.h); every other csrc/*.c file is a Linux reader.
 PORTABLE_SOURCES = [
+    "csrc/cgroup_parse.c",
     "csrc/chart.c",
     "csrc/columns.c",
     "csrc/float64_text.c",
@@ -34,8 +35,11 @@ PORTABLE_SOURCES = [
     "csrc/phases.c",
     "csrc/py_columns.c",
     "csrc/py_encode.c",
+    "csrc/py_rules.c",
     "csrc/py_series.c",
     "csrc/py_stats.c",
+    "csrc/row_rules.c",
+    "csrc/schedule.c",
     "csrc/stats.c",
     "csrc/table.c",
     "csrc/textbuf.c",

@@ -20,24 +20,37 @@ read_u64(const char *s, const char **end, unsigned long long *value)
     return 0;
 }
 
-/* the start of the line after the one p is in, or NULL at the end of the text */
-static const char *
-next_line(const char *p)
+const char *
+parse_cgroup_next_line(const char *p)
 {
     const char *nl = strchr(p, '\n');
     return nl ? nl + 1 : NULL;
+}
+
+int
+parse_cgroup_keyed_line(const char *p, const char **key, size_t *klen, unsigned long long *value)
+{
+    const char *end;
+
+    *key = p;
+    *klen = strcspn(p, " \t\n");
+    if (*klen == 0 || p[*klen] != ' ' || read_u64(p + *klen + 1, &end, value) != 0)
+        return -1;
+    end += strspn(end, " \t\r");
+    return *end == '\0' || *end == '\n' ? 0 : -1;
 }
 
 /* 0 with the value of "key value" */
 int
 parse_cgroup_keyed(const char *text, const char *key, unsigned long long *value)
 {
-    size_t klen = strlen(key);
-    const char *p, *end;
+    size_t want = strlen(key), klen;
+    const char *p, *found;
 
-    for (p = text; p && *p; p = next_line(p))
-        if (strncmp(p, key, klen) == 0 && p[klen] == ' ')
-            return read_u64(p + klen + 1, &end, value);
+    for (p = text; p && *p; p = parse_cgroup_next_line(p))
+        if (parse_cgroup_keyed_line(p, &found, &klen, value) == 0 && klen == want &&
+            strncmp(found, key, klen) == 0)
+            return 0;
     return -1;
 }
 
@@ -77,7 +90,7 @@ parse_cgroup_io_stat(const char *text, unsigned long long *read_b, unsigned long
     const char *p, *nl;
 
     *read_b = *write_b = 0;
-    for (p = text; p && *p; p = next_line(p)) {
+    for (p = text; p && *p; p = parse_cgroup_next_line(p)) {
         nl = strchr(p, '\n');
         if (nl == NULL)
             nl = p + strlen(p);
@@ -95,7 +108,7 @@ parse_cgroup_blkio(const char *text, unsigned long long *read_b, unsigned long l
     unsigned long long v;
 
     *read_b = *write_b = 0;
-    for (p = text; p && *p; p = next_line(p)) {
+    for (p = text; p && *p; p = parse_cgroup_next_line(p)) {
         op = strchr(p, ' ');
         if (op == NULL || (strchr(p, '\n') && op > strchr(p, '\n')))
             continue;

@@ -7,7 +7,19 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* The value of the "key value" line named key (cpu.stat, memory.stat, cpuacct.stat). */
+/* The start of the line after the one p is in, or NULL at the end of the text. */
+const char *parse_cgroup_next_line(const char *p);
+
+/* The "key value" line at p (up to its newline): 0 with the key (*key, *klen: not
+ * NUL-terminated) and its value, -1 when the line has another shape (no key, not one space
+ * before the value, a value that is not a decimal number below 2**64, more than blanks after
+ * it). */
+int parse_cgroup_keyed_line(const char *p, const char **key, size_t *klen,
+                            unsigned long long *value);
+
+/* The value of the "key value" line named key (cpu.stat, memory.stat, cpuacct.stat): the first
+ * such line parse_cgroup_keyed_line reads. The one parser of these files: the C readers use
+ * it, and Python's through _core.cgroup_keyed. */
 int parse_cgroup_keyed(const char *text, const char *key, unsigned long long *value);
 
 /* A file holding one number (cpuacct.usage). */

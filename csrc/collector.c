@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "columns.h"
+#include "row_rules.h"
 
 /* CPUs listed in <proc_root>/stat ("cpuN" lines); the online CPUs when it cannot be read. */
 static int
@@ -51,25 +52,11 @@ process_cpus(const CollectorConfig *cfg, int machine)
 static void
 set_cpu_caps(Collector *collector)
 {
-    long hz = sysconf(_SC_CLK_TCK);
     int machine = machine_cpus(collector->cfg.proc_root);
 
     collector->system_cores = machine;
     collector->process_cores = process_cpus(&collector->cfg, machine);
-    collector->tick_s = hz > 0 ? 1.0 / (double)hz : 0.01;
-}
-
-double
-collector_cpu_usage(double cpu_s, double dt, double tick_s, double cores)
-{
-    double usage;
-
-    if (dt <= 0)
-        return 0.0;
-    usage = cpu_s / (dt > tick_s ? dt : tick_s);
-    if (cores > 0 && usage > cores)
-        usage = cores;
-    return usage > 0 ? usage : 0.0;
+    collector->tick_s = ROW_CLOCK_TICK_S;
 }
 
 /* 0 on success */
@@ -145,8 +132,8 @@ fill_process_row(Collector *collector, const ProcTreeReading *tree, int self_in_
     row[PC_CHILDREN] = (double)(tree->members - (tree->root_alive ? 1 : 0));
     row[PC_UTIME] = tree->interval.user_s;
     row[PC_STIME] = tree->interval.sys_s;
-    row[PC_CPU_USAGE] = collector_cpu_usage(tree->interval.user_s + tree->interval.sys_s, dt,
-                                            collector->tick_s, collector->process_cores);
+    row[PC_CPU_USAGE] = row_cpu_rate(tree->interval.user_s + tree->interval.sys_s, dt,
+                                     collector->tick_s, collector->process_cores);
     row[PC_MEMORY] = memory;
     row[PC_READ_BYTES] = tree->interval.read_b;
     row[PC_WRITE_BYTES] = tree->interval.write_b;
@@ -163,8 +150,8 @@ fill_system_row(const Collector *collector, const SystemReading *sys, const GpuR
     row[SC_PROCESSES] = (double)processes;
     row[SC_UTIME] = sys->user_s;
     row[SC_STIME] = sys->sys_s;
-    row[SC_CPU_USAGE] = collector_cpu_usage(sys->user_s + sys->sys_s, dt, collector->tick_s,
-                                            collector->system_cores);
+    row[SC_CPU_USAGE] =
+        row_cpu_rate(sys->user_s + sys->sys_s, dt, collector->tick_s, collector->system_cores);
     row[SC_MEMORY_FREE] = sys->free_kib;
     row[SC_MEMORY_USED] = sys->used_kib;
     row[SC_MEMORY_BUFFERS] = sys->buffers_kib;
@@ -336,36 +323,6 @@ collector_last_reading(Collector *collector)
     proc_tree_read_everything(&collector->tree);
 }
 
-static double
-max2(double a, double b)
-{
-    return a > b ? a : b;
-}
-
-/* Merges the row `add` into `into` by each column's fold rule (columns.h); the CPU usage
- * (FOLD_RATE) is left for the caller, which knows the interval and the cores. */
-static void
-fold_row(const ColumnSpec *columns, int n, double *into, const double *add)
-{
-    int i;
-
-    for (i = 0; i < n; i++) {
-        switch (columns[i].fold) {
-        case FOLD_SUM:
-            into[i] += add[i];
-            break;
-        case FOLD_PEAK:
-            into[i] = max2(into[i], add[i]);
-            break;
-        case FOLD_LATEST:
-            into[i] = add[i];
-            break;
-        case FOLD_RATE:
-            break;
-        }
-    }
-}
-
 void
 collector_fold_rows(const Collector *collector, double *pp, double *ps, const double *p,
                     const double *s, double prev_dt, double part_dt)
@@ -373,14 +330,10 @@ collector_fold_rows(const Collector *collector, double *pp, double *ps, const do
     double dt = prev_dt + part_dt;
 
     if (pp) {
-        fold_row(process_columns, PC_COUNT, pp, p);
-        pp[PC_CPU_USAGE] = collector_cpu_usage(pp[PC_UTIME] + pp[PC_STIME], dt, collector->tick_s,
-                                               collector->process_cores);
+        row_fold(process_columns, PC_COUNT, pp, p, dt, collector->tick_s, collector->process_cores);
     }
     if (ps) {
-        fold_row(system_columns, SC_COUNT, ps, s);
-        ps[SC_CPU_USAGE] = collector_cpu_usage(ps[SC_UTIME] + ps[SC_STIME], dt, collector->tick_s,
-                                               collector->system_cores);
+        row_fold(system_columns, SC_COUNT, ps, s, dt, collector->tick_s, collector->system_cores);
     }
 }
 

@@ -68,10 +68,6 @@ void collector_last_reading(Collector *collector);
 void collector_fold_rows(const Collector *collector, double *prev_prow, double *prev_srow,
                          const double *prow, const double *srow, double prev_dt, double part_dt);
 
-/* Cores in use from CPU seconds over dt: measured over at least one clock tick (the counters'
- * resolution) and never more than the cores available. */
-double collector_cpu_usage(double cpu_s, double dt, double tick_s, double cores);
-
 size_t collector_bytes(const Collector *collector);
 
 /* Closes every descriptor and frees every buffer (idempotent); no reading may follow. */

@@ -1,48 +1,56 @@
 /* The column registry (see columns.h): one entry per column, in table order. */
 #include "columns.h"
 
-#define COL(name, label, unit, fold, agg, res, digits)                                             \
+#define COL(name, label, unit, fold, agg, res, digits, role, chart)                                \
     {                                                                                              \
-        name, label, unit, FOLD_##fold, AGG_##agg, RES_##res, digits                               \
+        name, label, unit, FOLD_##fold, AGG_##agg, RES_##res, digits, role, chart                  \
     }
 
 const ColumnSpec process_columns[PC_COUNT] = {
-    COL("timestamp", "Timestamp", "s", LATEST, NONE, NONE, -1),
-    COL("pid", "Process PID", "", LATEST, NONE, NONE, 0),
-    COL("children", "Process children", "processes", PEAK, MAX, NONE, 0),
-    COL("utime", "Process CPU time (user)", "s", SUM, NONE, NONE, 4),
-    COL("stime", "Process CPU time (system)", "s", SUM, NONE, NONE, 4),
-    COL("cpu_usage", "Process CPU usage", "cores", RATE, DIST, CPU, 4),
-    COL("memory", "Process memory usage", "KiB", PEAK, DIST, MEMORY, 0),
-    COL("read_bytes", "Process disk read", "B", SUM, SUM, NONE, 0),
-    COL("write_bytes", "Process disk write", "B", SUM, SUM, NONE, 0),
-    COL("gpu_usage", "Process GPU usage", "GPUs", PEAK, DIST, NONE, 4),
-    COL("gpu_vram", "Process VRAM used", "MiB", PEAK, DIST, VRAM, 2),
-    COL("gpu_utilized", "Process GPUs in use", "GPUs", PEAK, DIST, GPU, 4),
+    COL("timestamp", "Timestamp", "s", LATEST, NONE, NONE, -1, "timestamp", ""),
+    COL("pid", "Process PID", "", LATEST, NONE, NONE, 0, "pid", ""),
+    COL("children", "Process children", "processes", PEAK, MAX, NONE, 0, "children", ""),
+    COL("utime", "Process CPU time (user)", "s", SUM, NONE, NONE, 4, "cpu_user", ""),
+    COL("stime", "Process CPU time (system)", "s", SUM, NONE, NONE, 4, "cpu_system", ""),
+    COL("cpu_usage", "Process CPU usage", "cores", RATE, DIST, CPU, 4, "cpu", "cpu"),
+    COL("memory", "Process memory usage", "KiB", PEAK, DIST, MEMORY, 0, "memory", "memory"),
+    COL("read_bytes", "Process disk read", "B", SUM, SUM, NONE, 0, "disk_read", "diskio"),
+    COL("write_bytes", "Process disk write", "B", SUM, SUM, NONE, 0, "disk_write", "diskio"),
+    COL("gpu_usage", "Process GPU usage", "GPUs", PEAK, DIST, NONE, 4, "gpu_usage", "gpu"),
+    COL("gpu_vram", "Process VRAM used", "MiB", PEAK, DIST, VRAM, 2, "vram", "vram"),
+    COL("gpu_utilized", "Process GPUs in use", "GPUs", PEAK, DIST, GPU, 4, "gpu", ""),
 };
 
 const ColumnSpec system_columns[SC_COUNT] = {
-    COL("timestamp", "Timestamp", "s", LATEST, NONE, NONE, -1),
-    COL("processes", "System processes", "processes", LATEST, NONE, NONE, 0),
-    COL("utime", "System CPU time (user)", "s", SUM, NONE, NONE, 4),
-    COL("stime", "System CPU time (system)", "s", SUM, NONE, NONE, 4),
-    COL("cpu_usage", "System CPU usage", "cores", RATE, DIST, NONE, 4),
-    COL("memory_free", "System free memory", "KiB", LATEST, NONE, NONE, 0),
-    COL("memory_used", "System used memory", "KiB", LATEST, DIST, NONE, 0),
-    COL("memory_buffers", "System memory buffers", "KiB", LATEST, NONE, NONE, 0),
-    COL("memory_cached", "System memory page/file cached", "KiB", LATEST, NONE, NONE, 0),
-    COL("memory_active", "System active memory", "KiB", LATEST, NONE, NONE, 0),
-    COL("memory_inactive", "System inactive memory", "KiB", LATEST, NONE, NONE, 0),
-    COL("disk_read_bytes", "System disk read", "B", SUM, SUM, NONE, 0),
-    COL("disk_write_bytes", "System disk write", "B", SUM, SUM, NONE, 0),
-    COL("disk_space_total_gb", "System disk space total", "GB", LATEST, NONE, NONE, 2),
-    COL("disk_space_used_gb", "System disk space used", "GB", LATEST, MAX, NONE, 2),
-    COL("disk_space_free_gb", "System disk space free", "GB", LATEST, NONE, NONE, 2),
-    COL("net_recv_bytes", "System inbound network traffic", "B", SUM, SUM, NONE, 0),
-    COL("net_sent_bytes", "System outbound network traffic", "B", SUM, SUM, NONE, 0),
-    COL("gpu_usage", "System GPU usage", "GPUs", PEAK, DIST, NONE, 4),
-    COL("gpu_vram", "System VRAM used", "MiB", PEAK, DIST, NONE, 2),
-    COL("gpu_utilized", "System GPUs in use", "GPUs", PEAK, DIST, NONE, 4),
+    COL("timestamp", "Timestamp", "s", LATEST, NONE, NONE, -1, "timestamp", ""),
+    COL("processes", "System processes", "processes", LATEST, NONE, NONE, 0, "processes", ""),
+    COL("utime", "System CPU time (user)", "s", SUM, NONE, NONE, 4, "cpu_user", ""),
+    COL("stime", "System CPU time (system)", "s", SUM, NONE, NONE, 4, "cpu_system", ""),
+    COL("cpu_usage", "System CPU usage", "cores", RATE, DIST, NONE, 4, "cpu", "cpu"),
+    COL("memory_free", "System free memory", "KiB", LATEST, NONE, NONE, 0, "memory_free", ""),
+    COL("memory_used", "System used memory", "KiB", LATEST, DIST, NONE, 0, "memory", "memory"),
+    COL("memory_buffers", "System memory buffers", "KiB", LATEST, NONE, NONE, 0, "memory_buffers",
+        ""),
+    COL("memory_cached", "System memory page/file cached", "KiB", LATEST, NONE, NONE, 0,
+        "memory_cached", ""),
+    COL("memory_active", "System active memory", "KiB", LATEST, NONE, NONE, 0, "memory_active", ""),
+    COL("memory_inactive", "System inactive memory", "KiB", LATEST, NONE, NONE, 0,
+        "memory_inactive", ""),
+    COL("disk_read_bytes", "System disk read", "B", SUM, SUM, NONE, 0, "disk_read", "diskio"),
+    COL("disk_write_bytes", "System disk write", "B", SUM, SUM, NONE, 0, "disk_write", "diskio"),
+    COL("disk_space_total_gb", "System disk space total", "GB", LATEST, NONE, NONE, 2,
+        "disk_space_total", "diskspace"),
+    COL("disk_space_used_gb", "System disk space used", "GB", LATEST, MAX, NONE, 2,
+        "disk_space_used", "diskspace"),
+    COL("disk_space_free_gb", "System disk space free", "GB", LATEST, NONE, NONE, 2,
+        "disk_space_free", ""),
+    COL("net_recv_bytes", "System inbound network traffic", "B", SUM, SUM, NONE, 0, "net_recv",
+        "network"),
+    COL("net_sent_bytes", "System outbound network traffic", "B", SUM, SUM, NONE, 0, "net_sent",
+        "network"),
+    COL("gpu_usage", "System GPU usage", "GPUs", PEAK, DIST, NONE, 4, "gpu_usage", "gpu"),
+    COL("gpu_vram", "System VRAM used", "MiB", PEAK, DIST, NONE, 2, "vram", "vram"),
+    COL("gpu_utilized", "System GPUs in use", "GPUs", PEAK, DIST, NONE, 4, "gpu", ""),
 };
 
 const char *

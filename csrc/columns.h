@@ -76,6 +76,10 @@ typedef struct ColumnSpec {
     enum ColumnAggregate aggregate;
     enum ColumnResource resource;
     int digits; /* decimals in the rounded views; -1 keeps the value as it is */
+    /* what the column means to the views ("disk_read", "net_recv", "memory", "cpu", ...): one
+     * column per role and table; views find columns by role, never by unit or label */
+    const char *role;
+    const char *chart; /* the report chart that draws it ("diskio", "memory", ...), "" none */
 } ColumnSpec;
 
 extern const ColumnSpec process_columns[PC_COUNT];

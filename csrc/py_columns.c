@@ -25,13 +25,13 @@ names_tuple(const ColumnSpec *columns, Py_ssize_t n)
     return tuple;
 }
 
-/* (table, name, label, unit, fold, aggregate, resource, digits) */
+/* (table, name, label, unit, fold, aggregate, resource, digits, role, chart) */
 static PyObject *
 entry_tuple(const char *table, const ColumnSpec *c)
 {
-    return Py_BuildValue("(sssssssi)", table, c->name, c->label, c->unit, column_fold_name(c->fold),
-                         column_aggregate_name(c->aggregate), column_resource_name(c->resource),
-                         c->digits);
+    return Py_BuildValue("(sssssssiss)", table, c->name, c->label, c->unit,
+                         column_fold_name(c->fold), column_aggregate_name(c->aggregate),
+                         column_resource_name(c->resource), c->digits, c->role, c->chart);
 }
 
 /* Every column of both tables, process table first, as entry tuples. */

@@ -236,8 +236,8 @@ append_rows(Sampler *sampler, const double *prow, const double *srow)
 static void
 store_rows(Sampler *sampler, double *prow, double *srow, double dt, int may_fold)
 {
-    int fold = may_fold && (sampler->process.nrows || sampler->system.nrows) &&
-               (dt < FOLD_SHARE * sampler->interval || dt < FOLD_MIN_SECONDS);
+    int fold = schedule_folds(dt, sampler->interval,
+                              sampler->process.nrows || sampler->system.nrows, may_fold);
 
     pthread_mutex_lock(&sampler->sync->lock);
     if (sampler->abandoned || sampler->tables_final) {
@@ -334,17 +334,6 @@ take_sample(Sampler *sampler, int in_thread, int may_fold, double *prow, double 
     return filled;
 }
 
-/* The next deadline after now on the grid start + k * interval. */
-static double
-next_deadline(const Sampler *sampler, double deadline, double now)
-{
-    deadline += sampler->interval;
-    if (deadline <= now)
-        deadline = sampler->start_mono +
-                   (floor((now - sampler->start_mono) / sampler->interval) + 1) * sampler->interval;
-    return deadline;
-}
-
 /* One reading by the thread, under the collector lock. */
 static void
 thread_sample(Sampler *sampler, int may_fold, double *prow, double *srow)
@@ -390,9 +379,8 @@ finish_thread(Sampler *sampler, double *prow, double *srow)
     pthread_mutex_unlock(&sampler->sync->lock);
     /* a run stopped right after its baseline still gets its one row (its CPU usage is
      * measured over at least one clock tick: no division by a tiny interval) */
-    if (!abandoned &&
-        (clock_seconds(CLOCK_MONOTONIC) - sampler->last_sample_mono >= FINAL_MIN_SECONDS ||
-         no_rows)) {
+    if (!abandoned && schedule_takes_final(
+                          clock_seconds(CLOCK_MONOTONIC) - sampler->last_sample_mono, !no_rows)) {
         collector_last_reading(&sampler->collector);
         thread_sample(sampler, 1, prow, srow);
     }
@@ -454,7 +442,8 @@ sampler_main(void *arg)
     run_after_baseline(sampler);
     pthread_mutex_lock(&sampler->sync->lock);
     for (;;) {
-        deadline = next_deadline(sampler, deadline, clock_seconds(CLOCK_MONOTONIC));
+        deadline = schedule_next_tick(sampler->start_mono, deadline, clock_seconds(CLOCK_MONOTONIC),
+                                      sampler->interval);
         while (!sampler->stop_requested && clock_seconds(CLOCK_MONOTONIC) < deadline)
             wait_until(&sampler->sync->wake, &sampler->sync->lock, deadline);
         if (sampler->stop_requested)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 import stat
 
+from . import _core
+
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
 if TYPE_CHECKING:
     from typing import Dict, List, Optional
@@ -75,15 +77,10 @@ def read_value(path: str) -> Optional[int]:
 
 def read_keyed(path: str) -> Dict[str, int]:
     """{key: number} of a file of "key value" lines (``cpu.stat``, ``memory.stat``,
-    ``memory.events``); a line whose value is out of range is left out (not read)."""
-    out = {}
-    for line in (_read(path, MAX_VALUE_BYTES) or "").splitlines():
-        fields = line.split()
-        if len(fields) == 2:
-            value = _number(fields[1])
-            if value is not None:
-                out[fields[0]] = value
-    return out
+    ``memory.events``), parsed by the C readers' own parser (``_core.cgroup_keyed``,
+    csrc/cgroup_parse.c); a line whose value is out of range is left out (not read)."""
+    keyed = _core.cgroup_keyed(_read(path, MAX_VALUE_BYTES) or "")
+    return {key: value for key, value in keyed.items() if value <= MAX_VALUE}
 
 
 def read_pids(path: str) -> Optional[List[int]]:

@@ -1,15 +1,16 @@
 """PsutilSampler: the sampler for machines without procfs (macOS, Windows), built on psutil.
 
 It is a :class:`resource_tracker.sampling.Sampler` as ``_core.Sampler`` is (plus
-``sample_now`` for the CSV trackers) and fills the same columns with the same units,
-following the rules of the C sampler:
+``sample_now`` for the CSV trackers) and fills the same columns with the same units. It is
+a reader: what psutil gives becomes a row; the rules are the C sampler's own code, called
+through ``_core`` (csrc/row_rules.c, csrc/schedule.c):
 
 - Ticks on a fixed grid aligned to the start (tick k at start + k * interval; a late tick
-  skips ahead: ``sampling.next_tick``). The thread sleeps on an Event with the remaining
-  time, so stop() wakes it at once; it then takes a last reading for the partial interval,
-  folded into the previous row when shorter than a quarter interval
-  (``sampling.FOLD_SHARE``), column by column as the registry's ``fold`` rule says (latest,
-  sum, peak, or CPU usage recomputed).
+  skips ahead: ``_core.next_tick``). The thread sleeps on an Event with the remaining
+  time, so stop() wakes it at once; it then takes a last reading for the partial interval
+  (``_core.takes_final``), folded into the previous row when shorter than a quarter interval
+  (``_core.folds_into_last``) by ``_core.fold_rows``: column by column as the registry's
+  ``fold`` rule says (latest, sum, peak, or CPU usage recomputed by ``_core.cpu_rate``).
 - The workload is the root process and its descendants (``Process.children(recursive=True)``);
   a member stays a member while it lives, also after its parent exits (orphans are followed).
   A process is its pid and its creation time (psutil's identity): a process that gets the
@@ -43,9 +44,9 @@ import weakref
 from array import array
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
-from . import registry
+from . import _core
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
-from .sampling import FINAL_MIN_SECONDS, FOLD_MIN_SECONDS, FOLD_SHARE, STOP_TIMEOUT, next_tick
+from .sampling import STOP_TIMEOUT, next_tick
 
 SYSTEM_REFRESH_SECONDS = 60.0
 PSS_BUDGET_SHARE = 0.005
@@ -56,16 +57,6 @@ SKIPPED_DISK_PREFIXES = ("loop", "ram", "zram", "fd")
 _P = {name: i for i, name in enumerate(PROCESS_COLUMNS)}
 _S = {name: i for i, name in enumerate(SYSTEM_COLUMNS)}
 
-
-def _fold_plan(table: str) -> Dict[str, List[int]]:
-    """{fold rule: [column index]} of one table, from the column registry."""
-    plan: Dict[str, List[int]] = {"latest": [], "sum": [], "peak": [], "rate": []}
-    for i, col in enumerate(registry.columns(table)):
-        plan[col.fold].append(i)
-    return plan
-
-
-_FOLDS = {table: _fold_plan(table) for table in ("process", "system")}
 
 _ENGINES: weakref.WeakSet[_Engine] = weakref.WeakSet()
 
@@ -574,7 +565,7 @@ class _Collector:
         prow[_P["children"]] = float(live - (1 if root_alive else 0))
         prow[_P["utime"]] = interval[0]
         prow[_P["stime"]] = interval[1]
-        prow[_P["cpu_usage"]] = _cpu_usage(interval[0] + interval[1], dt, self.cpus)
+        prow[_P["cpu_usage"]] = _core.cpu_rate(interval[0] + interval[1], dt, float(self.cpus))
         prow[_P["memory"]] = memory
         prow[_P["read_bytes"]] = interval[2]
         prow[_P["write_bytes"]] = interval[3]
@@ -582,18 +573,8 @@ class _Collector:
             srow = dict.fromkeys(SYSTEM_COLUMNS, 0.0)
         srow["timestamp"] = wall
         srow["processes"] = float(processes)
-        srow["cpu_usage"] = _cpu_usage(srow["utime"] + srow["stime"], dt)
+        srow["cpu_usage"] = _core.cpu_rate(srow["utime"] + srow["stime"], dt, float(_MACHINE_CPUS))
         return prow, [float(srow[name]) for name in SYSTEM_COLUMNS]
-
-
-def _cpu_usage(cpu_s: float, dt: float, cpus: Optional[int] = None) -> float:
-    """Cores in use over dt, as the C sampler computes it: over at least one clock tick
-    (10 ms, the resolution of CPU time counters) and never more than ``cpus`` (the CPUs the
-    process may run on; default: the machine's)."""
-    if dt <= 0:
-        return 0.0
-    cap = float(cpus or _MACHINE_CPUS)
-    return max(0.0, min(cpu_s / max(dt, _TICK_S), cap))
 
 
 def _process_cpus(psutil: Any, pid: int) -> int:
@@ -606,24 +587,7 @@ def _process_cpus(psutil: Any, pid: int) -> int:
     return allowed if 0 < allowed < _MACHINE_CPUS else _MACHINE_CPUS
 
 
-_TICK_S = 0.01
 _MACHINE_CPUS = os.cpu_count() or 1
-
-
-def _fold_row(table: str, kept: List[float], later: List[float], dt: float, cpus: int) -> None:
-    """Folds the row ``later`` into ``kept`` (in place) by the registry's fold rules: the
-    latest reading of a gauge, the sum of an amount, the higher of a peak, and CPU usage
-    recomputed from the summed CPU time over the whole ``dt`` (as csrc/collector.c)."""
-    plan = _FOLDS[table]
-    for i in plan["latest"]:
-        kept[i] = later[i]
-    for i in plan["sum"]:
-        kept[i] += later[i]
-    for i in plan["peak"]:
-        kept[i] = max(kept[i], later[i])
-    index = _P if table == "process" else _S
-    for i in plan["rate"]:
-        kept[i] = _cpu_usage(kept[index["utime"]] + kept[index["stime"]], dt, cpus)
 
 
 def _fold(
@@ -635,12 +599,13 @@ def _fold(
     part_dt: float,
     process_cpus: int,
 ) -> None:
-    """Folds a short last reading into the previous rows (in place), like the C sampler
-    (the process's CPU usage capped at the CPUs it may run on, the machine's at its own)."""
+    """Folds a short last reading into the previous rows (in place) by the C sampler's rule
+    (``_core.fold_rows``: the process's CPU usage capped at the CPUs it may run on, the
+    machine's at its own)."""
     if pp is not None:
-        _fold_row("process", pp, p, prev_dt + part_dt, process_cpus)
+        pp[:] = _core.fold_rows("process", (pp, p), prev_dt + part_dt, float(process_cpus))
     if ps is not None:
-        _fold_row("system", ps, s, prev_dt + part_dt, _MACHINE_CPUS)
+        ps[:] = _core.fold_rows("system", (ps, s), prev_dt + part_dt, float(_MACHINE_CPUS))
 
 
 class _Engine:
@@ -681,11 +646,7 @@ class _Engine:
 
     def _store(self, prow: List[float], srow: List[float], dt: float, may_fold: bool) -> None:
         with self.lock:
-            fold = (
-                may_fold
-                and self.rows() > 0
-                and (dt < FOLD_SHARE * self.interval or dt < FOLD_MIN_SECONDS)
-            )
+            fold = _core.folds_into_last(dt, self.interval, self.rows() > 0, may_fold)
             if fold:
                 pp = [c[-1] for c in self.process] if self.nrows_p else None
                 ps = [c[-1] for c in self.system] if self.nrows_s else None
@@ -742,8 +703,8 @@ class _Engine:
                 break
             self.take_sample(True, False)
         # a run stopped right after its baseline still gets its one row
-        if not self.abandoned and (
-            time.monotonic() - self.last_sample_mono >= FINAL_MIN_SECONDS or self.rows() == 0
+        if not self.abandoned and _core.takes_final(
+            time.monotonic() - self.last_sample_mono, self.rows() > 0
         ):
             self.take_sample(True, True)
         with self.lock:

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from array import array
 
-from .registry import COLUMNS, stat_columns
-from .summary import traffic_columns
+from .registry import COLUMNS, by_role, stat_columns, traffic_columns
 
 #: Decimals per column name (both tables; the registry's digits) in the rounded views; None
 #: keeps the value as it is.
@@ -72,7 +71,8 @@ def documented_stats(stats: dict | None) -> dict | None:
         name: _pair(stats, key, digits=0 if name == "memory_usage" else STATS_DIGITS)
         for name, key in DOCUMENTED_PAIRS.items()
     }
-    out["disk_usage"] = {"max": _value(stats, "system_disk_space_used_gb", "max", STATS_DIGITS)}
+    used = by_role("system", "disk_space_used").key
+    out["disk_usage"] = {"max": _value(stats, used, "max", STATS_DIGITS)}
     out["traffic"] = {
         direction: _value(stats, col.key, "sum", 0) for direction, col in traffic_columns().items()
     }

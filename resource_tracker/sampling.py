@@ -15,7 +15,6 @@ partial interval.
 
 from __future__ import annotations
 
-import math
 from array import array
 
 from . import _core
@@ -81,12 +80,8 @@ def next_tick(start: float, previous: float, now: float, interval: float) -> flo
 
     The tick after ``previous``; when that one has passed already (a reading took longer
     than an interval) the first tick after ``now``: a late sampler skips ahead on the grid
-    and never bunches readings to catch up. The C sampler keeps the same schedule
-    (csrc/sampler.c, next_deadline)."""
-    deadline = previous + interval
-    if deadline <= now:
-        deadline = start + (math.floor((now - start) / interval) + 1) * interval
-    return deadline
+    and never bunches readings to catch up. The C sampler's own rule (csrc/schedule.c)."""
+    return _core.next_tick(start, previous, now, interval)
 
 
 def _float64(col: Any) -> Any:

@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import _core
 from .insights import Insight
-from .registry import Column, column, stat_columns
+from .registry import Column, column, stat_columns, traffic_columns
 
 __all__ = [
     "SUMMARY_VERSION",
@@ -303,19 +303,6 @@ def history_values(runs: Sequence[Mapping[str, Any]]) -> Dict[str, Dict[str, flo
         if value is not None:
             out.setdefault(spec.key, {})[spec.field] = value
     return out
-
-
-def traffic_columns() -> Dict[str, Column]:
-    """The machine's network columns by direction, ``{'inbound': ..., 'outbound': ...}``: the
-    registry's byte totals labelled as network traffic, told apart by their labels (the
-    words the seeds' documented ``traffic`` summary uses)."""
-    found = {}
-    for col in stat_columns("system"):
-        if col.aggregate == "sum" and "network" in col.label:
-            for direction in ("inbound", "outbound"):
-                if direction in col.label:
-                    found[direction] = col
-    return found
 
 
 def _metaflow_history_keys() -> Dict[str, Tuple[str, str]]:

@@ -6,8 +6,7 @@ from __future__ import annotations
 import signal
 
 from .. import formatting as fmt
-from ..registry import Column, column, stat_columns
-from ..summary import traffic_columns
+from ..registry import Column, by_role, traffic_columns
 
 
 def size(nbytes) -> str:
@@ -29,11 +28,6 @@ def describe_status(status: int) -> str:
 
 def _row(label: str, text: str) -> str:
     return f"  {label:<11} {text}"
-
-
-def _stat(table: str, **attrs) -> Column:
-    """The first column of `table` in stats() whose registry attributes are `attrs`."""
-    return next(c for c in stat_columns(table) if all(getattr(c, k) == v for k, v in attrs.items()))
 
 
 def _value(summary, col: Column, field: str) -> float:
@@ -87,8 +81,8 @@ def insight_lines(summary) -> list:
 def _usage_rows(summary, info: dict) -> list:
     """CPU, memory, GPU, children, disk I/O, network, and the data quality notes."""
     vcpus, mem_total = info.get("vcpus"), info.get("memory_mb")
-    cpu, machine_cpu = _stat("process", resource="cpu"), _stat("system", unit="cores")
-    memory, machine_memory = _stat("process", resource="memory"), _stat("system", unit="KiB")
+    cpu, machine_cpu = by_role("process", "cpu"), by_role("system", "cpu")
+    memory, machine_memory = by_role("process", "memory"), by_role("system", "memory")
     rows = [
         _row(
             "CPU",
@@ -115,7 +109,7 @@ def _usage_rows(summary, info: dict) -> list:
 
 
 def _children(summary) -> float:
-    return _value(summary, _stat("process", unit="processes"), "max")
+    return _value(summary, by_role("process", "children"), "max")
 
 
 def _clamp(cores: float, vcpus) -> float:
@@ -124,11 +118,11 @@ def _clamp(cores: float, vcpus) -> float:
 
 
 def _gpu_row(summary, info: dict) -> str:
-    gpus = _value(summary, _stat("process", resource="gpu"), "max")
-    machine_gpus = _value(summary, column("system", "gpu_utilized"), "max")
+    gpus = _value(summary, by_role("process", "gpu"), "max")
+    machine_gpus = _value(summary, by_role("system", "gpu"), "max")
     if gpus or machine_gpus or info.get("gpu_count"):
-        usage = _value(summary, column("process", "gpu_usage"), "max")
-        vram = _value(summary, _stat("process", resource="vram"), "max")
+        usage = _value(summary, by_role("process", "gpu_usage"), "max")
+        vram = _value(summary, by_role("process", "vram"), "max")
         return _row(
             "GPU",
             f"peak {fmt.quantity(gpus, 'GPUs')} in use, usage peak {fmt.quantity(usage, 'GPUs')}, "
@@ -140,7 +134,7 @@ def _gpu_row(summary, info: dict) -> str:
 def _disk_row(summary) -> str:
     """Bytes read and written: the process tree's, then the machine's disks'."""
     (read, write), (machine_read, machine_write) = (
-        [c for c in stat_columns(table) if c.unit == "B" and c not in traffic_columns().values()]
+        (by_role(table, "disk_read"), by_role(table, "disk_write"))
         for table in ("process", "system")
     )
     return _row(
@@ -246,19 +240,17 @@ def watch_line(tracker, pid, vcpus) -> str:
     import time
 
     system = tracker.system_metrics
-    stamp = _last(system, column("system", "timestamp")) or time.time()
+    stamp = _last(system, by_role("system", "timestamp")) or time.time()
     parts = [time.strftime("%H:%M:%S", time.localtime(stamp))]
     if pid is not None:
         parts.append(_process_part(tracker.process_metrics, pid, tracker.interval))
     step = tracker.interval
     traffic = traffic_columns()
-    disk_read, disk_write = (
-        c for c in stat_columns("system") if c.unit == "B" and c not in traffic.values()
-    )
+    disk_read, disk_write = by_role("system", "disk_read"), by_role("system", "disk_write")
     parts.append(
-        f"system: cpu {_clamp(_last(system, _stat('system', unit='cores')), vcpus):5.2f}"
+        f"system: cpu {_clamp(_last(system, by_role('system', 'cpu')), vcpus):5.2f}"
         + (f"/{vcpus}" if vcpus else "")
-        + f" mem {size(_last(system, _stat('system', unit='KiB')) * 1024):>10}"
+        + f" mem {size(_last(system, by_role('system', 'memory')) * 1024):>10}"
         f" disk {size(_last(system, disk_read, step))}/s r "
         f"{size(_last(system, disk_write, step))}/s w"
         f" net {size(_last(system, traffic['inbound'], step))}/s in "
@@ -268,16 +260,16 @@ def watch_line(tracker, pid, vcpus) -> str:
 
 
 def _process_part(proc, pid: int, step: float) -> str:
-    read, write = (c for c in stat_columns("process") if c.unit == "B")
+    read, write = by_role("process", "disk_read"), by_role("process", "disk_write")
     text = (
-        f"pid {pid}: cpu {_last(proc, _stat('process', resource='cpu')):5.2f} "
-        f"mem {size(_last(proc, _stat('process', resource='memory')) * 1024):>10} "
-        f"children {_last(proc, _stat('process', unit='processes')):.0f} "
+        f"pid {pid}: cpu {_last(proc, by_role('process', 'cpu')):5.2f} "
+        f"mem {size(_last(proc, by_role('process', 'memory')) * 1024):>10} "
+        f"children {_last(proc, by_role('process', 'children')):.0f} "
         f"io {size(_last(proc, read, step))}/s r "
         f"{size(_last(proc, write, step))}/s w"
     )
-    if _last(proc, _stat("process", resource="gpu")):
-        usage = _last(proc, column("process", "gpu_usage"))
-        vram = _last(proc, _stat("process", resource="vram"))
+    if _last(proc, by_role("process", "gpu")):
+        usage = _last(proc, by_role("process", "gpu_usage"))
+        vram = _last(proc, by_role("process", "vram"))
         text += f" gpu {usage:.2f} vram {size(vram * 2**20)}"
     return text

@@ -18,6 +18,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Mapping, Optional, Tuple
 
+from .. import _core
+from ..names import PROCESS_COLUMNS, SYSTEM_COLUMNS
 from ..registry import COLUMNS, Column
 
 OTLP_PREFIX = "resource_tracker"
@@ -177,41 +179,25 @@ def cpu_count(table: str) -> int:
 
 
 def fold_rows(table: str, rows: Mapping[str, list], previous_time: Optional[float]) -> Dict:
-    """One point from the new rows of one table, folded by each column's registry rule.
+    """One point from the new rows of one table, folded by the C sampler's own rule
+    (``_core.fold_rows``, csrc/row_rules.c: each column's registry fold).
 
     ``rows``: {column name: values} (the rows sampled since the last point, oldest first).
     Returns {column name: value in the column's own unit}: ``latest`` the last value,
     ``peak`` the highest, ``sum`` the sum, ``rate`` the CPU seconds over the time covered
-    (from ``previous_time``, the timestamp of the last row of the previous point).
+    (from ``previous_time``, the timestamp of the last row of the previous point; the last
+    row's value when that is unknown), over at least one clock tick and at most the CPUs of
+    :func:`cpu_count`, as the stored rows' CPU usage.
     """
     times = rows.get("timestamp") or []
     if not times:
         return {}
-    point = {"timestamp": times[-1]}
-    for col in COLUMNS:
-        if col.table != table or col.name == "timestamp" or col.name not in rows:
-            continue
-        values = rows[col.name]
-        if col.fold == "sum":
-            point[col.name] = float(sum(values))
-        elif col.fold == "peak":
-            point[col.name] = float(max(values))
-        elif col.fold == "rate":
-            point[col.name] = _rate(rows, previous_time, values)
-        else:
-            point[col.name] = float(values[-1])
-    return point
-
-
-def _rate(rows: Mapping[str, list], previous_time: Optional[float], values: list) -> float:
-    """CPU usage over the rows: (utime + stime) / elapsed, or the last value when the time
-    covered is unknown (the first point)."""
-    times = rows["timestamp"]
-    if previous_time is None or len(values) == 1:
-        return float(values[-1])
-    elapsed = times[-1] - previous_time
-    cpu = sum(rows.get("utime") or []) + sum(rows.get("stime") or [])
-    return float(cpu / elapsed) if elapsed > 0 else float(values[-1])
+    names = PROCESS_COLUMNS if table == "process" else SYSTEM_COLUMNS
+    absent = [0.0] * len(times)
+    table_rows = list(zip(*(rows.get(name, absent) for name in names)))
+    covered = times[-1] - previous_time if previous_time is not None else 0.0
+    folded = _core.fold_rows(table, table_rows, covered, float(cpu_count(table)))
+    return {name: value for name, value in zip(names, folded) if name in rows}
 
 
 #: the stats() fields the run summary exports, and the word each gets in a metric name

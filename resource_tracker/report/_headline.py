@@ -9,7 +9,7 @@ from html import escape
 from typing import Any, List, Optional, Tuple
 
 from .. import formatting as fmt
-from ..registry import stat_columns
+from ..registry import by_key, stat_columns
 
 __all__ = [
     "headline",
@@ -44,9 +44,13 @@ def gpu_seen(summary) -> bool:
     info = summary.server_info or {}
     if info.get("gpu_count"):
         return True
-    return any(
-        (r.value or 0) > 0 for r in summary.rows if r.unit in ("GPUs", "MiB") and r.field == "max"
-    )
+    return any((r.value or 0) > 0 for r in summary.rows if gpu_row(r) and r.field == "max")
+
+
+def gpu_row(row) -> bool:
+    """A statistics row of a GPU column (the registry's ``gpu`` and ``vram`` charts)."""
+    col = by_key(row.key)
+    return col is not None and col.chart in ("gpu", "vram")
 
 
 def capacity(summary) -> Tuple[Optional[float], Optional[float], str, str]:

@@ -17,6 +17,8 @@ import os
 
 from .. import formatting as fmt
 from ..cloud import found_cloud_info
+from ..registry import by_chart
+from ..registry import columns as table_columns
 from ..summary import DURATION
 from . import _headline
 
@@ -517,7 +519,7 @@ def _shown_rows(summary):
     for row in summary.rows:
         if row.value is None and row is not duration:
             continue
-        if not gpu and row.unit in ("GPUs", "MiB"):
+        if not gpu and _headline.gpu_row(row):
             continue
         yield row
 
@@ -630,30 +632,20 @@ _FOOTER = (
 # -- charts: which registry columns each chart draws ---------------------------------------
 
 
-def _is_network(col):
-    return "network" in col.label
-
-
 def _is_capacity(col):
-    """The disk's size ("... total"): drawn as a capacity line."""
-    return col.unit == "GB" and col.label.endswith(" total")
+    """The disk's size: drawn as a capacity line."""
+    return col.role == "disk_space_total"
 
 
-def _drawn(col):
-    """Columns in stats() are drawn, but for the count of GPUs in use (no utilisation: it
-    is in the table); of the gauges in GB, the capacity too."""
-    return (col.aggregate != "none" and col.name != "gpu_utilized") or _is_capacity(col)
-
-
-# id, title, axis unit (report.js), which columns
+# id (the registry's ``chart``: which columns it draws), title, axis unit (report.js)
 _CHARTS = (
-    ("cpu", "CPU", "cores", lambda c: c.unit == "cores"),
-    ("memory", "Memory", "mib", lambda c: c.unit == "KiB"),
-    ("gpu", "GPU utilisation", "pct", lambda c: c.unit == "GPUs"),
-    ("vram", "GPU memory (VRAM)", "mib", lambda c: c.unit == "MiB"),
-    ("diskio", "Disk I/O", "Bps", lambda c: c.unit == "B" and not _is_network(c)),
-    ("diskspace", "Disk space", "gb", lambda c: c.unit == "GB"),
-    ("network", "Network", "Bps", lambda c: c.unit == "B" and _is_network(c)),
+    ("cpu", "CPU", "cores"),
+    ("memory", "Memory", "mib"),
+    ("gpu", "GPU utilisation", "pct"),
+    ("vram", "GPU memory (VRAM)", "mib"),
+    ("diskio", "Disk I/O", "Bps"),
+    ("diskspace", "Disk space", "gb"),
+    ("network", "Network", "Bps"),
 )
 
 _GPU_CHARTS = ("gpu", "vram")
@@ -664,10 +656,8 @@ _COMPACT_WHEN_FLAT = ("diskio", "diskspace", "network")
 _TABLE_KEYS = {"process": "p", "system": "s"}
 
 
-def _chart_columns(select):
-    from ..registry import COLUMNS
-
-    return [c for c in COLUMNS if c.name != "timestamp" and _drawn(c) and select(c)]
+def _chart_columns(chart_id):
+    return list(by_chart(chart_id))
 
 
 def _series_name(col, cols):
@@ -786,10 +776,10 @@ def _chart_data(summary, process, system):
                 downsampled.append((name, data["rows"], points))
     charts = []
     gpu = _headline.gpu_seen(summary)
-    for chart_id, title, unit, select in _CHARTS:
+    for chart_id, title, unit in _CHARTS:
         if chart_id in _GPU_CHARTS and not gpu:
             continue  # no flat-zero charts of hardware that is not there
-        cols = [c for c in _chart_columns(select) if _TABLE_KEYS[c.table] in tables]
+        cols = [c for c in _chart_columns(chart_id) if _TABLE_KEYS[c.table] in tables]
         series = _series_defs(summary, cols, stats=chart_id not in _RESCALED)
         if series:
             charts.append(_chart_def(summary, chart_id, title, unit, series))
@@ -805,7 +795,7 @@ def _vcpus(summary):
 def _drawing(col, vcpus=None):
     """How a column is drawn (``_core.chart_series``): KiB as MiB, amounts per interval as
     rates per second, CPU never above the machine's vCPUs (sampling jitter)."""
-    if col.unit == "cores" and vcpus:
+    if col.role == "cpu" and vcpus:
         return "at_most"
     if col.unit == "KiB":
         return "kib_as_mib"
@@ -821,14 +811,12 @@ def _table_data(name, df, interval, vcpus=None):
     written as JSON numbers with 5 significant digits (null for NaN and infinities) in C,
     over the stored columns without copying them."""
     from .. import _core
-    from ..registry import columns
 
     t = _column(df, "timestamp")
     n = len(t)
     series = {}
-    drawn = {c for *_, select in _CHARTS for c in _chart_columns(select)}
-    for col in columns(name):
-        if col in drawn:
+    for col in table_columns(name):
+        if col.chart is not None:
             values = _column(df, col.name)
             if len(values) == n:
                 text = _core.chart_series(

@@ -2,10 +2,14 @@
 compiled with the system's C compiler (with AddressSanitizer and UndefinedBehaviorSanitizer
 when the compiler has them) against the csrc/ files it needs only, and run.
 
-stats_check.c (csrc/stats.c, columns.c, float64_text.c, pid_map.c): percentiles by selection
-against a full sort on random, repeated, sorted, reversed, organ-pipe and constant inputs up
-to 86,400 values; one table's statistics; the history rule of the recommendation; the
-snapshot's column text; the pid map that counts each GPU process once.
+stats_check.c (csrc/stats.c, columns.c, float64_text.c, pid_map.c, row_rules.c,
+cgroup_parse.c, schedule.c): percentiles
+by selection against a full sort on random, repeated, sorted, reversed, organ-pipe and
+constant inputs up to 86,400 values; one table's statistics; the history rule of the
+recommendation; the snapshot's column text; the pid map that counts each GPU process once;
+the rules of a row (the CPU rate's clock-tick floor and cap, the fold); the one parser of
+the "key value" cgroup files; the tick schedule (the grid, skipping ahead, the last
+partial interval).
 
 tree_check.c (csrc/proc_tree.c, fd_budget.c, procfs_parse.c, textbuf.c): the PSS round
 schedule of real process trees read from the real /proc, on an injected clock
@@ -25,7 +29,15 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHECKS = {
-    "stats_check": ["csrc/stats.c", "csrc/columns.c", "csrc/float64_text.c", "csrc/pid_map.c"],
+    "stats_check": [
+        "csrc/stats.c",
+        "csrc/columns.c",
+        "csrc/float64_text.c",
+        "csrc/pid_map.c",
+        "csrc/row_rules.c",
+        "csrc/cgroup_parse.c",
+        "csrc/schedule.c",
+    ],
     "tree_check": ["csrc/proc_tree.c", "csrc/fd_budget.c", "csrc/procfs_parse.c", "csrc/textbuf.c"],
 }
 

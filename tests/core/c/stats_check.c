@@ -7,9 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cgroup_parse.h"
 #include "columns.h"
 #include "float64_text.h"
 #include "pid_map.h"
+#include "row_rules.h"
+#include "schedule.h"
 #include "stats.h"
 
 static int checks, failures;
@@ -274,6 +277,65 @@ check_float64_text(void)
           "four values: %.*s", (int)n, out);
 }
 
+/* the rules of a row (row_rules.c): the CPU rate's tick floor and cap, and the fold */
+static void
+check_row_rules(void)
+{
+    double into[PC_COUNT] = {0}, add[PC_COUNT] = {0};
+
+    CHECK(row_cpu_rate(0.5, 1.0, 0.01, 4) == 0.5, "a plain rate");
+    CHECK(row_cpu_rate(0.01, 0.002, 0.01, 4) == 1.0, "over at least one tick");
+    CHECK(row_cpu_rate(5.0, 1.0, 0.01, 2) == 2.0, "at most the cores");
+    CHECK(row_cpu_rate(5.0, 1.0, 0.01, 0) == 5.0, "no cap when the cores are unknown");
+    CHECK(row_cpu_rate(-1.0, 1.0, 0.01, 2) == 0.0 && row_cpu_rate(1.0, 0, 0.01, 2) == 0.0,
+          "never negative, 0 without time");
+    into[PC_TIMESTAMP] = 1, add[PC_TIMESTAMP] = 2;
+    into[PC_UTIME] = 0.3, add[PC_UTIME] = 0.2, add[PC_STIME] = 0.1;
+    into[PC_MEMORY] = 50, add[PC_MEMORY] = 40;
+    into[PC_READ_BYTES] = 7, add[PC_READ_BYTES] = 8;
+    add[PC_CPU_USAGE] = 9;
+    row_fold(process_columns, PC_COUNT, into, add, 0.5, 0.01, 1);
+    CHECK(into[PC_TIMESTAMP] == 2 && into[PC_MEMORY] == 50 && into[PC_READ_BYTES] == 15,
+          "latest, peak, sum");
+    CHECK(fabs(into[PC_CPU_USAGE] - 1.0) < 1e-12, "the rate from the summed CPU time, capped");
+    add[PC_CPU_USAGE] = 0.25;
+    row_fold(process_columns, PC_COUNT, into, add, 0, 0.01, 1);
+    CHECK(into[PC_CPU_USAGE] == 0.25, "the later row's rate when the time is unknown");
+}
+
+/* the tick schedule (schedule.c): the grid, skipping ahead, the last partial interval */
+static void
+check_schedule(void)
+{
+    CHECK(schedule_next_tick(10, 11, 11.5, 1) == 12, "the tick after the previous one");
+    CHECK(schedule_next_tick(10, 11, 14.2, 1) == 15, "late: the first tick after now");
+    CHECK(schedule_next_tick(10, 11, 12.0, 1) == 13, "a tick due now has passed");
+    CHECK(schedule_folds(0.2, 1, 1, 1) && !schedule_folds(0.3, 1, 1, 1), "a quarter interval");
+    CHECK(schedule_folds(0.09, 0.2, 1, 1) && !schedule_folds(0.11, 0.2, 1, 1),
+          "under 0.1 s whatever the interval");
+    CHECK(!schedule_folds(0.01, 1, 0, 1) && !schedule_folds(0.01, 1, 1, 0),
+          "no row to fold into; not the final reading");
+    CHECK(schedule_takes_final(0.002, 1) && !schedule_takes_final(0.0005, 1) &&
+              schedule_takes_final(0, 0),
+          "the final reading: not right after the last, always when no row");
+}
+
+/* the one parser of the "key value" cgroup files (cpu.stat, memory.stat; _core.cgroup_keyed) */
+static void
+check_cgroup_keyed(void)
+{
+    unsigned long long v = 0;
+
+    CHECK(parse_cgroup_keyed("usage_usec 12\nuser_usec 5  \n", "user_usec", &v) == 0 && v == 5,
+          "a value, blanks after it");
+    CHECK(parse_cgroup_keyed("usage_usec_total 9\nusage_usec 3\n", "usage_usec", &v) == 0 && v == 3,
+          "the whole key");
+    CHECK(parse_cgroup_keyed("usage_usec 12abc\n", "usage_usec", &v) == -1, "text after it");
+    CHECK(parse_cgroup_keyed("usage_usec 18446744073709551616\n", "usage_usec", &v) == -1,
+          "above 2**64 - 1");
+    CHECK(parse_cgroup_keyed("usage_usec\t4\n", "usage_usec", &v) == -1, "not one space");
+}
+
 int
 main(void)
 {
@@ -284,6 +346,9 @@ main(void)
     check_history_rule();
     check_combine_runs();
     check_pid_map();
+    check_row_rules();
+    check_cgroup_keyed();
+    check_schedule();
     if (failures) {
         printf("%d of %d checks failed\n", failures, checks);
         return 1;
