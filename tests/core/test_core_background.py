@@ -166,18 +166,21 @@ def test_start_then_stop_at_once_reads_the_start_figures_before_the_end_ones():
 
 
 _EXIT_DURING_JOB = r"""
-import os, sys, time
+import os, sys, threading, time
 from resource_tracker import ResourceTracker
+
+under_way = threading.Event()
 
 class Slow(ResourceTracker):
     def _read_cgroup_start(self):
         os.write(1, b"job started\n")
+        under_way.set()
         time.sleep(0.3)
         os.write(1, b"job ended\n")
 
 tracker = Slow(interval=0.01, discover_cloud=False, discover_server=False)  # kept to the end
 if sys.argv[1] == "wait":
-    time.sleep(0.1)  # the job is under way when the interpreter exits
+    assert under_way.wait(60)  # the job is under way when the interpreter exits
 """
 
 
