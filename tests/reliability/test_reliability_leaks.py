@@ -376,6 +376,35 @@ def test_reliability_leak_series(sampled):
     assert_no_leak("series(bad)", bad, 2000)
 
 
+@covers("cpu_rate", "fold_rows", "next_tick", "folds_into_last", "takes_final", "cgroup_keyed")
+def test_reliability_leak_row_rules():
+    """The rules the psutil backend, the exporter and the cgroup readers share with the C
+    sampler: good calls and refused ones leave nothing behind."""
+    p = [float(i) for i in range(len(_core.PROCESS_COLUMNS))]
+    q = [float(2 * i) for i in range(len(_core.PROCESS_COLUMNS))]
+    assert_no_leak("cpu_rate", lambda: _core.cpu_rate(0.5, 1.0, 2.0), 3000)
+    assert_no_leak("fold_rows", lambda: _core.fold_rows("process", (p, q), 1.5, 2.0), 3000)
+    assert_no_leak("next_tick", lambda: _core.next_tick(0.0, 1.0, 1.2, 1.0), 3000)
+    assert_no_leak("folds_into_last", lambda: _core.folds_into_last(0.1, 1.0, True, True), 3000)
+    assert_no_leak("takes_final", lambda: _core.takes_final(0.5, True), 3000)
+    text = "usage_usec 123\nuser_usec 100\nsystem_usec 23\nnr_throttled 0\n"
+    assert_no_leak("cgroup_keyed", lambda: _core.cgroup_keyed(text), 3000)
+
+    def bad():
+        for call in (
+            lambda: _core.fold_rows("nope", (p, q), 1.0, 2.0),
+            lambda: _core.fold_rows("process", (p[:3], q), 1.0, 2.0),
+            lambda: _core.fold_rows("process", "ab", 1.0, 2.0),
+            lambda: _core.cgroup_keyed(None),
+        ):
+            try:
+                call()
+            except (TypeError, ValueError):
+                pass
+
+    assert_no_leak("row rules (refused)", bad, 1000)
+
+
 @covers("recommend")
 def test_reliability_leak_recommend(sampled):
     s, process, system = sampled
