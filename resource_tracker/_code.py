@@ -25,8 +25,9 @@ _OTHER_PROCESS = (
 _atexit_registered = False
 
 
-def _off(status: str, note: str) -> Dict[str, Any]:
-    return {"version": 1, "status": status, "note": note}
+def _off(status: str, note: str, data_quality: bool = False) -> Dict[str, Any]:
+    """The record of a run without stacks (``data_quality``: data_quality() says why)."""
+    return {"version": 1, "status": status, "note": note, "data_quality": data_quality}
 
 
 def _main_ident() -> int:
@@ -54,7 +55,7 @@ def start_stacks(tracker: Any, max_bytes: int = 0) -> Optional[Dict[str, Any]]:
     try:
         tracker._sampler.record_stacks(_main_ident(), max_bytes)
     except (RuntimeError, OSError) as exc:
-        return _off("not supported", str(exc))
+        return _off("not supported", str(exc), data_quality=True)
     if not _atexit_registered:  # before the interpreter tears down (docs/code_profile.md)
         atexit.register(_core.stop_stacks)
         _atexit_registered = True

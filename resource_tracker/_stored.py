@@ -363,6 +363,8 @@ def _stored_quality(value: Any) -> Dict[str, Any]:
             str(k): str(v) for k, v in value.get("incomplete_columns", {}).items()
         },
     }
+    if value.get("code_profile"):
+        quality["code_profile"] = str(value["code_profile"])
     if value.get("read_errors"):
         quality["read_errors"] = _nonnegative_int(value["read_errors"], "read_errors")
     if value.get("process_visible") is False:  # the errors say why (invisible_process_error)

@@ -369,8 +369,8 @@ def status(record: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
 
 def quality_note(record: Optional[Mapping[str, Any]]) -> Optional[str]:
     """The data_quality() sentence of a record, None when nothing is wrong with it."""
-    if not record or record.get("status") == "off":
-        return None
+    if not record or (record.get("status") != "recorded" and not record.get("data_quality")):
+        return None  # switched off, another process, the psutil backend: nothing is missing
     if record.get("status") != "recorded":
         return str(record.get("note") or record.get("status"))
     dropped = int((record.get("stats") or {}).get("dropped") or 0)
