@@ -77,13 +77,16 @@ class CodeResults:
         if hasattr(self, "_code_stored"):
             return self._code_stored  # type: ignore[no-any-return]
         off = getattr(self, "_code_off", None)
-        if off is not None or not hasattr(self._sampler, "stacks"):
+        processes = list(getattr(self, "_code_processes", ()))
+        record = None
+        if off is None and hasattr(self._sampler, "stacks"):
+            record = self._sampler.stacks()
+        if record is None and not processes:
             return off
-        record = self._sampler.stacks()
-        if record is None:
-            return None
-        record.update(status="recorded", note=None)
-        record["processes"] = list(getattr(self, "_code_processes", ()))
+        if record is None:  # run --code: the command's processes only (the agent's)
+            record = {"version": 1, "frames": [], "stacks": [], "threads": [], "samples": []}
+            record["stats"] = {}
+        record.update(status="recorded", note=None, processes=processes)
         if not self.running:
             self._code_stored = record  # final: read once
         return record  # type: ignore[no-any-return]

@@ -9,8 +9,8 @@ is the snapshot's ``code_profile`` entry; every view here is recomputed from it.
 
 from __future__ import annotations
 
+import bisect
 import os
-import sys
 import sysconfig
 
 from .tiny_data_frame import TinyDataFrame
@@ -193,11 +193,13 @@ class _Segment:
         self.memory_peak = max(source.memory[first : last + 1])
         self.entries: List[Tuple[int, float, float, float]] = []  # (stack, cpu, memory, gpu)
 
-    def attribute(self, samples: List[Tuple[int, float, bool]]) -> None:
+    def attribute(self, samples: List[Tuple[int, float, bool]], elsewhere: float = 0.0) -> None:
         """Shares this segment among samples ``(stack, own CPU-seconds, is_main)``: each
         thread its own CPU (at most the tree's), the rest to the main thread (else the
-        busiest); memory and GPU by CPU share (to that thread when none ran)."""
+        busiest), less ``elsewhere`` (CPU-seconds the agent processes report themselves);
+        memory and GPU by CPU share (to that thread when none ran)."""
         own = sum(cpu for _, cpu, _ in samples)
+        self.cpu = max(self.cpu - elsewhere, min(own, self.cpu))
         used = min(own, self.cpu)
         heir = next((i for i, s in enumerate(samples) if s[2]), None)
         if heir is None:
@@ -214,9 +216,10 @@ class _Segment:
         return max(self.entries, key=lambda e: e[1])[0]
 
 
-def _segments(source: _Source) -> List[_Segment]:
+def _segments(source: _Source, elsewhere: Optional[Any] = None) -> List[_Segment]:
     """The attributed segments of a source: a sampled row takes in the rows without samples
-    before it (their thread CPU is in its samples); rows after the last sample are left out."""
+    before it (their thread CPU is in its samples); rows after the last sample are left out.
+    ``elsewhere(t0, t1)``: CPU-seconds in (t0, t1] that other sources attribute themselves."""
     by_row: Dict[int, List[Tuple[int, float, bool]]] = {}
     n = len(source.timestamps)
     for row, thread, stack, cpu_us in source.samples:
@@ -226,7 +229,8 @@ def _segments(source: _Source) -> List[_Segment]:
     segments, first = [], 0
     for row in sorted(by_row):
         segment = _Segment(source, first, row)
-        segment.attribute(by_row[row])
+        before = source.timestamps[first - 1] if first else source.start_time
+        segment.attribute(by_row[row], elsewhere(before, segment.timestamp) if elsewhere else 0)
         segments.append(segment)
         first = row + 1
     return segments
@@ -290,7 +294,8 @@ def _table(totals: Mapping[Key, _Totals], total_cpu: float, limit: Optional[int]
 
 def sources(record: Optional[Mapping[str, Any]], columns: Mapping[str, Sequence[float]],
             start_time: float) -> List[_Source]:
-    """The tracked process's source, then one per agent process (each with its own columns)."""
+    """The tracked process's source (the tree's columns; no samples when it was not sampled,
+    e.g. ``run --code``), then one per agent process (each with its own columns)."""
     if not record or record.get("status") != "recorded":
         return []
     found = [_Source(record, columns, start_time)]
@@ -301,20 +306,38 @@ def sources(record: Optional[Mapping[str, Any]], columns: Mapping[str, Sequence[
     return found
 
 
+def _cpu_of(others: Sequence[_Source]) -> Any:
+    """A function (t0, t1) -> the CPU-seconds the other sources' samples cover in (t0, t1]
+    (each segment's CPU, by its end time)."""
+    ends = sorted((seg.timestamp, seg.cpu) for src in others for seg in _segments(src))
+    times = [t for t, _ in ends]
+    cumulative = [0.0]
+    for _, cpu in ends:
+        cumulative.append(cumulative[-1] + cpu)
+
+    def between(t0: float, t1: float) -> float:
+        return cumulative[bisect.bisect_right(times, t1)] - cumulative[bisect.bisect_right(times, t0)]
+
+    return between
+
+
 def profile(found: Sequence[_Source], by: str = "function", user_code: bool = False,
             limit: Optional[int] = None, start: Optional[float] = None,
             end: Optional[float] = None) -> TinyDataFrame:
     """The code_profile() table of the sources (docs/code_profile.md), over the intervals
-    ending in (start, end] when given. Shares are of the tracked tree's CPU-seconds (the
-    first source's), which include its agent processes' own."""
+    ending in (start, end] when given. Shares are of the tracked tree's CPU-seconds in
+    those intervals (the first source's columns), which include its agent processes' own."""
     check_by(by)
     totals: Dict[Key, _Totals] = {}
-    total_cpu = 0.0
     for index, source in enumerate(found):
-        for segment in _segments(source):
+        for segment in _segments(source, _cpu_of(found[1:]) if index == 0 else None):
             if _in_span(segment, start, end):
                 _add_segment(totals, source, segment, by, user_code)
-                total_cpu += segment.cpu if index == 0 else 0.0
+    tree = found[0] if found else None
+    total_cpu = sum(
+        cpu for t, cpu in zip(tree.timestamps, tree.cpu)
+        if (start is None or t > start) and (end is None or t <= end)
+    ) if tree else 0.0
     return _table(totals, total_cpu, limit)
 
 
