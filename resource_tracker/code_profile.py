@@ -193,13 +193,16 @@ class _Segment:
         self.memory_peak = max(source.memory[first : last + 1])
         self.entries: List[Tuple[int, float, float, float]] = []  # (stack, cpu, memory, gpu)
 
-    def attribute(self, samples: List[Tuple[int, float, bool]], elsewhere: float = 0.0) -> None:
+    def attribute(self, samples: List[Tuple[int, float, bool]],
+                  elsewhere: Optional[float] = 0.0) -> None:
         """Shares this segment among samples ``(stack, own CPU-seconds, is_main)``: each
         thread its own CPU (at most the tree's), the rest to the main thread (else the
         busiest), less ``elsewhere`` (CPU-seconds the agent processes report themselves);
-        memory and GPU by CPU share (to that thread when none ran)."""
+        ``elsewhere=None`` (an agent's process): its sampled threads' own CPU only (its
+        table also counts the children it reaped). Memory and GPU by CPU share (to that
+        thread when none ran)."""
         own = sum(cpu for _, cpu, _ in samples)
-        self.cpu = max(self.cpu - elsewhere, min(own, self.cpu))
+        self.cpu = own if elsewhere is None else max(self.cpu - elsewhere, min(own, self.cpu))
         used = min(own, self.cpu)
         heir = next((i for i, s in enumerate(samples) if s[2]), None)
         if heir is None:
@@ -216,10 +219,12 @@ class _Segment:
         return max(self.entries, key=lambda e: e[1])[0]
 
 
-def _segments(source: _Source, elsewhere: Optional[Any] = None) -> List[_Segment]:
+def _segments(source: _Source, elsewhere: Optional[Any] = None, agent: bool = False
+              ) -> List[_Segment]:
     """The attributed segments of a source: a sampled row takes in the rows without samples
     before it (their thread CPU is in its samples); rows after the last sample are left out.
-    ``elsewhere(t0, t1)``: CPU-seconds in (t0, t1] that other sources attribute themselves."""
+    ``elsewhere(t0, t1)``: CPU-seconds in (t0, t1] that other sources attribute themselves;
+    ``agent``: a source of an agent's process (see _Segment.attribute)."""
     by_row: Dict[int, List[Tuple[int, float, bool]]] = {}
     n = len(source.timestamps)
     for row, thread, stack, cpu_us in source.samples:
@@ -230,7 +235,8 @@ def _segments(source: _Source, elsewhere: Optional[Any] = None) -> List[_Segment
     for row in sorted(by_row):
         segment = _Segment(source, first, row)
         before = source.timestamps[first - 1] if first else source.start_time
-        segment.attribute(by_row[row], elsewhere(before, segment.timestamp) if elsewhere else 0)
+        other = None if agent else elsewhere(before, segment.timestamp) if elsewhere else 0.0
+        segment.attribute(by_row[row], other)
         segments.append(segment)
         first = row + 1
     return segments
@@ -309,7 +315,7 @@ def sources(record: Optional[Mapping[str, Any]], columns: Mapping[str, Sequence[
 def _cpu_of(others: Sequence[_Source]) -> Any:
     """A function (t0, t1) -> the CPU-seconds the other sources' samples cover in (t0, t1]
     (each segment's CPU, by its end time)."""
-    ends = sorted((seg.timestamp, seg.cpu) for src in others for seg in _segments(src))
+    ends = sorted((seg.timestamp, seg.cpu) for src in others for seg in _segments(src, agent=True))
     times = [t for t, _ in ends]
     cumulative = [0.0]
     for _, cpu in ends:
@@ -330,7 +336,7 @@ def profile(found: Sequence[_Source], by: str = "function", user_code: bool = Fa
     check_by(by)
     totals: Dict[Key, _Totals] = {}
     for index, source in enumerate(found):
-        for segment in _segments(source, _cpu_of(found[1:]) if index == 0 else None):
+        for segment in _segments(source, _cpu_of(found[1:]) if index == 0 else None, index > 0):
             if _in_span(segment, start, end):
                 _add_segment(totals, source, segment, by, user_code)
     tree = found[0] if found else None
