@@ -21,8 +21,8 @@ struct StackCapture {
     pthread_cond_t idle; /* a capture ended */
     FrameTable table;    /* written with the GIL held and in_python set; read when it is not */
     unsigned long main_ident;
-    pid_t pid;          /* the process that made it: after fork() the child's is stopped */
-    int refs;           /* the owner and the thread */
+    pid_t pid; /* the process that made it: after fork() the child's is stopped */
+    int refs;  /* the owner and the thread */
     int stop, pending, in_python, readers, thread_alive;
     uint32_t pending_row;
     double requested_at; /* monotonic seconds */
@@ -581,7 +581,8 @@ static PyObject *
 record_dict(StackCapture *capture)
 {
     const FrameTable *t = &capture->table;
-    PyObject *frames = make_list(t, t->nframes, frame_item), *stacks = make_list(t, t->nstacks, stack_item);
+    PyObject *frames = make_list(t, t->nframes, frame_item),
+             *stacks = make_list(t, t->nstacks, stack_item);
     PyObject *threads = make_list(t, t->nthreads, thread_item);
     PyObject *samples = make_list(t, t->nsamples, sample_item);
     PyObject *stats = record_stats(capture), *dict = NULL;

@@ -67,15 +67,18 @@ class CodeResults:
 
     if TYPE_CHECKING:
         _sampler: Any
-        start_time: Optional[float]
-        running: bool
+        _code_stored: Optional[Dict[str, Any]]  # a stopped or stored run's record
 
+        @property
+        def running(self) -> bool: ...
+        @property
+        def start_time(self) -> Optional[float]: ...
         def _table_columns(self, table: str) -> Dict[str, Any]: ...
 
     def _code_record(self) -> Optional[Dict[str, Any]]:
         """The raw record (the snapshot's ``code_profile``), None for a run without one."""
         if hasattr(self, "_code_stored"):
-            return self._code_stored  # type: ignore[no-any-return]
+            return self._code_stored
         off = getattr(self, "_code_off", None)
         processes = list(getattr(self, "_code_processes", ()))
         record = None

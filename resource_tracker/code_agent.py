@@ -25,7 +25,7 @@ from . import settings
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Mapping, Optional, Tuple
+    from typing import Any, Dict, List, Tuple
 
 AGENT_DIR = "RESOURCE_TRACKER_CODE_AGENT_DIR"
 #: the record columns an agent keeps of its own process table (the attribution's)
@@ -181,9 +181,13 @@ def _write_record(tracker: Any, directory: str) -> None:
     if not record or record.get("status") != "recorded":
         return
     columns = tracker._table_columns("process")
-    record = dict(record, pid=os.getpid(), command=list(sys.argv)[:20],
-                  start_time=tracker.start_time,
-                  columns={name: [float(v) for v in columns[name]] for name in COLUMNS})
+    record = dict(
+        record,
+        pid=os.getpid(),
+        command=list(sys.argv)[:20],
+        start_time=tracker.start_time,
+        columns={name: [float(v) for v in columns[name]] for name in COLUMNS},
+    )
     path = os.path.join(directory, f"{os.getpid()}.json")
     try:
         with open(path + ".tmp", "w", encoding="utf-8") as f:

@@ -49,8 +49,13 @@ JOB = textwrap.dedent(
 
 def _cli(args, **kwargs):
     """The CLI in an isolated interpreter (-I: the command's PYTHONPATH is not its own)."""
-    return subprocess.run([sys.executable, "-I", "-m", "resource_tracker", *args],
-                          capture_output=True, text=True, timeout=120, **kwargs)
+    return subprocess.run(
+        [sys.executable, "-I", "-m", "resource_tracker", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kwargs,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +64,23 @@ def agent_run(tmp_path_factory):
     job = root / "job.py"
     job.write_text(JOB)
     truth_file = root / "truth.json"
-    done = _cli(["run", "--code", "-q", "--format", "json", "-o", str(root / "out"),
-                 "--interval", "0.05", "--", sys.executable, str(job), str(truth_file)])
+    done = _cli(
+        [
+            "run",
+            "--code",
+            "-q",
+            "--format",
+            "json",
+            "-o",
+            str(root / "out"),
+            "--interval",
+            "0.05",
+            "--",
+            sys.executable,
+            str(job),
+            str(truth_file),
+        ]
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     tracker = ResourceTracker.loads((root / "out" / "resource-tracker.json").read_text())
     return tracker, json.loads(truth_file.read_text()), str(job)
@@ -78,13 +98,11 @@ def test_the_command_and_its_workers_are_profiled_and_merged_by_function(agent_r
     processes = tracker._code_record()["processes"]
     assert len(processes) >= 3  # the command and its two workers
     workers = _row(tracker, "worker_burn", job)
-    assert abs(workers["cpu_seconds"] - truth["worker_burn"]) <= 0.1 + 0.15 * truth[
-        "worker_burn"
-    ], (workers, truth)
+    assert (
+        abs(workers["cpu_seconds"] - truth["worker_burn"]) <= 0.1 + 0.15 * truth["worker_burn"]
+    ), (workers, truth)
     parent = _row(tracker, "parent_work", job)
-    assert abs(parent["cpu_seconds"] - truth["parent_work"]) <= 0.1 + 0.15 * truth[
-        "parent_work"
-    ]
+    assert abs(parent["cpu_seconds"] - truth["parent_work"]) <= 0.1 + 0.15 * truth["parent_work"]
 
 
 def test_the_workers_cpu_is_counted_once(agent_run):
@@ -97,8 +115,19 @@ def test_the_workers_cpu_is_counted_once(agent_run):
 
 
 def test_the_agent_leaves_no_directory_behind(agent_run, tmp_path):
-    done = _cli(["run", "--code", "-q", "--format", "none", "--", sys.executable, "-c",
-                 "import os; print(os.environ['RESOURCE_TRACKER_CODE_AGENT_DIR'])"])
+    done = _cli(
+        [
+            "run",
+            "--code",
+            "-q",
+            "--format",
+            "none",
+            "--",
+            sys.executable,
+            "-c",
+            "import os; print(os.environ['RESOURCE_TRACKER_CODE_AGENT_DIR'])",
+        ]
+    )
     assert done.returncode == 0, done.stderr
     assert not os.path.exists(done.stdout.strip())
 
@@ -117,8 +146,11 @@ def test_a_child_that_cannot_load_the_agent_runs_as_before(tmp_path, flags):
     if not flags:  # the command's own PYTHONPATH: a broken package and its own sitecustomize
         env["PYTHONPATH"] = os.pathsep.join([str(broken), str(own)])
     code = "import builtins, sys; print('ran', getattr(builtins, 'OWN_SITE', 0)); sys.exit(7)"
-    done = _cli(["run", "--code", "-q", "--format", "none", "--", sys.executable, *flags,
-                 "-c", code], env=env, cwd=str(tmp_path))
+    done = _cli(
+        ["run", "--code", "-q", "--format", "none", "--", sys.executable, *flags, "-c", code],
+        env=env,
+        cwd=str(tmp_path),
+    )
     assert done.returncode == 7, done.stderr[-2000:]
     assert done.stdout.split()[0] == "ran"
     if not flags:
@@ -131,7 +163,9 @@ OTHER_PYTHONS = [p for p in ("/usr/bin/python3", "/usr/bin/python2") if os.path.
 @pytest.mark.skipif(not OTHER_PYTHONS, reason="needs another interpreter")
 def test_another_interpreter_without_the_package_runs_as_before(tmp_path):
     other = OTHER_PYTHONS[0]  # the system's: this package is not installed there
-    done = _cli(["run", "--code", "-q", "--format", "none", "--", other, "-c", "print('ran')"],
-                cwd=str(tmp_path))
+    done = _cli(
+        ["run", "--code", "-q", "--format", "none", "--", other, "-c", "print('ran')"],
+        cwd=str(tmp_path),
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "ran"
