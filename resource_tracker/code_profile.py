@@ -393,7 +393,7 @@ def timeline(found: Sequence[_Source]) -> TinyDataFrame:
                 "file": file,
                 "line": line,
                 "cpu_seconds": segment.cpu,
-                "memory": found[0].memory[segment.end],
+                "memory": segment.memory_peak,
             }
         )
     return TinyDataFrame(rows, columns=TIMELINE_COLUMNS)
