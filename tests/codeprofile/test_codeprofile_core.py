@@ -156,6 +156,7 @@ def test_user_code_folds_the_standard_library_into_its_caller(run):
     tracker, truth = run
     folded = tracker.code_profile("function", user_code=True)
     raw = tracker.code_profile("function")
+
     # threading's frames above the hasher thread's user code: its CPU raw, folded away (a
     # stack without user code, e.g. the thread before its target ran, keeps its top frame)
     def thread_run(table):
