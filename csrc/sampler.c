@@ -207,7 +207,8 @@ update_own_usage(Sampler *sampler, int in_sampler_thread)
     struct rusage ru;
 
     if (in_sampler_thread && getrusage(RUSAGE_THREAD, &ru) == 0) {
-        sampler->own.cpu.user_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6;
+        sampler->own.cpu.user_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
+                                  sampler->row_hook_cpu_s; /* the stack captures' thread */
         sampler->own.cpu.sys_s = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
     }
     sampler->own.memory_kib =
@@ -334,19 +335,25 @@ take_sample(Sampler *sampler, int in_thread, int may_fold, double *prow, double 
     return filled;
 }
 
-/* One reading by the thread, under the collector lock. */
+/* One reading by the thread, under the collector lock; then the row hook, if any. */
 static void
 thread_sample(Sampler *sampler, int may_fold, double *prow, double *srow)
 {
+    int filled;
+
     pthread_mutex_lock(&sampler->sync->collect_lock);
-    take_sample(sampler, 1, may_fold, prow, srow);
+    filled = take_sample(sampler, 1, may_fold, prow, srow);
     pthread_mutex_unlock(&sampler->sync->collect_lock);
+    if (filled && sampler->row_hook)
+        sampler->row_hook_cpu_s = sampler->row_hook(sampler->row_hook_arg, sampler_rows(sampler));
 }
 
 /* Frees everything the sampler holds (no thread uses it any more). */
 static void
 sampler_destroy(Sampler *sampler)
 {
+    if (sampler->row_hook_free)
+        sampler->row_hook_free(sampler->row_hook_arg);
     collector_free(&sampler->collector);
     table_free(&sampler->process);
     table_free(&sampler->system);
@@ -403,6 +410,16 @@ sampler_set_after_baseline(Sampler *sampler, SamplerHook hook, void *arg)
     pthread_mutex_lock(&sampler->sync->lock);
     sampler->after_baseline = hook;
     sampler->after_baseline_arg = arg;
+    pthread_mutex_unlock(&sampler->sync->lock);
+}
+
+void
+sampler_set_row_hook(Sampler *sampler, SamplerRowHook hook, void (*free_arg)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&sampler->sync->lock);
+    sampler->row_hook = hook;
+    sampler->row_hook_arg = arg;
+    sampler->row_hook_free = free_arg;
     pthread_mutex_unlock(&sampler->sync->lock);
 }
 

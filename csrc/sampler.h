@@ -31,6 +31,12 @@
  * when it took arg over, else arg is kept for sampler_take_after_baseline(). */
 typedef int (*SamplerHook)(void *arg);
 
+/* Called by the thread after each reading that stored or folded rows, with the rows stored;
+ * returns the CPU seconds the hook's own thread has used (the tracker's, not the workload's:
+ * counted with the sampler thread's). Its arg is freed with the free function when the sampler
+ * is (see sampler_set_row_hook). */
+typedef double (*SamplerRowHook)(void *arg, size_t rows);
+
 enum SamplerState { SAMPLER_NEW, SAMPLER_RUNNING, SAMPLER_STOPPED };
 enum SamplerTable { SAMPLER_PROCESS, SAMPLER_SYSTEM };
 
@@ -59,7 +65,7 @@ typedef struct Sampler {
     double start_wall, start_mono, stop_wall;
     double last_sample_mono, last_row_dt;
     OwnUsage own;
-    double cpu_seconds; /* the sampling thread's own CPU time */
+    double cpu_seconds; /* the tracker's threads' own CPU time (sampler, row hook's) */
     unsigned long samples_taken;
     double pss_seconds;                   /* the collector's counters, copied under the lock */
     unsigned long pss_reads, read_errors; /* after each reading (readers never race the thread) */
@@ -76,6 +82,10 @@ typedef struct Sampler {
     unsigned long tree_missed;  /* readings that did not, while the root lived */
     SamplerHook after_baseline; /* see sampler_set_after_baseline */
     void *after_baseline_arg;   /* not handed over yet (NULL: none, or handed over) */
+    SamplerRowHook row_hook;    /* see sampler_set_row_hook */
+    double row_hook_cpu_s;      /* what it returned last (the sampler thread's only) */
+    void *row_hook_arg;
+    void (*row_hook_free)(void *arg);
     struct Sampler *registry_next;
 } Sampler;
 
@@ -88,6 +98,12 @@ int sampler_start(Sampler *sampler);
 /* Gives the thread a hook to call after its baseline reading (before sampler_start(); the
  * binding starts the cgroup reads of start() so, outside the caller's time). */
 void sampler_set_after_baseline(Sampler *sampler, SamplerHook hook, void *arg);
+
+/* Gives the thread a hook to call after each reading that stored rows (before
+ * sampler_start(); the code profile's stack captures, csrc/stacks.h): free(arg) is called when
+ * the sampler is freed, by whoever lets it go last. */
+void sampler_set_row_hook(Sampler *sampler, SamplerRowHook hook, void (*free_arg)(void *arg),
+                          void *arg);
 
 /* The arg of the hook when the thread has not handed it over (stopped or never started
  * before its baseline, or the hook refused it), now the caller's; else NULL. */

@@ -13,6 +13,7 @@ import os
 from array import array
 
 from . import _core, settings
+from .code_profile import quality_note as code_quality_note
 from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABELS
 from .sampling import StoredRun
 from .tiny_data_frame import TinyDataFrame
@@ -168,6 +169,9 @@ def data_quality(tracker: TrackerResults) -> Dict[str, Any]:
     if tracker.track_processes and seen == 0 and missed:
         quality["errors"] = [invisible_process_error(tracker.pid, errors)]
         quality["process_visible"] = False
+    code_note = code_quality_note(tracker._code_record())
+    if code_note:
+        quality["code_profile"] = code_note
     return quality
 
 
@@ -270,6 +274,8 @@ def data_quality_notes(stats: Optional[Mapping[str, Any]]) -> List[str]:
         notes.append(f"{', '.join(columns)} incomplete: {reason}")
     if quality.get("read_in_caller"):
         notes.append(str(quality["read_in_caller"]))
+    if quality.get("code_profile"):
+        notes.append(f"code profile: {quality['code_profile']}")
     return notes + _export_notes((stats or {}).get("export"))
 
 

@@ -33,7 +33,7 @@ import warnings
 
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
 if TYPE_CHECKING:
-    from typing import Any, Optional
+    from typing import Any, Dict, Optional
 
 
 PREFIX = "RESOURCE_TRACKER_"
@@ -259,6 +259,10 @@ SETTINGS = _declare(
     Setting("RESOURCE_TRACKER_SPLIT_MIN_USD_MONTH", "number", "a split of a step into its "
             "phases is advised only when it saves at least this many USD a month (default 10) "
             "and 20% of the step's cost", default=10.0, bounds=(0.0, 1e9)),
+    Setting("RESOURCE_TRACKER_CODE_PROFILE", "flag", "`0`/`off`: no stack samples, no code "
+            "profile (same as `code_profile=False`; docs/code_profile.md)", default=True),
+    Setting("RESOURCE_TRACKER_CODE_AGENT_DIR", "path", "set by `resource-tracker run --code` "
+            "for the command's Python processes: where the agent writes each one's code profile"),
 )  # fmt: skip
 
 #: Variables read by setup.py when the C core is built (not by the package; docs/install.md).
@@ -276,6 +280,7 @@ FOREIGN = {
     "SC_DATA_DB_PATH": "the database of an installed sparecores-data package",
     "BROWSER": "the web browser that `report --browse` and `Report.browse()` open",
     "OTEL_EXPORTER_OTLP_ENDPOINT": "where OTLP export goes (and the other standard `OTEL_*`)",
+    "PYTHONPATH": "`run --code` puts the agent's directory first on the command's",
 }
 
 
@@ -299,6 +304,13 @@ def foreign(name: str) -> Optional[str]:
     if name.startswith(PREFIX):
         raise KeyError(f"{name} is resource-tracker's own: declare it in SETTINGS, read get()")
     return os.environ.get(name) or None
+
+
+def child_environment(changes: Dict[str, str]) -> Dict[str, str]:
+    """The environment of a command this process starts: its own, with changes."""
+    env = dict(os.environ)
+    env.update(changes)
+    return env
 
 
 def markdown_table() -> str:

@@ -19,6 +19,7 @@ import os
 # imports) are imported by the worker thread that reads the start figures: kept small, so
 # that the compiler's peak in that thread's C heap stays small too (~0.2 MiB).
 from . import _background, _core, settings
+from ._code import start_stacks
 from ._launch import (  # noqa: F401  (what starting a tracker takes; importable from here)
     MAX_INTERVAL,
     MAX_PID,
@@ -72,6 +73,9 @@ class ResourceTracker(TrackerResults):
             the snapshot and shown in the report, so that a dashboard groups this job's
             runs. None: RESOURCE_TRACKER_JOB, else ``flow/step`` in a Metaflow step, else
             ``resource_tracker``. ValueError unless 1 to 200 printable characters.
+        code_profile: record where this interpreter's Python code is at each tick, to
+            attribute the CPU and memory to it (``code_profile()``; docs/code_profile.md).
+            None: the RESOURCE_TRACKER_CODE_PROFILE variable decides (unset means on).
 
     Example:
         >>> tracker = ResourceTracker()
@@ -94,6 +98,7 @@ class ResourceTracker(TrackerResults):
         method: Optional[str] = None,
         export: Any = None,
         job: Optional[str] = None,
+        code_profile: Optional[bool] = None,
     ) -> None:
         if isinstance(autostart, str):  # ResourceTracker(pid, children, interval, "psutil")
             raise TypeError(
@@ -120,6 +125,7 @@ class ResourceTracker(TrackerResults):
         self._cloud_job: Optional[Any] = None
         self._export_settings = _export_settings(export)
         self._exporter = None
+        self._code_profile = code_profile
         self._sampler: Sampler = self._make_sampler()
         self._autostarted = False
         self.autostart = bool(autostart)
@@ -203,6 +209,7 @@ class ResourceTracker(TrackerResults):
             self._cgroup_job = _background.after_baseline(
                 self._sampler, _background.weak_call(self, "_read_cgroup_start")
             )
+            self._code_off = start_stacks(self)
         self._sampler.start()
         self._start_export()
         if self.discover_cloud and self._cloud_job is None:

@@ -273,3 +273,18 @@ def test_metaflow_failed_step_card_one_value_per_figure(failing_run, tmp_path):
     assert {k: set(shown[k].values()) for k in expected} == {k: {v} for k, v in expected.items()}
     assert len(shown["duration"]) >= 4  # tile, tables, the failure note
     assert text_problems(text) == []
+
+
+def test_metaflow_artifact_names_the_code_of_a_failed_step(failing_run):
+    """The artifact's code_profile (docs/code_profile.md): the step's own function is among
+    the top functions, and the raw record is in the tracker snapshot for report reloads."""
+    data = task_of(failing_run, "boom")["artifacts"]["resource_tracker_data"]
+    entry = data["code_profile"]
+    assert entry["status"] == "recorded", entry
+    names = {row["function"] for row in entry["functions"]}
+    assert "FailingFlow.boom" in names, names
+    assert all(
+        row["origin"] == "user" or row["function"] != "FailingFlow.boom"
+        for row in entry["functions"]
+    )
+    assert data["tracker"]["code_profile"]["status"] == "recorded"
