@@ -1,0 +1,143 @@
+"""The workload of bench_code.py: three functions burning 30 % / 50 % / 20 % of 10 s of CPU,
+then one that allocates 800 MiB and holds it, in that order, tracked from inside by
+resource-tracker (the process that creates the tracker is the one whose stacks are sampled)
+while py-spy samples it from outside.
+
+Each function measures its own truth (its thread's CPU time from ``time.thread_time()``,
+the process's RSS while it holds its memory); the tracker's code profile and the truth are
+written to a JSON file for bench_code.py.
+
+Usage: python code_workload.py INTERVAL GO_FILE OUT_JSON [--scale S] [--no-code-profile]
+(``--scale`` multiplies the CPU seconds and the hold time: ``--quick`` runs use 0.5).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+TRUTH = {}
+SCALE = 1.0
+HOLD_MIB = 800
+
+
+def _rss_mib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _record(name, cpu0, wall0):
+    TRUTH[name] = {
+        "cpu_s": time.thread_time() - cpu0,
+        "start": wall0,
+        "end": time.time(),
+    }
+
+
+def parse_records():
+    """30 % of the CPU: 3 s of this thread's CPU time."""
+    cpu0, wall0 = time.thread_time(), time.time()
+    total = 0
+    while time.thread_time() - cpu0 < 3.0 * SCALE:
+        for i in range(2000):
+            total += i * i
+    _record("parse_records", cpu0, wall0)
+    return total
+
+
+def train_model():
+    """50 % of the CPU: 5 s."""
+    cpu0, wall0 = time.thread_time(), time.time()
+    weight = 0.5
+    while time.thread_time() - cpu0 < 5.0 * SCALE:
+        for i in range(2000):
+            weight = weight * 0.999 + i * 1e-9
+    _record("train_model", cpu0, wall0)
+    return weight
+
+
+def write_results():
+    """20 % of the CPU: 2 s."""
+    cpu0, wall0 = time.thread_time(), time.time()
+    text = []
+    while time.thread_time() - cpu0 < 2.0 * SCALE:
+        text = [str(i) for i in range(2000)]
+    _record("write_results", cpu0, wall0)
+    return len(text)
+
+
+def load_dataset():
+    """Allocates 800 MiB (every page written) and holds it: the run's memory peak."""
+    cpu0, wall0 = time.thread_time(), time.time()
+    data = b"\x01" * (HOLD_MIB << 20)
+    TRUTH["rss_at_peak_mib"] = _rss_mib()
+    time.sleep(3.0 * SCALE)  # held: the samples of these seconds see the peak here
+    TRUTH["rss_at_peak_mib"] = max(TRUTH["rss_at_peak_mib"], _rss_mib())
+    _record("load_dataset", cpu0, wall0)
+    return len(data)
+
+
+def main():
+    global SCALE
+    interval, go, out = float(sys.argv[1]), sys.argv[2], sys.argv[3]
+    args = sys.argv[4:]
+    if "--scale" in args:
+        SCALE = float(args[args.index("--scale") + 1])
+    import resource_tracker
+
+    options = {"code_profile": False} if "--no-code-profile" in args else {}
+    tracker = resource_tracker.ResourceTracker(interval=interval, **options)
+    tracker.wait_for_samples(1, timeout=interval * 3 + 5)
+    print("ready", flush=True)
+    while not os.path.exists(go):
+        time.sleep(0.01)
+    t0, wall0 = os.times(), time.time()
+    parse_records()
+    train_model()
+    write_results()
+    load_dataset()
+    t1 = os.times()
+    TRUTH["process_cpu_s"] = (t1.user + t1.system) - (t0.user + t0.system)
+    TRUTH["window"] = [wall0, time.time()]
+    time.sleep(interval * 1.5)  # the last interval ends before stop()
+    tracker.stop()
+    with open(out, "w") as f:
+        json.dump({"truth": TRUTH, "ours": _ours(tracker)}, f)
+
+
+def _ours(tracker):
+    """The tracker's view: the code profile by function, the run's cost figures."""
+    sampler = getattr(tracker, "_sampler", None)
+    result = {
+        "samples": tracker.n_samples,
+        "sampler_cpu_s": getattr(sampler, "cpu_seconds", None),
+    }
+    profile = getattr(tracker, "code_profile", None)
+    if callable(profile):
+        df = profile(by="function")
+        result["profile"] = [dict(zip(df.columns, row)) for row in _rows(df)]
+        result["stack_stats"] = _stack_stats(tracker)
+    return result
+
+
+def _rows(df):
+    cols = [list(df[c]) for c in df.columns]
+    return list(zip(*cols))
+
+
+def _stack_stats(tracker):
+    """What the sampler says of its stack sampling (cost, GIL hold, frame memory), if any."""
+    getter = getattr(tracker, "code_profile_stats", None)
+    try:
+        return getter() if callable(getter) else None
+    except Exception as exc:  # the bench reports it rather than losing the run
+        return {"error": repr(exc)}
+
+
+if __name__ == "__main__":
+    main()
