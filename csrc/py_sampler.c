@@ -8,10 +8,12 @@
 
 #include "columns.h"
 #include "sampler.h"
+#include "stacks.h"
 
 typedef struct {
     PyObject_HEAD Sampler *sampler;
     long pid;
+    StackCapture *stacks; /* the code profile's captures: owned by the sampler (its row hook) */
 } SamplerObject;
 
 static const char *const state_names[] = {"new", "running", "stopped"};
@@ -152,7 +154,44 @@ sampler_stop_py(SamplerObject *self, PyObject *unused)
     Py_BEGIN_ALLOW_THREADS
     sampler_stop(s);
     Py_END_ALLOW_THREADS
+    if (self->stacks)
+        stacks_stop(self->stacks);
     Py_RETURN_NONE;
+}
+
+static PyObject *
+sampler_record_stacks_py(SamplerObject *self, PyObject *args)
+{
+    Sampler *s = get_sampler(self);
+    unsigned long main_ident;
+    Py_ssize_t max_bytes = 0;
+
+    if (s == NULL || !PyArg_ParseTuple(args, "k|n", &main_ident, &max_bytes))
+        return NULL;
+    if (max_bytes < 0) {
+        PyErr_Format(PyExc_ValueError, "max_bytes must be >= 0, got %zd", max_bytes);
+        return NULL;
+    }
+    if (self->stacks || sampler_state(s) != SAMPLER_NEW) {
+        PyErr_SetString(PyExc_RuntimeError, "record_stacks() is called once, before start()");
+        return NULL;
+    }
+    self->stacks = stacks_new(main_ident, (size_t)max_bytes);
+    if (self->stacks == NULL)
+        return NULL;
+    sampler_set_row_hook(s, stacks_request, stacks_release, self->stacks);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+sampler_stacks_py(SamplerObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (get_sampler(self) == NULL)
+        return NULL;
+    if (self->stacks == NULL)
+        Py_RETURN_NONE;
+    return stacks_record(self->stacks);
 }
 
 /* a list of floats from one row */
@@ -502,6 +541,12 @@ static PyMethodDef sampler_methods[] = {
      "its own pids cgroup, whose task count says when cgroup.procs needs a read)."},
     {"tree_source", (PyCFunction)sampler_tree_source_py, METH_NOARGS,
      "Where the tree's columns come from: a dict (source, columns, note, counters)."},
+    {"record_stacks", (PyCFunction)sampler_record_stacks_py, METH_VARARGS,
+     "record_stacks(main_ident, max_bytes=0): before start(): also record the Python stacks of "
+     "this interpreter at each tick (docs/code_profile.md); RuntimeError when it cannot."},
+    {"stacks", (PyCFunction)sampler_stacks_py, METH_NOARGS,
+     "The stack record (frames, stacks, threads, samples, stats) as a dict, None when "
+     "record_stacks() was not called."},
     {"stop", (PyCFunction)sampler_stop_py, METH_NOARGS,
      "Stop the thread (returns within STOP_TIMEOUT seconds) and release descriptors."},
     {"sample_now", (PyCFunction)sampler_sample_now_py, METH_NOARGS,
@@ -549,14 +594,43 @@ add_float(PyObject *module, const char *name, double value)
     return 0;
 }
 
+static PyObject *
+stop_stacks_py(PyObject *module, PyObject *unused)
+{
+    (void)module, (void)unused;
+    stacks_shutdown_all();
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+stacks_unsupported_py(PyObject *module, PyObject *unused)
+{
+    const char *why = stacks_unsupported();
+
+    (void)module, (void)unused;
+    if (why == NULL)
+        Py_RETURN_NONE;
+    return PyUnicode_FromString(why);
+}
+
+static PyMethodDef stacks_functions[] = {
+    {"stop_stacks", stop_stacks_py, METH_NOARGS,
+     "Stop every stack capture of this process and wait for one under way (for atexit)."},
+    {"stacks_unsupported", stacks_unsupported_py, METH_NOARGS,
+     "Why no stack can be recorded in this interpreter (a sentence), or None."},
+    {NULL, NULL, 0, NULL},
+};
+
 /* 0, or -1 with an exception */
 int
 rt_add_sampler(PyObject *module)
 {
     PyObject *type = PyType_FromModuleAndSpec(module, &sampler_spec, NULL);
 
-    if (type == NULL)
+    if (type == NULL || PyModule_AddFunctions(module, stacks_functions) < 0) {
+        Py_XDECREF(type);
         return -1;
+    }
     if (add_float(module, "MIN_INTERVAL", SAMPLER_MIN_INTERVAL) < 0 ||
         add_float(module, "MAX_INTERVAL", SAMPLER_MAX_INTERVAL) < 0 ||
         add_float(module, "STOP_TIMEOUT", SAMPLER_STOP_TIMEOUT) < 0) {

@@ -345,19 +345,25 @@ next_deadline(const Sampler *sampler, double deadline, double now)
     return deadline;
 }
 
-/* One reading by the thread, under the collector lock. */
+/* One reading by the thread, under the collector lock; then the row hook, if any. */
 static void
 thread_sample(Sampler *sampler, int may_fold, double *prow, double *srow)
 {
+    int filled;
+
     pthread_mutex_lock(&sampler->sync->collect_lock);
-    take_sample(sampler, 1, may_fold, prow, srow);
+    filled = take_sample(sampler, 1, may_fold, prow, srow);
     pthread_mutex_unlock(&sampler->sync->collect_lock);
+    if (filled && sampler->row_hook)
+        sampler->row_hook(sampler->row_hook_arg, sampler_rows(sampler));
 }
 
 /* Frees everything the sampler holds (no thread uses it any more). */
 static void
 sampler_destroy(Sampler *sampler)
 {
+    if (sampler->row_hook_free)
+        sampler->row_hook_free(sampler->row_hook_arg);
     collector_free(&sampler->collector);
     table_free(&sampler->process);
     table_free(&sampler->system);
@@ -415,6 +421,16 @@ sampler_set_after_baseline(Sampler *sampler, SamplerHook hook, void *arg)
     pthread_mutex_lock(&sampler->sync->lock);
     sampler->after_baseline = hook;
     sampler->after_baseline_arg = arg;
+    pthread_mutex_unlock(&sampler->sync->lock);
+}
+
+void
+sampler_set_row_hook(Sampler *sampler, SamplerRowHook hook, void (*free_arg)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&sampler->sync->lock);
+    sampler->row_hook = hook;
+    sampler->row_hook_arg = arg;
+    sampler->row_hook_free = free_arg;
     pthread_mutex_unlock(&sampler->sync->lock);
 }
 

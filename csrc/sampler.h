@@ -31,6 +31,10 @@
  * when it took arg over, else arg is kept for sampler_take_after_baseline(). */
 typedef int (*SamplerHook)(void *arg);
 
+/* Called by the thread after each reading that stored or folded rows, with the rows stored;
+ * its arg is freed with the free function when the sampler is (see sampler_set_row_hook). */
+typedef void (*SamplerRowHook)(void *arg, size_t rows);
+
 enum SamplerState { SAMPLER_NEW, SAMPLER_RUNNING, SAMPLER_STOPPED };
 enum SamplerTable { SAMPLER_PROCESS, SAMPLER_SYSTEM };
 
@@ -76,6 +80,9 @@ typedef struct Sampler {
     unsigned long tree_missed;  /* readings that did not, while the root lived */
     SamplerHook after_baseline; /* see sampler_set_after_baseline */
     void *after_baseline_arg;   /* not handed over yet (NULL: none, or handed over) */
+    SamplerRowHook row_hook;    /* see sampler_set_row_hook */
+    void *row_hook_arg;
+    void (*row_hook_free)(void *arg);
     struct Sampler *registry_next;
 } Sampler;
 
@@ -88,6 +95,12 @@ int sampler_start(Sampler *sampler);
 /* Gives the thread a hook to call after its baseline reading (before sampler_start(); the
  * binding starts the cgroup reads of start() so, outside the caller's time). */
 void sampler_set_after_baseline(Sampler *sampler, SamplerHook hook, void *arg);
+
+/* Gives the thread a hook to call after each reading that stored rows (before
+ * sampler_start(); the code profile's stack captures, csrc/stacks.h): free(arg) is called when
+ * the sampler is freed, by whoever lets it go last. */
+void sampler_set_row_hook(Sampler *sampler, SamplerRowHook hook, void (*free_arg)(void *arg),
+                          void *arg);
 
 /* The arg of the hook when the thread has not handed it over (stopped or never started
  * before its baseline, or the hook refused it), now the caller's; else NULL. */

@@ -13,6 +13,7 @@ import os
 from array import array
 
 from . import _core, settings
+from .code_profile import quality_note as code_quality_note
 from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABELS
 from .sampling import StoredRun
 from .tiny_data_frame import TinyDataFrame
@@ -139,6 +140,9 @@ def data_quality(tracker: TrackerResults) -> Dict[str, Any]:
     if tracker.track_processes and seen == 0 and missed:
         quality["errors"] = [invisible_process_error(tracker.pid, errors)]
         quality["process_visible"] = False
+    code_note = code_quality_note(tracker._code_record())
+    if code_note:
+        quality["code_profile"] = code_note
     return quality
 
 

@@ -67,6 +67,7 @@ def snapshot_fields(tracker: TrackerResults) -> Dict[str, Any]:
         "memory_hwm": tracker.memory_hwm,
         # the run summary, when one was made (so a loaded run shows the same servers)
         "summary": tracker._summary.to_dict() if getattr(tracker, "_summary", None) else None,
+        "code_profile": tracker._code_record(),  # docs/code_profile.md
     }
 
 
@@ -109,6 +110,7 @@ def from_snapshot(cls: Type[_R], snapshot: Mapping[str, Any]) -> _R:
     tracker._cgroup_stored = snapshot.get("cgroup_metrics")
     tracker._hwm_stored = snapshot.get("memory_hwm")
     tracker._tree_source_stored = snapshot.get("tree_source")
+    tracker._code_stored = _stored_code_record(snapshot.get("code_profile"))
     from .summary import stored_summary  # the summary module only for a stored run
 
     tracker._summary = stored_summary(snapshot.get("summary"))
@@ -123,6 +125,15 @@ def from_snapshot(cls: Type[_R], snapshot: Mapping[str, Any]) -> _R:
         _stored_quality(snapshot.get("data_quality")),
     )
     return tracker
+
+
+def _stored_code_record(record: Any) -> Any:
+    """The code profile record of a snapshot (None: none, or not one this version reads)."""
+    if not isinstance(record, dict) or record.get("version") != 1:
+        return None
+    from .code_profile import validate_record
+
+    return validate_record(record)
 
 
 def dumps(tracker: TrackerResults) -> str:
@@ -265,7 +276,8 @@ def _validate_snapshot(snapshot: Mapping[str, Any]) -> None:
     pid = snapshot.get("pid")
     if pid is not None and not (isinstance(pid, int) and 0 < pid <= MAX_PID):
         bad("pid", "a process id")
-    for key in ("server_info", "cloud_info", "extra", "cgroup_metrics", "tree_source", "summary"):
+    for key in ("server_info", "cloud_info", "extra", "cgroup_metrics", "tree_source", "summary",
+                "code_profile"):
         if snapshot.get(key) is not None and not isinstance(snapshot[key], dict):
             bad(key, "an object (or null)")
     hwm = snapshot.get("memory_hwm")
@@ -351,6 +363,8 @@ def _stored_quality(value: Any) -> Dict[str, Any]:
             str(k): str(v) for k, v in value.get("incomplete_columns", {}).items()
         },
     }
+    if value.get("code_profile"):
+        quality["code_profile"] = str(value["code_profile"])
     if value.get("read_errors"):
         quality["read_errors"] = _nonnegative_int(value["read_errors"], "read_errors")
     if value.get("process_visible") is False:  # the errors say why (invisible_process_error)

@@ -232,6 +232,10 @@ SETTINGS = _declare(
     Setting("RESOURCE_TRACKER_SPLIT_MIN_USD_MONTH", "number", "a split of a step into its "
             "phases is advised only when it saves at least this many USD a month (default 10) "
             "and 20% of the step's cost", default=10.0, bounds=(0.0, 1e9)),
+    Setting("RESOURCE_TRACKER_CODE_PROFILE", "flag", "`0`/`off`: no stack samples, no code "
+            "profile (same as `code_profile=False`; docs/code_profile.md)", default=True),
+    Setting("RESOURCE_TRACKER_CODE_AGENT_DIR", "path", "set by `resource-tracker run --code` "
+            "for the command's Python processes: where the agent writes each one's code profile"),
 )  # fmt: skip
 
 #: Variables read by setup.py when the C core is built (not by the package; docs/install.md).

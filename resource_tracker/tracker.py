@@ -19,6 +19,7 @@ import os
 # imports) are imported by the worker thread that reads the start figures: kept small, so
 # that the compiler's peak in that thread's C heap stays small too (~0.2 MiB).
 from . import _background, _core, settings
+from ._code import CodeResults, start_stacks
 from ._launch import (  # noqa: F401  (what starting a tracker takes; importable from here)
     MAX_INTERVAL,
     MAX_PID,
@@ -50,7 +51,7 @@ SNAPSHOT_FORMAT = "resource-tracker-snapshot"
 SNAPSHOT_VERSION = 1
 
 
-class ResourceTracker(TrackerResults):
+class ResourceTracker(TrackerResults, CodeResults):
     """Tracks a process with its descendants, and the whole machine, in the background.
 
     Args:
@@ -67,6 +68,9 @@ class ResourceTracker(TrackerResults):
         export: stream the samples to 'otlp' and/or 'pushgateway' (a comma list or a list;
             None: the RESOURCE_TRACKER_EXPORT variable decides, unset means no export). See
             docs/export.md. Raises ValueError / ImportError when a target cannot work.
+        code_profile: record where this interpreter's Python code is at each tick, to
+            attribute the CPU and memory to it (``code_profile()``; docs/code_profile.md).
+            None: the RESOURCE_TRACKER_CODE_PROFILE variable decides (unset means on).
 
     Example:
         >>> tracker = ResourceTracker()
@@ -88,6 +92,7 @@ class ResourceTracker(TrackerResults):
         discover_cloud: bool = True,
         method: Optional[str] = None,
         export: Any = None,
+        code_profile: Optional[bool] = None,
     ) -> None:
         self.interval = _check_interval(interval)
         self.pid = _check_pid(pid)
@@ -108,6 +113,7 @@ class ResourceTracker(TrackerResults):
         self._cloud_job: Optional[Any] = None
         self._export_settings = _export_settings(export)
         self._exporter = None
+        self._code_profile = code_profile
         self._sampler: Sampler = self._make_sampler()
         self._autostarted = False
         if autostart:
@@ -190,6 +196,7 @@ class ResourceTracker(TrackerResults):
             self._cgroup_job = _background.after_baseline(
                 self._sampler, _background.weak_call(self, "_read_cgroup_start")
             )
+            self._code_off = start_stacks(self)
         self._sampler.start()
         self._start_export()
         if self.discover_cloud and self._cloud_job is None:

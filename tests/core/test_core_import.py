@@ -29,6 +29,7 @@ IMPORTED_WITH_THE_PACKAGE = {
     "resource_tracker._core",
     "resource_tracker._version",
     "resource_tracker._background",
+    "resource_tracker._code",
     "resource_tracker._launch",
     "resource_tracker._results",
     "resource_tracker.settings",

@@ -13,6 +13,10 @@ schedule of real process trees read from the real /proc, on an injected clock
 PSS_IDLE_MAX_AGE for an idle tree; and the listing of procfs on a fake root: due every
 LISTING_MAX_AGE, not made while /proc/loadavg shows nothing created or reaped, made once it
 does. No check waits for any of these ages.
+
+frames_check.c (csrc/frame_table.c): the code profile's frame table: interning, the bound
+(refused and counted, nothing changed), and a simulated day at 1 s (86,400 ticks of four
+running threads in a loop) within 8 MiB.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CHECKS = {
     "stats_check": ["csrc/stats.c", "csrc/columns.c", "csrc/float64_text.c", "csrc/pid_map.c"],
     "tree_check": ["csrc/proc_tree.c", "csrc/fd_budget.c", "csrc/procfs_parse.c", "csrc/textbuf.c"],
+    "frames_check": ["csrc/frame_table.c"],
 }
 
 
@@ -72,3 +77,9 @@ def test_stats_rules_in_c_without_python(tmp_path):
 def test_pss_round_schedule_in_c_on_an_injected_clock(tmp_path):
     """Replaces waiting 45 s of real time: 150 ticks of the injected clock in under a second."""
     assert _run_check("tree_check", tmp_path) > 140  # every tick checked
+
+
+@pytest.mark.skipif(_compiler() is None, reason="needs a C compiler")
+def test_frame_table_holds_a_day_at_one_second_within_8_mib(tmp_path):
+    """Replaces a 24 h run: 86,400 ticks x 4 threads in a loop, no sample refused."""
+    assert _run_check("frames_check", tmp_path) > 86400 * 4  # every sample checked

@@ -223,3 +223,16 @@ def test_metaflow_artifact_carries_the_cgroup_figures(tracked_run):
     assert cg["version"] in (1, 2)
     assert {"memory_peak_mib", "memory_limit_mib", "cpu_throttled_periods", "oom_kills"} <= set(cg)
     assert card.tracker_from_artifact(data).stats()["cgroup"] == cg
+
+
+def test_metaflow_artifact_names_the_code_of_a_failed_step(failing_run):
+    """The artifact's code_profile (docs/code_profile.md): the step's own function is among
+    the top functions, and the raw record is in the tracker snapshot for report reloads."""
+    data = task_of(failing_run, "boom")["artifacts"]["resource_tracker_data"]
+    entry = data["code_profile"]
+    assert entry["status"] == "recorded", entry
+    names = {row["function"] for row in entry["functions"]}
+    assert "FailingFlow.boom" in names, names
+    assert all(row["origin"] == "user" or row["function"] != "FailingFlow.boom"
+               for row in entry["functions"])
+    assert data["tracker"]["code_profile"]["status"] == "recorded"

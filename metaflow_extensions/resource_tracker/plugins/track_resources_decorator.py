@@ -686,10 +686,22 @@ def build_artifact(tracker, history, failed, error=None, label=None, asked=None)
         "historical_runs_stats": stats_list,
         "recommendations": _recommendations(summary),
         "insights": [insight.to_dict() for insight in summary.insights],
+        "code_profile": _code_profile_entry(tracker),
         "step_failed": bool(failed),
         "error": "; ".join(errors) or None,
         "tracker": snapshot,
     }
+
+
+def _code_profile_entry(tracker):
+    """The artifact's ``code_profile`` (docs/code_profile.md): top functions and lines, the
+    peak's code, the timeline; a note instead when it cannot be made (never breaks the step)."""
+    try:
+        from resource_tracker.code_profile import artifact_entry
+
+        return artifact_entry(tracker)
+    except Exception as exc:
+        return {"status": "error", "note": f"the code profile could not be made: {_describe(exc)}"}
 
 
 def _card_command(deco, mode, data_file, timeout):

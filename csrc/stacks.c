@@ -1,0 +1,615 @@
+#include "stacks.h"
+
+#include <frameobject.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "frame_table.h"
+
+#define CAPTURE_STACK_BYTES (256 * 1024)
+
+struct StackCapture {
+    pthread_mutex_t lock;
+    pthread_cond_t wake; /* a request, or stop */
+    pthread_cond_t idle; /* a capture ended */
+    FrameTable table;    /* written with the GIL held and in_python set; read when it is not */
+    unsigned long main_ident;
+    pid_t pid;          /* the process that made it: after fork() the child's is stopped */
+    int refs;           /* the owner and the thread */
+    int stop, pending, in_python, readers, thread_alive;
+    uint32_t pending_row;
+    double requested_at; /* monotonic seconds */
+    unsigned long requests, captures, gil_busy, dropped;
+    float hold_us[STACKS_HOLD_RING], wait_us[STACKS_HOLD_RING];
+    struct StackCapture *next; /* the registry */
+};
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static StackCapture *registry_head = NULL;
+static int exiting = 0; /* stacks_shutdown_all ran: no new capture, no GIL asked for */
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static double
+monotonic_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* why not (a sentence), or NULL */
+const char *
+stacks_unsupported(void)
+{
+#ifdef Py_GIL_DISABLED
+    return "not supported on a free-threaded Python build (no safe way to read other "
+           "threads' frames): no stack samples";
+#else
+    if (PyInterpreterState_Get() != PyInterpreterState_Main())
+        return "not supported in a sub-interpreter: no stack samples";
+    return NULL;
+#endif
+}
+
+/* -- fork ------------------------------------------------------------------------------------ */
+
+static void
+atfork_prepare(void)
+{
+    StackCapture *c;
+
+    pthread_mutex_lock(&registry_lock);
+    for (c = registry_head; c; c = c->next)
+        pthread_mutex_lock(&c->lock);
+}
+
+static void
+atfork_parent(void)
+{
+    StackCapture *c;
+
+    for (c = registry_head; c; c = c->next)
+        pthread_mutex_unlock(&c->lock);
+    pthread_mutex_unlock(&registry_lock);
+}
+
+/* In the child: no capture thread exists (nor its reference); every capture is stopped. The
+ * locks were taken by this thread in atfork_prepare, so it may release them. A capture thread
+ * that was inside the interpreter then does not exist here: nothing of it is waited for. */
+static void
+atfork_child(void)
+{
+    StackCapture *c;
+
+    for (c = registry_head; c; c = c->next) {
+        if (c->thread_alive && c->refs > 1)
+            c->refs--;
+        c->thread_alive = c->in_python = c->pending = 0;
+        c->stop = 1;
+        pthread_mutex_unlock(&c->lock);
+    }
+    pthread_mutex_unlock(&registry_lock);
+}
+
+static void
+install_atfork(void)
+{
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+/* -- reading one thread's stack (the GIL held) ------------------------------------------------ */
+
+#ifndef Py_GIL_DISABLED
+
+/* The CPU nanoseconds the thread of tstate has used (0 when its clock cannot be read). */
+static uint64_t
+thread_cpu_ns(PyThreadState *tstate)
+{
+    struct timespec ts;
+    clockid_t cid;
+
+#if PY_VERSION_HEX >= 0x030B0000
+    /* Linux's per-thread CPU clock of a thread id (as glibc's pthread_getcpuclockid makes
+     * it): safe for a thread that has ended (EINVAL), unlike a stale pthread_t */
+    cid = (clockid_t)((~(clockid_t)tstate->native_thread_id) * 8) | 6;
+#else
+    /* 3.9, 3.10: no native id in the thread state; its thread is alive while its state is in
+     * the interpreter's list and the GIL is held (a thread deletes its state before it ends) */
+    if (pthread_getcpuclockid((pthread_t)tstate->thread_id, &cid) != 0)
+        return 0;
+#endif
+    if (clock_gettime(cid, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The id of a str in the table (its UTF-8), or -1. */
+static int64_t
+intern_str(FrameTable *table, PyObject *str)
+{
+    Py_ssize_t len = 0;
+    const char *utf8 = str && PyUnicode_Check(str) ? PyUnicode_AsUTF8AndSize(str, &len) : NULL;
+
+    if (utf8 == NULL) {
+        PyErr_Clear();
+        return ft_string(table, "?", 1);
+    }
+    return ft_string(table, utf8, (size_t)len);
+}
+
+/* The frame id of a Python frame (borrowed), or -1. */
+static int64_t
+intern_frame(FrameTable *table, PyFrameObject *frame)
+{
+    PyCodeObject *code = PyFrame_GetCode(frame);
+    int64_t file, function, id = -1;
+
+#if PY_VERSION_HEX >= 0x030B0000
+    PyObject *name = code->co_qualname;
+#else
+    PyObject *name = code->co_name;
+#endif
+    file = intern_str(table, code->co_filename);
+    function = intern_str(table, name);
+    if (file >= 0 && function >= 0)
+        id = ft_frame(table, (uint32_t)file, (uint32_t)function, PyFrame_GetLineNumber(frame),
+                      code->co_firstlineno);
+    Py_DECREF(code);
+    return id;
+}
+
+/* The frame id of the <truncated> marker, or -1. */
+static int64_t
+truncated_frame(FrameTable *table)
+{
+    int64_t name = ft_string(table, STACKS_TRUNCATED, strlen(STACKS_TRUNCATED));
+    return name < 0 ? -1 : ft_frame(table, (uint32_t)name, (uint32_t)name, 0, 0);
+}
+
+/* The stack id of frame and its callers (frame is a new reference, consumed), keeping the
+ * STACKS_MAX_DEPTH frames nearest the top; -1 when the table's bound is reached. */
+static int64_t
+intern_stack(FrameTable *table, PyFrameObject *frame)
+{
+    int64_t ids[STACKS_MAX_DEPTH], stack = FT_NO_STACK, id;
+    int n = 0, truncated = 0;
+
+    while (frame != NULL) {
+        PyFrameObject *back;
+        if (n == STACKS_MAX_DEPTH) {
+            truncated = 1;
+            Py_DECREF(frame);
+            break;
+        }
+        ids[n++] = intern_frame(table, frame);
+        back = PyFrame_GetBack(frame);
+        Py_DECREF(frame);
+        frame = back;
+    }
+    if (truncated) {
+        id = truncated_frame(table);
+        stack = id < 0 ? -1 : ft_stack(table, FT_NO_STACK, (uint32_t)id);
+    }
+    while (n-- > 0 && stack >= FT_NO_STACK)
+        stack = ids[n] < 0 ? -1 : ft_stack(table, stack, (uint32_t)ids[n]);
+    return stack;
+}
+
+/* Samples one thread state for row: 1 sampled, 0 skipped (idle, no Python), -1 dropped. */
+static int
+sample_thread(StackCapture *capture, PyThreadState *tstate, uint32_t row)
+{
+    FrameTable *table = &capture->table;
+    unsigned long ident = tstate->thread_id;
+    int is_main = ident == capture->main_ident;
+    PyFrameObject *frame;
+    int64_t thread, stack;
+    uint32_t cpu_us;
+
+    thread = ft_thread(table, ident, is_main);
+    if (thread < 0)
+        return -1;
+    cpu_us = ft_thread_cpu_delta(table, (uint32_t)thread, thread_cpu_ns(tstate));
+    if (cpu_us == 0 && !is_main)
+        return 0; /* it did not run: nothing to attribute to it */
+    frame = PyThreadState_GetFrame(tstate);
+    if (frame == NULL)
+        return 0;
+    stack = intern_stack(table, frame);
+    if (stack < 0 || ft_sample(table, row, (uint32_t)thread, (uint32_t)stack, cpu_us) != 0)
+        return -1;
+    return 1;
+}
+
+/* Reads every thread's stack for row (the GIL held by this thread): the samples dropped. */
+static unsigned long
+sample_interpreter(StackCapture *capture, uint32_t row)
+{
+    PyThreadState *self = PyThreadState_Get(), *tstate;
+    PyInterpreterState *interp = PyThreadState_GetInterpreter(self);
+    unsigned long dropped = 0;
+
+    for (tstate = PyInterpreterState_ThreadHead(interp); tstate;
+         tstate = PyThreadState_Next(tstate))
+        if (tstate != self && sample_thread(capture, tstate, row) < 0)
+            dropped++;
+    PyErr_Clear();
+    return dropped;
+}
+
+#endif /* !Py_GIL_DISABLED */
+
+/* -- the capture thread ---------------------------------------------------------------------- */
+
+/* One capture for row: takes the GIL, reads, lets it go; records the times and counts. */
+static void
+capture_once(StackCapture *capture, uint32_t row, double requested_at)
+{
+#ifndef Py_GIL_DISABLED
+    PyGILState_STATE gil = PyGILState_Ensure();
+    double got = monotonic_seconds(), done;
+    unsigned long dropped = sample_interpreter(capture, row);
+    size_t slot;
+
+    done = monotonic_seconds();
+    PyGILState_Release(gil);
+    pthread_mutex_lock(&capture->lock);
+    slot = capture->captures % STACKS_HOLD_RING;
+    capture->hold_us[slot] = (float)((done - got) * 1e6);
+    capture->wait_us[slot] = (float)((got - requested_at) * 1e6);
+    capture->captures++;
+    capture->dropped += dropped;
+    pthread_mutex_unlock(&capture->lock);
+#else
+    (void)capture, (void)row, (void)requested_at;
+#endif
+}
+
+static void
+capture_free(StackCapture *capture)
+{
+    ft_free(&capture->table);
+    pthread_mutex_destroy(&capture->lock);
+    pthread_cond_destroy(&capture->wake);
+    pthread_cond_destroy(&capture->idle);
+    free(capture);
+}
+
+/* Drops one reference (the lock not held); frees on the last one. */
+static void
+capture_unref(StackCapture *capture)
+{
+    int last;
+
+    pthread_mutex_lock(&registry_lock); /* the registry holds no reference: unlink on the last */
+    pthread_mutex_lock(&capture->lock);
+    last = --capture->refs == 0;
+    pthread_mutex_unlock(&capture->lock);
+    if (last) {
+        StackCapture **link;
+        for (link = &registry_head; *link; link = &(*link)->next)
+            if (*link == capture) {
+                *link = capture->next;
+                break;
+            }
+    }
+    pthread_mutex_unlock(&registry_lock);
+    if (last)
+        capture_free(capture);
+}
+
+static void *
+capture_main(void *arg)
+{
+    StackCapture *capture = arg;
+
+    pthread_mutex_lock(&capture->lock);
+    for (;;) {
+        uint32_t row;
+        double requested_at;
+        while (!capture->stop && (!capture->pending || capture->readers))
+            pthread_cond_wait(&capture->wake, &capture->lock);
+        if (capture->stop || exiting)
+            break;
+        row = capture->pending_row;
+        requested_at = capture->requested_at;
+        capture->in_python = 1;
+        pthread_mutex_unlock(&capture->lock);
+        capture_once(capture, row, requested_at);
+        pthread_mutex_lock(&capture->lock);
+        capture->in_python = capture->pending = 0;
+        pthread_cond_broadcast(&capture->idle);
+    }
+    capture->thread_alive = 0;
+    pthread_cond_broadcast(&capture->idle);
+    pthread_mutex_unlock(&capture->lock);
+    capture_unref(capture);
+    return NULL;
+}
+
+/* 0, or a pthread error number */
+static int
+start_thread(StackCapture *capture)
+{
+    pthread_attr_t attr;
+    pthread_t thread;
+    sigset_t all, saved;
+    int rc;
+
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, CAPTURE_STACK_BYTES);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    sigfillset(&all); /* signals are for the application's threads */
+    pthread_sigmask(SIG_SETMASK, &all, &saved);
+    rc = pthread_create(&thread, &attr, capture_main, capture);
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    pthread_attr_destroy(&attr);
+    return rc;
+}
+
+/* -- the interface --------------------------------------------------------------------------- */
+
+/* a new capture, or NULL with an exception */
+StackCapture *
+stacks_new(unsigned long main_ident, size_t max_bytes)
+{
+    const char *why = stacks_unsupported();
+    StackCapture *capture;
+    int rc;
+
+    if (why != NULL || exiting) {
+        PyErr_SetString(PyExc_RuntimeError, why ? why : "the interpreter is exiting");
+        return NULL;
+    }
+    pthread_once(&atfork_once, install_atfork);
+    capture = calloc(1, sizeof(*capture));
+    if (capture == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    pthread_mutex_init(&capture->lock, NULL);
+    pthread_cond_init(&capture->wake, NULL);
+    pthread_cond_init(&capture->idle, NULL);
+    ft_init(&capture->table, max_bytes);
+    capture->main_ident = main_ident;
+    capture->pid = getpid();
+    capture->refs = 2; /* the owner's and the thread's */
+    capture->thread_alive = 1;
+    pthread_mutex_lock(&registry_lock);
+    capture->next = registry_head;
+    registry_head = capture;
+    rc = start_thread(capture);
+    pthread_mutex_unlock(&registry_lock);
+    if (rc != 0) {
+        capture->refs = 1;
+        capture->thread_alive = 0;
+        stacks_release(capture);
+        errno = rc;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return NULL;
+    }
+    return capture;
+}
+
+void
+stacks_request(void *arg, size_t rows)
+{
+    StackCapture *capture = arg;
+
+    if (rows == 0 || rows > UINT32_MAX)
+        return;
+    pthread_mutex_lock(&capture->lock);
+    if (!capture->stop) {
+        capture->requests++;
+        if (capture->pending) {
+            capture->gil_busy++; /* the last one still waits for the GIL: this tick has none */
+        } else {
+            capture->pending = 1;
+            capture->pending_row = (uint32_t)(rows - 1);
+            capture->requested_at = monotonic_seconds();
+            pthread_cond_signal(&capture->wake);
+        }
+    }
+    pthread_mutex_unlock(&capture->lock);
+}
+
+void
+stacks_stop(StackCapture *capture)
+{
+    pthread_mutex_lock(&capture->lock);
+    capture->stop = 1;
+    pthread_cond_broadcast(&capture->wake);
+    pthread_mutex_unlock(&capture->lock);
+}
+
+void
+stacks_release(void *arg)
+{
+    StackCapture *capture = arg;
+
+    if (capture == NULL)
+        return;
+    stacks_stop(capture);
+    capture_unref(capture);
+}
+
+/* Waits (the lock held) until no capture is under way or the monotonic deadline passed. */
+static void
+wait_idle(StackCapture *capture, double deadline)
+{
+    while (capture->in_python && monotonic_seconds() < deadline) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 10000000L; /* re-check every 10 ms (the wait's clock is the wall's) */
+        if (ts.tv_nsec > 999999999L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&capture->idle, &capture->lock, &ts);
+    }
+}
+
+void
+stacks_shutdown_all(void)
+{
+    StackCapture *c;
+    double deadline;
+    pid_t pid = getpid();
+
+    Py_BEGIN_ALLOW_THREADS
+    deadline = monotonic_seconds() + STACKS_SHUTDOWN_WAIT_S;
+    pthread_mutex_lock(&registry_lock);
+    exiting = 1;
+    for (c = registry_head; c; c = c->next) {
+        if (c->pid != pid)
+            continue; /* a parent's, copied by fork(): no thread here */
+        pthread_mutex_lock(&c->lock);
+        c->stop = 1;
+        pthread_cond_broadcast(&c->wake);
+        wait_idle(c, deadline);
+        pthread_mutex_unlock(&c->lock);
+    }
+    pthread_mutex_unlock(&registry_lock);
+    Py_END_ALLOW_THREADS
+}
+
+/* -- the record ------------------------------------------------------------------------------ */
+
+static int
+cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* The q-quantile (0..1) of the first n values of ring (sorted in place), 0 when n is 0. */
+static double
+quantile(float *ring, size_t n, double q)
+{
+    if (n == 0)
+        return 0.0;
+    qsort(ring, n, sizeof(float), cmp_float);
+    return ring[(size_t)(q * (double)(n - 1) + 0.5)];
+}
+
+/* {"requests", "captures", "gil_busy", "dropped", "gil_hold_us_p50", ...}: new, or NULL */
+static PyObject *
+record_stats(StackCapture *capture)
+{
+    size_t n = capture->captures < STACKS_HOLD_RING ? capture->captures : STACKS_HOLD_RING;
+    float *holds = malloc(sizeof(float) * STACKS_HOLD_RING * 2), *waits;
+    PyObject *stats;
+
+    if (holds == NULL)
+        return PyErr_NoMemory();
+    waits = holds + STACKS_HOLD_RING;
+    memcpy(holds, capture->hold_us, n * sizeof(float));
+    memcpy(waits, capture->wait_us, n * sizeof(float));
+    stats = Py_BuildValue(
+        "{sksksksksnsdsdsdsd}", "requests", capture->requests, "captures", capture->captures,
+        "gil_busy", capture->gil_busy, "dropped", capture->dropped + capture->table.refused,
+        "frame_table_bytes", (Py_ssize_t)ft_bytes(&capture->table), "gil_hold_us_p50",
+        quantile(holds, n, 0.5), "gil_hold_us_p99", quantile(holds, n, 0.99), "gil_wait_us_p50",
+        quantile(waits, n, 0.5), "gil_wait_us_p99", quantile(waits, n, 0.99));
+    free(holds);
+    return stats;
+}
+
+/* The list item of entry i of a table: new, or NULL. */
+typedef PyObject *(*MakeItem)(const FrameTable *t, size_t i);
+
+/* [make(t, 0), ... make(t, n - 1)]: new, or NULL */
+static PyObject *
+make_list(const FrameTable *t, size_t n, MakeItem make)
+{
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    size_t i;
+
+    for (i = 0; list && i < n; i++) {
+        PyObject *item = make(t, i);
+        if (item == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    return list;
+}
+
+static PyObject *
+frame_item(const FrameTable *t, size_t i)
+{
+    const FtFrame *f = &t->frames[i];
+    return Py_BuildValue("[ssii]", ft_string_at(t, f->function), ft_string_at(t, f->file), f->line,
+                         f->first_line);
+}
+
+static PyObject *
+stack_item(const FrameTable *t, size_t i)
+{
+    return Py_BuildValue("[iI]", t->stacks[i].parent, t->stacks[i].frame);
+}
+
+static PyObject *
+thread_item(const FrameTable *t, size_t i)
+{
+    return Py_BuildValue("[ki]", t->threads[i].ident, t->threads[i].is_main);
+}
+
+static PyObject *
+sample_item(const FrameTable *t, size_t i)
+{
+    const FtSample *s = &t->samples[i];
+    return Py_BuildValue("[IIII]", s->row, s->thread, s->stack, s->cpu_us);
+}
+
+/* The dict of the table (no capture runs meanwhile): new, or NULL */
+static PyObject *
+record_dict(StackCapture *capture)
+{
+    const FrameTable *t = &capture->table;
+    PyObject *frames = make_list(t, t->nframes, frame_item), *stacks = make_list(t, t->nstacks, stack_item);
+    PyObject *threads = make_list(t, t->nthreads, thread_item);
+    PyObject *samples = make_list(t, t->nsamples, sample_item);
+    PyObject *stats = record_stats(capture), *dict = NULL;
+
+    if (frames && stacks && threads && samples && stats)
+        dict = Py_BuildValue("{sisOsOsOsOsO}", "version", 1, "frames", frames, "stacks", stacks,
+                             "threads", threads, "samples", samples, "stats", stats);
+    Py_XDECREF(frames);
+    Py_XDECREF(stacks);
+    Py_XDECREF(threads);
+    Py_XDECREF(samples);
+    Py_XDECREF(stats);
+    return dict;
+}
+
+PyObject *
+stacks_record(StackCapture *capture)
+{
+    PyObject *dict = NULL;
+    int busy;
+
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&capture->lock);
+    wait_idle(capture, monotonic_seconds() + STACKS_READ_WAIT_S); /* the GIL is free: it ends */
+    busy = capture->in_python;
+    capture->readers++; /* no capture starts until this one has read */
+    pthread_mutex_unlock(&capture->lock);
+    Py_END_ALLOW_THREADS
+    if (busy)
+        PyErr_SetString(PyExc_RuntimeError, "a stack capture under way did not end");
+    else
+        dict = record_dict(capture);
+    pthread_mutex_lock(&capture->lock);
+    capture->readers--;
+    pthread_cond_broadcast(&capture->wake);
+    pthread_mutex_unlock(&capture->lock);
+    return dict;
+}

@@ -1,0 +1,225 @@
+"""The code profile (docs/code_profile.md) of a real run in this interpreter: stack samples
+from the C core, attributed to the code that ran, compared with the workload's own thread
+CPU times (time.thread_time() inside each function: the truth of the same run).
+
+One tracked run per module (tests/codeprofile/workload.py): three CPU phases, a thread in a C
+call without the GIL that exits mid-run, a fork() while sampling, recursion 500 deep, a
+generator, a sleep and a 160 MiB allocation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from resource_tracker import ResourceTracker, _core
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import workload  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not _core.HAVE_PROCFS, reason="the C sampler (procfs) only")
+INTERVAL = 0.02
+SCALE = 1.0  # CPU-seconds of the largest phase
+WORKLOAD_FILE = workload.__file__.replace(".pyc", ".py")
+
+
+@pytest.fixture(scope="module")
+def run():
+    tracker = ResourceTracker(interval=INTERVAL, discover_server=False, discover_cloud=False)
+    truth = workload.run(SCALE)
+    tracker.stop()
+    return tracker, truth
+
+
+def _by(table, column="function"):
+    return {(row["function"], row["file"]): row for row in table.rows()}
+
+
+def _row(tracker, function, by="function", user_code=False):
+    rows = _by(tracker.code_profile(by, user_code))
+    return rows[(function, WORKLOAD_FILE)]
+
+
+def _slack(tracker):
+    """The error one attribution may make: the CPU of the two largest sampled intervals (a
+    function's first and last interval may be shared with its neighbours), plus a margin of
+    the tree's other threads (the sampler's, the test runner's)."""
+    cpu = sorted(tracker.code_timeline()["cpu_seconds"], reverse=True)
+    return 2 * sum(cpu[:2]) + 0.03
+
+
+def test_the_run_was_recorded(run):
+    tracker, _ = run
+    status = tracker.code_profile_status()
+    assert status["status"] == "recorded", status
+    assert status["samples"] > 0 and status["captures"] > 0
+    assert status["dropped"] == 0
+    assert 0 < status["gil_hold_us_p50"] <= status["gil_hold_us_p99"]
+    assert list(tracker.code_profile().columns)[:3] == ["function", "file", "line"]
+
+
+@pytest.mark.parametrize("function", ["phase_a", "phase_b", "phase_c"])
+def test_each_phase_gets_its_own_thread_cpu(run, function):
+    tracker, truth = run
+    row = _row(tracker, function)
+    assert abs(row["cpu_seconds"] - truth[function]) <= _slack(tracker), (row, truth)
+    assert row["origin"] == "user"
+
+
+def test_the_shares_of_the_three_phases_follow_the_truth(run):
+    """30 / 50 / 20: each phase's share of the three, within 5 points plus the slack."""
+    tracker, truth = run
+    names = ("phase_a", "phase_b", "phase_c")
+    measured = {n: _row(tracker, n)["cpu_seconds"] for n in names}
+    known = sum(truth[n] for n in names)
+    for n in names:
+        share, true_share = measured[n] / sum(measured.values()), truth[n] / known
+        assert abs(share - true_share) <= 0.05 + _slack(tracker) / known, (n, measured, truth)
+
+
+def test_a_thread_in_a_c_call_without_the_gil_is_charged_to_the_calling_line(run):
+    tracker, truth = run
+    lines = [
+        r for r in tracker.code_profile("line").rows()
+        if r["function"] == "hash_in_c" and r["file"] == WORKLOAD_FILE
+    ]
+    top = max(lines, key=lambda r: r["cpu_self_seconds"])
+    source = open(WORKLOAD_FILE).read().splitlines()[top["line"] - 1]
+    assert "sha256" in source
+    assert abs(top["cpu_seconds"] - truth["hash_in_c"]) <= _slack(tracker) + 0.1 * truth[
+        "hash_in_c"
+    ]
+
+
+def test_recursion_500_deep_counts_each_function_once_per_stack(run):
+    tracker, truth = run
+    deep = _row(tracker, "deep")
+    total = sum(tracker.code_timeline()["cpu_seconds"])
+    assert deep["cpu_seconds"] <= total + 1e-9  # not 500 times over
+    assert abs(deep["cpu_seconds"] - truth["deep"]) <= _slack(tracker)
+    frames = {row["function"] for row in tracker.code_profile().rows()}
+    assert "<truncated>" in frames  # kept the 128 frames nearest the running code
+
+
+def test_a_generator_is_charged_where_it_runs(run):
+    tracker, truth = run
+    gen = _row(tracker, "numbers")
+    assert abs(gen["cpu_self_seconds"] - truth["numbers"]) <= _slack(tracker)
+    assert _row(tracker, "consume")["cpu_seconds"] >= gen["cpu_seconds"] - 1e-9
+
+
+def test_a_sleep_is_time_on_stack_without_cpu(run):
+    tracker, truth = run
+    nap = _row(tracker, "nap")
+    assert nap["cpu_seconds"] <= 0.05 + 0.1 * truth["nap"]
+    assert nap["seconds_on_stack"] >= 0.5 * truth["nap"]
+
+
+def test_the_memory_peak_is_the_allocating_function(run):
+    tracker, truth = run
+    peak = tracker.code_peak()
+    assert ["allocate", WORKLOAD_FILE] == peak["stack"][-2][:2], peak  # it called _burn
+    assert peak["function"] == "_burn" and peak["file"] == WORKLOAD_FILE
+    assert peak["memory_peak"] >= truth["allocate_len"] / 1024 * 0.9
+    assert _row(tracker, "allocate")["memory_peak"] == peak["memory_peak"]
+
+
+def test_fork_after_start_leaves_the_child_and_the_recording_sound(run):
+    tracker, truth = run
+    assert truth["fork_status"] == 0
+    after_fork = _row(tracker, "phase_b")  # the phases after the fork were recorded
+    assert after_fork["samples"] > 0
+
+
+def test_user_code_folds_the_standard_library_into_its_caller(run):
+    tracker, _ = run
+    folded = tracker.code_profile("function", user_code=True)
+    raw = tracker.code_profile("function")
+    # threading's frames under the hasher thread's user code: shown raw, folded away
+    assert "Thread.run" in set(raw["function"])
+    assert "Thread.run" not in set(folded["function"])
+    assert _row(tracker, "hash_in_c", user_code=True)["cpu_self_seconds"] > 0
+
+
+def test_phases_can_be_named_by_their_code(run):
+    tracker, _ = run
+    from resource_tracker.code_profile import phase_code
+
+    timeline = list(tracker.code_timeline().rows())
+    b_rows = [r["timestamp"] for r in timeline if r["function"] == "_burn"]
+    assert b_rows  # the burning helper is user code too
+    start, end = tracker.start_time, tracker.stop_time
+    named = phase_code(tracker, start, end)
+    assert named is not None and named["function"] == "_burn"
+
+
+def test_the_snapshot_keeps_the_profile(run):
+    tracker, _ = run
+    text = tracker.dumps()
+    loaded = ResourceTracker.loads(text)
+    assert json.loads(text)["code_profile"]["status"] == "recorded"
+    for by in ("function", "line"):
+        assert loaded.code_profile(by).to_dict() == tracker.code_profile(by).to_dict()
+    assert loaded.code_peak() == tracker.code_peak()
+
+
+def test_a_bad_record_in_a_snapshot_is_refused_by_name(run):
+    tracker, _ = run
+    snap = json.loads(tracker.dumps())
+    snap["code_profile"]["samples"][0][2] = 10**9
+    with pytest.raises(ValueError, match=r"code_profile\.samples\[0\]"):
+        ResourceTracker.from_snapshot(snap)
+
+
+def test_switched_off_by_argument_and_by_variable(monkeypatch):
+    off = ResourceTracker(interval=0.05, discover_server=False, discover_cloud=False,
+                          code_profile=False)
+    off.wait_for_samples(2)
+    off.stop()
+    assert off.code_profile_status()["status"] == "off"
+    assert len(off.code_profile()) == 0 and off.code_peak() is None
+    monkeypatch.setenv("RESOURCE_TRACKER_CODE_PROFILE", "0")
+    env_off = ResourceTracker(interval=0.05, discover_server=False, discover_cloud=False)
+    env_off.stop()
+    assert env_off.code_profile_status()["status"] == "off"
+
+
+def test_another_process_is_not_sampled_without_the_agent():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
+    try:
+        tracker = ResourceTracker(pid=child.pid, interval=0.05, discover_server=False,
+                                  discover_cloud=False)
+        tracker.stop()
+    finally:
+        child.wait()
+    status = tracker.code_profile_status()
+    assert status["status"] == "off" and "agent" in status["note"]
+
+
+_EXIT_WHILE_SAMPLING = """
+import threading, sys
+from resource_tracker import ResourceTracker
+def spin():
+    while True:
+        sum(range(1000))
+for _ in range(4):
+    threading.Thread(target=spin, daemon=True).start()
+tracker = ResourceTracker(interval=0.0005, discover_server=False, discover_cloud=False)
+tracker.wait_for_samples(20)
+print(tracker.code_profile_status()["captures"] > 0, flush=True)
+sys.exit(3)  # no stop(): the interpreter finalizes while the sampler and captures run
+"""
+
+
+def test_the_interpreter_exits_while_sampling_without_a_crash():
+    """atexit stops the captures before the interpreter tears down, with daemon threads
+    running Python at every tick (repeated: a crash would be a race)."""
+    for _ in range(4):
+        done = subprocess.run([sys.executable, "-c", _EXIT_WHILE_SAMPLING], capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 3, done.stderr[-2000:]
+        assert done.stdout.strip() == "True"
