@@ -35,6 +35,7 @@ __all__ = [
     "rate",
     "duration",
     "money",
+    "percent",
     "quantity",
     "unit_bytes",
     "change",
@@ -162,6 +163,17 @@ def money(usd: object, per: str = "") -> str:
     if a < 0.005:
         return f"{'> -' if sign else '< '}$0.01"
     return f"{sign}${a:,.2f}"
+
+
+def percent(share: object) -> str:
+    """A share as a whole percentage: '89%', '< 1%' for a share above 0 that rounds to 0,
+    '0%' for none."""
+    v = _finite(share)
+    if v is None:
+        return NA
+    if 0 < abs(v) < 0.005:
+        return "< 1%" if v > 0 else "> -1%"
+    return f"{v * 100:,.0f}%"
 
 
 def unit_bytes(unit: str) -> Optional[float]:
