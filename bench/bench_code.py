@@ -15,10 +15,11 @@ Measured against the targets of issue 29:
   reports it); py-spy's own CPU beside it;
 - the frame memory of a 24 h run at 1 s <= 8 MiB.
 
-Usage (`make bench` runs it):
-    python bench/bench_code.py [--quick] [--repeat N] [--json out.json]
-py-spy comes from the project's venv or PATH (``pip install py-spy``); without it the py-spy
-column says so. ptrace needs root (or CAP_SYS_PTRACE / a permissive ptrace_scope).
+Usage (`make bench` runs it, with py-spy installed into .bench-venv):
+    python bench/bench_code.py [--quick] [--repeat N] [--json out.json] [--py-spy PATH]
+py-spy comes from --py-spy, else beside this interpreter or on PATH (``pip install py-spy``);
+without it the py-spy column stays empty. ptrace needs root (or CAP_SYS_PTRACE, or a
+permissive ptrace_scope).
 """
 
 from __future__ import annotations
@@ -152,20 +153,39 @@ def spy_shares(spy):
 
 
 def our_peak_function(ours):
-    """The function the tracker names for the run's memory peak: the one with the highest
-    memory peak among those not on the stack for the whole run (their callers have it too)."""
-    peak = ours.get("peak") or {}
-    if peak.get("function"):
-        return peak["function"]
-    rows = [r for r in ours.get("profile") or () if r.get("memory_peak") is not None]
-    leaves = [r for r in rows if r.get("function") in set(BURNERS) | {ALLOCATOR}]
-    best = max(leaves, key=lambda r: r["memory_peak"], default=None)
-    return best and best["function"]
+    """The function the tracker names for the run's memory peak (``code_peak()``)."""
+    return (ours.get("peak") or {}).get("function")
 
 
 def max_error(shares, truth):
     errors = [abs(shares[k] - truth[k]) for k in truth if shares.get(k) is not None]
     return max(errors) if len(errors) == len(truth) else None
+
+
+def capture_cost(run, key=""):
+    """(CPU-seconds of the stack capture over the measured window, its share of one core):
+    the CPU of the tracker's threads other than the sampler's (the one whose CPU matches the
+    sampler's own clock) and the main thread's, from /proc/self/task/*/schedstat."""
+    truth = run["truth"]
+    threads = dict(truth.get(key + "threads_cpu_s") or {})
+    sampler = truth.get(key + "sampler_cpu_s")
+    if sampler is not None and threads:
+        del threads[min(threads, key=lambda tid: abs(threads[tid] - sampler))]
+    cpu = sum(threads.values())
+    return cpu, cpu / truth[key + "measured_s"]
+
+
+def frames_24h(run, interval=1.0):
+    """Bytes the frame table would hold after 24 h at `interval`: what it holds now, plus a
+    16-byte sample per thread and tick for the rest of the day, doubled (the sample array
+    grows by doubling). Strings, frames and stacks of a repeating workload do not grow."""
+    status = run["truth"].get("status_at_end") or {}
+    held, samples, captures = (status.get(k) for k in ("frame_table_bytes", "samples", "captures"))
+    if not held or not captures:
+        return None, None
+    per_tick = (samples or captures) / captures
+    ticks = 86400 / interval
+    return held, held + 2 * 16 * per_tick * max(ticks - captures, 0)
 
 
 # -- output ---------------------------------------------------------------------------------
@@ -183,25 +203,94 @@ def _verdict(ok):
     return "n/a" if ok is None else ("pass" if ok else "FAIL")
 
 
+def _median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _ratio(theirs, ours):
+    if not theirs or not ours:
+        return ""
+    return f"py-spy / ours: {theirs / ours:,.0f}x"
+
+
 def accuracy_rows(interval, runs):
-    """Markdown rows: per burner truth/ours/py-spy shares (medians over the runs)."""
-    rows = []
+    """Rows: per burner the truth, ours and py-spy's shares (medians over the runs), then
+    the largest error against the target."""
+    rows, worst = [], {"ours": [], "spy": []}
     for name, nominal in BURNERS.items():
         truth = statistics.median(truth_shares(r["truth"])[name] for r in runs)
         ours = _median([our_shares(r["ours"])[name] for r in runs])
         spy = _median([spy_shares(r.get("py_spy") or {})[name] for r in runs])
+        worst["ours"].append(None if ours is None else abs(ours - truth))
+        worst["spy"].append(None if spy is None else abs(spy - truth))
         rows.append(
-            f"| CPU share of `{name}()` at {interval:g} s (nominal {nominal:.0%}) | "
-            f"{_pct(truth)} | {_pct(ours)} | {_pct(spy)} | "
-            f"{_pts(None if ours is None else abs(ours - truth))} / "
-            f"{_pts(None if spy is None else abs(spy - truth))} |"
-        )
+            [f"CPU share of `{name}()` at {interval:g} s (nominal {nominal:.0%})",
+             "", _pct(truth), _pct(ours), _pct(spy), ""]
+        )  # fmt: skip
+    ours_worst = None if None in worst["ours"] else max(worst["ours"])
+    spy_worst = None if None in worst["spy"] else max(worst["spy"])
+    ok = None if ours_worst is None else ours_worst <= SHARE_TOLERANCE
+    rows.append(
+        [f"largest CPU share error at {interval:g} s", "<= 5 pts", "",
+         _pts(ours_worst), _pts(spy_worst), _verdict(ok)]
+    )  # fmt: skip
     return rows
 
 
-def _median(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
+def peak_rows(runs_by_interval):
+    rows = []
+    for interval, runs in runs_by_interval.items():
+        named = [our_peak_function(r["ours"]) for r in runs]
+        held = _median([(r["ours"].get("peak") or {}).get("memory_peak") for r in runs])
+        truth = _median([r["truth"].get("rss_at_peak_mib") for r in runs])
+        ok = all(n == ALLOCATOR for n in named) if named else None
+        rows.append(
+            [f"{HOLD_MIB} MiB peak attributed to (at {float(interval):g} s)", f"`{ALLOCATOR}()`",
+             f"RSS {truth:.0f} MiB" if truth else "",
+             ", ".join(f"`{n}()`" for n in named) + (f" ({held / 1024:.0f} MiB)" if held else ""),
+             "n/a (records no memory)", _verdict(ok)]
+        )  # fmt: skip
+    return rows
+
+
+def cost_rows(runs_by_interval):
+    rows = []
+    for interval, runs in runs_by_interval.items():
+        interval = float(interval)
+        target = COST_TARGETS.get(interval)
+        share = _median([capture_cost(r)[1] for r in runs])
+        steady = _median([capture_cost(r, "steady_")[1] for r in runs])
+        spy = _median([(r.get("py_spy") or {}).get("core_share") for r in runs])
+        ok = None if share is None or target is None else share <= target
+        rows.append(
+            [f"added CPU at {interval:g} s (share of a core)", f"<= {target:.2%}",
+             "", f"{_pct(share, 4)} (after the first function: {_pct(steady, 4)})",
+             _pct(spy, 3), f"{_verdict(ok)}; {_ratio(spy, share)}"]
+        )  # fmt: skip
+        status = [r["truth"].get("status_at_end") or {} for r in runs]
+        p50 = _median([s.get("gil_hold_us_p50") for s in status])
+        p99 = _median([s.get("gil_hold_us_p99") for s in status])
+        wait = _median([s.get("gil_wait_us_p50") for s in status])
+        per_tick = _median([capture_cost(r)[0] * interval / r["truth"]["measured_s"] for r in runs])
+        rows.append(
+            [f"GIL held per tick at {interval:g} s, p50 / p99", "", "",
+             f"{p50:.1f} / {p99:.1f} us" if p50 is not None else "n/a",
+             "pauses the process per sample", f"capture CPU per tick {per_tick * 1e6:.0f} us; "
+             f"GIL wait p50 {wait / 1000:.1f} ms" if wait is not None else ""]
+        )  # fmt: skip
+    return rows
+
+
+def memory_rows(runs_by_interval):
+    runs = runs_by_interval.get("0.1") or next(iter(runs_by_interval.values()))
+    held, day = frames_24h(runs[0])
+    ok = None if day is None else day <= MEMORY_TARGET_MIB * 2**20
+    return [
+        ["frame table memory, 24 h at 1 s", f"<= {MEMORY_TARGET_MIB:g} MiB", "",
+         "n/a" if day is None else f"{day / 2**20:.2f} MiB (now {held / 1024:.0f} KiB)",
+         "", _verdict(ok)]
+    ]  # fmt: skip
 
 
 def main():
@@ -209,6 +298,7 @@ def main():
     parser.add_argument("--quick", action="store_true", help="half-length workload, 1 repeat")
     parser.add_argument("--repeat", type=int, default=1, help="runs per interval (median)")
     parser.add_argument("--json", help="write every figure to this file")
+    parser.add_argument("--py-spy", help="the py-spy executable (default: beside python, PATH)")
     args = parser.parse_args()
     results = measure(args)
     if args.json:
@@ -218,7 +308,7 @@ def main():
 
 
 def measure(args):
-    env, netns, spy = bench_env(), netns_prefix(), py_spy()
+    env, netns, spy = bench_env(), netns_prefix(), args.py_spy or py_spy()
     if spy is None:
         progress("py-spy is not installed (pip install py-spy): its column stays empty")
     scale = 0.5 if args.quick else 1.0
@@ -234,17 +324,22 @@ def measure(args):
 
 
 def render(results):
-    head = [
-        "| what | truth | resource-tracker | py-spy | error (ours / py-spy) |",
-        "|---|---|---|---|---|",
-    ]
+    head = ["what", "target", "truth", "resource-tracker", "py-spy", "verdict"]
+    runs = results["runs"]
     rows = []
-    for interval, runs in results["runs"].items():
-        rows += accuracy_rows(float(interval), runs)
+    for interval, found in runs.items():
+        rows += accuracy_rows(float(interval), found)
+    rows += peak_rows(runs) + cost_rows(runs) + memory_rows(runs)
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
     load = ", ".join(f"{x:.2f}" for x in results["load_before"])
+    after = ", ".join(f"{x:.2f}" for x in results["load_after"])
+    repeat = len(next(iter(runs.values())))
     return "\n".join(
-        [f"Machine: {results['machine']}; load average before: {load}", ""] + head + rows
-    )
+        [f"Machine: {results['machine']}; load average before {load}, after {after}; "
+         f"{repeat} run(s) per interval (medians); workload scale {results['scale']:g}", ""]
+        + lines
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -91,13 +91,20 @@ def main():
     import resource_tracker
 
     options = {"code_profile": False} if "--no-code-profile" in args else {}
-    tracker = resource_tracker.ResourceTracker(interval=interval, **options)
+    tracker = resource_tracker.ResourceTracker(
+        interval=interval, discover_server=False, discover_cloud=False, **options
+    )
     tracker.wait_for_samples(1, timeout=interval * 3 + 5)
     print("ready", flush=True)
     while not os.path.exists(go):
         time.sleep(0.01)
+    sampler = getattr(tracker, "_sampler", None)
+    threads0, sampler0 = _thread_cpu(), getattr(sampler, "cpu_seconds", None)
     t0, wall0 = os.times(), time.time()
     parse_records()
+    # from here on, steady state: the workload's frames are in the table
+    threads_mid, sampler_mid = _thread_cpu(), getattr(sampler, "cpu_seconds", None)
+    wall_mid = time.time()
     train_model()
     write_results()
     load_dataset()
@@ -105,13 +112,45 @@ def main():
     TRUTH["process_cpu_s"] = (t1.user + t1.system) - (t0.user + t0.system)
     TRUTH["window"] = [wall0, time.time()]
     time.sleep(interval * 1.5)  # the last interval ends before stop()
+    # before stop(): the sampler's and the capture's threads still run
+    threads1, sampler1 = _thread_cpu(), getattr(sampler, "cpu_seconds", None)
+    TRUTH["status_at_end"] = _status(tracker)
     tracker.stop()
+    now = time.time()
+    for key, threads, sampler_cpu, wall in (
+        ("", threads0, sampler0, wall0),
+        ("steady_", threads_mid, sampler_mid, wall_mid),
+    ):
+        TRUTH[key + "threads_cpu_s"] = {
+            tid: cpu - threads.get(tid, 0.0)
+            for tid, cpu in threads1.items()
+            if tid != str(os.getpid())
+        }
+        TRUTH[key + "sampler_cpu_s"] = None if sampler0 is None else sampler1 - sampler_cpu
+        TRUTH[key + "measured_s"] = now - wall
     with open(out, "w") as f:
         json.dump({"truth": TRUTH, "ours": _ours(tracker)}, f)
 
 
+def _status(tracker):
+    getter = getattr(tracker, "code_profile_status", None)
+    return getter() if callable(getter) else {}
+
+
+def _thread_cpu():
+    """{thread id: CPU seconds} of this process's threads (schedstat: nanoseconds on CPU)."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                out[tid] = int(f.read().split()[0]) / 1e9
+        except (OSError, ValueError, IndexError):
+            pass
+    return out
+
+
 def _ours(tracker):
-    """The tracker's view: the code profile by function, the run's cost figures."""
+    """The tracker's view: the code profile by function, the peak's code, its counters."""
     sampler = getattr(tracker, "_sampler", None)
     result = {
         "samples": tracker.n_samples,
@@ -121,22 +160,14 @@ def _ours(tracker):
     if callable(profile):
         df = profile(by="function")
         result["profile"] = [dict(zip(df.columns, row)) for row in _rows(df)]
-        result["stack_stats"] = _stack_stats(tracker)
+        result["peak"] = tracker.code_peak()
+        result["status"] = _status(tracker)
     return result
 
 
 def _rows(df):
     cols = [list(df[c]) for c in df.columns]
     return list(zip(*cols))
-
-
-def _stack_stats(tracker):
-    """What the sampler says of its stack sampling (cost, GIL hold, frame memory), if any."""
-    getter = getattr(tracker, "code_profile_stats", None)
-    try:
-        return getter() if callable(getter) else None
-    except Exception as exc:  # the bench reports it rather than losing the run
-        return {"error": repr(exc)}
 
 
 if __name__ == "__main__":

@@ -249,7 +249,9 @@ def split_text(view: Mapping[str, Any], code: Code) -> Optional[str]:
     second = phases[1] if len(phases) > 1 else None
     if not second or not second.get("function"):
         return None
-    return f"the second step would start with {code(name(second['function']))} ({code(place(second))})"
+    return (
+        f"the second step would start with {code(name(second['function']))} ({code(place(second))})"
+    )
 
 
 def label_phases(insights: Sequence[Insight], view: Optional[Mapping[str, Any]]) -> Tuple[Any, ...]:
@@ -265,7 +267,9 @@ def label_phases(insights: Sequence[Insight], view: Optional[Mapping[str, Any]])
             numbers = dict(insight.numbers)
             for item in phases:
                 if item.get("function"):
-                    numbers[f"phase{item['phase']}_code"] = f"{name(item['function'])} {place(item)}"
+                    numbers[f"phase{item['phase']}_code"] = (
+                        f"{name(item['function'])} {place(item)}"
+                    )
             message = insight.message + " Code: " + "; ".join(phase_texts(view, plain)) + "."
             split = split_text(view, plain) if insight.severity != "info" else None
             if split:

@@ -1,9 +1,9 @@
 """The report section "Where the time and memory went", the phases finding's code and the CLI
 summary's code lines, from one real tracked run: a script (train.py in a directory of its
 own, run by a fresh interpreter that creates the tracker, so its stacks are sampled) whose
-functions burn known amounts (each in its own loop) of their thread's CPU time (time.thread_time(): the truth of
-the same run, on any load) and one that allocates and holds 400 MiB between two phases of
-low memory. The run is saved with dumps() and loaded here (what `resource-tracker report`
+functions burn known amounts of their thread's CPU time, each in its own loop
+(time.thread_time(): the truth of the same run, on any load) and one that allocates and
+holds 400 MiB between two phases of low memory. The run is saved with dumps() and loaded here (what `resource-tracker report`
 does), and the page is looked at in a real Chromium (one per module)."""
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def test_each_phase_is_labelled_with_its_code(run):
     assert [p["function"] for p in phases] == ["parse_records", "load_dataset", "train_model"]
     finding = next(i for i in summary.insights if i.kind == "phases")
     first, _ = _lines_of_def("load_dataset")
-    assert f"phase 2, " in finding.message
+    assert "phase 2, " in finding.message
     assert f"load_dataset() at train.py:{first}" in finding.message
     assert finding.numbers["phase3_code"].startswith("train_model() train.py:")
     for p in phases:  # spans as the finding states them
