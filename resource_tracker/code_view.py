@@ -37,6 +37,11 @@ __all__ = [
 
 #: Functions shown in each top list.
 TOP = 5
+#: The Metaflow extension's own code, where it is not in site-packages (a checkout installed
+#: in development mode): never the user's code, so never listed nor a base for the paths.
+_EXTENSION_DIR = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "metaflow_extensions", ""
+)
 _CPU_KEYS = ("cpu_self_seconds", "cpu_seconds", "seconds_on_stack")
 
 
@@ -63,8 +68,8 @@ def _text(value: Any) -> Optional[str]:
 
 
 def _recorded(tracker: Any, insights: Sequence[Insight]) -> Dict[str, Any]:
-    rows = list(tracker.code_profile("function", True).rows())
-    timeline = list(tracker.code_timeline().rows())
+    rows = [r for r in tracker.code_profile("function", True).rows() if _users(r)]
+    timeline = [r for r in tracker.code_timeline().rows() if _users(r)]
     peak = tracker.code_peak()
     base = _code_dir([r["file"] for r in rows if r.get("origin") == "user"])
     where = lambda file: _relative(file, base)  # noqa: E731
@@ -84,6 +89,11 @@ def _recorded(tracker: Any, insights: Sequence[Insight]) -> Dict[str, Any]:
     if not rows:
         view["note"] = "no stack sample was taken (the run was shorter than one interval)"
     return view
+
+
+def _users(row: Mapping[str, Any]) -> bool:
+    """Not the tracker's own code (its Metaflow extension's threads and hooks)."""
+    return not str(row.get("file")).startswith(_EXTENSION_DIR)
 
 
 def _code_dir(files: Sequence[str]) -> str:
