@@ -282,6 +282,18 @@ def cost_rows(runs_by_interval):
     return rows
 
 
+def probe_rows(probe):
+    """The capture's own CPU per tick, against the sampler's (the resource reading)."""
+    if not probe:
+        return []
+    return [
+        ["capture CPU per tick, main thread asleep / busy in Python", "", "",
+         f"{probe['asleep']:.0f} / {probe['busy']:.0f} us (the sampler's own reading: "
+         f"{probe['asleep_sampler']:.0f} / {probe['busy_sampler']:.0f} us)",
+         "", "at 1 s: " + " / ".join(_pct(probe[k] / 1e6, 4) for k in ("asleep", "busy"))]
+    ]  # fmt: skip
+
+
 def memory_rows(runs_by_interval):
     runs = runs_by_interval.get("0.1") or next(iter(runs_by_interval.values()))
     held, day = frames_24h(runs[0])
@@ -319,6 +331,11 @@ def measure(args):
             progress(f"workload at {interval:g} s, run {k + 1} (py-spy beside it)")
             runs.append(run_once(interval, scale, spy, env, netns))
         results["runs"][str(interval)] = runs
+    progress("capture cost per tick, the main thread asleep and busy (0.02 s, 3 s each)")
+    probe = [sys.executable, WORKLOAD, "--probe", "0.02", "3"]
+    done = subprocess.run(netns + probe, cwd=HERE, env=env, capture_output=True, text=True)
+    lines = done.stdout.strip().splitlines()
+    results["probe"] = json.loads(lines[-1]) if done.returncode == 0 and lines else None
     results["load_after"] = os.getloadavg()
     return results
 
@@ -329,7 +346,8 @@ def render(results):
     rows = []
     for interval, found in runs.items():
         rows += accuracy_rows(float(interval), found)
-    rows += peak_rows(runs) + cost_rows(runs) + memory_rows(runs)
+    rows += peak_rows(runs) + cost_rows(runs) + probe_rows(results.get("probe"))
+    rows += memory_rows(runs)
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     load = ", ".join(f"{x:.2f}" for x in results["load_before"])

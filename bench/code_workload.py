@@ -82,8 +82,37 @@ def load_dataset():
     return len(data)
 
 
+def probe(interval, seconds):
+    """The capture's CPU per tick with the main thread asleep (the GIL free) and busy in
+    Python (the capture waits for the GIL): prints {"asleep": us, "busy": us} as JSON."""
+    import resource_tracker
+
+    out = {}
+    for state in ("asleep", "busy"):
+        tracker = resource_tracker.ResourceTracker(
+            interval=interval, discover_server=False, discover_cloud=False
+        )
+        tracker.wait_for_samples(2, timeout=30)
+        before, sampler0 = _thread_cpu(), tracker._sampler.cpu_seconds
+        captures0 = tracker.code_profile_status()["captures"]
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if state == "asleep":
+                time.sleep(end - time.monotonic())
+        after, sampler1 = _thread_cpu(), tracker._sampler.cpu_seconds
+        captures = tracker.code_profile_status()["captures"] - captures0
+        tracker.stop()
+        threads = {t: c - before.get(t, 0.0) for t, c in after.items() if t != str(os.getpid())}
+        del threads[min(threads, key=lambda t: abs(threads[t] - (sampler1 - sampler0)))]
+        out[state] = sum(threads.values()) / max(captures, 1) * 1e6
+        out[state + "_sampler"] = (sampler1 - sampler0) / max(captures, 1) * 1e6
+    print(json.dumps(out))
+
+
 def main():
     global SCALE
+    if sys.argv[1] == "--probe":
+        return probe(float(sys.argv[2]), float(sys.argv[3]))
     interval, go, out = float(sys.argv[1]), sys.argv[2], sys.argv[3]
     args = sys.argv[4:]
     if "--scale" in args:

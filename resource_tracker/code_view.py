@@ -72,7 +72,10 @@ def _recorded(tracker: Any, insights: Sequence[Insight]) -> Dict[str, Any]:
     timeline = [r for r in tracker.code_timeline().rows() if _users(r)]
     peak = tracker.code_peak()
     base = _code_dir([r["file"] for r in rows if r.get("origin") == "user"])
-    where = lambda file: _relative(file, base)  # noqa: E731
+
+    def where(file: str) -> str:
+        return _relative(file, base)
+
     view: Dict[str, Any] = {"status": "recorded", "note": None, "base_dir": base}
     view["cpu"] = _top_cpu(rows, where)
     view["memory"] = _top_memory(timeline, where)
@@ -165,14 +168,15 @@ def _phases(tracker: Any, insights: Sequence[Insight], where: Callable[[str], st
     numbers = found.numbers
     out = []
     for i in range(1, int(numbers.get("phases") or 0) + 1):
-        began, lasted = numbers.get(f"phase{i}_start_time"), numbers.get(f"phase{i}_duration_s")
-        start_s = numbers.get(f"phase{i}_start_s")
-        if None in (began, lasted, start_s):
+        keys = (f"phase{i}_start_time", f"phase{i}_duration_s", f"phase{i}_start_s")
+        if any(numbers.get(k) is None for k in keys):
             continue
-        code = phase_code(tracker, float(began), float(began) + float(lasted))
-        item = {"phase": i, "start_s": float(start_s), "end_s": float(start_s) + float(lasted)}
+        began, lasted, start_s = (float(numbers[k]) for k in keys)
+        code = phase_code(tracker, began, began + lasted)
+        item: Dict[str, Any] = {"phase": i, "start_s": start_s, "end_s": start_s + lasted}
         if code:
-            item.update(code, file=where(code["file"]))
+            item.update(code)
+            item["file"] = where(code["file"])
         out.append(item)
     return out
 
@@ -280,8 +284,9 @@ def label_phases(insights: Sequence[Insight], view: Optional[Mapping[str, Any]])
                     numbers[f"phase{item['phase']}_code"] = (
                         f"{name(item['function'])} {place(item)}"
                     )
-            message = insight.message + " Code: " + "; ".join(phase_texts(view, plain)) + "."
-            split = split_text(view, plain) if insight.severity != "info" else None
+            texts = phase_texts(view or {}, plain)
+            message = insight.message + " Code: " + "; ".join(texts) + "."
+            split = split_text(view or {}, plain) if insight.severity != "info" else None
             if split:
                 message += f" Split: {split}."
             insight = replace(insight, message=message, numbers=numbers)
