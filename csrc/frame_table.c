@@ -286,8 +286,7 @@ ft_thread(FrameTable *ft, unsigned long ident, int is_main)
         if (ft->threads[i].ident == ident)
             return (int64_t)i;
     if (ft->nthreads >= FT_MAX_THREADS ||
-        ft_reserve(ft, (void **)&ft->threads, &ft->threads_cap, ft->nthreads + 1,
-                   sizeof(FtThread)))
+        ft_reserve(ft, (void **)&ft->threads, &ft->threads_cap, ft->nthreads + 1, sizeof(FtThread)))
         return -1;
     ft->threads[ft->nthreads].ident = ident;
     ft->threads[ft->nthreads].last_cpu_ns = 0;
@@ -314,8 +313,7 @@ ft_sample(FrameTable *ft, uint32_t row, uint32_t thread, uint32_t stack, uint32_
     FtSample *s;
 
     if (thread >= ft->nthreads || stack >= ft->nstacks ||
-        ft_reserve(ft, (void **)&ft->samples, &ft->samples_cap, ft->nsamples + 1,
-                   sizeof(FtSample)))
+        ft_reserve(ft, (void **)&ft->samples, &ft->samples_cap, ft->nsamples + 1, sizeof(FtSample)))
         return -1;
     s = &ft->samples[ft->nsamples++];
     s->row = row;

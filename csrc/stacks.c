@@ -21,8 +21,8 @@ struct StackCapture {
     pthread_cond_t idle; /* a capture ended */
     FrameTable table;    /* written with the GIL held and in_python set; read when it is not */
     unsigned long main_ident;
-    pid_t pid;          /* the process that made it: after fork() the child's is stopped */
-    int refs;           /* the owner and the thread */
+    pid_t pid; /* the process that made it: after fork() the child's is stopped */
+    int refs;  /* the owner and the thread */
     int stop, pending, in_python, readers, thread_alive;
     uint32_t pending_row;
     double requested_at; /* monotonic seconds */
@@ -81,8 +81,11 @@ atfork_parent(void)
 }
 
 /* In the child: no capture thread exists (nor its reference); every capture is stopped. The
- * locks were taken by this thread in atfork_prepare, so it may release them. A capture thread
- * that was inside the interpreter then does not exist here: nothing of it is waited for. */
+ * locks were taken by this thread in atfork_prepare, so it may release them. The condition
+ * variables are made anew: the parent's capture thread may have waited on them at fork(), and
+ * glibc then counts a waiter that does not exist here (pthread_cond_destroy would wait for it
+ * forever). Nothing waits on them in the child, so nothing refers to the old state. A capture
+ * thread that was inside the interpreter does not exist here: nothing of it is waited for. */
 static void
 atfork_child(void)
 {
@@ -91,8 +94,10 @@ atfork_child(void)
     for (c = registry_head; c; c = c->next) {
         if (c->thread_alive && c->refs > 1)
             c->refs--;
-        c->thread_alive = c->in_python = c->pending = 0;
+        c->thread_alive = c->in_python = c->pending = c->readers = 0;
         c->stop = 1;
+        pthread_cond_init(&c->wake, NULL);
+        pthread_cond_init(&c->idle, NULL);
         pthread_mutex_unlock(&c->lock);
     }
     pthread_mutex_unlock(&registry_lock);
@@ -316,8 +321,8 @@ capture_main(void *arg)
         double requested_at;
         while (!capture->stop && (!capture->pending || capture->readers))
             pthread_cond_wait(&capture->wake, &capture->lock);
-        if (capture->stop || exiting)
-            break;
+        if (exiting || !capture->pending || capture->readers)
+            break; /* stopped (a request made before the stop is still served) */
         row = capture->pending_row;
         requested_at = capture->requested_at;
         capture->in_python = 1;
@@ -440,11 +445,13 @@ stacks_release(void *arg)
     capture_unref(capture);
 }
 
-/* Waits (the lock held) until no capture is under way or the monotonic deadline passed. */
+/* Waits (the lock held) until no capture is under way or asked for (while the thread lives)
+ * or the monotonic deadline passed. */
 static void
 wait_idle(StackCapture *capture, double deadline)
 {
-    while (capture->in_python && monotonic_seconds() < deadline) {
+    while ((capture->in_python || (capture->pending && capture->thread_alive && !exiting)) &&
+           monotonic_seconds() < deadline) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_nsec += 10000000L; /* re-check every 10 ms (the wait's clock is the wall's) */
@@ -574,7 +581,8 @@ static PyObject *
 record_dict(StackCapture *capture)
 {
     const FrameTable *t = &capture->table;
-    PyObject *frames = make_list(t, t->nframes, frame_item), *stacks = make_list(t, t->nstacks, stack_item);
+    PyObject *frames = make_list(t, t->nframes, frame_item),
+             *stacks = make_list(t, t->nstacks, stack_item);
     PyObject *threads = make_list(t, t->nthreads, thread_item);
     PyObject *samples = make_list(t, t->nsamples, sample_item);
     PyObject *stats = record_stats(capture), *dict = NULL;

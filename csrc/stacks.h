@@ -20,10 +20,10 @@
 
 #include <stddef.h>
 
-#define STACKS_MAX_DEPTH 128        /* frames kept a stack (those nearest the running code) */
-#define STACKS_HOLD_RING 4096       /* GIL hold times kept for the percentiles */
-#define STACKS_SHUTDOWN_WAIT_S 1.0  /* atexit waits at most this for a capture under way */
-#define STACKS_READ_WAIT_S 10.0     /* stacks_record waits at most this for a capture */
+#define STACKS_MAX_DEPTH 128       /* frames kept a stack (those nearest the running code) */
+#define STACKS_HOLD_RING 4096      /* GIL hold times kept for the percentiles */
+#define STACKS_SHUTDOWN_WAIT_S 1.0 /* atexit waits at most this for a capture under way */
+#define STACKS_READ_WAIT_S 10.0    /* stacks_record waits at most this for a capture */
 #define STACKS_TRUNCATED "<truncated>"
 
 typedef struct StackCapture StackCapture;

@@ -67,23 +67,29 @@ class CodeResults:
 
     if TYPE_CHECKING:
         _sampler: Any
-        start_time: Optional[float]
-        running: bool
+        _code_stored: Optional[Dict[str, Any]]  # a stopped or stored run's record
 
+        @property
+        def running(self) -> bool: ...
+        @property
+        def start_time(self) -> Optional[float]: ...
         def _table_columns(self, table: str) -> Dict[str, Any]: ...
 
     def _code_record(self) -> Optional[Dict[str, Any]]:
         """The raw record (the snapshot's ``code_profile``), None for a run without one."""
         if hasattr(self, "_code_stored"):
-            return self._code_stored  # type: ignore[no-any-return]
+            return self._code_stored
         off = getattr(self, "_code_off", None)
-        if off is not None or not hasattr(self._sampler, "stacks"):
+        processes = list(getattr(self, "_code_processes", ()))
+        record = None
+        if off is None and hasattr(self._sampler, "stacks"):
+            record = self._sampler.stacks()
+        if record is None and not processes:
             return off
-        record = self._sampler.stacks()
-        if record is None:
-            return None
-        record.update(status="recorded", note=None)
-        record["processes"] = list(getattr(self, "_code_processes", ()))
+        if record is None:  # run --code: the command's processes only (the agent's)
+            record = {"version": 1, "frames": [], "stacks": [], "threads": [], "samples": []}
+            record["stats"] = {}
+        record.update(status="recorded", note=None, processes=processes)
         if not self.running:
             self._code_stored = record  # final: read once
         return record  # type: ignore[no-any-return]

@@ -36,6 +36,11 @@ class Sampler:
         adopted_by: int = ...,
     ) -> None: ...
     def start(self) -> None: ...
+    def record_stacks(self, main_ident: int, max_bytes: int = 0) -> None:
+        """Before start(): also record this interpreter's Python stacks at each tick
+        (docs/code_profile.md); RuntimeError when it cannot (free-threaded, sub-interpreter)."""
+    def stacks(self) -> Optional[Dict[str, Any]]:
+        """The stack record (frames, stacks, threads, samples, stats); None without one."""
     def stop(self) -> None: ...
     def sample_now(self) -> Optional[Tuple[List[float], List[float]]]: ...
     def wait(self, n: int, timeout: float) -> bool: ...
@@ -157,3 +162,9 @@ COLUMN_REGISTRY: Tuple[Tuple[str, str, str, str, str, str, str, int], ...]
 FOLD_SHARE: float
 FOLD_MIN_SECONDS: float
 FINAL_MIN_SECONDS: float
+
+def stop_stacks() -> None:
+    """Stops every stack capture of this process, waiting for one under way (atexit)."""
+
+def stacks_unsupported() -> Optional[str]:
+    """Why no stack can be recorded in this interpreter, or None."""

@@ -12,6 +12,7 @@ first use: ``_run_data`` (tables, statistics), ``_stored`` (snapshots), ``summar
 from __future__ import annotations
 
 from . import _core, settings
+from ._code import CodeResults
 
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds): annotations only
 if TYPE_CHECKING:
@@ -26,8 +27,9 @@ if TYPE_CHECKING:
     _R = TypeVar("_R", bound="TrackerResults")
 
 
-class TrackerResults:
-    """What a tracker collected (ResourceTracker's data methods; see its documentation)."""
+class TrackerResults(CodeResults):
+    """What a tracker collected (ResourceTracker's data methods; see its documentation; the
+    code profile's in CodeResults)."""
 
     if TYPE_CHECKING:  # set by ResourceTracker (or from_snapshot)
         pid: int

@@ -276,8 +276,15 @@ def _validate_snapshot(snapshot: Mapping[str, Any]) -> None:
     pid = snapshot.get("pid")
     if pid is not None and not (isinstance(pid, int) and 0 < pid <= MAX_PID):
         bad("pid", "a process id")
-    for key in ("server_info", "cloud_info", "extra", "cgroup_metrics", "tree_source", "summary",
-                "code_profile"):
+    for key in (
+        "server_info",
+        "cloud_info",
+        "extra",
+        "cgroup_metrics",
+        "tree_source",
+        "summary",
+        "code_profile",
+    ):
         if snapshot.get(key) is not None and not isinstance(snapshot[key], dict):
             bad(key, "an object (or null)")
     hwm = snapshot.get("memory_hwm")

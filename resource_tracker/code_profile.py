@@ -9,8 +9,8 @@ is the snapshot's ``code_profile`` entry; every view here is recomputed from it.
 
 from __future__ import annotations
 
+import bisect
 import os
-import sys
 import sysconfig
 
 from .tiny_data_frame import TinyDataFrame
@@ -87,8 +87,11 @@ def _check_rows(record: Mapping[str, Any], key: str, kinds: Tuple[type, ...]) ->
     if not isinstance(rows, list):
         raise _bad(key, "a list")
     for i, row in enumerate(rows):
-        if not (isinstance(row, list) and len(row) == len(kinds) and all(
-                isinstance(v, k) and not isinstance(v, bool) for v, k in zip(row, kinds))):
+        if not (
+            isinstance(row, list)
+            and len(row) == len(kinds)
+            and all(isinstance(v, k) and not isinstance(v, bool) for v, k in zip(row, kinds))
+        ):
             names = ", ".join(k.__name__ for k in kinds)
             raise _bad(f"{key}[{i}]", f"a list of {names}")
     return rows
@@ -104,8 +107,9 @@ def validate_record(record: Dict[str, Any]) -> Dict[str, Any]:
         if not (-1 <= parent < i and 0 <= frame < len(frames)):
             raise _bad(f"stacks[{i}]", "[an earlier stack or -1, a frame id]")
     for i, (row, thread, stack, cpu_us) in enumerate(_check_rows(record, "samples", (int,) * 4)):
-        if not (row >= 0 and 0 <= thread < len(threads) and 0 <= stack < len(stacks)
-                and cpu_us >= 0):
+        if not (
+            row >= 0 and 0 <= thread < len(threads) and 0 <= stack < len(stacks) and cpu_us >= 0
+        ):
             raise _bad(f"samples[{i}]", "[row, thread id, stack id, CPU microseconds >= 0]")
     processes = record.get("processes") or []
     if not isinstance(processes, list) or not all(isinstance(p, dict) for p in processes):
@@ -113,8 +117,9 @@ def validate_record(record: Dict[str, Any]) -> Dict[str, Any]:
     for child in processes:
         columns = child.get("columns")
         if not isinstance(columns, dict) or not all(
-                isinstance(v, list) and all(isinstance(x, (int, float)) for x in v)
-                for v in columns.values()):
+            isinstance(v, list) and all(isinstance(x, (int, float)) for x in v)
+            for v in columns.values()
+        ):
             raise _bad("processes[].columns", "an object of lists of numbers")
         validate_record(child)
     return record
@@ -126,8 +131,9 @@ def validate_record(record: Dict[str, Any]) -> Dict[str, Any]:
 class _Source:
     """One process's record with the columns its attribution needs (per row)."""
 
-    def __init__(self, record: Mapping[str, Any], columns: Mapping[str, Sequence[float]],
-                 start_time: float) -> None:
+    def __init__(
+        self, record: Mapping[str, Any], columns: Mapping[str, Sequence[float]], start_time: float
+    ) -> None:
         self.frames: List[Any] = list(record.get("frames") or ())
         self.stacks: List[Any] = list(record.get("stacks") or ())
         self.threads: List[Any] = list(record.get("threads") or ())
@@ -162,8 +168,9 @@ class _Source:
         return keys
 
 
-def _column_sum(columns: Mapping[str, Sequence[float]], names: Iterable[str], n: int
-                ) -> List[float]:
+def _column_sum(
+    columns: Mapping[str, Sequence[float]], names: Iterable[str], n: int
+) -> List[float]:
     total = [0.0] * n
     for name in names:
         values = columns.get(name)
@@ -185,19 +192,29 @@ class _Segment:
         self.timestamp = source.timestamps[last]
         self.seconds = max(source.timestamps[last] - before, 0.0)
         self.cpu = sum(source.cpu[first : last + 1])
-        self.gpu = sum(g * max(source.timestamps[r] - (source.timestamps[r - 1] if r else
-                                                       source.start_time), 0.0)
-                       for r, g in enumerate(source.gpu[first : last + 1], first))
+        self.gpu = sum(
+            g
+            * max(
+                source.timestamps[r] - (source.timestamps[r - 1] if r else source.start_time), 0.0
+            )
+            for r, g in enumerate(source.gpu[first : last + 1], first)
+        )
         start_memory = source.memory[first - 1] if first else source.memory[first]
         self.memory_change = source.memory[last] - start_memory
         self.memory_peak = max(source.memory[first : last + 1])
         self.entries: List[Tuple[int, float, float, float]] = []  # (stack, cpu, memory, gpu)
 
-    def attribute(self, samples: List[Tuple[int, float, bool]]) -> None:
+    def attribute(
+        self, samples: List[Tuple[int, float, bool]], elsewhere: Optional[float] = 0.0
+    ) -> None:
         """Shares this segment among samples ``(stack, own CPU-seconds, is_main)``: each
         thread its own CPU (at most the tree's), the rest to the main thread (else the
-        busiest); memory and GPU by CPU share (to that thread when none ran)."""
+        busiest), less ``elsewhere`` (CPU-seconds the agent processes report themselves);
+        ``elsewhere=None`` (an agent's process): its sampled threads' own CPU only (its
+        table also counts the children it reaped). Memory and GPU by CPU share (to that
+        thread when none ran)."""
         own = sum(cpu for _, cpu, _ in samples)
+        self.cpu = own if elsewhere is None else max(self.cpu - elsewhere, min(own, self.cpu))
         used = min(own, self.cpu)
         heir = next((i for i, s in enumerate(samples) if s[2]), None)
         if heir is None:
@@ -214,9 +231,13 @@ class _Segment:
         return max(self.entries, key=lambda e: e[1])[0]
 
 
-def _segments(source: _Source) -> List[_Segment]:
+def _segments(
+    source: _Source, elsewhere: Optional[Any] = None, agent: bool = False
+) -> List[_Segment]:
     """The attributed segments of a source: a sampled row takes in the rows without samples
-    before it (their thread CPU is in its samples); rows after the last sample are left out."""
+    before it (their thread CPU is in its samples); rows after the last sample are left out.
+    ``elsewhere(t0, t1)``: CPU-seconds in (t0, t1] that other sources attribute themselves;
+    ``agent``: a source of an agent's process (see _Segment.attribute)."""
     by_row: Dict[int, List[Tuple[int, float, bool]]] = {}
     n = len(source.timestamps)
     for row, thread, stack, cpu_us in source.samples:
@@ -226,7 +247,9 @@ def _segments(source: _Source) -> List[_Segment]:
     segments, first = [], 0
     for row in sorted(by_row):
         segment = _Segment(source, first, row)
-        segment.attribute(by_row[row])
+        before = source.timestamps[first - 1] if first else source.start_time
+        other = None if agent else elsewhere(before, segment.timestamp) if elsewhere else 0.0
+        segment.attribute(by_row[row], other)
         segments.append(segment)
         first = row + 1
     return segments
@@ -243,8 +266,9 @@ class _Totals:
         self.samples = 0
 
 
-def _add_segment(totals: Dict[Key, _Totals], source: _Source, segment: _Segment, by: str,
-                 user_code: bool) -> None:
+def _add_segment(
+    totals: Dict[Key, _Totals], source: _Source, segment: _Segment, by: str, user_code: bool
+) -> None:
     seen: Set[Key] = set()
     for stack, cpu, memory, gpu in segment.entries:
         keys = source.keys_of(stack, by, user_code)
@@ -263,22 +287,29 @@ def _add_segment(totals: Dict[Key, _Totals], source: _Source, segment: _Segment,
 
 
 def _in_span(segment: _Segment, start: Optional[float], end: Optional[float]) -> bool:
-    return (start is None or segment.timestamp > start) and (end is None or
-                                                             segment.timestamp <= end)
+    return (start is None or segment.timestamp > start) and (
+        end is None or segment.timestamp <= end
+    )
 
 
-def _table(totals: Mapping[Key, _Totals], total_cpu: float, limit: Optional[int]
-           ) -> TinyDataFrame:
+def _table(totals: Mapping[Key, _Totals], total_cpu: float, limit: Optional[int]) -> TinyDataFrame:
     order = sorted(totals.items(), key=lambda kv: (-kv[1].cpu, -kv[1].self_cpu, kv[0]))
     if limit is not None:
         order = order[: max(int(limit), 0)]
     rows = [
         {
-            "function": key[0], "file": key[1], "line": key[2], "origin": origin_of(key[1]),
-            "cpu_seconds": t.cpu, "cpu_self_seconds": t.self_cpu,
+            "function": key[0],
+            "file": key[1],
+            "line": key[2],
+            "origin": origin_of(key[1]),
+            "cpu_seconds": t.cpu,
+            "cpu_self_seconds": t.self_cpu,
             "cpu_share": t.cpu / total_cpu if total_cpu > 0 else 0.0,
-            "seconds_on_stack": t.on_stack, "memory_peak": t.peak, "memory_growth": t.growth,
-            "gpu_seconds": t.gpu, "samples": t.samples,
+            "seconds_on_stack": t.on_stack,
+            "memory_peak": t.peak,
+            "memory_growth": t.growth,
+            "gpu_seconds": t.gpu,
+            "samples": t.samples,
         }
         for key, t in order
     ]
@@ -288,33 +319,64 @@ def _table(totals: Mapping[Key, _Totals], total_cpu: float, limit: Optional[int]
 # -- the views -------------------------------------------------------------------------------
 
 
-def sources(record: Optional[Mapping[str, Any]], columns: Mapping[str, Sequence[float]],
-            start_time: float) -> List[_Source]:
-    """The tracked process's source, then one per agent process (each with its own columns)."""
+def sources(
+    record: Optional[Mapping[str, Any]], columns: Mapping[str, Sequence[float]], start_time: float
+) -> List[_Source]:
+    """The tracked process's source (the tree's columns; no samples when it was not sampled,
+    e.g. ``run --code``), then one per agent process (each with its own columns)."""
     if not record or record.get("status") != "recorded":
         return []
     found = [_Source(record, columns, start_time)]
     for child in record.get("processes") or ():
         if isinstance(child, dict):
-            found.append(_Source(child, child.get("columns") or {}, child.get("start_time")
-                                 or 0.0))
+            found.append(_Source(child, child.get("columns") or {}, child.get("start_time") or 0.0))
     return found
 
 
-def profile(found: Sequence[_Source], by: str = "function", user_code: bool = False,
-            limit: Optional[int] = None, start: Optional[float] = None,
-            end: Optional[float] = None) -> TinyDataFrame:
+def _cpu_of(others: Sequence[_Source]) -> Any:
+    """A function (t0, t1) -> the CPU-seconds the other sources' samples cover in (t0, t1]
+    (each segment's CPU, by its end time)."""
+    ends = sorted((seg.timestamp, seg.cpu) for src in others for seg in _segments(src, agent=True))
+    times = [t for t, _ in ends]
+    cumulative = [0.0]
+    for _, cpu in ends:
+        cumulative.append(cumulative[-1] + cpu)
+
+    def between(t0: float, t1: float) -> float:
+        return (
+            cumulative[bisect.bisect_right(times, t1)] - cumulative[bisect.bisect_right(times, t0)]
+        )
+
+    return between
+
+
+def profile(
+    found: Sequence[_Source],
+    by: str = "function",
+    user_code: bool = False,
+    limit: Optional[int] = None,
+    start: Optional[float] = None,
+    end: Optional[float] = None,
+) -> TinyDataFrame:
     """The code_profile() table of the sources (docs/code_profile.md), over the intervals
-    ending in (start, end] when given. Shares are of the tracked tree's CPU-seconds (the
-    first source's), which include its agent processes' own."""
+    ending in (start, end] when given. Shares are of the tracked tree's CPU-seconds in
+    those intervals (the first source's columns), which include its agent processes' own."""
     check_by(by)
     totals: Dict[Key, _Totals] = {}
-    total_cpu = 0.0
     for index, source in enumerate(found):
-        for segment in _segments(source):
+        for segment in _segments(source, _cpu_of(found[1:]) if index == 0 else None, index > 0):
             if _in_span(segment, start, end):
                 _add_segment(totals, source, segment, by, user_code)
-                total_cpu += segment.cpu if index == 0 else 0.0
+    tree = found[0] if found else None
+    total_cpu = (
+        sum(
+            cpu
+            for t, cpu in zip(tree.timestamps, tree.cpu)
+            if (start is None or t > start) and (end is None or t <= end)
+        )
+        if tree
+        else 0.0
+    )
     return _table(totals, total_cpu, limit)
 
 
@@ -324,9 +386,16 @@ def timeline(found: Sequence[_Source]) -> TinyDataFrame:
     rows = []
     for segment in _segments(found[0]) if found else ():
         function, file, line = found[0].keys_of(segment.busiest(), "line", True)[-1]
-        rows.append({"timestamp": segment.timestamp, "function": function, "file": file,
-                     "line": line, "cpu_seconds": segment.cpu,
-                     "memory": found[0].memory[segment.end]})
+        rows.append(
+            {
+                "timestamp": segment.timestamp,
+                "function": function,
+                "file": file,
+                "line": line,
+                "cpu_seconds": segment.cpu,
+                "memory": found[0].memory[segment.end],
+            }
+        )
     return TinyDataFrame(rows, columns=TIMELINE_COLUMNS)
 
 
@@ -338,9 +407,15 @@ def peak(found: Sequence[_Source]) -> Optional[Dict[str, Any]]:
     top = max(segments, key=lambda s: s.memory_peak)
     keys = found[0].keys_of(top.busiest(), "line", True)
     function, file, line = keys[-1]
-    return {"memory_peak": top.memory_peak, "timestamp": top.timestamp, "function": function,
-            "file": file, "line": line, "origin": origin_of(file),
-            "stack": [list(k) for k in keys]}
+    return {
+        "memory_peak": top.memory_peak,
+        "timestamp": top.timestamp,
+        "function": function,
+        "file": file,
+        "line": line,
+        "origin": origin_of(file),
+        "stack": [list(k) for k in keys],
+    }
 
 
 def phase_code(tracker: Any, start: float, end: float) -> Optional[Dict[str, Any]]:
@@ -362,8 +437,11 @@ def status(record: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
     if not record:
         return {"status": "off", "note": "no stack samples in this run"}
     stats = dict(record.get("stats") or {})
-    stats.update(status=record.get("status", "off"), note=record.get("note"),
-                 samples=len(record.get("samples") or ()))
+    stats.update(
+        status=record.get("status", "off"),
+        note=record.get("note"),
+        samples=len(record.get("samples") or ()),
+    )
     return stats
 
 
@@ -375,16 +453,19 @@ def quality_note(record: Optional[Mapping[str, Any]]) -> Optional[str]:
         return str(record.get("note") or record.get("status"))
     dropped = int((record.get("stats") or {}).get("dropped") or 0)
     if dropped:
-        return (f"{dropped} stack samples were dropped (the frame table's memory bound was "
-                "reached): the code profile covers the run up to then")
+        return (
+            f"{dropped} stack samples were dropped (the frame table's memory bound was "
+            "reached): the code profile covers the run up to then"
+        )
     return None
 
 
 def artifact_entry(tracker: Any, top: int = 20) -> Dict[str, Any]:
     """The Metaflow artifact's ``code_profile``: status, top functions and lines (user code),
     the peak's code and the timeline, as plain lists of dicts."""
-    entry: Dict[str, Any] = {k: v for k, v in tracker.code_profile_status().items()
-                             if k in ("status", "note")}
+    entry: Dict[str, Any] = {
+        k: v for k, v in tracker.code_profile_status().items() if k in ("status", "note")
+    }
     entry["functions"] = list(tracker.code_profile("function", True, top).rows())
     entry["lines"] = list(tracker.code_profile("line", True, top).rows())
     entry["peak"] = tracker.code_peak()

@@ -29,7 +29,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from . import _adopt
 
@@ -125,6 +125,7 @@ class Supervisor:
         interval: float = 1.0,
         adopt_orphans: bool = False,
         forward_signals: Optional[bool] = None,
+        env: Optional[Mapping[str, str]] = None,
     ):
         if isinstance(command, (str, bytes)) or not command:
             raise ValueError(
@@ -135,6 +136,7 @@ class Supervisor:
         self.start_tracker = start_tracker
         self.interval = interval
         self.adopt_orphans = adopt_orphans
+        self.env = None if env is None else dict(env)  # the command's environment (None: ours)
         main_thread = threading.current_thread() is threading.main_thread()
         if forward_signals is None:  # Python handles signals in the main thread only
             forward_signals = main_thread
@@ -159,7 +161,7 @@ class Supervisor:
         previous = self._install_handlers()
         try:
             subreaper = self.adopt_orphans and _adopt.become_subreaper()
-            proc = spawn(self.command)
+            proc = spawn(self.command, env=self.env)
             self._block_signals()
             self._pid = self._result.pid = proc.pid
             for sig in self._pending:

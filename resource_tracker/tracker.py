@@ -19,7 +19,7 @@ import os
 # imports) are imported by the worker thread that reads the start figures: kept small, so
 # that the compiler's peak in that thread's C heap stays small too (~0.2 MiB).
 from . import _background, _core, settings
-from ._code import CodeResults, start_stacks
+from ._code import start_stacks
 from ._launch import (  # noqa: F401  (what starting a tracker takes; importable from here)
     MAX_INTERVAL,
     MAX_PID,
@@ -51,7 +51,7 @@ SNAPSHOT_FORMAT = "resource-tracker-snapshot"
 SNAPSHOT_VERSION = 1
 
 
-class ResourceTracker(TrackerResults, CodeResults):
+class ResourceTracker(TrackerResults):
     """Tracks a process with its descendants, and the whole machine, in the background.
 
     Args:

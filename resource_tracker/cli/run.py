@@ -14,6 +14,7 @@ examples:
   {PROG} run --interval 0.5 --output runs/ --format html,json,csv -- ./batch.sh input.csv
   {PROG} run --quiet --format json -- Rscript model.R
   {PROG} run --export pushgateway -- python train.py   (RESOURCE_TRACKER_PUSHGATEWAY_URL)
+  {PROG} run --code -- python train.py   (where the time and memory went, per function)
 
 The command's stdin, stdout and stderr are untouched; the summary goes to stderr.
 Exit status: the command's own (128+N when it is killed by signal N); 127 when the
@@ -32,7 +33,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run",
         usage=f"{PROG} run [-h] [--interval S] [--output DIR] [--format LIST] [--quiet] "
-        "[--export LIST] -- COMMAND [ARGS ...]",
+        "[--export LIST] [--code] -- COMMAND [ARGS ...]",
         help="run a command and track it, its children and the machine",
         description="Run COMMAND, track it with all its descendants and the whole machine, "
         "print a summary to stderr and write the chosen outputs.",
@@ -58,6 +59,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
         "runs (default: RESOURCE_TRACKER_EXPORT, unset: none; see docs/export.md)",
     )  # fmt: skip
     run.add_argument(
+        "--code", action="store_true",
+        help="also record where the command's Python processes spend their time and memory "
+        "(an agent loaded through PYTHONPATH; processes that cannot load it run as before; "
+        "see docs/code_profile.md)",
+    )  # fmt: skip
+    run.add_argument(
         "command", nargs=argparse.REMAINDER, metavar="-- COMMAND", help="the command and its "
         "arguments (everything after the command's name is the command's)",
     )  # fmt: skip
@@ -76,14 +83,39 @@ def main(args: argparse.Namespace) -> int:
     def start(pid, adopt):
         return start_tracker(pid, adopt, interval=args.interval, export=export)
 
-    supervisor = Supervisor(command, start, interval=args.interval, adopt_orphans=True)
+    env, agent_dir = _code_agent(args)
+    supervisor = Supervisor(command, start, interval=args.interval, adopt_orphans=True, env=env)
     try:
         with supervisor as result:
             # signals stay blocked until the outputs are written and the summary is shown
+            if agent_dir is not None:
+                _collect_code(result.tracker, agent_dir)
             _finish(result, args)
     except CommandStartError as exc:
         raise CliError(f"run: {exc}", exc.status) from None
+    finally:
+        if agent_dir is not None:
+            import shutil
+
+            shutil.rmtree(agent_dir, ignore_errors=True)
     return result.status
+
+
+def _code_agent(args: argparse.Namespace) -> tuple:
+    """With --code: the command's environment loading the agent, and its directory."""
+    if not getattr(args, "code", False):
+        return None, None
+    from ..code_agent import prepare
+
+    return prepare(args.interval)
+
+
+def _collect_code(tracker, agent_dir: str) -> None:
+    """The agents' records into the tracker (nothing when tracking did not start)."""
+    from ..code_agent import collect
+
+    if tracker is not None:
+        collect(tracker, agent_dir)
 
 
 def _command(args: argparse.Namespace) -> list:

@@ -84,15 +84,16 @@ def test_the_shares_of_the_three_phases_follow_the_truth(run):
 def test_a_thread_in_a_c_call_without_the_gil_is_charged_to_the_calling_line(run):
     tracker, truth = run
     lines = [
-        r for r in tracker.code_profile("line").rows()
+        r
+        for r in tracker.code_profile("line").rows()
         if r["function"] == "hash_in_c" and r["file"] == WORKLOAD_FILE
     ]
     top = max(lines, key=lambda r: r["cpu_self_seconds"])
     source = open(WORKLOAD_FILE).read().splitlines()[top["line"] - 1]
     assert "sha256" in source
-    assert abs(top["cpu_seconds"] - truth["hash_in_c"]) <= _slack(tracker) + 0.1 * truth[
-        "hash_in_c"
-    ]
+    assert (
+        abs(top["cpu_seconds"] - truth["hash_in_c"]) <= _slack(tracker) + 0.1 * truth["hash_in_c"]
+    )
 
 
 def test_recursion_500_deep_counts_each_function_once_per_stack(run):
@@ -176,8 +177,9 @@ def test_a_bad_record_in_a_snapshot_is_refused_by_name(run):
 
 
 def test_switched_off_by_argument_and_by_variable(monkeypatch):
-    off = ResourceTracker(interval=0.05, discover_server=False, discover_cloud=False,
-                          code_profile=False)
+    off = ResourceTracker(
+        interval=0.05, discover_server=False, discover_cloud=False, code_profile=False
+    )
     off.wait_for_samples(2)
     off.stop()
     assert off.code_profile_status()["status"] == "off"
@@ -191,8 +193,9 @@ def test_switched_off_by_argument_and_by_variable(monkeypatch):
 def test_another_process_is_not_sampled_without_the_agent():
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
     try:
-        tracker = ResourceTracker(pid=child.pid, interval=0.05, discover_server=False,
-                                  discover_cloud=False)
+        tracker = ResourceTracker(
+            pid=child.pid, interval=0.05, discover_server=False, discover_cloud=False
+        )
         tracker.stop()
     finally:
         child.wait()
@@ -219,7 +222,8 @@ def test_the_interpreter_exits_while_sampling_without_a_crash():
     """atexit stops the captures before the interpreter tears down, with daemon threads
     running Python at every tick (repeated: a crash would be a race)."""
     for _ in range(4):
-        done = subprocess.run([sys.executable, "-c", _EXIT_WHILE_SAMPLING], capture_output=True,
-                              text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-c", _EXIT_WHILE_SAMPLING], capture_output=True, text=True, timeout=60
+        )
         assert done.returncode == 3, done.stderr[-2000:]
         assert done.stdout.strip() == "True"

@@ -233,8 +233,10 @@ def test_metaflow_artifact_names_the_code_of_a_failed_step(failing_run):
     assert entry["status"] == "recorded", entry
     names = {row["function"] for row in entry["functions"]}
     assert "FailingFlow.boom" in names, names
-    assert all(row["origin"] == "user" or row["function"] != "FailingFlow.boom"
-               for row in entry["functions"])
+    assert all(
+        row["origin"] == "user" or row["function"] != "FailingFlow.boom"
+        for row in entry["functions"]
+    )
     assert data["tracker"]["code_profile"]["status"] == "recorded"
 
 

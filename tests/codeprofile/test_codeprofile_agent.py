@@ -1,0 +1,171 @@
+"""``resource-tracker run --code``: the agent in the command's Python processes (docs/
+code_profile.md). One real CLI run per module: a parent that burns, then a fork Pool of two
+workers that burn (each measuring its own thread_time: the truth of the same run); and
+children that cannot load the agent run as before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from resource_tracker import ResourceTracker, _core
+
+pytestmark = pytest.mark.skipif(not _core.HAVE_PROCFS, reason="the C sampler (procfs) only")
+
+JOB = textwrap.dedent(
+    """
+    import json, multiprocessing, sys, time
+
+    def _burn(seconds):
+        end = time.thread_time() + seconds
+        while time.thread_time() < end:
+            pass
+
+    def worker_burn(seconds):
+        start = time.thread_time()
+        _burn(seconds)
+        return time.thread_time() - start
+
+    def parent_work(seconds):
+        start = time.thread_time()
+        _burn(seconds)
+        return time.thread_time() - start
+
+    if __name__ == "__main__":
+        truth = {"parent_work": parent_work(0.4)}
+        with multiprocessing.get_context("fork").Pool(2) as pool:
+            truth["worker_burn"] = sum(pool.map(worker_burn, [0.3, 0.3], chunksize=1))
+        with open(sys.argv[1], "w") as f:
+            json.dump(truth, f)
+    """
+)
+
+
+def _cli(args, **kwargs):
+    """The CLI in an isolated interpreter (-I: the command's PYTHONPATH is not its own)."""
+    return subprocess.run(
+        [sys.executable, "-I", "-m", "resource_tracker", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kwargs,
+    )
+
+
+@pytest.fixture(scope="module")
+def agent_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("agent")
+    job = root / "job.py"
+    job.write_text(JOB)
+    truth_file = root / "truth.json"
+    done = _cli(
+        [
+            "run",
+            "--code",
+            "-q",
+            "--format",
+            "json",
+            "-o",
+            str(root / "out"),
+            "--interval",
+            "0.05",
+            "--",
+            sys.executable,
+            str(job),
+            str(truth_file),
+        ]
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    tracker = ResourceTracker.loads((root / "out" / "resource-tracker.json").read_text())
+    return tracker, json.loads(truth_file.read_text()), str(job)
+
+
+def _row(tracker, function, file):
+    for row in tracker.code_profile("function", user_code=True).rows():
+        if row["function"] == function and row["file"] == file:
+            return row
+    raise AssertionError(f"{function} not in the profile")
+
+
+def test_the_command_and_its_workers_are_profiled_and_merged_by_function(agent_run):
+    tracker, truth, job = agent_run
+    processes = tracker._code_record()["processes"]
+    assert len(processes) >= 3  # the command and its two workers
+    workers = _row(tracker, "worker_burn", job)
+    assert (
+        abs(workers["cpu_seconds"] - truth["worker_burn"]) <= 0.1 + 0.15 * truth["worker_burn"]
+    ), (workers, truth)
+    parent = _row(tracker, "parent_work", job)
+    assert abs(parent["cpu_seconds"] - truth["parent_work"]) <= 0.1 + 0.15 * truth["parent_work"]
+
+
+def test_the_workers_cpu_is_counted_once(agent_run):
+    """The command's main thread waits in pool.map while its workers burn: their CPU is
+    charged by the workers' own records, not a second time to the waiting line."""
+    tracker, truth, job = agent_run
+    module = _row(tracker, "<module>", job)
+    assert module["cpu_share"] <= 1.05
+    assert module["cpu_seconds"] <= sum(truth.values()) * 1.15 + 0.2
+
+
+def test_the_agent_leaves_no_directory_behind(agent_run, tmp_path):
+    done = _cli(
+        [
+            "run",
+            "--code",
+            "-q",
+            "--format",
+            "none",
+            "--",
+            sys.executable,
+            "-c",
+            "import os; print(os.environ['RESOURCE_TRACKER_CODE_AGENT_DIR'])",
+        ]
+    )
+    assert done.returncode == 0, done.stderr
+    assert not os.path.exists(done.stdout.strip())
+
+
+@pytest.mark.parametrize("flags", [["-I"], ["-S"], []])
+def test_a_child_that_cannot_load_the_agent_runs_as_before(tmp_path, flags):
+    """-I (no PYTHONPATH), -S (no site: no sitecustomize), and an interpreter that cannot
+    import resource_tracker (here: a copy of the package that fails to import)."""
+    env = dict(os.environ)
+    broken = tmp_path / "broken"
+    (broken / "resource_tracker").mkdir(parents=True)
+    (broken / "resource_tracker" / "__init__.py").write_text("raise ImportError('old build')\n")
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "sitecustomize.py").write_text("import builtins; builtins.OWN_SITE = 1\n")
+    if not flags:  # the command's own PYTHONPATH: a broken package and its own sitecustomize
+        env["PYTHONPATH"] = os.pathsep.join([str(broken), str(own)])
+    code = "import builtins, sys; print('ran', getattr(builtins, 'OWN_SITE', 0)); sys.exit(7)"
+    done = _cli(
+        ["run", "--code", "-q", "--format", "none", "--", sys.executable, *flags, "-c", code],
+        env=env,
+        cwd=str(tmp_path),
+    )
+    assert done.returncode == 7, done.stderr[-2000:]
+    assert done.stdout.split()[0] == "ran"
+    if not flags:
+        assert done.stdout.split()[1] == "1"  # its own sitecustomize still ran
+
+
+OTHER_PYTHONS = [p for p in ("/usr/bin/python3", "/usr/bin/python2") if os.path.exists(p)]
+
+
+@pytest.mark.skipif(not OTHER_PYTHONS, reason="needs another interpreter")
+def test_another_interpreter_without_the_package_runs_as_before(tmp_path):
+    other = OTHER_PYTHONS[0]  # the system's: this package is not installed there
+    done = _cli(
+        ["run", "--code", "-q", "--format", "none", "--", other, "-c", "print('ran')"],
+        cwd=str(tmp_path),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "ran"
