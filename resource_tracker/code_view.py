@@ -95,8 +95,12 @@ def _recorded(tracker: Any, insights: Sequence[Insight]) -> Dict[str, Any]:
 
 
 def _users(row: Mapping[str, Any]) -> bool:
-    """Not the tracker's own code (its Metaflow extension's threads and hooks)."""
-    return not str(row.get("file")).startswith(_EXTENSION_DIR)
+    """User code: not the tracker's own (a stack without a user frame keeps its top frame,
+    e.g. an agent's stop at exit), nor its Metaflow extension's threads and hooks."""
+    from .code_profile import origin_of
+
+    file = str(row.get("file"))
+    return origin_of(file) == "user" and not file.startswith(_EXTENSION_DIR)
 
 
 def _code_dir(files: Sequence[str]) -> str:

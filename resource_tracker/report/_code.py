@@ -112,7 +112,8 @@ def _memory_table(rows: List[Mapping[str, Any]]) -> str:
         for r in rows
     ]
     head = ["Function", "Memory peak while it ran", "Memory change while it ran"]
-    return _table("Top functions by memory", head, cells, "No memory was attributed to code.")
+    empty = "No memory figures per function: they come from the tracked interpreter's own samples."
+    return _table("Top functions by memory", head, cells, empty)
 
 
 def _signed(kib: Optional[float]) -> str:
