@@ -3,8 +3,9 @@ summary's code lines, from one real tracked run: a script (train.py in a directo
 own, run by a fresh interpreter that creates the tracker, so its stacks are sampled) whose
 functions burn known amounts of their thread's CPU time, each in its own loop
 (time.thread_time(): the truth of the same run, on any load) and one that allocates and
-holds 400 MiB between two phases of low memory. The run is saved with dumps() and loaded here (what `resource-tracker report`
-does), and the page is looked at in a real Chromium (one per module)."""
+holds 400 MiB between two phases of low memory. The run is saved with dumps() and loaded
+here (what `resource-tracker report` does), and the page is looked at in a real Chromium
+(one per module)."""
 
 from __future__ import annotations
 
