@@ -2,10 +2,12 @@
 summary's code lines, from one real tracked run: a script (train.py in a directory of its
 own, run by a fresh interpreter that creates the tracker, so its stacks are sampled) whose
 functions burn known amounts of their thread's CPU time, each in its own loop
-(time.thread_time(): the truth of the same run, on any load) and one that allocates and
-holds 400 MiB between two phases of low memory. The run is saved with dumps() and loaded
-here (what `resource-tracker report` does), and the page is looked at in a real Chromium
-(one per module)."""
+(time.thread_time(): the truth of the same run, on any load), and between them one that
+maps 600 MiB (filled at once) and holds them for 1 s: a phase of high memory between two
+of low memory. The run is saved with dumps() and loaded here (what `resource-tracker report`
+does), and the page is looked at in a real Chromium (one per module). The labels of the
+phases are checked on the functions' own spans (the truth) and on the phases the run's
+finding found."""
 
 from __future__ import annotations
 
@@ -15,48 +17,56 @@ import re
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 
 import pytest
 from report_browser import Browser, chromium_path
 
 from resource_tracker import ResourceTracker, _core
 from resource_tracker.cli.summary import lines_of
+from resource_tracker.code_view import code_view, label_phases, phase_texts
+from resource_tracker.insights import Insight
+from resource_tracker.report._render import render_summary
 from resource_tracker.summary import RunSummary
 
 pytestmark = pytest.mark.skipif(not _core.HAVE_PROCFS, reason="the C sampler (procfs) only")
 
 READY = "document.documentElement.getAttribute('data-rt-rendered-ms')"
-HOLD_MIB = 400
+HOLD_MIB = 600
 
 SCRIPT = textwrap.dedent(
     """
-    import json, os, sys, time
+    import json, mmap, os, sys, time
     from resource_tracker import ResourceTracker
 
     TRUTH = {}
+    SPANS = []  # (function, wall start, wall end)
+    FLAGS = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | mmap.MAP_POPULATE
 
     def parse_records():
-        start = time.thread_time()
-        x = 0
-        while time.thread_time() < start + 0.4:
-            x += 1
-        TRUTH["parse_records"] = time.thread_time() - start
-
-    def load_dataset():
-        start = time.thread_time()
-        held = b"\\x01" * (HOLD_MIB << 20)
+        start, wall = time.thread_time(), time.time()
         x = 0
         while time.thread_time() < start + 0.5:
             x += 1
+        TRUTH["parse_records"] = time.thread_time() - start
+        SPANS.append(("parse_records", wall, time.time()))
+
+    def load_dataset():
+        start, wall = time.thread_time(), time.time()
+        # one system call maps and fills it (MAP_POPULATE): a short ramp between the phases
+        held = mmap.mmap(-1, HOLD_MIB << 20, flags=FLAGS)
+        time.sleep(1.0)  # holds it: a phase of its own, whatever the load
         TRUTH["load_dataset"] = time.thread_time() - start
+        SPANS.append(("load_dataset", wall, time.time()))
         del held
 
     def train_model():
-        start = time.thread_time()
+        start, wall = time.thread_time(), time.time()
         x = 0
-        while time.thread_time() < start + 1.0:
+        while time.thread_time() < start + 1.2:
             x += 1
         TRUTH["train_model"] = time.thread_time() - start
+        SPANS.append(("train_model", wall, time.time()))
 
     tracker = ResourceTracker(interval=0.05, discover_server=False, discover_cloud=False)
     tracker.wait_for_samples(2, timeout=30)
@@ -66,6 +76,7 @@ SCRIPT = textwrap.dedent(
     train_model()
     after = os.times()
     TRUTH["process_cpu"] = after.user + after.system - before.user - before.system
+    TRUTH["spans"] = SPANS
     tracker.wait_for_samples(tracker.n_samples + 2, timeout=30)
     tracker.stop()
     with open(sys.argv[1], "w") as f:
@@ -126,10 +137,8 @@ def test_top_cpu_follows_the_functions_own_cpu_time(run):
     cpu = {row["function"]: row for row in summary.code["cpu"]}
     burners = ("parse_records", "load_dataset", "train_model")
     assert set(burners) <= set(cpu)
-    # the same order as the truth (each function's own thread CPU time)
-    by_truth = sorted(burners, key=lambda name: -truth[name])
-    assert [r["function"] for r in summary.code["cpu"] if r["function"] in burners] == by_truth
-    assert summary.code["cpu"][0]["function"] == by_truth[0]
+    # the first is the one that used the most by its own clock (more than twice any other)
+    assert summary.code["cpu"][0]["function"] == max(burners, key=lambda name: truth[name])
     total = sum(row["cpu_self_seconds"] for row in summary.code["cpu"])
     for name in burners:
         # its CPU time within 0.15 s of its own clock (its first and last interval are shared)
@@ -137,16 +146,42 @@ def test_top_cpu_follows_the_functions_own_cpu_time(run):
         assert cpu[name]["share"] <= cpu[name]["cpu_self_seconds"] / total + 1e-9
 
 
+def _phases_of(tracker, truth, severity):
+    """The phases finding as the functions' own wall-clock spans make it (the truth), so the
+    labels are checked whatever the change-point search of the samples finds."""
+    numbers = {"phases": len(truth["spans"])}
+    for i, (_, began, ended) in enumerate(truth["spans"], 1):
+        numbers.update(
+            {f"phase{i}_start_time": began, f"phase{i}_duration_s": ended - began},
+            **{f"phase{i}_start_s": began - tracker.start_time},
+        )
+    return Insight("phases", severity, "3 phases.", numbers)
+
+
 def test_each_phase_is_labelled_with_its_code(run):
-    _, summary, _, _ = run
-    phases = summary.code["phases"]
-    assert [p["function"] for p in phases] == ["parse_records", "load_dataset", "train_model"]
-    finding = next(i for i in summary.insights if i.kind == "phases")
+    tracker, _, truth, _ = run
+    finding = _phases_of(tracker, truth, "info")
+    view = code_view(tracker, [finding])
+    assert [p["function"] for p in view["phases"]] == [f for f, _, _ in truth["spans"]]
+    (labelled,) = label_phases([finding], view)
     first, _ = _lines_of_def("load_dataset")
-    assert "phase 2, " in finding.message
-    assert f"load_dataset() at train.py:{first}" in finding.message
-    assert finding.numbers["phase3_code"].startswith("train_model() train.py:")
-    for p in phases:  # spans as the finding states them
+    assert f"phase 2, {round(finding.numbers['phase2_start_s'])}-" in labelled.message
+    assert f"load_dataset() at train.py:{first}" in labelled.message
+    assert labelled.numbers["phase3_code"].startswith("train_model() train.py:")
+    assert "Split" not in labelled.message  # no split advised: no split named
+
+
+def test_the_summary_labels_the_phases_it_found(run):
+    """The run's own phases finding (from its samples) names the code of each phase it found,
+    as the span's main function."""
+    _, summary, truth, _ = run
+    finding = next(i for i in summary.insights if i.kind == "phases")
+    found = summary.code["phases"]
+    assert len(found) == finding.numbers["phases"] >= 2
+    assert {p["function"] for p in found} <= {f for f, _, _ in truth["spans"]}
+    assert found[0]["function"] == "parse_records" and found[-1]["function"] == "train_model"
+    for p in found:
+        assert f"phase {p['phase']}, " in finding.message
         assert p["start_s"] == pytest.approx(finding.numbers[f"phase{p['phase']}_start_s"])
 
 
@@ -203,8 +238,24 @@ def test_the_section_in_chromium(run, page, tmp_path_factory):
     text = found["text"]
     assert "Where the time and memory went" in text
     assert re.search(r"Peak .+ reached in load_dataset\(\) at train\.py:\d+", text)
-    assert "phase 2, " in text and "load_dataset() at train.py:" in text
+    for label in phase_texts(summary.code, str):
+        assert label in text
     assert found["cpu"][0].startswith("train_model()\ntrain.py:")
     assert found["memory"][0].startswith("load_dataset()\ntrain.py:")
     assert os.path.getsize(shot) > 10_000
     print(f"screenshot: {shot}")
+
+
+def test_split_advice_names_where_the_second_step_starts(run):
+    """When the phases finding advises a split, the finding and the page name the code the
+    second step would start with."""
+    tracker, summary, truth, _ = run
+    finding = _phases_of(tracker, truth, "warning")
+    view = code_view(tracker, [finding])
+    (labelled,) = label_phases([finding], view)
+    first, _ = _lines_of_def("load_dataset")
+    split = f"Split: the second step would start with load_dataset() (train.py:{first})."
+    assert split in labelled.message
+    advised = replace(summary, insights=(labelled,), code=view)
+    page = render_summary(advised, tracker.process_metrics, tracker.system_metrics)
+    assert "Split advice: the second step would start with <code>load_dataset()</code>" in page
