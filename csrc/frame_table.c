@@ -210,33 +210,6 @@ frame_hash_of(const FrameTable *ft, uint32_t id)
     return ft_hash(&ft->frames[id], sizeof(FtFrame), 0);
 }
 
-/* a frame id, or -1 */
-int64_t
-ft_frame(FrameTable *ft, uint32_t file, uint32_t function, int32_t line, int32_t first_line)
-{
-    FtFrame key;
-    uint64_t hash;
-    int64_t id;
-
-    if (file >= ft->nstrings || function >= ft->nstrings)
-        return -1;
-    memset(&key, 0, sizeof(key));
-    key.file = file;
-    key.function = function;
-    key.line = line;
-    key.first_line = first_line;
-    hash = ft_hash(&key, sizeof(key), 0);
-    id = index_find(ft, &ft->frame_index, hash, frame_equal, &key);
-    if (id >= 0)
-        return id;
-    if (ft->nframes >= UINT32_MAX - 1 ||
-        ft_reserve(ft, (void **)&ft->frames, &ft->frames_cap, ft->nframes + 1, sizeof(FtFrame)) ||
-        index_put(ft, &ft->frame_index, hash, (uint32_t)ft->nframes, frame_hash_of))
-        return -1;
-    ft->frames[ft->nframes] = key;
-    return (int64_t)ft->nframes++;
-}
-
 static int
 stack_equal(const FrameTable *ft, uint32_t id, const void *key)
 {
@@ -249,29 +222,63 @@ stack_hash_of(const FrameTable *ft, uint32_t id)
     return ft_hash(&ft->stacks[id], sizeof(FtStack), 0);
 }
 
+/* One interned kind of fixed-size entry: its array, count, capacity and index. */
+typedef struct FtEntries {
+    void **buf;
+    size_t *n, *cap, size;
+    FtIndex *index;
+    FtEqual equal;
+    FtHashOf hash_of;
+} FtEntries;
+
+/* The id of the entry equal to key (size bytes, padding zeroed), added when new; or -1. */
+static int64_t
+intern_entry(FrameTable *ft, const FtEntries *e, const void *key)
+{
+    uint64_t hash = ft_hash(key, e->size, 0);
+    int64_t id = index_find(ft, e->index, hash, e->equal, key);
+
+    if (id >= 0)
+        return id;
+    if (*e->n >= INT32_MAX || ft_reserve(ft, e->buf, e->cap, *e->n + 1, e->size) ||
+        index_put(ft, e->index, hash, (uint32_t)*e->n, e->hash_of))
+        return -1;
+    memcpy((char *)*e->buf + *e->n * e->size, key, e->size);
+    return (int64_t)(*e->n)++;
+}
+
+/* a frame id, or -1 */
+int64_t
+ft_frame(FrameTable *ft, uint32_t file, uint32_t function, int32_t line, int32_t first_line)
+{
+    FtEntries frames = {(void **)&ft->frames, &ft->nframes, &ft->frames_cap, sizeof(FtFrame),
+                        &ft->frame_index,     frame_equal,  frame_hash_of};
+    FtFrame key;
+
+    if (file >= ft->nstrings || function >= ft->nstrings)
+        return -1;
+    memset(&key, 0, sizeof(key));
+    key.file = file;
+    key.function = function;
+    key.line = line;
+    key.first_line = first_line;
+    return intern_entry(ft, &frames, &key);
+}
+
 /* a stack id, or -1 */
 int64_t
 ft_stack(FrameTable *ft, int64_t parent, uint32_t frame)
 {
+    FtEntries stacks = {(void **)&ft->stacks, &ft->nstacks, &ft->stacks_cap, sizeof(FtStack),
+                        &ft->stack_index,     stack_equal,  stack_hash_of};
     FtStack key;
-    uint64_t hash;
-    int64_t id;
 
-    if (frame >= ft->nframes || parent < FT_NO_STACK || parent >= (int64_t)ft->nstacks ||
-        ft->nstacks >= INT32_MAX)
+    if (frame >= ft->nframes || parent < FT_NO_STACK || parent >= (int64_t)ft->nstacks)
         return -1;
     memset(&key, 0, sizeof(key));
     key.parent = (int32_t)parent;
     key.frame = frame;
-    hash = ft_hash(&key, sizeof(key), 0);
-    id = index_find(ft, &ft->stack_index, hash, stack_equal, &key);
-    if (id >= 0)
-        return id;
-    if (ft_reserve(ft, (void **)&ft->stacks, &ft->stacks_cap, ft->nstacks + 1, sizeof(FtStack)) ||
-        index_put(ft, &ft->stack_index, hash, (uint32_t)ft->nstacks, stack_hash_of))
-        return -1;
-    ft->stacks[ft->nstacks] = key;
-    return (int64_t)ft->nstacks++;
+    return intern_entry(ft, &stacks, &key);
 }
 
 /* -- threads and samples ------------------------------------------------------------------ */

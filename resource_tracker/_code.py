@@ -124,7 +124,8 @@ class CodeResults:
 
     def code_timeline(self) -> TinyDataFrame:
         """One row per sampled interval: ``timestamp``, the user code of the busiest thread
-        (``function``, ``file``, ``line``), the tree's ``cpu_seconds`` and ``memory`` (KiB)."""
+        (``function``, ``file``, ``line``), the tree's ``cpu_seconds`` and its largest ``memory``
+        (KiB) in that interval."""
         from .code_profile import timeline
 
         return timeline(self._code_sources())

@@ -59,11 +59,9 @@ def prepare(interval: float) -> Tuple[Dict[str, str], str]:
     directory = tempfile.mkdtemp(prefix="resource-tracker-code-")
     with open(os.path.join(directory, "sitecustomize.py"), "w", encoding="utf-8") as f:
         f.write(SITECUSTOMIZE % {"interval": float(interval)})
-    env = dict(os.environ)
-    path = env.get("PYTHONPATH")
-    env["PYTHONPATH"] = directory + (os.pathsep + path if path else "")
-    env[AGENT_DIR] = directory
-    return env, directory
+    path = settings.foreign("PYTHONPATH")
+    changes = {"PYTHONPATH": directory + (os.pathsep + path if path else ""), AGENT_DIR: directory}
+    return settings.child_environment(changes), directory
 
 
 def collect(tracker: Any, directory: str) -> List[Dict[str, Any]]:

@@ -204,26 +204,18 @@ class _Segment:
         self.memory_peak = max(source.memory[first : last + 1])
         self.entries: List[Tuple[int, float, float, float]] = []  # (stack, cpu, memory, gpu)
 
-    def attribute(
-        self, samples: List[Tuple[int, float, bool]], elsewhere: Optional[float] = 0.0
-    ) -> None:
+    def attribute(self, samples: List[Tuple[int, float, bool]], remainder: float) -> None:
         """Shares this segment among samples ``(stack, own CPU-seconds, is_main)``: each
-        thread its own CPU (at most the tree's), the rest to the main thread (else the
-        busiest), less ``elsewhere`` (CPU-seconds the agent processes report themselves);
-        ``elsewhere=None`` (an agent's process): its sampled threads' own CPU only (its
-        table also counts the children it reaped). Memory and GPU by CPU share (to that
-        thread when none ran)."""
-        own = sum(cpu for _, cpu, _ in samples)
-        self.cpu = own if elsewhere is None else max(self.cpu - elsewhere, min(own, self.cpu))
-        used = min(own, self.cpu)
+        thread its own CPU, ``remainder`` (the tree's CPU no sampled thread used) to the main
+        thread (else the busiest); memory and GPU by CPU share (to that thread when none
+        ran)."""
         heir = next((i for i, s in enumerate(samples) if s[2]), None)
         if heir is None:
             heir = max(range(len(samples)), key=lambda i: samples[i][1])
+        self.cpu = sum(cpu for _, cpu, _ in samples) + remainder
         for i, (stack, cpu, _) in enumerate(samples):
-            part = used * cpu / own if own > 0 else 0.0
-            weight = cpu / own if own > 0 else float(i == heir)
-            if i == heir:
-                part += self.cpu - used
+            part = cpu + (remainder if i == heir else 0.0)
+            weight = part / self.cpu if self.cpu > 0 else float(i == heir)
             self.entries.append((stack, part, self.memory_change * weight, self.gpu * weight))
 
     def busiest(self) -> int:
@@ -236,8 +228,12 @@ def _segments(
 ) -> List[_Segment]:
     """The attributed segments of a source: a sampled row takes in the rows without samples
     before it (their thread CPU is in its samples); rows after the last sample are left out.
+    Each thread gets its own CPU; the tree's CPU that no sampled thread used (child
+    processes, threads without Python, a thread's last moments) goes to the main thread,
+    counted over the run (the tree's figures are in clock ticks, the threads' in ns).
     ``elsewhere(t0, t1)``: CPU-seconds in (t0, t1] that other sources attribute themselves;
-    ``agent``: a source of an agent's process (see _Segment.attribute)."""
+    ``agent``: an agent's process: its threads' own CPU only (its table also counts the
+    children it reaped)."""
     by_row: Dict[int, List[Tuple[int, float, bool]]] = {}
     n = len(source.timestamps)
     for row, thread, stack, cpu_us in source.samples:
@@ -245,11 +241,18 @@ def _segments(
             is_main = bool(source.threads[thread][1]) if thread < len(source.threads) else False
             by_row.setdefault(int(row), []).append((int(stack), cpu_us / 1e6, is_main))
     segments, first = [], 0
+    unexplained = 0.0  # the tree's CPU so far that no sampled thread used, not yet given
     for row in sorted(by_row):
         segment = _Segment(source, first, row)
         before = source.timestamps[first - 1] if first else source.start_time
-        other = None if agent else elsewhere(before, segment.timestamp) if elsewhere else 0.0
-        segment.attribute(by_row[row], other)
+        own = sum(cpu for _, cpu, _ in by_row[row])
+        if not agent:  # counted over the run: the tree's clock-tick rounding evens out
+            unexplained += (
+                segment.cpu - own - (elsewhere(before, segment.timestamp) if elsewhere else 0.0)
+            )
+        remainder = max(unexplained, 0.0)
+        unexplained -= remainder
+        segment.attribute(by_row[row], remainder)
         segments.append(segment)
         first = row + 1
     return segments
@@ -393,7 +396,7 @@ def timeline(found: Sequence[_Source]) -> TinyDataFrame:
                 "file": file,
                 "line": line,
                 "cpu_seconds": segment.cpu,
-                "memory": found[0].memory[segment.end],
+                "memory": segment.memory_peak,
             }
         )
     return TinyDataFrame(rows, columns=TIMELINE_COLUMNS)

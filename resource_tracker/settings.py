@@ -31,7 +31,7 @@ import warnings
 
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
 if TYPE_CHECKING:
-    from typing import Any, Optional
+    from typing import Any, Dict, Optional
 
 
 PREFIX = "RESOURCE_TRACKER_"
@@ -253,6 +253,7 @@ FOREIGN = {
     "SC_DATA_DB_PATH": "the database of an installed sparecores-data package",
     "BROWSER": "the web browser that `report --browse` and `Report.browse()` open",
     "OTEL_EXPORTER_OTLP_ENDPOINT": "where OTLP export goes (and the other standard `OTEL_*`)",
+    "PYTHONPATH": "`run --code` puts the agent's directory first on the command's",
 }
 
 
@@ -276,6 +277,13 @@ def foreign(name: str) -> Optional[str]:
     if name.startswith(PREFIX):
         raise KeyError(f"{name} is resource-tracker's own: declare it in SETTINGS, read get()")
     return os.environ.get(name) or None
+
+
+def child_environment(changes: Dict[str, str]) -> Dict[str, str]:
+    """The environment of a command this process starts: its own, with changes."""
+    env = dict(os.environ)
+    env.update(changes)
+    return env
 
 
 def markdown_table() -> str:

@@ -82,10 +82,12 @@ def nap(seconds: float) -> None:
 
 
 def allocate(mib: int, cpu: float) -> None:
+    TRUTH["allocate_start"] = time.time()
     held = b"\x01" * (mib << 20)  # touched pages: resident
     _burn(cpu)
     TRUTH["allocate_len"] = len(held)
     del held
+    TRUTH["allocate_end"] = time.time()
 
 
 def fork_child() -> int:

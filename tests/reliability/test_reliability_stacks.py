@@ -1,0 +1,91 @@
+"""The code profile's stack captures (csrc/stacks.c) under the checks of the C core: in the
+valgrind subset (memcheck and helgrind: the capture thread, the GIL, the sampler's row hook),
+and where no safe capture exists (a sub-interpreter) nothing is recorded, and it is said.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from resource_tracker import ResourceTracker, _core
+
+pytestmark = pytest.mark.skipif(not _core.HAVE_PROCFS, reason="the C sampler (procfs) only")
+UNDER_VALGRIND = os.environ.get("RESOURCE_TRACKER_VALGRIND") == "1"
+
+
+def _threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def _spin(stop: threading.Event, depth: int) -> None:
+    if depth:
+        return _spin(stop, depth - 1)
+    while not stop.is_set():
+        sum(range(100))
+
+
+@pytest.mark.valgrind
+def test_captures_with_a_busy_thread_then_nothing_left():
+    """Captures while a thread runs Python 30 frames deep; after stop() and the collector the
+    capture thread is gone, the record readable, every sample's ids in range."""
+    before = _threads()
+    stop = threading.Event()
+    worker = threading.Thread(target=_spin, args=(stop, 30))
+    worker.start()
+    tracker = ResourceTracker(interval=0.01, discover_server=False, discover_cloud=False)
+    assert tracker.wait_for_samples(5 if UNDER_VALGRIND else 20, timeout=120)
+    stop.set()
+    worker.join()
+    tracker.stop()
+    record = tracker._code_record()
+    assert record["status"] == "recorded"
+    assert record["samples"], record["stats"]
+    stacks, threads = len(record["stacks"]), len(record["threads"])
+    assert all(0 <= s[2] < stacks and 0 <= s[1] < threads for s in record["samples"])
+    assert "_spin" in {f[0] for f in record["frames"]}
+    del tracker
+    deadline = time.monotonic() + 30
+    while _threads() > before and time.monotonic() < deadline:
+        time.sleep(0.01)  # the capture thread ends on its own once released
+    assert _threads() == before
+
+
+_SUB = textwrap.dedent(
+    """
+    import _xxsubinterpreters as si
+    interp = si.create()
+    si.run_string(interp, '''
+    import os
+    from resource_tracker import ResourceTracker
+    t = ResourceTracker(interval=0.05, discover_server=False, discover_cloud=False)
+    t.stop()
+    with open(os.environ["OUT"], "w") as f:
+        f.write(t.code_profile_status()["status"] + "|" + t.data_quality()["code_profile"])
+    ''')
+    """
+)
+
+
+@pytest.mark.skipif(
+    sys.version_info[:2] != (3, 11) and sys.version_info[:2] != (3, 12),
+    reason="_xxsubinterpreters as in 3.11/3.12",
+)
+def test_a_sub_interpreter_records_nothing_and_says_so(tmp_path):
+    out = tmp_path / "out.txt"
+    done = subprocess.run(
+        [sys.executable, "-c", _SUB],
+        env=dict(os.environ, OUT=str(out)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    status, note = out.read_text().split("|")
+    assert status == "not supported" and "sub-interpreter" in note
