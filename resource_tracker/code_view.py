@@ -71,11 +71,9 @@ def _recorded(tracker: Any, insights: Sequence[Insight]) -> Dict[str, Any]:
     rows = [r for r in tracker.code_profile("function", True).rows() if _users(r)]
     timeline = [r for r in tracker.code_timeline().rows() if _users(r)]
     peak = tracker.code_peak()
-    base = _code_dir([r["file"] for r in rows if r.get("origin") == "user"])
-
-    def where(file: str) -> str:
-        return _relative(file, base)
-
+    base = _code_dir([r["file"] for r in rows])
+    found = _Found(rows, timeline, base, float(getattr(tracker, "interval", 0) or 0))
+    where = found.where
     view: Dict[str, Any] = {"status": "recorded", "note": None, "base_dir": base}
     view["cpu"] = _top_cpu(rows, where)
     view["memory"] = _top_memory(timeline, where)
@@ -88,7 +86,7 @@ def _recorded(tracker: Any, insights: Sequence[Insight]) -> Dict[str, Any]:
             "memory_kib": peak["memory_peak"],
             "at_s": max(float(peak["timestamp"]) - start, 0.0),
         }
-    view["phases"] = _phases(tracker, insights, where)
+    view["phases"] = _phases(tracker, insights, found)
     if not rows:
         view["note"] = "no stack sample was taken (the run was shorter than one interval)"
     return view
@@ -161,28 +159,59 @@ def _top_memory(timeline: Sequence[Mapping[str, Any]], where: Callable[[str], st
     return [{k: v for k, v in i.items() if k != "seconds"} for i in ranked[:TOP]]
 
 
-def _phases(tracker: Any, insights: Sequence[Insight], where: Callable[[str], str]) -> List[Any]:
-    """The code of each phase of the phases finding: the user function with the most CPU
-    of its own in that span (``code_profile.phase_code``)."""
+def _phases(tracker: Any, insights: Sequence[Insight], found: _Found) -> List[Any]:
+    """The code of each phase of the phases finding: the user function that was the running
+    code (of the busiest thread, ``code_timeline``) for the most wall seconds of the phase;
+    where the timeline has no interval there (processes run with the agent), the one with
+    the most CPU of its own (``code_profile.phase_code``)."""
     from .code_profile import phase_code
 
-    found = next((i for i in insights if i.kind == "phases"), None)
-    if found is None:
+    finding = next((i for i in insights if i.kind == "phases"), None)
+    if finding is None:
         return []
-    numbers = found.numbers
-    out = []
+    numbers, out = finding.numbers, []
     for i in range(1, int(numbers.get("phases") or 0) + 1):
         keys = (f"phase{i}_start_time", f"phase{i}_duration_s", f"phase{i}_start_s")
         if any(numbers.get(k) is None for k in keys):
             continue
         began, lasted, start_s = (float(numbers[k]) for k in keys)
-        code = phase_code(tracker, began, began + lasted)
         item: Dict[str, Any] = {"phase": i, "start_s": start_s, "end_s": start_s + lasted}
+        code = found.running(began, began + lasted) or phase_code(tracker, began, began + lasted)
         if code:
-            item.update(code)
-            item["file"] = where(code["file"])
+            item.update(function=code["function"], file=found.where(code["file"]))
+            item["line"] = found.def_lines.get((code["function"], code["file"]), code["line"])
         out.append(item)
     return out
+
+
+class _Found:
+    """The rows a view is made of: the user functions (``code_profile``), the timeline of the
+    running code, and where their files are shown from."""
+
+    def __init__(self, rows: List[Any], timeline: List[Any], base: str, interval: float):
+        self.def_lines = {(r["function"], r["file"]): r["line"] for r in rows}
+        self.timeline, self.base, self.interval = timeline, base, interval
+
+    def where(self, file: str) -> str:
+        return _relative(file, self.base)
+
+    def running(self, began: float, ended: float) -> Optional[Dict[str, Any]]:
+        """The timeline row of the code that ran for the most wall seconds in (began, ended]
+        (None when no interval ends there)."""
+        seconds: Dict[Tuple[str, str], float] = {}
+        first: Dict[Tuple[str, str], Any] = {}
+        before = None
+        for row in self.timeline:
+            stamp = float(row["timestamp"])
+            length = self.interval if before is None else stamp - before
+            before = stamp
+            if began < stamp <= ended:
+                key = (row["function"], row["file"])
+                seconds[key] = seconds.get(key, 0.0) + length
+                first.setdefault(key, row)
+        if not seconds:
+            return None
+        return first[max(seconds, key=lambda k: seconds[k])]  # type: ignore[no-any-return]
 
 
 def stored_view(data: Any) -> Optional[Dict[str, Any]]:
