@@ -3,7 +3,8 @@ profile (docs/code_profile.md) that a page, a card and the CLI show beside the r
 
 :func:`code_view` picks them once, when the summary is built, as plain JSON values (stored
 with the summary, so a loaded run shows the same): the top functions by CPU and by memory,
-the code running at the memory peak, and the code of each phase of the phases finding
+the code running at the memory peak, and the code that ran for most of each phase of the
+phases finding
 (:func:`label_phases` adds it to that finding, so the split advice names the code to split
 at). Functions are the user's: standard-library, site-packages and resource-tracker frames
 are folded into the first user frame that called them (``user_code=True``). Files are shown
