@@ -4,9 +4,8 @@ profile (docs/code_profile.md) that a page, a card and the CLI show beside the r
 :func:`code_view` picks them once, when the summary is built, as plain JSON values (stored
 with the summary, so a loaded run shows the same): the top functions by CPU and by memory,
 the code running at the memory peak, and the code that ran for most of each phase of the
-phases finding
-(:func:`label_phases` adds it to that finding, so the split advice names the code to split
-at). Functions are the user's: standard-library, site-packages and resource-tracker frames
+phases finding (:func:`label_phases` adds it to that finding, so the split advice names the
+code to split at). Functions are the user's: standard-library, site-packages and resource-tracker frames
 are folded into the first user frame that called them (``user_code=True``). Files are shown
 relative to the run's code directory: the deepest directory holding every user file seen
 (the script's or the flow file's directory, the project's when the code spans folders).
