@@ -153,9 +153,9 @@ sampler_stop_py(SamplerObject *self, PyObject *unused)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
     sampler_stop(s);
+    if (self->stacks) /* its last request served, its thread joined (the GIL is free here) */
+        stacks_stop(self->stacks, STACKS_JOIN_WAIT_S);
     Py_END_ALLOW_THREADS
-    if (self->stacks)
-        stacks_stop(self->stacks);
     Py_RETURN_NONE;
 }
 
@@ -456,7 +456,8 @@ static PyGetSetDef sampler_getset[] = {
     {"start_time", (getter)sampler_get_start_time, NULL, "start, seconds since the epoch", NULL},
     {"stop_time", (getter)sampler_get_stop_time, NULL, "stop (0 while running)", NULL},
     {"interval", (getter)sampler_get_interval, NULL, "seconds between samples", NULL},
-    {"cpu_seconds", (getter)sampler_get_cpu_seconds, NULL, "CPU time of the sampler thread", NULL},
+    {"cpu_seconds", (getter)sampler_get_cpu_seconds, NULL,
+     "CPU time of the tracker's threads (the sampler's, the stack captures')", NULL},
     {"pss_seconds", (getter)sampler_get_pss_seconds, NULL, "time spent in smaps_rollup reads",
      NULL},
     {"pss_reads", (getter)sampler_get_pss_reads, NULL, "smaps_rollup reads", NULL},

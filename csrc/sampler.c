@@ -207,7 +207,8 @@ update_own_usage(Sampler *sampler, int in_sampler_thread)
     struct rusage ru;
 
     if (in_sampler_thread && getrusage(RUSAGE_THREAD, &ru) == 0) {
-        sampler->own.cpu.user_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6;
+        sampler->own.cpu.user_s = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 +
+                                  sampler->row_hook_cpu_s; /* the stack captures' thread */
         sampler->own.cpu.sys_s = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
     }
     sampler->own.memory_kib =
@@ -355,7 +356,7 @@ thread_sample(Sampler *sampler, int may_fold, double *prow, double *srow)
     filled = take_sample(sampler, 1, may_fold, prow, srow);
     pthread_mutex_unlock(&sampler->sync->collect_lock);
     if (filled && sampler->row_hook)
-        sampler->row_hook(sampler->row_hook_arg, sampler_rows(sampler));
+        sampler->row_hook_cpu_s = sampler->row_hook(sampler->row_hook_arg, sampler_rows(sampler));
 }
 
 /* Frees everything the sampler holds (no thread uses it any more). */

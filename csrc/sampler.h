@@ -32,8 +32,10 @@
 typedef int (*SamplerHook)(void *arg);
 
 /* Called by the thread after each reading that stored or folded rows, with the rows stored;
- * its arg is freed with the free function when the sampler is (see sampler_set_row_hook). */
-typedef void (*SamplerRowHook)(void *arg, size_t rows);
+ * returns the CPU seconds the hook's own thread has used (the tracker's, not the workload's:
+ * counted with the sampler thread's). Its arg is freed with the free function when the sampler
+ * is (see sampler_set_row_hook). */
+typedef double (*SamplerRowHook)(void *arg, size_t rows);
 
 enum SamplerState { SAMPLER_NEW, SAMPLER_RUNNING, SAMPLER_STOPPED };
 enum SamplerTable { SAMPLER_PROCESS, SAMPLER_SYSTEM };
@@ -63,7 +65,7 @@ typedef struct Sampler {
     double start_wall, start_mono, stop_wall;
     double last_sample_mono, last_row_dt;
     OwnUsage own;
-    double cpu_seconds; /* the sampling thread's own CPU time */
+    double cpu_seconds; /* the tracker's threads' own CPU time (sampler, row hook's) */
     unsigned long samples_taken;
     double pss_seconds;                   /* the collector's counters, copied under the lock */
     unsigned long pss_reads, read_errors; /* after each reading (readers never race the thread) */
@@ -81,6 +83,7 @@ typedef struct Sampler {
     SamplerHook after_baseline; /* see sampler_set_after_baseline */
     void *after_baseline_arg;   /* not handed over yet (NULL: none, or handed over) */
     SamplerRowHook row_hook;    /* see sampler_set_row_hook */
+    double row_hook_cpu_s;      /* what it returned last (the sampler thread's only) */
     void *row_hook_arg;
     void (*row_hook_free)(void *arg);
     struct Sampler *registry_next;

@@ -24,6 +24,9 @@ struct StackCapture {
     pid_t pid; /* the process that made it: after fork() the child's is stopped */
     int refs;  /* the owner and the thread */
     int stop, pending, in_python, readers, thread_alive;
+    int settled; /* the thread was joined or detached (or never existed here) */
+    pthread_t thread;
+    double thread_cpu_s; /* the capture thread's CPU time, after its last capture */
     uint32_t pending_row;
     double requested_at; /* monotonic seconds */
     unsigned long requests, captures, gil_busy, dropped;
@@ -42,6 +45,21 @@ monotonic_seconds(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Waits on cond (lock held) for at most seconds (< 1; the wait's clock is the wall's). */
+static void
+wait_for(pthread_cond_t *cond, pthread_mutex_t *lock, double seconds)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += (long)(seconds * 1e9);
+    if (ts.tv_nsec > 999999999L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(cond, lock, &ts);
 }
 
 /* why not (a sentence), or NULL */
@@ -95,7 +113,7 @@ atfork_child(void)
         if (c->thread_alive && c->refs > 1)
             c->refs--;
         c->thread_alive = c->in_python = c->pending = c->readers = 0;
-        c->stop = 1;
+        c->stop = c->settled = 1; /* no thread to join here */
         pthread_cond_init(&c->wake, NULL);
         pthread_cond_init(&c->idle, NULL);
         pthread_mutex_unlock(&c->lock);
@@ -251,6 +269,17 @@ sample_interpreter(StackCapture *capture, uint32_t row)
 
 #endif /* !Py_GIL_DISABLED */
 
+/* The CPU seconds the calling thread has used. */
+static double
+thread_seconds(void)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0.0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* -- the capture thread ---------------------------------------------------------------------- */
 
 /* One capture for row: takes the GIL, reads, lets it go; records the times and counts. */
@@ -271,6 +300,7 @@ capture_once(StackCapture *capture, uint32_t row, double requested_at)
     capture->wait_us[slot] = (float)((got - requested_at) * 1e6);
     capture->captures++;
     capture->dropped += dropped;
+    capture->thread_cpu_s = thread_seconds();
     pthread_mutex_unlock(&capture->lock);
 #else
     (void)capture, (void)row, (void)requested_at;
@@ -344,16 +374,14 @@ static int
 start_thread(StackCapture *capture)
 {
     pthread_attr_t attr;
-    pthread_t thread;
     sigset_t all, saved;
     int rc;
 
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, CAPTURE_STACK_BYTES);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     sigfillset(&all); /* signals are for the application's threads */
     pthread_sigmask(SIG_SETMASK, &all, &saved);
-    rc = pthread_create(&thread, &attr, capture_main, capture);
+    rc = pthread_create(&capture->thread, &attr, capture_main, capture);
     pthread_sigmask(SIG_SETMASK, &saved, NULL);
     pthread_attr_destroy(&attr);
     return rc;
@@ -395,6 +423,7 @@ stacks_new(unsigned long main_ident, size_t max_bytes)
     if (rc != 0) {
         capture->refs = 1;
         capture->thread_alive = 0;
+        capture->settled = 1;
         stacks_release(capture);
         errno = rc;
         PyErr_SetFromErrno(PyExc_OSError);
@@ -403,14 +432,18 @@ stacks_new(unsigned long main_ident, size_t max_bytes)
     return capture;
 }
 
-void
+double
 stacks_request(void *arg, size_t rows)
 {
     StackCapture *capture = arg;
+    double cpu;
 
-    if (rows == 0 || rows > UINT32_MAX)
-        return;
     pthread_mutex_lock(&capture->lock);
+    cpu = capture->thread_cpu_s;
+    if (rows == 0 || rows > UINT32_MAX) {
+        pthread_mutex_unlock(&capture->lock);
+        return cpu;
+    }
     if (!capture->stop) {
         capture->requests++;
         if (capture->pending) {
@@ -423,15 +456,30 @@ stacks_request(void *arg, size_t rows)
         }
     }
     pthread_mutex_unlock(&capture->lock);
+    return cpu;
 }
 
 void
-stacks_stop(StackCapture *capture)
+stacks_stop(StackCapture *capture, double wait)
 {
+    double deadline = monotonic_seconds() + wait;
+    int join = 0, detach = 0;
+
     pthread_mutex_lock(&capture->lock);
     capture->stop = 1;
     pthread_cond_broadcast(&capture->wake);
+    while (capture->thread_alive && monotonic_seconds() < deadline)
+        wait_for(&capture->idle, &capture->lock, 0.01);
+    if (!capture->settled) {
+        capture->settled = 1;
+        join = !capture->thread_alive; /* it is at its very end: the join is immediate */
+        detach = !join;                /* a capture still waits for the GIL: it ends alone */
+    }
     pthread_mutex_unlock(&capture->lock);
+    if (join)
+        pthread_join(capture->thread, NULL);
+    else if (detach)
+        pthread_detach(capture->thread);
 }
 
 void
@@ -441,7 +489,7 @@ stacks_release(void *arg)
 
     if (capture == NULL)
         return;
-    stacks_stop(capture);
+    stacks_stop(capture, STACKS_JOIN_WAIT_S);
     capture_unref(capture);
 }
 
@@ -451,16 +499,8 @@ static void
 wait_idle(StackCapture *capture, double deadline)
 {
     while ((capture->in_python || (capture->pending && capture->thread_alive && !exiting)) &&
-           monotonic_seconds() < deadline) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 10000000L; /* re-check every 10 ms (the wait's clock is the wall's) */
-        if (ts.tv_nsec > 999999999L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&capture->idle, &capture->lock, &ts);
-    }
+           monotonic_seconds() < deadline)
+        wait_for(&capture->idle, &capture->lock, 0.01);
 }
 
 void

@@ -23,6 +23,7 @@
 #define STACKS_MAX_DEPTH 128       /* frames kept a stack (those nearest the running code) */
 #define STACKS_HOLD_RING 4096      /* GIL hold times kept for the percentiles */
 #define STACKS_SHUTDOWN_WAIT_S 1.0 /* atexit waits at most this for a capture under way */
+#define STACKS_JOIN_WAIT_S 1.0     /* stop() waits at most this for the capture thread's end */
 #define STACKS_READ_WAIT_S 10.0    /* stacks_record waits at most this for a capture */
 #define STACKS_TRUNCATED "<truncated>"
 
@@ -36,13 +37,16 @@ const char *stacks_unsupported(void);
  * an exception. GIL held. */
 StackCapture *stacks_new(unsigned long main_ident, size_t max_bytes);
 
-/* A SamplerRowHook: asks for one capture for the row rows - 1 (no GIL needed, never waits). */
-void stacks_request(void *capture, size_t rows);
+/* A SamplerRowHook: asks for one capture for the row rows - 1 (no GIL needed, never waits);
+ * returns the CPU seconds the capture thread has used so far. */
+double stacks_request(void *capture, size_t rows);
 
-/* No capture after this one (does not wait for one under way). */
-void stacks_stop(StackCapture *capture);
+/* No capture after a request under way (served first); waits up to wait seconds for the
+ * thread to end, then joins it (or lets it end on its own). Call without the GIL. */
+void stacks_stop(StackCapture *capture, double wait);
 
-/* Drops the owner's reference (the thread holds its own): a sampler's free hook. */
+/* Stops (waiting up to STACKS_JOIN_WAIT_S, no GIL needed) and drops the owner's reference
+ * (the thread holds its own): a sampler's free hook. */
 void stacks_release(void *capture);
 
 /* The record (docs/code_profile.md, the snapshot's "code_profile" without its status): a

@@ -245,6 +245,8 @@ def data_quality_notes(stats: Optional[Mapping[str, Any]]) -> List[str]:
         notes.append(f"{', '.join(columns)} incomplete: {reason}")
     if quality.get("read_in_caller"):
         notes.append(str(quality["read_in_caller"]))
+    if quality.get("code_profile"):
+        notes.append(f"code profile: {quality['code_profile']}")
     return notes + _export_notes((stats or {}).get("export"))
 
 

@@ -91,6 +91,50 @@ def test_reliability_leak_sampler_start_stop():
     assert_no_leak("Sampler freed while running", never_stopped, 100)
 
 
+@covers("Sampler.record_stacks", "Sampler.stacks", "stacks_unsupported", "stop_stacks")
+def test_reliability_leak_stack_captures():
+    """Samplers recording stacks (the capture thread is joined at stop()), their records
+    read; record_stacks() refused twice; stop_stacks() in a process of its own (it closes the
+    captures for good, as at exit)."""
+    import subprocess
+    import sys
+    import threading
+
+    main = threading.main_thread().ident
+
+    def cycle():
+        s = _core.Sampler(os.getpid(), 0.002, track_system=False)
+        s.record_stacks(main)
+        s.start()
+        s.wait(3, 5.0)
+        s.stop()
+        assert s.stacks()["stats"]["requests"] >= 1
+        try:
+            s.record_stacks(main)
+        except RuntimeError:
+            pass
+
+    assert_no_leak("Sampler.record_stacks + stacks", cycle, 40)
+    assert_no_leak("stacks_unsupported", _core.stacks_unsupported, 2000)
+    code = (
+        "import os, threading; from resource_tracker import _core\n"
+        "for _ in range(50):\n"
+        "    s = _core.Sampler(os.getpid(), 0.002); s.record_stacks(threading.get_ident())\n"
+        "    s.start(); s.wait(2, 5.0); s.stop(); s.stacks()\n"
+        "_core.stop_stacks(); _core.stop_stacks()\n"
+        "try:\n"
+        "    _core.Sampler(os.getpid(), 1.0).record_stacks(1)\n"
+        "except RuntimeError as e:\n"
+        "    print('refused:', e)\n"
+        "print(len(os.listdir('/proc/self/task')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.split("\n")
+    assert lines[0] == "refused: the interpreter is exiting"
+    assert int(lines[1]) == 1  # every capture thread joined
+
+
 @covers("Sampler.run_after_baseline", "Sampler.take_after_baseline")
 @pytest.mark.valgrind
 def test_reliability_leak_after_baseline_jobs():

@@ -64,10 +64,13 @@ _SUB = textwrap.dedent(
     si.run_string(interp, '''
     import os
     from resource_tracker import ResourceTracker
+    from resource_tracker.tracker import data_quality_notes
     t = ResourceTracker(interval=0.05, discover_server=False, discover_cloud=False)
     t.stop()
+    notes = data_quality_notes({"data_quality": t.data_quality()})
     with open(os.environ["OUT"], "w") as f:
-        f.write(t.code_profile_status()["status"] + "|" + t.data_quality()["code_profile"])
+        f.write(t.code_profile_status()["status"] + "|" + t.data_quality()["code_profile"]
+                + "|" + [n for n in notes if n.startswith("code profile")][0])
     ''')
     """
 )
@@ -87,5 +90,6 @@ def test_a_sub_interpreter_records_nothing_and_says_so(tmp_path):
         timeout=60,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    status, note = out.read_text().split("|")
+    status, note, line = out.read_text().split("|")
     assert status == "not supported" and "sub-interpreter" in note
+    assert line == f"code profile: {note}"  # the report's and the CLI's data-quality line
