@@ -266,3 +266,21 @@ def test_split_advice_names_where_the_second_step_starts(run):
     advised = replace(summary, insights=(labelled,), code=view)
     page = render_summary(advised, tracker.process_metrics, tracker.system_metrics)
     assert "Split advice: the second step would start with <code>load_dataset()</code>" in page
+
+
+def test_hostile_names_are_escaped(run, capsys):
+    """A file or function name is text from outside: escaped on the page, made printable in
+    the CLI lines (a file can be named anything; a stored view can hold anything)."""
+    tracker, summary, _, _ = run
+    hostile = '<img src=x onerror="alert(1)">\x1b[31m'
+    view = json.loads(json.dumps(summary.code))
+    for item in [view["peak"], *view["cpu"], *view["memory"], *view["phases"]]:
+        item.update(function=hostile, file=hostile)
+    page = render_summary(replace(summary, code=view), tracker.process_metrics)
+    section = page[page.index('id="rt-codeview"') : page.index('class="rt-details-title"')]
+    assert "<img" not in section and "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in section
+    from resource_tracker.cli.common import say
+
+    say("\n".join(lines_of(replace(summary, code=view), server=False)))  # as `run` prints it
+    printed = capsys.readouterr().err
+    assert "code        peak" in printed and "onerror" in printed and "\x1b" not in printed
