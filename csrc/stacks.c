@@ -36,7 +36,14 @@ struct StackCapture {
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static StackCapture *registry_head = NULL;
-static int exiting = 0; /* stacks_shutdown_all ran: no new capture, no GIL asked for */
+static int exiting = 0; /* stacks_shutdown_all ran: no new capture, no GIL asked for (atomic) */
+
+/* 1 once stacks_shutdown_all has run (read by every thread) */
+static int
+is_exiting(void)
+{
+    return __atomic_load_n(&exiting, __ATOMIC_ACQUIRE);
+}
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 static double
@@ -351,7 +358,7 @@ capture_main(void *arg)
         double requested_at;
         while (!capture->stop && (!capture->pending || capture->readers))
             pthread_cond_wait(&capture->wake, &capture->lock);
-        if (exiting || !capture->pending || capture->readers)
+        if (is_exiting() || !capture->pending || capture->readers)
             break; /* stopped (a request made before the stop is still served) */
         row = capture->pending_row;
         requested_at = capture->requested_at;
@@ -397,7 +404,7 @@ stacks_new(unsigned long main_ident, size_t max_bytes)
     StackCapture *capture;
     int rc;
 
-    if (why != NULL || exiting) {
+    if (why != NULL || is_exiting()) {
         PyErr_SetString(PyExc_RuntimeError, why ? why : "the interpreter is exiting");
         return NULL;
     }
@@ -498,7 +505,7 @@ stacks_release(void *arg)
 static void
 wait_idle(StackCapture *capture, double deadline)
 {
-    while ((capture->in_python || (capture->pending && capture->thread_alive && !exiting)) &&
+    while ((capture->in_python || (capture->pending && capture->thread_alive && !is_exiting())) &&
            monotonic_seconds() < deadline)
         wait_for(&capture->idle, &capture->lock, 0.01);
 }
@@ -513,7 +520,7 @@ stacks_shutdown_all(void)
     Py_BEGIN_ALLOW_THREADS
     deadline = monotonic_seconds() + STACKS_SHUTDOWN_WAIT_S;
     pthread_mutex_lock(&registry_lock);
-    exiting = 1;
+    __atomic_store_n(&exiting, 1, __ATOMIC_RELEASE);
     for (c = registry_head; c; c = c->next) {
         if (c->pid != pid)
             continue; /* a parent's, copied by fork(): no thread here */

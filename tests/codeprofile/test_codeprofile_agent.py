@@ -1,7 +1,7 @@
 """``resource-tracker run --code``: the agent in the command's Python processes (docs/
-code_profile.md). One real CLI run per module: a parent that burns, then a fork Pool of two
-workers that burn (each measuring its own thread_time: the truth of the same run); and
-children that cannot load the agent run as before.
+code_profile.md). One real CLI run per module: a parent that burns, then a fork Pool and a
+spawn Pool of two workers each that burn (each measuring its own thread_time: the truth of
+the same run); and children that cannot load the agent run as before.
 """
 
 from __future__ import annotations
@@ -38,9 +38,10 @@ JOB = textwrap.dedent(
         return time.thread_time() - start
 
     if __name__ == "__main__":
-        truth = {"parent_work": parent_work(0.4)}
-        with multiprocessing.get_context("fork").Pool(2) as pool:
-            truth["worker_burn"] = sum(pool.map(worker_burn, [0.3, 0.3], chunksize=1))
+        truth = {"parent_work": parent_work(0.4), "worker_burn": 0.0}
+        for start_method in ("fork", "spawn"):
+            with multiprocessing.get_context(start_method).Pool(2) as pool:
+                truth["worker_burn"] += sum(pool.map(worker_burn, [0.2, 0.2], chunksize=1))
         with open(sys.argv[1], "w") as f:
             json.dump(truth, f)
     """
@@ -96,7 +97,7 @@ def _row(tracker, function, file):
 def test_the_command_and_its_workers_are_profiled_and_merged_by_function(agent_run):
     tracker, truth, job = agent_run
     processes = tracker._code_record()["processes"]
-    assert len(processes) >= 3  # the command and its two workers
+    assert len(processes) >= 5  # the command and its four workers
     workers = _row(tracker, "worker_burn", job)
     assert (
         abs(workers["cpu_seconds"] - truth["worker_burn"]) <= 0.1 + 0.15 * truth["worker_burn"]
