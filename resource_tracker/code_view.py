@@ -5,10 +5,11 @@ profile (docs/code_profile.md) that a page, a card and the CLI show beside the r
 with the summary, so a loaded run shows the same): the top functions by CPU and by memory,
 the code running at the memory peak, and the code that ran for most of each phase of the
 phases finding (:func:`label_phases` adds it to that finding, so the split advice names the
-code to split at). Functions are the user's: standard-library, site-packages and resource-tracker frames
-are folded into the first user frame that called them (``user_code=True``). Files are shown
-relative to the run's code directory: the deepest directory holding every user file seen
-(the script's or the flow file's directory, the project's when the code spans folders).
+code to split at). Functions are the user's: standard-library, site-packages and
+resource-tracker frames are folded into the first user frame that called them
+(``user_code=True``). Files are shown relative to the run's code directory: the deepest
+directory holding every user file seen (the script's or the flow file's directory, the
+project's when the code spans folders).
 
 The texts (:func:`peak_text`, :func:`phase_texts`, :func:`top_cpu_text`) are written once
 here for the report, the card and the CLI; ``code`` wraps each code name (HTML: a
