@@ -109,6 +109,8 @@ bench: deps-test build $(BENCH_PY)  ## benchmarks side by side with resource-tra
 	$(PY) bench/bench_long.py
 	$(PY) bench/bench_export.py
 	$(PY) bench/bench_dashboard.py
+	$(BENCH_PY) -m pip install -q py-spy
+	$(PY) bench/bench_code.py --py-spy .bench-venv/bin/py-spy
 
 sanitize: deps-test  ## the tests that reach C (not Metaflow, Chromium, packaging) against an ASan+UBSan build
 	PY=$(PY) SANITIZE_WORKERS=$(TEST_WORKERS) tests/reliability/run_sanitize.sh

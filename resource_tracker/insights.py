@@ -560,11 +560,14 @@ def _need(cpu: Sequence[float], memory: Sequence[float], gpu: Sequence[float]) -
 
 
 def _merge(points: List[Tuple[int, str]], gap: int) -> List[Tuple[int, str]]:
-    """Boundaries closer than ``gap`` samples merged (the first one found is kept)."""
+    """Boundaries closer than ``gap`` samples merged into one: the memory series' where it is
+    one of them (a phase's memory need is its peak, which a sample on the wrong side moves;
+    a CPU or GPU need is a mean, which it hardly moves), else the first one found."""
     kept: List[Tuple[int, str]] = []
     for k, name in sorted(points):
         if kept and k - kept[-1][0] < gap:
-            kept[-1] = (kept[-1][0], kept[-1][1] + "+" + name)
+            memory = name == "memory" and "memory" not in kept[-1][1].split("+")
+            kept[-1] = (k if memory else kept[-1][0], kept[-1][1] + "+" + name)
         else:
             kept.append((k, name))
     return kept

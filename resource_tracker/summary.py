@@ -160,6 +160,8 @@ class RunSummary:
     warnings: Tuple[SummaryWarning, ...] = ()
     cache_key: str = ""
     insights: Tuple[Insight, ...] = ()
+    #: where the time and memory went (``resource_tracker.code_view.code_view``), or None
+    code: Optional[Dict[str, Any]] = None
 
     def warnings_about(self, *topics: str) -> List[str]:
         """The warning texts of these topics, in order, each once."""
@@ -187,6 +189,8 @@ class RunSummary:
         if not isinstance(data, Mapping) or data.get("version") != SUMMARY_VERSION:
             raise ValueError("not a resource-tracker run summary (or of another version)")
         _check_stored(data)
+        from .code_view import stored_view
+
         try:
             history = data.get("history")
             run = dict(data["run"])
@@ -208,6 +212,7 @@ class RunSummary:
                 warnings=tuple(SummaryWarning(**w) for w in data.get("warnings") or ()),
                 cache_key=str(data.get("cache_key") or ""),
                 insights=tuple(Insight.from_dict(i) for i in data.get("insights") or ()),
+                code=stored_view(data.get("code")),
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a resource-tracker run summary: damaged ({exc!r})") from None
@@ -651,6 +656,7 @@ def build_summary(
         server_timeout: seconds the catalog lookup may take.
     """
     from ._run_data import data_quality_notes
+    from .code_view import code_view, label_phases
 
     get = _Collector(tracker)
     n_process, n_system = get.rows_of("process_metrics"), get.rows_of("system_metrics")
@@ -671,6 +677,8 @@ def build_summary(
     for topic, text in (("catalog", server.unavailable), ("server", server.no_match)):
         if text:
             get.warn(topic, text)
+    insights = get.insights(stats, history, resources, server, duration)
+    code = code_view(tracker, insights)
     return RunSummary(
         run=_run_info(tracker),
         n_samples=n_samples,
@@ -686,7 +694,8 @@ def build_summary(
         cloud_info=cloud_info,
         data_quality=dict((stats or {}).get("data_quality") or {}),
         warnings=tuple(get.warnings),
-        insights=get.insights(stats, history, resources, server, duration),
+        insights=label_phases(insights, code),
+        code=code,
     )
 
 

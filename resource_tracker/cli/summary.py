@@ -63,6 +63,7 @@ def lines_of(summary, server: bool = True) -> list:
     ]
     lines += _usage_rows(summary, summary.server_info or {})
     lines += insight_lines(summary)
+    lines += code_lines(summary)
     if summary.resources is None:
         why = summary.warnings_about("recommendation")
         text = why[0].replace("No recommendation: ", "", 1) if why else "no data"
@@ -76,6 +77,18 @@ def lines_of(summary, server: bool = True) -> list:
 def insight_lines(summary) -> list:
     """One line per finding of the summary (``summary.insights``): its severity, its text."""
     return [_row(i.severity, i.message) for i in getattr(summary, "insights", ())]
+
+
+def code_lines(summary) -> list:
+    """Where the memory peak and the most CPU were in the code (``summary.code``), when
+    the run recorded its code profile (the phases' code is in the phases finding)."""
+    from ..code_view import peak_text, top_cpu_text
+
+    view = getattr(summary, "code", None)
+    if not isinstance(view, dict) or view.get("status") != "recorded":
+        return []
+    texts = (peak_text(view, str), top_cpu_text(view, str))
+    return [_row("code", text) for text in texts if text]
 
 
 def _usage_rows(summary, info: dict) -> list:

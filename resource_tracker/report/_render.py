@@ -20,7 +20,7 @@ from ..cloud import found_cloud_info
 from ..registry import by_chart
 from ..registry import columns as table_columns
 from ..summary import DURATION
-from . import _headline
+from . import _code, _headline
 
 #: Most points per table sent to the browser; longer runs keep the min and max of each bucket.
 MAX_POINTS = 2400
@@ -237,6 +237,7 @@ def _page_html(view, process, system):
     for i, text in enumerate(raws):
         data = data.replace(f'"@@RAW{i}@@"', text, 1)
     body = _header(view) + _headline.headline(view.s) + _charts(view.s, downsampled)
+    body += _code.section(view.s)  # where the time and memory went (report/_code.py)
     body += '<h2 class="rt-details-title">Details</h2>'
     details = (_usage, _servers, _run, _server, _cgroup, _cloud)
     body += '<div class="rt-details">' + "".join(section(view) for section in details)

@@ -561,3 +561,17 @@ def test_an_allocation_ramp_belongs_to_the_phase_it_allocates_for():
     assert n["phase1_memory"] == 52 and n["phase3_memory"] == 52
     assert n["phase2_start_s"] == 20 and n["phase3_start_s"] == 43
     assert n["phase2_memory"] == 400
+
+
+def test_phases_boundary_of_a_memory_drop_stays_where_the_memory_drops():
+    """A memory step and a CPU change 2 samples apart are one boundary, at the memory's: the
+    holding phase keeps its 612 MiB samples (the earlier CPU boundary put two of them into
+    the next phase, which then "needed" 612 MiB too and was merged into the holding one)."""
+    memory = [12.0] * 14 + [34.0, 257.0, 547.0] + [612.0] * 19 + [120.0] + [12.0] * 30
+    cpu = [1.0] * 17 + [0.02] * 18 + [1.0] * 26 + [0.0] * 6
+    stamps = [0.05 * (i + 1) for i in range(len(memory))]
+    (found,) = phases(stamps, {"cpu": cpu, "memory": memory})
+    n = found.numbers
+    assert n["phases"] == 3, found.message
+    assert n["phase2_memory"] == 612.0 and n["phase3_memory"] == 12.0, found.message
+    assert n["phase3_start_s"] == pytest.approx(37 * 0.05), found.message

@@ -288,3 +288,16 @@ def test_metaflow_artifact_names_the_code_of_a_failed_step(failing_run):
         for row in entry["functions"]
     )
     assert data["tracker"]["code_profile"]["status"] == "recorded"
+
+
+def test_metaflow_card_shows_where_the_time_and_memory_went(failing_run):
+    """The card's section "Where the time and memory went" (report/_code.py) names the step's
+    own function, with its file relative to the flow's directory."""
+    import re
+
+    (card,) = _cards(task_of(failing_run, "boom"), "tracked_resources")
+    html = card["html"]
+    assert "Where the time and memory went" in html
+    # the step's function and a line of its body (15-18), the path relative to the flow's dir
+    found = r"<code>FailingFlow\.boom\(\)</code><br><code>mf_failing_flow\.py:1[5-8]</code>"
+    assert re.search(found, html), html[html.find('id="rt-codeview"') :][:3000]

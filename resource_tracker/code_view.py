@@ -1,0 +1,328 @@
+"""Where the time and memory went, as the run summary says it: the few facts of the code
+profile (docs/code_profile.md) that a page, a card and the CLI show beside the resources.
+
+:func:`code_view` picks them once, when the summary is built, as plain JSON values (stored
+with the summary, so a loaded run shows the same): the top functions by CPU and by memory,
+the code running at the memory peak, and the code that ran for most of each phase of the
+phases finding (:func:`label_phases` adds it to that finding, so the split advice names the
+code to split at). Functions are the user's: standard-library, site-packages and
+resource-tracker frames are folded into the first user frame that called them
+(``user_code=True``). Files are shown relative to the run's code directory: the deepest
+directory holding every user file seen (the script's or the flow file's directory, the
+project's when the code spans folders).
+
+The texts (:func:`peak_text`, :func:`phase_texts`, :func:`top_cpu_text`) are written once
+here for the report, the card and the CLI; ``code`` wraps each code name (HTML: a
+``<code>`` element, escaped; the terminal: the name as it is).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from . import formatting as fmt
+from .insights import Insight
+
+__all__ = [
+    "TOP",
+    "code_view",
+    "stored_view",
+    "label_phases",
+    "peak_text",
+    "phase_texts",
+    "top_cpu_text",
+    "split_text",
+]
+
+#: Functions shown in each top list.
+TOP = 5
+#: The Metaflow extension's own code, where it is not in site-packages (a checkout installed
+#: in development mode): never the user's code, so never listed nor a base for the paths.
+_EXTENSION_DIR = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "metaflow_extensions", ""
+)
+_CPU_KEYS = ("cpu_self_seconds", "cpu_seconds", "seconds_on_stack")
+
+
+def code_view(tracker: Any, insights: Sequence[Insight] = ()) -> Optional[Dict[str, Any]]:
+    """The code facts of ``tracker``'s run, or None when no code profile was asked for (it
+    was off, or the tracker has none). A run where it could not be recorded gives only
+    ``status`` and ``note``. Never raises: a damaged record gives that note."""
+    status_of = getattr(tracker, "code_profile_status", None)
+    if not callable(status_of):
+        return None
+    try:
+        status = status_of()
+        if status.get("status") == "off":
+            return None
+        if status.get("status") != "recorded":
+            return {"status": str(status.get("status")), "note": _text(status.get("note"))}
+        return _recorded(tracker, insights)
+    except Exception as exc:  # the summary of the run must not fail for its code profile
+        return {"status": "damaged", "note": f"the code profile could not be read ({exc!r})"}
+
+
+def _text(value: Any) -> Optional[str]:
+    return None if value is None else str(value)
+
+
+def _recorded(tracker: Any, insights: Sequence[Insight]) -> Dict[str, Any]:
+    rows = [r for r in tracker.code_profile("function", True).rows() if _users(r)]
+    timeline = [r for r in tracker.code_timeline().rows() if _users(r)]
+    peak = tracker.code_peak()
+    base = _code_dir([r["file"] for r in rows])
+    found = _Found(rows, timeline, base, float(getattr(tracker, "interval", 0) or 0))
+    where = found.where
+    view: Dict[str, Any] = {"status": "recorded", "note": None, "base_dir": base}
+    view["cpu"] = _top_cpu(rows, where)
+    view["memory"] = _top_memory(timeline, where)
+    start = getattr(tracker, "start_time", None) or 0.0
+    if peak:
+        view["peak"] = {
+            "function": peak["function"],
+            "file": where(peak["file"]),
+            "line": peak["line"],
+            "memory_kib": peak["memory_peak"],
+            "at_s": max(float(peak["timestamp"]) - start, 0.0),
+        }
+    view["phases"] = _phases(tracker, insights, found)
+    if not rows:
+        view["note"] = "no stack sample was taken (the run was shorter than one interval)"
+    return view
+
+
+def _users(row: Mapping[str, Any]) -> bool:
+    """User code: not the tracker's own (a stack without a user frame keeps its top frame,
+    e.g. an agent's stop at exit), nor its Metaflow extension's threads and hooks."""
+    from .code_profile import origin_of
+
+    file = str(row.get("file"))
+    return origin_of(file) == "user" and not file.startswith(_EXTENSION_DIR)
+
+
+def _code_dir(files: Sequence[str]) -> str:
+    """The deepest directory holding every absolute user file ('' when there is none)."""
+    dirs = [os.path.dirname(f) for f in files if os.path.isabs(f)]
+    if not dirs:
+        return ""
+    try:
+        common = os.path.commonpath(dirs)
+    except ValueError:
+        return ""
+    return "" if common == os.path.dirname(common) else common  # never the root
+
+
+def _relative(file: str, base: str) -> str:
+    if base and file.startswith(os.path.join(base, "")):
+        return os.path.relpath(file, base)
+    return file
+
+
+def _top_cpu(rows: Sequence[Mapping[str, Any]], where: Callable[[str], str]) -> List[Any]:
+    """The functions that used the most CPU themselves (their own code and the library code
+    they called, not the user functions they called), with their share of the run's CPU."""
+    total = sum(r["cpu_self_seconds"] for r in rows)
+    ranked = sorted(rows, key=lambda r: -r["cpu_self_seconds"])
+    return [
+        {
+            "function": r["function"],
+            "file": where(r["file"]),
+            "line": r["line"],
+            **{k: r[k] for k in _CPU_KEYS},
+            "share": r["cpu_self_seconds"] / total if total > 0 else 0.0,
+        }
+        for r in ranked[:TOP]
+        if r["cpu_self_seconds"] > 0
+    ]
+
+
+def _top_memory(timeline: Sequence[Mapping[str, Any]], where: Callable[[str], str]) -> List[Any]:
+    """The functions that were running (the user code of the busiest thread) when the
+    memory was highest: the memory at its highest while each ran (KiB), the change of
+    memory over the intervals it ran (KiB; the first interval's change is unknown: 0)."""
+    found: Dict[Tuple[str, str], Dict[str, Any]] = {}
+    before = None
+    for row in timeline:
+        memory = float(row["memory"])
+        key = (row["function"], row["file"])
+        item = found.setdefault(
+            key, {"function": key[0], "file": where(key[1]), "line": row["line"],
+                  "memory_peak": memory, "memory_growth": 0.0, "seconds": 0}
+        )  # fmt: skip
+        if memory > item["memory_peak"]:
+            item.update(memory_peak=memory, line=row["line"])
+        item["memory_growth"] += 0.0 if before is None else memory - before
+        item["seconds"] += 1
+        before = memory
+    ranked = sorted(found.values(), key=lambda i: (-i["memory_peak"], -i["memory_growth"]))
+    return [{k: v for k, v in i.items() if k != "seconds"} for i in ranked[:TOP]]
+
+
+def _phases(tracker: Any, insights: Sequence[Insight], found: _Found) -> List[Any]:
+    """The code of each phase of the phases finding: the user function that was the running
+    code (of the busiest thread, ``code_timeline``) for the most wall seconds of the phase;
+    where the timeline has no interval there (processes run with the agent), the one with
+    the most CPU of its own (``code_profile.phase_code``)."""
+    from .code_profile import phase_code
+
+    finding = next((i for i in insights if i.kind == "phases"), None)
+    if finding is None:
+        return []
+    numbers, out = finding.numbers, []
+    for i in range(1, int(numbers.get("phases") or 0) + 1):
+        keys = (f"phase{i}_start_time", f"phase{i}_duration_s", f"phase{i}_start_s")
+        if any(numbers.get(k) is None for k in keys):
+            continue
+        began, lasted, start_s = (float(numbers[k]) for k in keys)
+        item: Dict[str, Any] = {"phase": i, "start_s": start_s, "end_s": start_s + lasted}
+        code = found.running(began, began + lasted) or phase_code(tracker, began, began + lasted)
+        if code:
+            item.update(function=code["function"], file=found.where(code["file"]))
+            item["line"] = found.def_lines.get((code["function"], code["file"]), code["line"])
+        out.append(item)
+    return out
+
+
+class _Found:
+    """The rows a view is made of: the user functions (``code_profile``), the timeline of the
+    running code, and where their files are shown from."""
+
+    def __init__(self, rows: List[Any], timeline: List[Any], base: str, interval: float):
+        self.def_lines = {(r["function"], r["file"]): r["line"] for r in rows}
+        self.timeline, self.base, self.interval = timeline, base, interval
+
+    def where(self, file: str) -> str:
+        return _relative(file, self.base)
+
+    def running(self, began: float, ended: float) -> Optional[Dict[str, Any]]:
+        """The timeline row of the code that ran for the most wall seconds in (began, ended]
+        (None when no interval ends there)."""
+        seconds: Dict[Tuple[str, str], float] = {}
+        first: Dict[Tuple[str, str], Any] = {}
+        before = None
+        for row in self.timeline:
+            stamp = float(row["timestamp"])
+            length = self.interval if before is None else stamp - before
+            before = stamp
+            if began < stamp <= ended:
+                key = (row["function"], row["file"])
+                seconds[key] = seconds.get(key, 0.0) + length
+                first.setdefault(key, row)
+        if not seconds:
+            return None
+        return first[max(seconds, key=lambda k: seconds[k])]  # type: ignore[no-any-return]
+
+
+def stored_view(data: Any) -> Optional[Dict[str, Any]]:
+    """A stored code view (``RunSummary.to_dict()["code"]``) when it has the shape the
+    renderers write, else None (a damaged or hand-made snapshot: the page shows no code)."""
+    if not isinstance(data, dict) or not isinstance(data.get("status"), str):
+        return None
+    items = [*(data.get("cpu") or ()), *(data.get("memory") or ()), *(data.get("phases") or ())]
+    if data.get("peak") is not None:
+        items.append(data["peak"])
+    for item in items:
+        if not isinstance(item, dict):
+            return None
+        for key, value in item.items():
+            text = key in ("function", "file")
+            if text and not isinstance(value, str):
+                return None
+            if not text and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                return None
+    return data
+
+
+# -- the texts ------------------------------------------------------------------------------
+
+Code = Callable[[str], str]
+
+
+def name(function: str) -> str:
+    """A function as people write it: 'train()', 'Model.fit()'; module code as '<module>'."""
+    return function if function.startswith("<") else f"{function}()"
+
+
+def place(item: Mapping[str, Any]) -> str:
+    """'train.py:88'."""
+    return f"{item.get('file')}:{item.get('line')}"
+
+
+def _span(item: Mapping[str, Any]) -> str:
+    return f"{fmt.number(round(item['start_s']))}-{fmt.number(round(item['end_s']))} s"
+
+
+def peak_text(view: Mapping[str, Any], code: Code) -> Optional[str]:
+    """'peak 800 MiB reached in load_dataset() at train.py:88, 12.5 s into the run'."""
+    peak = view.get("peak")
+    if not peak:
+        return None
+    return (
+        f"peak {fmt.quantity(peak['memory_kib'], 'KiB')} reached in "
+        f"{code(name(peak['function']))} at {code(place(peak))}, "
+        f"{fmt.duration(peak['at_s'])} into the run"
+    )
+
+
+def top_cpu_text(view: Mapping[str, Any], code: Code) -> Optional[str]:
+    """'most CPU in train_model() at train.py:40 (50%), then parse() (30%)'."""
+    cpu = view.get("cpu") or []
+    if not cpu:
+        return None
+    first = cpu[0]
+    text = f"most CPU in {code(name(first['function']))} at {code(place(first))}"
+    text += f" ({fmt.percent(first['share'])} of the run's CPU)"
+    rest = [f"{code(name(r['function']))} ({fmt.percent(r['share'])})" for r in cpu[1:3]]
+    return text + (", then " + ", ".join(rest) if rest else "")
+
+
+def phase_texts(view: Mapping[str, Any], code: Code) -> List[str]:
+    """One text a phase: 'phase 2, 16-23 s: train() at train.py:40'."""
+    texts = []
+    for item in view.get("phases") or ():
+        text = f"phase {item['phase']}, {_span(item)}: "
+        if item.get("function"):
+            text += f"{code(name(item['function']))} at {code(place(item))}"
+        else:
+            text += "no stack sample"
+        texts.append(text)
+    return texts
+
+
+def split_text(view: Mapping[str, Any], code: Code) -> Optional[str]:
+    """Where a split into steps starts (the code of the second phase), or None."""
+    phases = view.get("phases") or []
+    second = phases[1] if len(phases) > 1 else None
+    if not second or not second.get("function"):
+        return None
+    return (
+        f"the second step would start with {code(name(second['function']))} ({code(place(second))})"
+    )
+
+
+def label_phases(insights: Sequence[Insight], view: Optional[Mapping[str, Any]]) -> Tuple[Any, ...]:
+    """The findings with the phases finding naming the code of each phase (its message and
+    its numbers ``phase{i}_code``); the others as they are."""
+    phases = (view or {}).get("phases") or []
+    if not any(p.get("function") for p in phases):
+        return tuple(insights)
+    plain = lambda text: text  # noqa: E731
+    out = []
+    for insight in insights:
+        if insight.kind == "phases":
+            numbers = dict(insight.numbers)
+            for item in phases:
+                if item.get("function"):
+                    numbers[f"phase{item['phase']}_code"] = (
+                        f"{name(item['function'])} {place(item)}"
+                    )
+            texts = phase_texts(view or {}, plain)
+            message = insight.message + " Code: " + "; ".join(texts) + "."
+            split = split_text(view or {}, plain) if insight.severity != "info" else None
+            if split:
+                message += f" Split: {split}."
+            insight = replace(insight, message=message, numbers=numbers)
+        out.append(insight)
+    return tuple(out)
