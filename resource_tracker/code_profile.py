@@ -114,15 +114,28 @@ def validate_record(record: Dict[str, Any]) -> Dict[str, Any]:
     processes = record.get("processes") or []
     if not isinstance(processes, list) or not all(isinstance(p, dict) for p in processes):
         raise _bad("processes", "a list of records")
-    for child in processes:
-        columns = child.get("columns")
-        if not isinstance(columns, dict) or not all(
-            isinstance(v, list) and all(isinstance(x, (int, float)) for x in v)
-            for v in columns.values()
-        ):
-            raise _bad("processes[].columns", "an object of lists of numbers")
+    for i, child in enumerate(processes):
+        _check_process_columns(i, child.get("columns"))
         validate_record(child)
     return record
+
+
+#: the columns an agent's record must hold: its samples' times and its memory (the code at
+#: the tree's memory peak, ``peak``), of the same length
+_AGENT_COLUMNS = ("timestamp", "memory")
+
+
+def _check_process_columns(i: int, columns: Any) -> None:
+    if not isinstance(columns, dict) or not all(
+        isinstance(v, list) and all(isinstance(x, (int, float)) for x in v)
+        for v in columns.values()
+    ):
+        raise _bad(f"processes[{i}].columns", "an object of lists of numbers")
+    for name in _AGENT_COLUMNS:
+        if name not in columns:
+            raise _bad(f"processes[{i}].columns.{name}", "present (a number per row)")
+    if len(columns["memory"]) != len(columns["timestamp"]):
+        raise _bad(f"processes[{i}].columns.memory", "as long as its columns.timestamp")
 
 
 # -- one source: the tracked process, or one agent's process --------------------------------
@@ -383,35 +396,102 @@ def profile(
     return _table(totals, total_cpu, limit)
 
 
+class _Moment:
+    """One interval of the tree: its end, CPU-seconds and memory (KiB), and the code running
+    then (``source``'s ``stack``; None when no sample names it)."""
+
+    __slots__ = ("timestamp", "cpu", "memory", "source", "stack")
+
+    def __init__(
+        self, timestamp: float, cpu: float, memory: float, code: Optional[Tuple[_Source, int]]
+    ) -> None:
+        self.timestamp, self.cpu, self.memory = timestamp, cpu, memory
+        self.source, self.stack = code if code else (None, -1)
+
+    def keys(self) -> List[Key]:
+        """The user code of the stack, root first (empty without one)."""
+        return self.source.keys_of(self.stack, "line", True) if self.source else []
+
+
+def _moments(found: Sequence[_Source]) -> List[_Moment]:
+    """The tree's intervals with their code: the tracked process's sampled intervals (its
+    busiest thread), or, when it was not sampled (``run --code``), each row of the tree with
+    the code of an agent process sampled then (``_AgentCode``)."""
+    if not found:
+        return []
+    segments = _segments(found[0])
+    if segments:
+        return [
+            _Moment(s.timestamp, s.cpu, s.memory_peak, (found[0], s.busiest())) for s in segments
+        ]
+    tree, agents = found[0], _AgentCode(found[1:])
+    return [
+        _Moment(t, tree.cpu[r], tree.memory[r], agents.at(t, t - before))
+        for r, (t, before) in enumerate(zip(tree.timestamps, [tree.start_time, *tree.timestamps]))
+    ]
+
+
+class _AgentCode:
+    """The code of the agent processes at a time of the tree: each process's sample nearest
+    it, when that sample's interval meets the tree's row (at most a row and a sample apart);
+    of those within a row of the nearest, the one of the process holding the most memory at
+    its sample (the peak's likeliest owner), the nearest on a tie."""
+
+    def __init__(self, agents: Sequence[_Source]) -> None:
+        self.agents = [(a, _segments(a, agent=True)) for a in agents]
+        self.agents = [(a, segs) for a, segs in self.agents if segs]
+        self.times = [[s.timestamp for s in segs] for _, segs in self.agents]
+
+    def at(self, t: float, span: float) -> Optional[Tuple[_Source, int]]:
+        found = []  # (distance, -memory, index, segment)
+        for index, ((source, segs), times) in enumerate(zip(self.agents, self.times)):
+            i = bisect.bisect_left(times, t)
+            near = min(segs[max(i - 1, 0) : i + 1], key=lambda s: abs(s.timestamp - t))
+            distance = abs(near.timestamp - t)
+            if distance <= max(span, 0.0) + near.seconds:
+                found.append((distance, -source.memory[near.end], index, near))
+        if not found:
+            return None
+        nearest = min(f[0] for f in found)
+        best = min((f for f in found if f[0] <= nearest + span), key=lambda f: (f[1], f[0]))
+        return self.agents[best[2]][0], best[3].busiest()
+
+
 def timeline(found: Sequence[_Source]) -> TinyDataFrame:
-    """One row per sampled interval of the tracked process: the user code of its busiest
-    thread (docs/code_profile.md, ``code_timeline``)."""
+    """One row per interval of the tree whose code is known: the user code of the tracked
+    process's busiest thread, or of an agent's process (docs/code_profile.md,
+    ``code_timeline``)."""
     rows = []
-    for segment in _segments(found[0]) if found else ():
-        function, file, line = found[0].keys_of(segment.busiest(), "line", True)[-1]
+    for moment in _moments(found):
+        if moment.source is None:
+            continue
+        function, file, line = moment.keys()[-1]
         rows.append(
             {
-                "timestamp": segment.timestamp,
+                "timestamp": moment.timestamp,
                 "function": function,
                 "file": file,
                 "line": line,
-                "cpu_seconds": segment.cpu,
-                "memory": segment.memory_peak,
+                "cpu_seconds": moment.cpu,
+                "memory": moment.memory,
             }
         )
     return TinyDataFrame(rows, columns=TIMELINE_COLUMNS)
 
 
 def peak(found: Sequence[_Source]) -> Optional[Dict[str, Any]]:
-    """The code running when the tree's memory was at its peak, or None without samples."""
-    segments = _segments(found[0]) if found else []
-    if not segments:
+    """The code running when the tree's memory was at its peak, or None without samples (or,
+    with agents only, when no agent process was sampled then)."""
+    moments = _moments(found)
+    if not moments:
         return None
-    top = max(segments, key=lambda s: s.memory_peak)
-    keys = found[0].keys_of(top.busiest(), "line", True)
+    top = max(moments, key=lambda m: m.memory)
+    keys = top.keys()
+    if not keys:
+        return None
     function, file, line = keys[-1]
     return {
-        "memory_peak": top.memory_peak,
+        "memory_peak": top.memory,
         "timestamp": top.timestamp,
         "function": function,
         "file": file,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -170,3 +171,98 @@ def test_another_interpreter_without_the_package_runs_as_before(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "ran"
+
+
+# -- the code at the tree's memory peak, from the agents' records ---------------------------
+
+#: ``load_dataset()`` runs in a child Python process (started by the command, which waits
+#: for it in subprocess.run: two agent processes sampled at the same moments, the one
+#: holding the memory must be named); it allocates ~300 MiB, measures its own RSS while
+#: holding it (the truth of the same run), then exits; the command then burns in train().
+MEMORY_JOB = textwrap.dedent(
+    """
+    import json, os, subprocess, sys, time
+
+    def load_dataset(truth_file):
+        start = time.time()
+        data = bytearray(300 << 20)
+        for i in range(0, len(data), 4096):
+            data[i] = 1
+        with open("/proc/self/statm") as f:
+            rss_kib = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1024
+        time.sleep(0.4)  # holds it for a few intervals
+        with open(truth_file, "w") as f:
+            json.dump({"rss_kib": rss_kib, "start": start, "end": time.time()}, f)
+        return len(data)
+
+    def train(seconds):
+        end = time.thread_time() + seconds
+        while time.thread_time() < end:
+            pass
+
+    if __name__ == "__main__":
+        if sys.argv[1] == "load":
+            load_dataset(sys.argv[2])
+        else:
+            subprocess.run([sys.executable, __file__, "load", sys.argv[2]], check=True)
+            train(0.4)
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def memory_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("agentmem")
+    job = root / "job.py"
+    job.write_text(MEMORY_JOB)
+    truth_file = root / "truth.json"
+    out = root / "out"
+    args = ["run", "--code", "--format", "json", "-o", str(out), "--interval", "0.05", "--"]
+    done = _cli([*args, sys.executable, str(job), "main", str(truth_file)])
+    assert done.returncode == 0, done.stderr[-3000:]
+    text = (out / "resource-tracker.json").read_text()
+    truth = json.loads(truth_file.read_text())
+    return ResourceTracker.loads(text), truth, str(job), done.stdout + done.stderr, text
+
+
+def test_the_code_at_the_memory_peak_is_named_from_the_agents(memory_run):
+    tracker, truth, job, _, _ = memory_run
+    peak = tracker.code_peak()
+    assert peak is not None
+    assert (peak["function"], peak["file"]) == ("load_dataset", job), peak
+    assert peak["memory_peak"] >= 0.9 * truth["rss_kib"], (peak, truth)
+    assert truth["start"] - 0.1 <= peak["timestamp"] <= truth["end"] + 0.1, (peak, truth)
+    assert peak["stack"][-1][0] == "load_dataset"
+
+
+def test_the_cli_summary_says_where_the_peak_was(memory_run):
+    _, _, _, output, _ = memory_run
+    lines = [line.split() for line in output.splitlines()]
+    code = [" ".join(words[1:]) for words in lines if words[:1] == ["code"]]
+    assert any(text.startswith("peak ") and "load_dataset()" in text for text in code), output
+
+
+def test_the_memory_table_lists_the_loading_function(memory_run):
+    tracker, truth, _, _, _ = memory_run
+    summary = tracker.summary()
+    memory = {row["function"]: row for row in summary.code["memory"]}
+    assert "load_dataset" in memory, summary.code
+    assert summary.code["memory"][0]["function"] == "load_dataset"
+    assert memory["load_dataset"]["memory_peak"] >= 0.9 * truth["rss_kib"]
+    timeline = tracker.code_timeline()
+    assert "load_dataset" in list(timeline["function"])
+
+
+@pytest.mark.parametrize(
+    "damage, name",
+    [
+        (lambda c: c["memory"].pop(), "processes[0].columns.memory"),
+        (lambda c: c.pop("timestamp"), "processes[0].columns.timestamp"),
+        (lambda c: c.update(memory="a lot"), "processes[0].columns"),
+    ],
+)
+def test_an_agent_record_without_its_memory_is_refused_by_name(memory_run, damage, name):
+    snapshot = json.loads(memory_run[4])
+    damage(snapshot["code_profile"]["processes"][0]["columns"])
+    with pytest.raises(ValueError, match=re.escape(f"code_profile.{name} must be")):
+        ResourceTracker.loads(json.dumps(snapshot))
