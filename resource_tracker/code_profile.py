@@ -434,8 +434,8 @@ def _moments(found: Sequence[_Source]) -> List[_Moment]:
 class _AgentCode:
     """The code of the agent processes at a time of the tree: each process's sample nearest
     it, when that sample's interval meets the tree's row (at most a row and a sample apart);
-    of those within a row of the nearest, the one of the process holding the most memory at
-    its sample (the peak's likeliest owner), the nearest on a tie."""
+    of those, the one of the process holding the most memory at its sample (the peak's
+    likeliest owner), the nearest on a tie."""
 
     def __init__(self, agents: Sequence[_Source]) -> None:
         self.agents = [(a, _segments(a, agent=True)) for a in agents]
@@ -452,8 +452,7 @@ class _AgentCode:
                 found.append((distance, -source.memory[near.end], index, near))
         if not found:
             return None
-        nearest = min(f[0] for f in found)
-        best = min((f for f in found if f[0] <= nearest + span), key=lambda f: (f[1], f[0]))
+        best = min(found, key=lambda f: (f[1], f[0]))
         return self.agents[best[2]][0], best[3].busiest()
 
 

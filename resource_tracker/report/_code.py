@@ -112,7 +112,7 @@ def _memory_table(rows: List[Mapping[str, Any]]) -> str:
         for r in rows
     ]
     head = ["Function", "Memory peak while it ran", "Memory change while it ran"]
-    empty = "No memory figures per function: they come from the tracked interpreter's own samples."
+    empty = "No memory figures per function: no interval of the run had a stack sample."
     return _table("Top functions by memory", head, cells, empty)
 
 

@@ -231,7 +231,8 @@ def test_the_code_at_the_memory_peak_is_named_from_the_agents(memory_run):
     assert peak is not None
     assert (peak["function"], peak["file"]) == ("load_dataset", job), peak
     assert peak["memory_peak"] >= 0.9 * truth["rss_kib"], (peak, truth)
-    assert truth["start"] - 0.1 <= peak["timestamp"] <= truth["end"] + 0.1, (peak, truth)
+    # the row's time and its readings are a walk apart (longer on a loaded machine)
+    assert truth["start"] - 0.5 <= peak["timestamp"] <= truth["end"] + 0.1, (peak, truth)
     assert peak["stack"][-1][0] == "load_dataset"
 
 
