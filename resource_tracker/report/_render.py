@@ -803,11 +803,11 @@ def _add_gpu_table(tables, system, gpus, interval):
     if not gpus or "s" not in tables:
         return False
     t = _column(system, "timestamp")
-    if any(len(dev["utilization"]) != len(t) for dev in gpus):
-        return False
+    if any(len(dev["utilization"]) < len(t) for dev in gpus):
+        return False  # (read after the table while running: the same rows, maybe one more)
     series = {
         f"gpu{dev['index']}": _RawJson(
-            _core.chart_series(dev["utilization"], "as_is", MAX_POINTS, t, interval, 0.0)
+            _core.chart_series(dev["utilization"][: len(t)], "as_is", MAX_POINTS, t, interval, 0.0)
         )
         for dev in gpus
     }
