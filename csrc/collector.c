@@ -299,6 +299,7 @@ collector_sample(Collector *collector, double mono, double wall, const OwnUsage 
     if (collector->cfg.track_system)
         system_stats_sample(&collector->system, mono, &sys);
     read_gpus(collector, &gpu_system, &gpu_process);
+    collector->gpu_last = gpu_system;
     collector->last_mono = mono;
     if (!collector->has_baseline) {
         set_cpu_caps(collector); /* at the baseline: in the sampler thread, not in start() */

@@ -34,6 +34,7 @@ typedef struct Collector {
     SystemStats system;
     GpuMonitor *gpu;
     int gpu_tried;
+    GpuReading gpu_last; /* the GPUs' reading of the last collector_sample() (machine-wide) */
     pid_t *member_pids;
     size_t member_pids_cap;
     double last_mono;

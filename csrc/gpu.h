@@ -6,10 +6,16 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* GPUs of the per-GPU series (the sampler's side table keeps 2 values a GPU a row) */
+#define GPU_SERIES_MAX 16
+
 typedef struct GpuReading {
     double usage;    /* sum of utilisation over GPUs, in GPUs (0..N) */
     double vram_mib; /* memory used, MiB */
     double utilized; /* GPUs with utilisation above 0 */
+    /* system reading only: each of the first GPU_SERIES_MAX GPUs, as nvidia-smi shows it */
+    double device_util[GPU_SERIES_MAX];     /* utilisation, % (0 when the call fails) */
+    double device_vram_mib[GPU_SERIES_MAX]; /* memory used, MiB */
 } GpuReading;
 
 /* One GPU as server_info shows it. */
@@ -30,6 +36,9 @@ GpuMonitor *gpu_monitor_open(const char *library_path);
  * has utilisation or memory. */
 void gpu_monitor_sample(GpuMonitor *monitor, const pid_t *pids, size_t npids, GpuReading *system,
                         GpuReading *process);
+
+/* Number of GPUs the monitor reads (0 for NULL). */
+size_t gpu_monitor_count(const GpuMonitor *monitor);
 
 /* Number of GPUs (up to max written into out; a GPU whose calls fail gets an empty name). */
 size_t gpu_monitor_inventory(GpuMonitor *monitor, GpuInfo *out, size_t max);

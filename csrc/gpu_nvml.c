@@ -415,7 +415,11 @@ gpu_monitor_sample(GpuMonitor *m, const pid_t *pids, size_t npids, GpuReading *s
         if (m->memory && m->memory(d->handle, &mem) == NVML_SUCCESS && mem.used <= mem.total) {
             system->vram_mib += (double)mem.used / (1024.0 * 1024.0);
             limit_mib = (double)mem.total / (1024.0 * 1024.0);
+            if (i < GPU_SERIES_MAX)
+                system->device_vram_mib[i] = (double)mem.used / (1024.0 * 1024.0);
         }
+        if (i < GPU_SERIES_MAX)
+            system->device_util[i] = device_util;
         system->usage += device_util / 100.0;
         system->utilized += device_util > 0 ? 1.0 : 0.0;
         if (npids == 0)
@@ -429,6 +433,12 @@ gpu_monitor_sample(GpuMonitor *m, const pid_t *pids, size_t npids, GpuReading *s
         process->usage += mine_util / 100.0;
         process->utilized += (mine || mine_util > 0) ? 1.0 : 0.0;
     }
+}
+
+size_t
+gpu_monitor_count(const GpuMonitor *m)
+{
+    return m ? m->count : 0;
 }
 
 /* number of GPUs described in out */

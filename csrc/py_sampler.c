@@ -425,6 +425,69 @@ sampler_use_cgroup_py(SamplerObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* column col of table as a float64 memoryview over a copy */
+static PyObject *
+float64_column(const Table *table, size_t col)
+{
+    PyObject *raw = PyBytes_FromStringAndSize(table->nrows ? (const char *)table->cols[col] : "",
+                                              (Py_ssize_t)(table->nrows * sizeof(double)));
+    PyObject *view, *cast;
+
+    if (raw == NULL)
+        return NULL;
+    view = PyMemoryView_FromObject(raw);
+    Py_DECREF(raw);
+    if (view == NULL)
+        return NULL;
+    cast = PyObject_CallMethod(view, "cast", "s", "d");
+    Py_DECREF(view);
+    return cast;
+}
+
+/* GPU i of the per-GPU series (the caller holds the sampler's lock) */
+static PyObject *
+gpu_device_dict(const Sampler *s, const Table *series, size_t i)
+{
+    const GpuInfo *info = &s->gpu_info[i];
+    PyObject *name = PyUnicode_DecodeUTF8(info->name, (Py_ssize_t)strlen(info->name), "replace");
+    PyObject *util = float64_column(series, 2 * i), *used = float64_column(series, 2 * i + 1);
+    PyObject *dict = NULL;
+
+    if (name && util && used)
+        dict = Py_BuildValue("{s:n,s:O,s:d,s:O,s:O}", "index", (Py_ssize_t)i, "name", name,
+                             "memory_total_mib", info->memory_mib, "utilization", util,
+                             "memory_used_mib", used);
+    Py_XDECREF(name);
+    Py_XDECREF(util);
+    Py_XDECREF(used);
+    return dict;
+}
+
+/* [{"index", "name", "memory_total_mib", "utilization", "memory_used_mib"}]: one per GPU */
+static PyObject *
+sampler_gpu_devices_py(SamplerObject *self, PyObject *unused)
+{
+    Sampler *s = get_sampler(self);
+    const Table *series;
+    PyObject *list;
+    size_t i;
+
+    (void)unused;
+    if (s == NULL)
+        return NULL;
+    series = sampler_lock_table(s, SAMPLER_GPUS);
+    list = PyList_New((Py_ssize_t)s->gpu_count);
+    for (i = 0; list && i < s->gpu_count; i++) {
+        PyObject *dict = gpu_device_dict(s, series, i);
+        if (dict == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, (Py_ssize_t)i, dict);
+    }
+    sampler_unlock(s);
+    return list;
+}
+
 /* {"source", "columns", "note", "cgroup_readings", "cgroup_reads", "walks"} */
 static PyObject *
 sampler_tree_source_py(SamplerObject *self, PyObject *unused)
@@ -556,6 +619,9 @@ static PyMethodDef sampler_methods[] = {
      "wait(n, timeout) -> bool: wait until n rows are stored."},
     {"columns", (PyCFunction)sampler_columns_py, METH_O,
      "columns('process'|'system') -> list of bytes, one float64 array per column."},
+    {"gpu_devices", (PyCFunction)sampler_gpu_devices_py, METH_NOARGS,
+     "One dict per GPU (up to 16): index, name, memory_total_mib, and per row of the system "
+     "table its utilization (%) and memory_used_mib (float64 memoryviews)."},
     {"column_views", (PyCFunction)sampler_column_views_py, METH_O,
      "column_views('process'|'system') -> list of read-only float64 memoryviews of the stored "
      "columns (no copy; the rows are final from then on), or None while not stopped."},
@@ -634,7 +700,8 @@ rt_add_sampler(PyObject *module)
     }
     if (add_float(module, "MIN_INTERVAL", SAMPLER_MIN_INTERVAL) < 0 ||
         add_float(module, "MAX_INTERVAL", SAMPLER_MAX_INTERVAL) < 0 ||
-        add_float(module, "STOP_TIMEOUT", SAMPLER_STOP_TIMEOUT) < 0) {
+        add_float(module, "STOP_TIMEOUT", SAMPLER_STOP_TIMEOUT) < 0 ||
+        PyModule_AddIntConstant(module, "GPU_SERIES_MAX", GPU_SERIES_MAX) < 0) {
         Py_DECREF(type);
         return -1;
     }

@@ -213,15 +213,48 @@ update_own_usage(Sampler *sampler, int in_sampler_thread)
     }
     sampler->own.memory_kib =
         (double)(table_bytes_used(&sampler->process) + table_bytes_used(&sampler->system) +
-                 collector_bytes(&sampler->collector)) /
+                 table_bytes_used(&sampler->gpus) + collector_bytes(&sampler->collector)) /
         1024.0;
 }
 
-/* Appends a row to each tracked table, both or neither: 0, or -1 when out of memory. */
+/* At the first row: the GPUs of the per-GPU series (the first GPU_SERIES_MAX), their names
+ * and memory. The caller holds the collector lock; the series needs the system table. */
+static void
+open_gpu_series(Sampler *sampler)
+{
+    size_t n = gpu_monitor_count(sampler->collector.gpu);
+
+    sampler->gpu_series_tried = 1;
+    if (n == 0 || !sampler->collector.cfg.track_system)
+        return;
+    n = n < GPU_SERIES_MAX ? n : GPU_SERIES_MAX;
+    gpu_monitor_inventory(sampler->collector.gpu, sampler->gpu_info, n);
+    pthread_mutex_lock(&sampler->sync->lock);
+    if (!sampler->tables_final && !sampler->abandoned && sampler->system.nrows == 0 &&
+        table_init(&sampler->gpus, 2 * n) == 0)
+        sampler->gpu_count = n;
+    pthread_mutex_unlock(&sampler->sync->lock);
+}
+
+/* The per-GPU row of the last reading: utilisation % and used MiB of each GPU in turn. */
+static void
+gpu_row(const Sampler *sampler, double *row)
+{
+    const GpuReading *g = &sampler->collector.gpu_last;
+    size_t i;
+
+    for (i = 0; i < sampler->gpu_count; i++) {
+        row[2 * i] = g->device_util[i];
+        row[2 * i + 1] = g->device_vram_mib[i];
+    }
+}
+
+/* Appends a row to each tracked table, all or none: 0, or -1 when out of memory. */
 static int
 append_rows(Sampler *sampler, const double *prow, const double *srow)
 {
     const CollectorConfig *cfg = &sampler->collector.cfg;
+    double grow[2 * GPU_SERIES_MAX];
 
     if (cfg->track_processes && table_append(&sampler->process, prow) != 0)
         return -1;
@@ -230,7 +263,31 @@ append_rows(Sampler *sampler, const double *prow, const double *srow)
             sampler->process.nrows--; /* take the process row back: the tables stay aligned */
         return -1;
     }
+    gpu_row(sampler, grow);
+    if (sampler->gpu_count && table_append(&sampler->gpus, grow) != 0) {
+        sampler->system.nrows--; /* the series stays aligned with the system table */
+        if (cfg->track_processes)
+            sampler->process.nrows--;
+        return -1;
+    }
     return 0;
+}
+
+/* Folds the per-GPU row of a short reading (part_dt s) into the last one (prev_dt s): their
+ * mean over the time each covers. */
+static void
+fold_gpu_row(Sampler *sampler, double prev_dt, double part_dt)
+{
+    double grow[2 * GPU_SERIES_MAX], total = prev_dt + part_dt;
+    size_t i;
+
+    if (sampler->gpu_count == 0 || sampler->gpus.nrows == 0 || !(total > 0))
+        return;
+    gpu_row(sampler, grow);
+    for (i = 0; i < sampler->gpus.ncols; i++) {
+        double *last = table_at(&sampler->gpus, sampler->gpus.nrows - 1, i);
+        *last = (*last * prev_dt + grow[i] * part_dt) / total;
+    }
 }
 
 /* Appends one pair of rows under the lock (or folds them into the last rows). */
@@ -260,6 +317,7 @@ store_rows(Sampler *sampler, double *prow, double *srow, double dt, int may_fold
             ps = last_s;
         }
         collector_fold_rows(&sampler->collector, pp, ps, prow, srow, sampler->last_row_dt, dt);
+        fold_gpu_row(sampler, sampler->last_row_dt, dt);
         for (i = 0; pp && i < PC_COUNT; i++)
             *table_at(&sampler->process, sampler->process.nrows - 1, i) = last_p[i];
         for (i = 0; ps && i < SC_COUNT; i++)
@@ -330,6 +388,8 @@ take_sample(Sampler *sampler, int in_thread, int may_fold, double *prow, double 
     sampler->tree_missed = sampler->collector.tree_missed;
     publish_tree_source(sampler);
     pthread_mutex_unlock(&sampler->sync->lock);
+    if (filled && !sampler->gpu_series_tried)
+        open_gpu_series(sampler);
     if (filled)
         store_rows(sampler, prow, srow, dt, may_fold);
     return filled;
@@ -357,6 +417,7 @@ sampler_destroy(Sampler *sampler)
     collector_free(&sampler->collector);
     table_free(&sampler->process);
     table_free(&sampler->system);
+    table_free(&sampler->gpus);
     free_sync(sampler->sync);
     free(sampler);
 }
@@ -622,11 +683,20 @@ sampler_wait_rows(Sampler *sampler, size_t n, double timeout)
     return reached;
 }
 
+/* the table named by which (enum SamplerTable) */
+static const Table *
+table_of(const Sampler *sampler, int which)
+{
+    if (which == SAMPLER_GPUS)
+        return &sampler->gpus;
+    return which == SAMPLER_PROCESS ? &sampler->process : &sampler->system;
+}
+
 const Table *
 sampler_lock_table(Sampler *sampler, int which)
 {
     pthread_mutex_lock(&sampler->sync->lock);
-    return which == SAMPLER_PROCESS ? &sampler->process : &sampler->system;
+    return table_of(sampler, which);
 }
 
 void
@@ -643,7 +713,7 @@ sampler_final_table(Sampler *sampler, int which)
     pthread_mutex_lock(&sampler->sync->lock);
     if (sampler->state == SAMPLER_STOPPED) {
         sampler->tables_final = 1;
-        table = which == SAMPLER_PROCESS ? &sampler->process : &sampler->system;
+        table = table_of(sampler, which);
     }
     pthread_mutex_unlock(&sampler->sync->lock);
     return table;

@@ -38,7 +38,9 @@ typedef int (*SamplerHook)(void *arg);
 typedef double (*SamplerRowHook)(void *arg, size_t rows);
 
 enum SamplerState { SAMPLER_NEW, SAMPLER_RUNNING, SAMPLER_STOPPED };
-enum SamplerTable { SAMPLER_PROCESS, SAMPLER_SYSTEM };
+/* SAMPLER_GPUS: the per-GPU side series, 2 columns a GPU (utilisation %, used memory MiB; GPU
+ * i in columns 2i and 2i+1), one row per row of the system table (no columns without GPUs). */
+enum SamplerTable { SAMPLER_PROCESS, SAMPLER_SYSTEM, SAMPLER_GPUS };
 
 /* The sampler's locks and condition variables, on the heap: after fork() the child replaces
  * them with a new set and leaks the old one (see atfork_child in sampler.c). */
@@ -62,6 +64,10 @@ typedef struct Sampler {
     int state;
     int tables_final; /* stopped and handed out as views: no row is stored or folded any more */
     Table process, system;
+    Table gpus;                       /* the per-GPU series (SAMPLER_GPUS) */
+    size_t gpu_count;                 /* GPUs in it (0: none), set at the first row */
+    int gpu_series_tried;             /* the first row looked for GPUs */
+    GpuInfo gpu_info[GPU_SERIES_MAX]; /* their names and memory, fixed once gpu_count is set */
     double start_wall, start_mono, stop_wall;
     double last_sample_mono, last_row_dt;
     OwnUsage own;

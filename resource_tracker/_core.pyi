@@ -13,6 +13,7 @@ HAVE_PROCFS: bool
 MIN_INTERVAL: float  # seconds: 0.0001
 MAX_INTERVAL: float  # seconds: 86400 (one day)
 STOP_TIMEOUT: float  # seconds stop() waits for the thread at most: 2.0
+GPU_SERIES_MAX: int  # GPUs of Sampler.gpu_devices() at most: 16 (the first 16 of a machine)
 SHORT_RUN_S: float  # seconds: a shorter run has no measurable CPU usage (csrc/stats.c)
 
 _Values = Union[Sequence[float], memoryview, Any]
@@ -47,6 +48,11 @@ class Sampler:
     def columns(self, table: str) -> List[bytes]: ...
     def column_views(self, table: str) -> Optional[List[memoryview]]:
         """Read-only float64 views of the stored columns (no copy) once stopped, else None."""
+    def gpu_devices(self) -> List[Dict[str, Any]]:
+        """One dict per GPU (the first GPU_SERIES_MAX; [] without GPUs or the system table):
+        index, name, memory_total_mib, and one value per row of the system table (a float64
+        memoryview over a copy): utilization (% of the GPU, machine-wide, as nvidia-smi shows
+        it) and memory_used_mib."""
     def use_cgroup(
         self, version: int, cpu_dir: str, memory_dir: str, io_dir: str, pids_dir: str = ...
     ) -> None:

@@ -16,7 +16,7 @@ from ._code import CodeResults
 
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds): annotations only
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, Mapping, Optional, Sequence, TypeVar, Union
+    from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar, Union
 
     from ._background import Job
     from .sampler_protocol import Sampler
@@ -115,6 +115,14 @@ class TrackerResults(CodeResults):
         from ._run_data import table_columns
 
         return table_columns(self, table)
+
+    def _gpu_devices(self) -> List[Dict[str, Any]]:
+        """Each GPU's series, aligned with the system table's timestamps: index, name,
+        memory_total_mib, utilization (%) and memory_used_mib (float64 columns); [] where the
+        sampler keeps none (psutil backend, no GPU, an older snapshot)."""
+        from ._gpu_series import of_sampler
+
+        return of_sampler(self._sampler)
 
     def _table(self, table: str) -> TinyDataFrame:
         from ._run_data import table as make_table

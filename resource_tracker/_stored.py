@@ -11,7 +11,7 @@ import json
 import re
 from array import array
 
-from . import _core
+from . import _core, _gpu_series
 from ._launch import MAX_INTERVAL, MAX_PID
 from ._run_data import _data_quality
 from ._version import __version__
@@ -42,8 +42,8 @@ def snapshot(tracker: TrackerResults) -> Dict[str, Any]:
 
 
 def snapshot_fields(tracker: TrackerResults) -> Dict[str, Any]:
-    """snapshot() without the two tables."""
-    return {
+    """snapshot() without the two tables (with the per-GPU series, when the run has them)."""
+    fields = {
         "format": SNAPSHOT_FORMAT,
         "format_version": SNAPSHOT_VERSION,
         "version": __version__,
@@ -71,6 +71,10 @@ def snapshot_fields(tracker: TrackerResults) -> Dict[str, Any]:
         "metadata": snapshot_metadata(tracker),
         "code_profile": tracker._code_record(),  # docs/code_profile.md
     }
+    gpus = tracker._gpu_devices()
+    if gpus:  # optional: runs without per-GPU series store no key (as older snapshots)
+        fields["gpu_devices"] = _gpu_series.encoded(gpus)
+    return fields
 
 
 def snapshot_metadata(tracker: TrackerResults) -> Dict[str, Any]:
@@ -157,6 +161,7 @@ def from_snapshot(cls: Type[_R], snapshot: Mapping[str, Any]) -> _R:
         tracker.interval,
         _stored_quality(snapshot.get("data_quality")),
     )
+    tracker._sampler.gpus = _gpu_series.stored(snapshot.get("gpu_devices"), len(system))
     return tracker
 
 

@@ -124,6 +124,11 @@ class StoredRun:
         self.stop_time = stop_time
         self.interval = interval
         self.memory_hwm = memory_hwm
+        self.gpus: List[Dict[str, Any]] = []  # the stored per-GPU series (_gpu_series.py)
+
+    def gpu_devices(self) -> List[Dict[str, Any]]:
+        """The stored per-GPU series ([] when the snapshot has none)."""
+        return self.gpus
 
     @property
     def n_samples(self) -> int:

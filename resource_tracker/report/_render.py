@@ -188,18 +188,22 @@ def render_report(tracker, historical_stats=None, status=None, integration=None,
 
             summary = build_summary(tracker, historical_stats)
     process, system = _attr(tracker, "process_metrics"), _attr(tracker, "system_metrics")
-    return render_summary(summary, process, system, status=status, integration=integration)
+    gpus = tracker._gpu_devices() if callable(_attr(tracker, "_gpu_devices")) else None
+    return render_summary(
+        summary, process, system, status=status, integration=integration, gpus=gpus
+    )
 
 
-def render_summary(summary, process=None, system=None, *, status=None, integration=None):
-    """The HTML report of a RunSummary and the run's two tables (for the charts).
+def render_summary(summary, process=None, system=None, *, status=None, integration=None, gpus=None):
+    """The HTML report of a RunSummary and the run's two tables (for the charts); gpus: the
+    run's per-GPU series (``_gpu_series``), drawn as one utilisation line per GPU.
 
     Pure formatting: no catalog, no network, no file but the package's own template, and
     nothing recomputed; the same summary and tables give the same page byte for byte.
     """
     _check_options(status, integration)
     view = _View(summary, status, integration or summary.run.integration)
-    return Report(_page_html(view, process, system))
+    return Report(_page_html(view, process, system, gpus))
 
 
 def _check_options(status, integration):
@@ -222,7 +226,7 @@ class _View:
 # -- the page -----------------------------------------------------------------------------
 
 
-def _page_html(view, process, system):
+def _page_html(view, process, system, gpus=None):
     import json
     import re
 
@@ -232,7 +236,7 @@ def _page_html(view, process, system):
         raws.append(obj.text)
         return f"@@RAW{len(raws) - 1}@@"
 
-    chart_data, downsampled = _chart_data(view.s, process, system)
+    chart_data, downsampled = _chart_data(view.s, process, system, gpus)
     data = json.dumps(chart_data, separators=(",", ":"), allow_nan=False, default=raw)
     for i, text in enumerate(raws):
         data = data.replace(f'"@@RAW{i}@@"', text, 1)
@@ -762,7 +766,7 @@ def _chart_def(summary, chart_id, title, unit, series):
     return chart
 
 
-def _chart_data(summary, process, system):
+def _chart_data(summary, process, system, gpus=None):
     """(the page's chart data, [(table, rows, points drawn)])."""
     tables, downsampled = {}, []
     interval = float(summary.run.interval or 1.0)
@@ -782,10 +786,54 @@ def _chart_data(summary, process, system):
             continue  # no flat-zero charts of hardware that is not there
         cols = [c for c in _chart_columns(chart_id) if _TABLE_KEYS[c.table] in tables]
         series = _series_defs(summary, cols, stats=chart_id not in _RESCALED)
-        if series:
+        if chart_id == "gpu" and _add_gpu_table(tables, system, gpus, interval):
+            charts.append(_per_gpu_chart(summary, title, unit, series, gpus))
+        elif series:
             charts.append(_chart_def(summary, chart_id, title, unit, series))
     t0 = min((tab["t0"] for tab in tables.values()), default=0)
     return {"t0": t0, "tables": tables, "charts": charts}, downsampled
+
+
+def _add_gpu_table(tables, system, gpus, interval):
+    """Adds the per-GPU series to the chart data as table ``g`` (the system table's times,
+    one series ``gpu<index>`` of utilisation % a GPU): True, or False when the run has none
+    that fit the system table drawn (an older snapshot, the psutil backend, no GPU)."""
+    from .. import _core
+
+    if not gpus or "s" not in tables:
+        return False
+    t = _column(system, "timestamp")
+    if any(len(dev["utilization"]) < len(t) for dev in gpus):
+        return False  # (read after the table while running: the same rows, maybe one more)
+    series = {
+        f"gpu{dev['index']}": _RawJson(
+            _core.chart_series(dev["utilization"][: len(t)], "as_is", MAX_POINTS, t, interval, 0.0)
+        )
+        for dev in gpus
+    }
+    t0 = math.floor(t[0]) if len(t) else 0
+    times = _RawJson(_core.chart_times(t, t0, MAX_POINTS))
+    tables["g"] = {"t0": t0, "rows": len(t), "t": times, "s": series}
+    return True
+
+
+def _per_gpu_chart(summary, title, unit, series, gpus):
+    """The GPU chart of a run with per-GPU series: one line per GPU (0-100 % of that GPU,
+    machine-wide, as nvidia-smi shows it; the machine's colour, a dash each), named "GPU 0"
+    and its name, and the process tree's line (its use of all the GPUs, in % of them)."""
+    chart = _chart_def(summary, "gpu", title, unit, [])
+    share = chart.pop("factor")  # the process's use of the machine's GPUs, in %
+    chart["title"] = f"{title} (per GPU)"
+    process = [dict(s, name="Process (of all GPUs)", factor=share) for s in series
+               if s["role"] == "process"]  # fmt: skip
+    chart["series"] = process + [
+        dict(
+            name=f"GPU {dev['index']}" + (f" · {dev['name']}" if dev["name"] else ""),
+            table="g", key=f"gpu{dev['index']}", role="system", dash=i % 3, stat={},
+        )
+        for i, dev in enumerate(gpus)
+    ]  # fmt: skip
+    return chart
 
 
 def _vcpus(summary):

@@ -292,8 +292,9 @@
     var series = def.series.map(function (s) {
       var tab = tables[s.table];
       var values = tab.s[s.key];
-      if (factor !== 1) {
-        values = values.map(function (v) { return v === null ? null : v * factor; });
+      var f = s.factor || factor;  /* a series' own scale (the process on the per-GPU chart) */
+      if (f !== 1) {
+        values = values.map(function (v) { return v === null ? null : v * f; });
       }
       return { name: s.name, role: s.role, dash: s.dash, key: s.key, abs: tab.abs,
         values: values, down: tab.down, stat: s.stat || {}, hidden: false };

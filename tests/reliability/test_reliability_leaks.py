@@ -481,7 +481,7 @@ def test_reliability_leak_combine_runs():
     assert_no_leak("combine_runs(bad)", bad, 2000)
 
 
-@covers("gpu_inventory")
+@covers("gpu_inventory", "Sampler.gpu_devices")
 def test_reliability_leak_gpu(tmp_path):
     stub = nvml_stub(tmp_path)
     assert_no_leak("gpu_inventory(stub)", lambda: _core.gpu_inventory(stub), 300)
@@ -495,6 +495,17 @@ def test_reliability_leak_gpu(tmp_path):
         s.sample_now()
 
     assert_no_leak("Sampler(nvml_library=stub)", sampler_with_gpu, 100)
+
+    s = _core.Sampler(os.getpid(), 0.005, nvml_library=stub)
+    for _ in range(3):
+        s.sample_now()
+    assert [len(d["utilization"]) for d in s.gpu_devices()] == [2, 2]  # the stub's two GPUs
+    assert_no_leak("Sampler.gpu_devices", s.gpu_devices, 2000)
+    no_gpu = _core.Sampler(os.getpid(), 0.005, nvml_library=str(tmp_path / "no.so"))
+    no_gpu.sample_now()
+    no_gpu.sample_now()
+    assert no_gpu.gpu_devices() == []
+    assert_no_leak("Sampler.gpu_devices (no GPU)", no_gpu.gpu_devices, 2000)
 
 
 @covers("discover_cloud", "cloud_evidence")

@@ -295,10 +295,11 @@ def test_gpu_in_percent_and_vram_against_the_gpus_memory(browser, pages):
 
 
 @pytest.fixture(scope="module")
-def nvml_page(tmp_path_factory):
-    """The report of a real tracked process on two GPUs of the NVML stand-in
-    (tests/gpu_cloud/nvml_stub.c, through the real dlopen path): GPU 0 16 GiB at 25 %, GPU 1
-    24 GiB at 40 %, the tracked process on GPU 1 at 40 % (0.4 GPUs), the machine 0.65 GPUs."""
+def nvml_run(tmp_path_factory):
+    """A real tracked process on two GPUs of the NVML stand-in (tests/gpu_cloud/nvml_stub.c,
+    through the real dlopen path): GPU 0 16 GiB, 1024 MiB used, at 25 %; GPU 1 24 GiB, 2048 MiB
+    used, at 40 %; the tracked process on GPU 1 at 40 % (0.4 GPUs), the machine 0.65 GPUs.
+    {"tracker": the stopped tracker, "page": its report, "folder": a folder for more pages}."""
     import shutil
     import subprocess
     import sys
@@ -322,29 +323,123 @@ def nvml_page(tmp_path_factory):
             assert tracker.wait_for_samples(5, 10.0)
         finally:
             tracker.stop()
-        return tracker.report().save(folder / "gpu.html")  # server_info read with the stub
+        page = tracker.report().save(folder / "gpu.html")  # server_info read with the stub
+        return {"tracker": tracker, "page": page, "folder": folder}
     finally:
         mp.undo()
         proc.kill()
         proc.wait()
 
 
-def test_gpu_chart_of_a_real_run_on_two_gpus(browser, nvml_page, artifacts):
-    """Utilisation in % of a GPU, the mean over the machine's two GPUs (nvidia-smi's 25 % and
-    40 %: 32.5 %; the process's 40 % on one of two: 20 %), VRAM against their 40 GiB."""
-    b = _open(browser, nvml_page)
-    title = b.eval("document.querySelector('#rt-chart-gpu h3').textContent")
-    assert title == "GPU utilisation (mean of 2 GPUs)"
-    legend = b.eval(
+#: what the NVML stand-in reports for its two GPUs: (name, total MiB, utilisation %, used MiB)
+STUB_GPUS = [("Stub NVML GPU 0", 16384.0, 25.0, 1024.0), ("Stub NVML GPU 1", 24576.0, 40.0, 2048.0)]
+
+
+def _gpu_figures(tracker):
+    """[(index, name, total MiB, set of utilisations, set of used MiB, rows)] of a run."""
+    return [
+        (d["index"], d["name"], d["memory_total_mib"], set(d["utilization"]),
+         set(d["memory_used_mib"]), len(d["utilization"]))
+        for d in tracker._gpu_devices()
+    ]  # fmt: skip
+
+
+def test_per_gpu_series_are_what_nvml_reported_and_survive_a_snapshot(nvml_run):
+    """One utilisation and memory series per GPU, one value per system sample, equal to the
+    stand-in's figures; snapshot()/from_snapshot() and dumps()/loads() keep them."""
+    tracker = nvml_run["tracker"]
+    rows = len(tracker.system_metrics)
+    assert rows >= 5
+    expected = [(i, name, total, {util}, {used}, rows)
+                for i, (name, total, util, used) in enumerate(STUB_GPUS)]  # fmt: skip
+    assert _gpu_figures(tracker) == expected
+    # bounded: 8 bytes a value, 2 values a GPU a sample (nothing more is kept)
+    assert all(d["utilization"].nbytes == 8 * rows for d in tracker._gpu_devices())
+    for loaded in (
+        ResourceTracker.from_snapshot(tracker.snapshot()),
+        ResourceTracker.loads(tracker.dumps()),
+    ):
+        assert _gpu_figures(loaded) == expected
+
+
+def test_hostile_per_gpu_series_are_refused_by_name(nvml_run):
+    snap = nvml_run["tracker"].snapshot()
+    rows = len(nvml_run["tracker"].system_metrics)
+    bad = {
+        "gpu_devices": ("x", "gpu_devices must be a list"),
+        "gpu_devices[0]": (["x"], "gpu_devices[0] must be an object"),
+        "index": ([dict(snap["gpu_devices"][0], index=99)], "gpu_devices[0].index must be"),
+        "twice": ([snap["gpu_devices"][0]] * 2, "gpu_devices[1].index must be"),
+        "name": ([dict(snap["gpu_devices"][0], name=7)], "gpu_devices[0].name must be"),
+        "total": ([dict(snap["gpu_devices"][0], memory_total_mib="16 GiB")],
+                  "gpu_devices[0].memory_total_mib must be"),
+        "short": ([dict(snap["gpu_devices"][0], utilization=[25.0])],
+                  f"gpu_devices[0].utilization must be {rows} float64 values"),
+        "over": ([dict(snap["gpu_devices"][0], utilization=[25.0] * (rows - 1) + [1e300])],
+                 "gpu_devices[0].utilization must be values from 0 to 100"),
+        "text": ([dict(snap["gpu_devices"][0], memory_used_mib="not base64!")],
+                 "gpu_devices[0].memory_used_mib must be"),
+    }  # fmt: skip
+    for value, message in bad.values():
+        with pytest.raises(ValueError, match=re.escape(message)):
+            ResourceTracker.from_snapshot(dict(snap, gpu_devices=value))
+    # older snapshots (no key) load, with no per-GPU series
+    old = {k: v for k, v in snap.items() if k != "gpu_devices"}
+    assert ResourceTracker.from_snapshot(old)._gpu_devices() == []
+
+
+def _gpu_legend(b):
+    return b.eval(
         "Array.from(document.querySelectorAll('#rt-chart-gpu .rt-key')).map(function (k) {"
-        " return k.textContent; })"
+        " return [k.getAttribute('data-series'), k.querySelector('.rt-val').textContent]; })"
     )
-    assert legend == ["Process20%", "System32.5%"], legend  # flat: one figure each
+
+
+def test_gpu_chart_of_a_real_run_draws_one_line_per_gpu(browser, nvml_run, artifacts):
+    """Utilisation in % of each GPU as nvidia-smi shows it (25 % and 40 %: one line each,
+    named by number and name, at its height on the axis), and the process's 40 % on one of
+    two GPUs (20 % of them); VRAM against their 40 GiB."""
+    b = _open(browser, nvml_run["page"])
+    title = b.eval("document.querySelector('#rt-chart-gpu h3').textContent")
+    assert title == "GPU utilisation (per GPU)"
+    assert _gpu_legend(b) == [
+        ["Process (of all GPUs)", "20%"],
+        ["GPU 0 · Stub NVML GPU 0", "25%"],
+        ["GPU 1 · Stub NVML GPU 1", "40%"],
+    ]  # flat: one figure each
+    gpu = _marks(b, "gpu")
+    assert gpu["unit"] == "%", gpu
+    # each line at its figure on the axis (the last point's height): GPU 0's 25 % on the 25
+    # tick, GPU 1's 40 % above it, the process's 20 % below
+    ys = b.eval(
+        "Array.from(document.querySelectorAll('#rt-chart-gpu path.rt-line')).map(function (p) {"
+        " return [p.getAttribute('data-series'), +p.getAttribute('d').match(/,?([0-9.]+)$/)[1]];"
+        " })"
+    )
+    y = dict(ys)
+    assert sorted(y) == ["GPU 0 · Stub NVML GPU 0", "GPU 1 · Stub NVML GPU 1",
+                         "Process (of all GPUs)"], ys  # fmt: skip
+    zero, y25 = gpu["ticks"]["0"], gpu["ticks"]["25"]
+    assert y["GPU 0 · Stub NVML GPU 0"] == pytest.approx(y25, abs=1.0), (ys, gpu)
+    assert y["GPU 1 · Stub NVML GPU 1"] == pytest.approx(zero - (zero - y25) * 40 / 25, abs=1.0)
+    assert y["Process (of all GPUs)"] == pytest.approx(zero - (zero - y25) * 20 / 25, abs=1.0)
     vram = _marks(b, "vram")
     assert [(m["name"], m["value"]) for m in vram["marks"]] == [("GPU memory", 40960.0)]
     assert vram["labels"] == ["GPU memory 40 GiB"]
-    shot = os.path.join(artifacts, "gpu-two-stub-gpus.png")
-    b.screenshot(shot, clip=_box(b, "#rt-chart-gpu"))
+    b.screenshot(os.path.join(artifacts, "gpu-two-stub-gpus.png"), clip=_box(b, "#rt-chart-gpu"))
+    assert b.console_errors() == []
+
+
+def test_gpu_chart_without_per_gpu_series_shows_the_mean(browser, nvml_run):
+    """A run stored without per-GPU series (an older snapshot): the mean over the machine's
+    two GPUs (nvidia-smi's 25 % and 40 %: 32.5 %; the process's 40 % on one of two: 20 %)."""
+    snap = nvml_run["tracker"].snapshot()
+    del snap["gpu_devices"]
+    page = ResourceTracker.from_snapshot(snap).report().save(nvml_run["folder"] / "old.html")
+    b = _open(browser, page)
+    title = b.eval("document.querySelector('#rt-chart-gpu h3').textContent")
+    assert title == "GPU utilisation (mean of 2 GPUs)"
+    assert _gpu_legend(b) == [["Process", "20%"], ["System", "32.5%"]]
     assert b.console_errors() == []
 
 
