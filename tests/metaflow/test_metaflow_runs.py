@@ -21,6 +21,7 @@ from mf_harness import (
 )
 
 from resource_tracker import TinyDataFrame
+from resource_tracker import formatting as fmt
 
 ARTIFACT_KEYS = {
     "process_metrics",
@@ -251,8 +252,6 @@ def test_metaflow_failed_step_card_one_value_per_figure(failing_run, tmp_path):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "report"))
     from report_browser import Browser
     from report_numbers import PROBE_JS, figures, text_problems
-
-    from resource_tracker import formatting as fmt
 
     task = task_of(failing_run, "boom")
     stats = task["artifacts"]["resource_tracker_data"]["detailed_stats"]
