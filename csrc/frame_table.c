@@ -283,19 +283,21 @@ ft_stack(FrameTable *ft, int64_t parent, uint32_t frame)
 
 /* -- threads and samples ------------------------------------------------------------------ */
 
-/* a thread index, or -1 */
+/* a thread index, or -1; a thread is its ident and its kernel id (an ident is reused by the
+ * next thread as soon as one ends) */
 int64_t
-ft_thread(FrameTable *ft, unsigned long ident, int is_main)
+ft_thread(FrameTable *ft, unsigned long ident, uint64_t native, int is_main)
 {
     size_t i;
 
     for (i = ft->nthreads; i-- > 0;) /* the newest first: an ident reused is the newest */
-        if (ft->threads[i].ident == ident)
+        if (ft->threads[i].ident == ident && ft->threads[i].native == native)
             return (int64_t)i;
     if (ft->nthreads >= FT_MAX_THREADS ||
         ft_reserve(ft, (void **)&ft->threads, &ft->threads_cap, ft->nthreads + 1, sizeof(FtThread)))
         return -1;
     ft->threads[ft->nthreads].ident = ident;
+    ft->threads[ft->nthreads].native = native;
     ft->threads[ft->nthreads].last_cpu_ns = 0;
     ft->threads[ft->nthreads].is_main = is_main != 0;
     return (int64_t)ft->nthreads++;

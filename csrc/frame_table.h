@@ -32,6 +32,7 @@ typedef struct FtStack {
 
 typedef struct FtThread {
     unsigned long ident; /* threading.get_ident() */
+    uint64_t native;     /* the kernel's thread id (0 where Python does not keep it) */
     uint64_t last_cpu_ns;
     int is_main;
 } FtThread;
@@ -85,7 +86,7 @@ int64_t ft_frame(FrameTable *ft, uint32_t file, uint32_t function, int32_t line,
 int64_t ft_stack(FrameTable *ft, int64_t parent, uint32_t frame);
 
 /* The index of the thread ident (added when new), or -1 when the bound is reached. */
-int64_t ft_thread(FrameTable *ft, unsigned long ident, int is_main);
+int64_t ft_thread(FrameTable *ft, unsigned long ident, uint64_t native, int is_main);
 
 /* The CPU microseconds thread used since its last reading, given its CPU clock now (a smaller
  * clock than the last reading is a new thread with a reused ident: all of it counts). */

@@ -160,6 +160,18 @@ thread_cpu_ns(PyThreadState *tstate)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The kernel's id of a thread state's thread, 0 where the thread state has none (3.9, 3.10). */
+static uint64_t
+native_id(PyThreadState *tstate)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    return (uint64_t)tstate->native_thread_id;
+#else
+    (void)tstate;
+    return 0;
+#endif
+}
+
 /* The id of a str in the table (its UTF-8), or -1. */
 static int64_t
 intern_str(FrameTable *table, PyObject *str)
@@ -243,7 +255,7 @@ sample_thread(StackCapture *capture, PyThreadState *tstate, uint32_t row)
     int64_t thread, stack;
     uint32_t cpu_us;
 
-    thread = ft_thread(table, ident, is_main);
+    thread = ft_thread(table, ident, native_id(tstate), is_main);
     if (thread < 0)
         return -1;
     cpu_us = ft_thread_cpu_delta(table, (uint32_t)thread, thread_cpu_ns(tstate));
@@ -272,6 +284,26 @@ sample_interpreter(StackCapture *capture, uint32_t row)
             dropped++;
     PyErr_Clear();
     return dropped;
+}
+
+/* Registers the interpreter's threads with the CPU each has used so far (the GIL held), so a
+ * thread's first sample counts its CPU since the capture began, not since the thread began:
+ * a tracker started late in a long-lived process (a notebook kernel, a test runner) must not
+ * give the hours before it to the first stack it sees. */
+static void
+baseline_threads(StackCapture *capture)
+{
+    PyInterpreterState *interp = PyThreadState_GetInterpreter(PyThreadState_Get());
+    PyThreadState *tstate;
+    int64_t thread;
+
+    for (tstate = PyInterpreterState_ThreadHead(interp); tstate;
+         tstate = PyThreadState_Next(tstate)) {
+        thread = ft_thread(&capture->table, tstate->thread_id, native_id(tstate),
+                           tstate->thread_id == capture->main_ident);
+        if (thread >= 0)
+            (void)ft_thread_cpu_delta(&capture->table, (uint32_t)thread, thread_cpu_ns(tstate));
+    }
 }
 
 #endif /* !Py_GIL_DISABLED */
@@ -419,6 +451,9 @@ stacks_new(unsigned long main_ident, size_t max_bytes)
     pthread_cond_init(&capture->idle, NULL);
     ft_init(&capture->table, max_bytes);
     capture->main_ident = main_ident;
+#ifndef Py_GIL_DISABLED
+    baseline_threads(capture);
+#endif
     capture->pid = getpid();
     capture->refs = 2; /* the owner's and the thread's */
     capture->thread_alive = 1;

@@ -224,6 +224,59 @@ def test_another_process_is_not_sampled_without_the_agent():
     assert status["status"] == "off" and "agent" in status["note"]
 
 
+_LATE_START = """
+import json, sys, threading, time
+from resource_tracker import ResourceTracker
+
+def burn(seconds):
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+def before_the_tracker(go, done):
+    burn(0.6)  # before the tracker started: not the run's
+    go.wait()
+    start = time.thread_time()
+    burn(0.1)
+    done["helper_after"] = time.thread_time() - start
+
+def after_the_tracker():
+    start = time.thread_time()
+    burn(0.2)
+    return time.thread_time() - start
+
+go, done = threading.Event(), {}
+helper = threading.Thread(target=before_the_tracker, args=(go, done))
+helper.start()
+burn(0.6)  # the main thread, before the tracker started
+tracker = ResourceTracker(interval=0.02, discover_server=False, discover_cloud=False)
+go.set()
+done["main_after"] = after_the_tracker()
+helper.join()
+tracker.stop()
+rows = {r["function"]: r for r in tracker.code_profile("function").rows()}
+print(json.dumps({"truth": done, "tree_cpu": sum(tracker.code_timeline()["cpu_seconds"]),
+    "cpu": {k: v["cpu_seconds"] for k, v in rows.items()},
+    "self": {k: v["cpu_self_seconds"] for k, v in rows.items()}}))
+"""
+
+
+def test_a_late_tracker_counts_no_thread_cpu_from_before_it_started():
+    """A tracker started late in a long-lived process (a notebook kernel, a test runner): the
+    CPU its threads used before the tracker started is not the run's, so no stack gets it at
+    its thread's first sample (it did: the main thread's first stack took all its CPU so far)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _LATE_START], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    truth, cpu = got["truth"], got["cpu"]
+    slack = 0.1  # a thread's first and last interval, at 20 ms, on a loaded machine
+    assert cpu["before_the_tracker"] <= truth["helper_after"] + slack, got
+    assert cpu["<module>"] <= truth["main_after"] + truth["helper_after"] + slack, got
+    assert sum(got["self"].values()) <= got["tree_cpu"] + slack, got
+
+
 _EXIT_WHILE_SAMPLING = """
 import threading, sys
 from resource_tracker import ResourceTracker

@@ -145,7 +145,7 @@ PROBE_JS = r"""(function () {
     chart.querySelectorAll(".rt-val").forEach(function (v) {
       add("legend", chart.id, txt(v));
     });
-    chart.querySelectorAll("svg text[text-anchor=end]").forEach(function (t) {
+    chart.querySelectorAll("svg text.rt-ytick").forEach(function (t) {
       add("axis", chart.id, txt(t) + " " + txt(chart.querySelector(".rt-unit")));
     });
   });

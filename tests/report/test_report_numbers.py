@@ -153,6 +153,7 @@ def test_legends_use_the_unit_that_fits_and_axes_whole_bytes(read, name):
             value = float(number.replace(",", ""))
             assert value >= 1 or value == 0 or unit in _SMALLEST, (chart, text)
             assert value < 1024 or unit in ("B", "B/s"), (chart, text)
+    assert shown["axis"], shown  # the y ticks (an x tick is a time, never a figure)
     for chart, text in shown["axis"]:
         number, unit = text.split(" ", 1)
         if unit == "B/s":

@@ -71,7 +71,9 @@ check_interning(void)
     CHECK(ft_stack(&ft, s1, (uint32_t)f2) == s2);
     CHECK(ft.stacks[s2].parent == s1);
     CHECK(ft_stack(&ft, 55, (uint32_t)f1) == -1); /* unknown parent */
-    CHECK(ft_thread(&ft, 7, 1) == 0 && ft_thread(&ft, 9, 0) == 1 && ft_thread(&ft, 7, 1) == 0);
+    CHECK(ft_thread(&ft, 7, 70, 1) == 0 && ft_thread(&ft, 9, 90, 0) == 1 &&
+          ft_thread(&ft, 7, 70, 1) == 0);
+    CHECK(ft_thread(&ft, 9, 91, 0) == 2); /* ident 9 reused by another kernel thread: a new one */
     CHECK(ft_thread_cpu_delta(&ft, 0, 5000000) == 5000);
     CHECK(ft_thread_cpu_delta(&ft, 0, 8000000) == 3000);
     CHECK(ft_thread_cpu_delta(&ft, 0, 1000000) == 1000); /* went back: a new thread */
@@ -124,7 +126,7 @@ check_a_day(void)
         names[i] = ft_string(&ft, text, (size_t)n);
     }
     for (t = 0; t < THREADS; t++)
-        threads[t] = ft_thread(&ft, 1000 + (unsigned long)t, t == 0);
+        threads[t] = ft_thread(&ft, 1000 + (unsigned long)t, 0, t == 0);
     for (tick = 0; tick < DAY; tick++)
         for (t = 0; t < THREADS; t++) {
             int64_t stack = program_stack(&ft, files, names, next_random() % PATHS);
@@ -152,7 +154,7 @@ check_the_bound(void)
     file = ft_string(&ft, "a.py", 4);
     frame = ft_frame(&ft, (uint32_t)file, (uint32_t)file, 1, 1);
     stack = ft_stack(&ft, FT_NO_STACK, (uint32_t)frame);
-    CHECK(ft_thread(&ft, 1, 1) == 0);
+    CHECK(ft_thread(&ft, 1, 0, 1) == 0);
     while (ft_sample(&ft, (uint32_t)n, 0, (uint32_t)stack, 1) == 0)
         n++;
     CHECK(n > 1000 && ft.nsamples == n);
