@@ -178,6 +178,9 @@ def child(op, rows):
 def measure(op, rows):
     env = dict(os.environ, RESOURCE_TRACKER_DISCOVER_CLOUD="0", PYTHONPATH=ROOT)
     env["RESOURCE_TRACKER_KEEPER_URL"] = env["RESOURCE_TRACKER_METADATA_URL"] = "http://127.0.0.1:9"
+    # 864,000 samples (10 days at 1 s) make a ~290 MiB snapshot, over loads()' default 256 MiB
+    # cap on text from outside: a user loading one raises it the same way
+    env["RESOURCE_TRACKER_MAX_SNAPSHOT_MIB"] = "1024"
     proc = subprocess.run(
         [sys.executable, __file__, "--child", op, str(rows)],
         capture_output=True,
