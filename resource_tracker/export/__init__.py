@@ -28,7 +28,7 @@ from .config import (
 )
 
 if TYPE_CHECKING:
-    from .context import TrackedRun
+    from .context import ExportedRun
     from .otlp import OtlpSink
     from .pipeline import Exporter, MakeSink
     from .pushgateway import PushgatewaySink
@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 
-def _tables(tracker: TrackedRun) -> List[str]:
+def _tables(tracker: ExportedRun) -> List[str]:
     tables = []
     if tracker.track_processes:
         tables.append("process")
@@ -53,7 +53,7 @@ def _tables(tracker: TrackedRun) -> List[str]:
     return tables
 
 
-def _sink_factories(tracker: TrackedRun, settings: ExportSettings) -> List[Tuple[str, MakeSink]]:
+def _sink_factories(tracker: ExportedRun, settings: ExportSettings) -> List[Tuple[str, MakeSink]]:
     """[(target, factory)]: each factory builds its target's sink over the channel's
     transport.Sender. The sender thread calls it, so the SDK's imports and set-up cost the
     caller nothing, and the identity is read once the tracked process runs its own command."""
@@ -87,7 +87,7 @@ def prepare_export(export: Union[None, str, Iterable[str]] = None) -> ExportSett
     return settings
 
 
-def start_export(tracker: TrackedRun, settings: ExportSettings) -> Optional[Exporter]:
+def start_export(tracker: ExportedRun, settings: ExportSettings) -> Optional[Exporter]:
     """A started pipeline.Exporter of tracker's samples to the targets, or None (no targets).
 
     The pipeline and the targets' packages are imported only here (export off costs no

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from ..sampler_protocol import Sampler
 
-    class TrackedRun(Protocol):
+    class ExportedRun(Protocol):
         """What the export reads of the tracker it streams (a ResourceTracker): who runs
         (pid, command line, job name), which tables are kept, the sampler the rows come
         from, the interval and the stop time."""
@@ -95,7 +95,7 @@ def metaflow_ids() -> Dict[str, str]:
     return {label: str(value) for label, value in ids.items() if value is not None}
 
 
-def identity_of(tracker: TrackedRun, command_line: bool = False) -> Identity:
+def identity_of(tracker: ExportedRun, command_line: bool = False) -> Identity:
     """The identity of a tracker's run in this process (the command line read again when
     the tracker saw none: a child caught before its exec). ``command_line``: send it whole
     (the user's opt-in: arguments may hold secrets), else only the executable's name."""

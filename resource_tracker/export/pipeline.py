@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from typing import Protocol
 
     from ..sampler_protocol import Sampler
-    from .context import TrackedRun
+    from .context import ExportedRun
     from .summary import RunSummary
 
     class Sink(Protocol):
@@ -309,7 +309,7 @@ class Exporter:
 
     def __init__(
         self,
-        tracker: TrackedRun,
+        tracker: ExportedRun,
         sinks: Sequence[Tuple[str, MakeSink]],
         tables: Sequence[str],
     ):

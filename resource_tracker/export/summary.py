@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from typing import TypeGuard
 
     from ..insights import Insight
-    from .context import TrackedRun
+    from .context import ExportedRun
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class RunSummary:
 
 
 def run_summary(
-    tracker: TrackedRun, failed: Optional[bool] = None, lookup_seconds: float = 0.0
+    tracker: ExportedRun, failed: Optional[bool] = None, lookup_seconds: float = 0.0
 ) -> RunSummary:
     """The figures of the final push, taken from the package's run summary
     (resource_tracker.summary.build_summary). ``lookup_seconds`` > 0: the catalog is asked
@@ -69,7 +69,7 @@ def run_summary(
 
 
 def sizing(
-    tracker: TrackedRun, stats: Mapping[str, Any], duration: Optional[float]
+    tracker: ExportedRun, stats: Mapping[str, Any], duration: Optional[float]
 ) -> Dict[str, float]:
     """What the run asked (as the insights judge it) and its cgroup figures (the keys of
     metrics.SIZING; the known ones)."""
