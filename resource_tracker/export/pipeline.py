@@ -323,7 +323,7 @@ class Exporter:
         self._error: Optional[str] = None
         self.period = max(MIN_PERIOD_S, float(tracker.interval))
         self.started = time.monotonic()
-        self._owner = os.getpid()  # start() sets it again: the process that runs it
+        self._owner: Optional[int] = None  # the process that started it (start())
         self._thread = threading.Thread(
             target=self._run, name="resource-tracker-export", daemon=True
         )
@@ -375,7 +375,7 @@ class Exporter:
             return
         self._finished = True
         atexit.unregister(self._at_exit)
-        if os.getpid() != self._owner:
+        if self._owner is not None and os.getpid() != self._owner:
             for channel in self._channels:  # the senders are the parent's threads
                 channel.final_state = "not sent (forked child)"
             return
