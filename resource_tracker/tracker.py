@@ -40,6 +40,7 @@ TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds): an
 if TYPE_CHECKING:
     from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence
 
+    from .export.pipeline import Exporter
     from .sampler_protocol import RowSampler, Sampler
     from .supervise import CommandRun
 
@@ -124,7 +125,7 @@ class ResourceTracker(TrackerResults):
         self._cloud_info: Optional[Dict[str, Any]] = None
         self._cloud_job: Optional[Any] = None
         self._export_settings = _export_settings(export)
-        self._exporter = None
+        self._exporter: Optional[Exporter] = None
         self._code_profile = code_profile
         self._sampler: Sampler = self._make_sampler()
         self._autostarted = False

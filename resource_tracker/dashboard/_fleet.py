@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .. import formatting as fmt
 from ..insights import (
@@ -124,7 +124,7 @@ def group(records: Sequence[RunRecord]) -> Dict[str, List[RunRecord]]:
 
 
 def build_fleet(
-    records: Sequence[RunRecord], price_for: Optional[PriceFor] = None, skipped=()
+    records: Sequence[RunRecord], price_for: Optional[PriceFor] = None, skipped: Iterable[str] = ()
 ) -> Fleet:
     """The fleet of ``records``; ``price_for`` prices a need (None: no money)."""
     views = [step_view(name, runs, price_for) for name, runs in group(records).items()]

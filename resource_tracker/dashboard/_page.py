@@ -77,7 +77,7 @@ def step_data(view: StepView, number: int) -> Dict[str, Any]:
             chart["peak"] = _series(view, "peak_cpu_cores", idx)
         ask = view.ask.get(ask_key) if ask_key else None
         chart["ask"] = [_round((view.runs[i].ask or {}).get(ask_key) or ask, 6)
-                        for i in idx] if ask else None  # fmt: skip
+                        for i in idx] if ask and ask_key else None  # fmt: skip
         if cid == "memory":
             chart["limit"] = [_round(view.runs[i].limit_memory_mib, 6) for i in idx]
         charts.append(_with_trend(chart, view, cid))

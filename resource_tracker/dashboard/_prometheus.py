@@ -109,7 +109,7 @@ def load_prometheus(
     return loaded
 
 
-def _killed(query: _Query, runs: Mapping[Key, float], group_by) -> List[RunRecord]:
+def _killed(query: _Query, runs: Mapping[Key, float], group_by: Sequence[str]) -> List[RunRecord]:
     """The runs whose live series stopped at least :data:`KILLED_AFTER_S` before the
     window's end without a summary: killed, with their peaks from the live gauges (the
     values pushed while they ran) and their span from the live samples' times Prometheus
@@ -218,8 +218,9 @@ def _series(series: Any) -> Tuple[Dict[str, str], List[Any]]:
         for k, v in (metric.items() if isinstance(metric, Mapping) else ())
         if k != "__name__"
     }
-    ok = isinstance(values, list) and all(isinstance(v, list) and len(v) == 2 for v in values)
-    return labels, values if ok else []
+    if not isinstance(values, list) or not all(isinstance(v, list) and len(v) == 2 for v in values):
+        return labels, []
+    return labels, values
 
 
 def _number(text: Any) -> Optional[float]:
@@ -253,7 +254,10 @@ def _run_id(labels: Mapping[str, str], end: float) -> str:
 
 
 def _record(
-    labels: Dict[str, str], end: float, figures: Mapping[str, Mapping[Key, float]], group_by
+    labels: Dict[str, str],
+    end: float,
+    figures: Mapping[str, Mapping[Key, float]],
+    group_by: Sequence[str],
 ) -> RunRecord:
     """The run of one end-timestamp series (ValueError when its figures cannot be)."""
     key = frozenset(labels.items())

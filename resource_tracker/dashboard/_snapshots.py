@@ -90,9 +90,8 @@ def snapshot_record(tracker: Any, name: str) -> Optional[RunRecord]:
     stats = tracker.stats()
     cores = machine_cores(tracker.server_info)
     extra = tracker.extra if isinstance(tracker.extra, Mapping) else {}
-    asked = (
-        extra.get("resources_asked") if isinstance(extra.get("resources_asked"), Mapping) else {}
-    )
+    requested = extra.get("resources_asked")
+    asked = requested if isinstance(requested, Mapping) else {}
     tuning = as_record(stats)
     if tuning is None:
         return None
@@ -110,7 +109,9 @@ def _run_cost(tracker: Any) -> Optional[float]:
     return float(value) if isinstance(value, (int, float)) else None
 
 
-def _stat(stats: Mapping[str, Any], key: Optional[str], fld: str, scale: float = 1.0):
+def _stat(
+    stats: Mapping[str, Any], key: Optional[str], fld: str, scale: float = 1.0
+) -> Optional[float]:
     entry = stats.get(key) if key else None
     value = entry.get(fld) if isinstance(entry, Mapping) else None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -130,7 +131,8 @@ def record_from(
 
     by = {c.resource: c.key for c in stat_columns("process") if c.resource}
     metrics = run_metrics(stats)
-    limits = tuning.get("limits") if isinstance(tuning.get("limits"), Mapping) else {}
+    limits = tuning.get("limits")
+    limits = limits if isinstance(limits, Mapping) else {}
     ask = {"cpu": asked.get("cpu"), "memory_mib": asked.get("memory"), "gpu": asked.get("gpu")}
     if duration is None:
         duration = metrics.get("duration_s", 0.0)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 #: Fewest runs a trend is fitted from.
 MIN_TREND_RUNS = 5
@@ -38,7 +38,7 @@ class Trend:
 
     def at(self, runs_ahead: float) -> float:
         """The fitted value ``runs_ahead`` runs after the newest (negative: before it)."""
-        return self.level * (1.0 + self.growth) ** runs_ahead
+        return self.level * math.pow(1.0 + self.growth, runs_ahead)  # growth > -1
 
 
 def _median(values: List[float]) -> float:
@@ -47,7 +47,7 @@ def _median(values: List[float]) -> float:
     return values[mid] if n % 2 else (values[mid - 1] + values[mid]) / 2
 
 
-def theil_sen(values: Sequence[float]) -> Optional[tuple]:
+def theil_sen(values: Sequence[Optional[float]]) -> Optional[Tuple[float, float]]:
     """(slope, intercept) of the Theil-Sen line through (i, values[i]); None for < 2 points."""
     points = [(i, v) for i, v in enumerate(values) if v is not None and math.isfinite(v)]
     if len(points) < 2:
@@ -68,7 +68,10 @@ def fit(values: Sequence[Optional[float]], line: Optional[float] = None) -> Opti
     logs = [math.log(v) if v is not None and v > 0 else math.nan for v in recent]
     if sum(math.isfinite(v) for v in logs) < MIN_TREND_RUNS:
         return None
-    slope, intercept = theil_sen(logs)  # type: ignore[misc]
+    line_fit = theil_sen(logs)
+    if line_fit is None:  # (not with MIN_TREND_RUNS finite values)
+        return None
+    slope, intercept = line_fit
     newest = len(logs) - 1
     level = math.exp(intercept + slope * newest)
     growth = math.exp(slope) - 1.0

@@ -16,7 +16,7 @@ Choose targets with ``ResourceTracker(export="otlp,pushgateway")``, the environm
 
 from __future__ import annotations
 
-from typing import Iterable, Union
+from typing import TYPE_CHECKING, Dict, Iterable, List, Optional, Tuple, Union
 
 from .config import (
     TARGETS,
@@ -26,6 +26,13 @@ from .config import (
     read_otlp_settings,
     read_settings,
 )
+
+if TYPE_CHECKING:
+    from .context import ExportedRun
+    from .otlp import OtlpSink
+    from .pipeline import Exporter, MakeSink
+    from .pushgateway import PushgatewaySink
+    from .transport import Sender
 
 __all__ = [
     "TARGETS",
@@ -37,7 +44,7 @@ __all__ = [
 ]
 
 
-def _tables(tracker):
+def _tables(tracker: ExportedRun) -> List[str]:
     tables = []
     if tracker.track_processes:
         tables.append("process")
@@ -46,7 +53,7 @@ def _tables(tracker):
     return tables
 
 
-def _sink_factories(tracker, settings: ExportSettings):
+def _sink_factories(tracker: ExportedRun, settings: ExportSettings) -> List[Tuple[str, MakeSink]]:
     """[(target, factory)]: each factory builds its target's sink over the channel's
     transport.Sender. The sender thread calls it, so the SDK's imports and set-up cost the
     caller nothing, and the identity is read once the tracked process runs its own command."""
@@ -54,19 +61,21 @@ def _sink_factories(tracker, settings: ExportSettings):
 
     tables = _tables(tracker)
 
-    def otlp(sender):
+    def otlp(sender: Sender) -> OtlpSink:
         from .otlp import OtlpSink
 
         identity = identity_of(tracker, settings.command_line)
         return OtlpSink(identity, tables, settings.otlp or read_otlp_settings(), sender)
 
-    def pushgateway(sender):
+    def pushgateway(sender: Sender) -> PushgatewaySink:
         from .pushgateway import PushgatewaySink
 
         identity = identity_of(tracker, settings.command_line)
+        if settings.pushgateway_url is None:  # settings not checked by prepare_export()
+            raise ValueError("export to pushgateway needs RESOURCE_TRACKER_PUSHGATEWAY_URL")
         return PushgatewaySink(settings.pushgateway_url, identity, tables, sender)
 
-    factories = {"otlp": otlp, "pushgateway": pushgateway}
+    factories: Dict[str, MakeSink] = {"otlp": otlp, "pushgateway": pushgateway}
     return [(target, factories[target]) for target in settings.targets]
 
 
@@ -78,7 +87,7 @@ def prepare_export(export: Union[None, str, Iterable[str]] = None) -> ExportSett
     return settings
 
 
-def start_export(tracker, settings: ExportSettings):
+def start_export(tracker: ExportedRun, settings: ExportSettings) -> Optional[Exporter]:
     """A started pipeline.Exporter of tracker's samples to the targets, or None (no targets).
 
     The pipeline and the targets' packages are imported only here (export off costs no

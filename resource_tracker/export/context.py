@@ -9,9 +9,37 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import dataclass, field
-from typing import Dict, Optional
+from typing import TYPE_CHECKING, Dict, Optional, Union
 
 from .._launch import DEFAULT_JOB
+
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    from ..sampler_protocol import Sampler
+
+    class ExportedRun(Protocol):
+        """What the export reads of the tracker it streams (a ResourceTracker): who runs
+        (pid, command line, job name), which tables are kept, the sampler the rows come
+        from, the interval and the stop time."""
+
+        @property
+        def pid(self) -> int: ...
+        @property
+        def command(self) -> Optional[str]: ...
+        @property
+        def job(self) -> str: ...
+        @property
+        def interval(self) -> float: ...
+        @property
+        def track_processes(self) -> bool: ...
+        @property
+        def track_system(self) -> bool: ...
+        @property
+        def stop_time(self) -> Optional[float]: ...
+        @property
+        def _sampler(self) -> Sampler: ...
+
 
 #: Metaflow id -> (Prometheus label, OpenTelemetry resource attribute, metaflow.current field)
 METAFLOW_FIELDS = (
@@ -35,9 +63,9 @@ class Identity:
     metaflow: Dict[str, str] = field(default_factory=dict)  # Prometheus label -> id
     job: str = DEFAULT_JOB
 
-    def resource_attributes(self) -> Dict[str, object]:
+    def resource_attributes(self) -> Dict[str, Union[str, int]]:
         """The OpenTelemetry resource attributes (semantic-convention names)."""
-        attributes: Dict[str, object] = {
+        attributes: Dict[str, Union[str, int]] = {
             "host.name": self.host_name,
             "process.pid": self.pid,
             "process.executable.name": self.executable,
@@ -67,7 +95,7 @@ def metaflow_ids() -> Dict[str, str]:
     return {label: str(value) for label, value in ids.items() if value is not None}
 
 
-def identity_of(tracker, command_line: bool = False) -> Identity:
+def identity_of(tracker: ExportedRun, command_line: bool = False) -> Identity:
     """The identity of a tracker's run in this process (the command line read again when
     the tracker saw none: a child caught before its exec). ``command_line``: send it whole
     (the user's opt-in: arguments may hold secrets), else only the executable's name."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, Mapping, Optional, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
 from .. import _core
 from ..names import PROCESS_COLUMNS, SYSTEM_COLUMNS
@@ -178,7 +178,9 @@ def cpu_count(table: str) -> int:
     return max(1, os.cpu_count() or 1)
 
 
-def fold_rows(table: str, rows: Mapping[str, list], previous_time: Optional[float]) -> Dict:
+def fold_rows(
+    table: str, rows: Mapping[str, List[float]], previous_time: Optional[float]
+) -> Dict[str, float]:
     """One point from the new rows of one table, folded by the C sampler's own rule
     (``_core.fold_rows``, csrc/row_rules.c: each column's registry fold).
 

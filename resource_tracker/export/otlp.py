@@ -21,7 +21,8 @@ the final export.
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List
+import functools
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .config import OtlpSettings
 from .context import Identity
@@ -35,6 +36,26 @@ from .metrics import (
     summary_metric,
 )
 from .transport import Sender
+
+if TYPE_CHECKING:
+    import ssl
+
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    from opentelemetry.metrics import CallbackOptions, Observation
+    from opentelemetry.sdk.metrics.export import MetricReader, MetricsData
+    from opentelemetry.sdk.resources import Resource
+
+    from ..registry import Column
+    from .metrics import ExportedMetric
+    from .pipeline import Point
+    from .summary import RunSummary
+
+    #: sends what one collection gathered (seconds left); raises on failure
+    Post = Callable[[MetricsData, float], None]
+    #: an observable instrument's callback
+    Callback = Callable[[CallbackOptions], Iterable[Observation]]
+    #: declares a gauge of the run summary: (name, unit, description, its value or None)
+    Gauge = Callable[[str, str, str, Callable[[RunSummary], Optional[float]]], None]
 
 SERVICE_NAME = "resource-tracker"
 
@@ -52,7 +73,8 @@ def _quiet_sdk_logs() -> None:
             logger.addHandler(logging.NullHandler())
 
 
-def _reader_class():
+def _reader_class() -> Callable[[Post, OTLPMetricExporter], MetricReader]:
+    """The class of the on-demand reader (the SDK imported on first use)."""
     from opentelemetry.sdk.metrics.export import MetricReader
 
     class OnDemandReader(MetricReader):
@@ -60,24 +82,29 @@ def _reader_class():
         raises on failure; temporality and aggregation as the SDK's OTLP exporter prefers
         (OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE)."""
 
-        def __init__(self, post: Callable, preferences):
+        def __init__(self, post: Post, preferences: OTLPMetricExporter):
             super().__init__(
                 preferred_temporality=preferences._preferred_temporality,
                 preferred_aggregation=preferences._preferred_aggregation,
             )
             self._post = post
 
-        def _receive_metrics(self, metrics_data, timeout_millis=10_000, **kwargs):
+        def _receive_metrics(
+            self,
+            metrics_data: Optional[MetricsData],
+            timeout_millis: float = 10_000,
+            **kwargs: object,
+        ) -> None:
             if metrics_data is not None:
                 self._post(metrics_data, timeout_millis / 1000)
 
-        def shutdown(self, timeout_millis=30_000, **kwargs):
+        def shutdown(self, timeout_millis: float = 30_000, **kwargs: object) -> None:
             pass
 
     return OnDemandReader
 
 
-def _preferences(endpoint: str):
+def _preferences(endpoint: str) -> OTLPMetricExporter:
     """The SDK's OTLP exporter, built only for its temporality and aggregation preferences
     (it never sends; its session is closed at once)."""
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
@@ -87,7 +114,7 @@ def _preferences(endpoint: str):
     return exporter
 
 
-def _tls_context(settings: OtlpSettings):
+def _tls_context(settings: OtlpSettings) -> Optional[ssl.SSLContext]:
     """The TLS context of the OTLP certificate variables (None: the system's default)."""
     import ssl
 
@@ -99,7 +126,7 @@ def _tls_context(settings: OtlpSettings):
     return context
 
 
-def make_resource(identity: Identity):
+def make_resource(identity: Identity) -> Resource:
     """Our resource attributes, under what OTEL_RESOURCE_ATTRIBUTES / OTEL_SERVICE_NAME say."""
     from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 
@@ -110,7 +137,9 @@ def make_resource(identity: Identity):
 class OtlpSink:
     name = "otlp"
 
-    def __init__(self, identity: Identity, tables, settings: OtlpSettings, sender: Sender):
+    def __init__(
+        self, identity: Identity, tables: Iterable[str], settings: OtlpSettings, sender: Sender
+    ):
         from opentelemetry.sdk.metrics import MeterProvider
 
         from .. import __version__
@@ -133,15 +162,15 @@ class OtlpSink:
             shutdown_on_exit=False,
         )
         self._meter = self._provider.get_meter("resource_tracker", __version__)
-        self._point = None
-        self._summary = None
+        self._point: Optional[Point] = None
+        self._summary: Optional[RunSummary] = None
         self._cpus = {t: cpu_count(t) for t in ("process", "system")}
         self._instruments(exported(tables))
 
     # -- instruments -------------------------------------------------------------------
 
-    def _instruments(self, metrics) -> None:
-        by_name: Dict[str, List] = {}
+    def _instruments(self, metrics: Iterable[ExportedMetric]) -> None:
+        by_name: Dict[str, List[ExportedMetric]] = {}
         for m in metrics:
             by_name.setdefault(m.otlp_name, []).append(m)
         for name, members in by_name.items():
@@ -159,10 +188,10 @@ class OtlpSink:
             )
         self._summary_instruments()
 
-    def _point_callback(self, members):
+    def _point_callback(self, members: Sequence[ExportedMetric]) -> Callback:
         from opentelemetry.metrics import Observation
 
-        def observe(options):
+        def observe(options: CallbackOptions) -> List[Observation]:
             point = self._point
             if point is None:
                 return []
@@ -185,8 +214,13 @@ class OtlpSink:
     def _summary_instruments(self) -> None:
         from opentelemetry.metrics import Observation
 
-        def gauge(name, unit, description, value_of):
-            def observe(options):
+        def gauge(
+            name: str,
+            unit: str,
+            description: str,
+            value_of: Callable[[RunSummary], Optional[float]],
+        ) -> None:
+            def observe(options: CallbackOptions) -> List[Observation]:
                 if self._summary is None:
                     return []
                 value = value_of(self._summary)
@@ -213,10 +247,10 @@ class OtlpSink:
                     otlp_name,
                     unit,
                     f"{col.label}: {stat} over the run",
-                    lambda s, k=key, st=stat, sc=scale: _figure(s, k, st, sc),
+                    functools.partial(_figure, key=key, stat=stat, scale=scale),
                 )
 
-        def insights(options):
+        def insights(options: CallbackOptions) -> List[Observation]:
             if self._summary is None:
                 return []
             return [
@@ -234,7 +268,7 @@ class OtlpSink:
 
     # -- sending -----------------------------------------------------------------------
 
-    def _post(self, metrics_data, timeout: float) -> None:
+    def _post(self, metrics_data: MetricsData, timeout: float) -> None:
         """Encodes (the SDK's OTLP protobuf encoder) and sends; raises on failure."""
         import zlib
 
@@ -251,11 +285,17 @@ class OtlpSink:
             timeout = min(timeout, self._settings.timeout)
         self._sender.request("POST", self._settings.endpoint, body, self._headers, timeout)
 
-    def send(self, point, timeout: float) -> None:
+    def send(self, point: Point, timeout: float) -> None:
         self._point = point
         self._reader.collect(timeout_millis=timeout * 1000)
 
-    def send_final(self, point, summary, timeout: float, report=None) -> None:
+    def send_final(
+        self,
+        point: Optional[Point],
+        summary: Optional[RunSummary],
+        timeout: float,
+        report: Optional[Mapping[str, object]] = None,
+    ) -> None:
         if point is not None:
             self._point = point
         self._summary = summary
@@ -265,36 +305,46 @@ class OtlpSink:
         self._provider.shutdown(timeout_millis=500)
 
 
-def _stat_columns():
+def _stat_columns() -> List[Tuple[str, Column]]:
     from ..registry import stat_columns
 
     return [(c.key, c) for c in stat_columns()]
 
 
-def exported_unit(col) -> str:
+def exported_unit(col: Column) -> str:
     from .metrics import UNITS
 
     return UNITS.get(col.unit, (1.0, "1", ""))[1]
 
 
-def _figure(summary, key, stat, scale):
+def _figure(summary: RunSummary, key: str, stat: str, scale: float) -> Optional[float]:
     value = (summary.figures.get(key) or {}).get(stat)
     return None if value is None else value * scale
 
 
-def _keyed_gauges(gauge) -> None:
+def _recommended(summary: RunSummary, key: str, scale: float) -> Optional[float]:
+    value = summary.recommendation.get(key)
+    return None if value is None else value * scale
+
+
+def _sized(summary: RunSummary, key: str, scale: float) -> Optional[float]:
+    value = summary.sizing.get(key)
+    return None if value is None else value * scale
+
+
+def _keyed_gauges(gauge: Gauge) -> None:
     """The gauges of the summary's keyed figures: the recommendation, the ask and limits."""
     for key, (_, otlp_name, unit, scale) in RECOMMENDATION.items():
         gauge(
             otlp_name,
             unit,
             f"Recommended {key}",
-            lambda s, k=key, sc=scale: s.recommendation[k] * sc if k in s.recommendation else None,
+            functools.partial(_recommended, key=key, scale=scale),
         )
     for key, (_, otlp_name, unit, scale, doc) in SIZING.items():
         gauge(
             otlp_name,
             unit,
             doc,
-            lambda s, k=key, sc=scale: s.sizing[k] * sc if k in s.sizing else None,
+            functools.partial(_sized, key=key, scale=scale),
         )

@@ -21,6 +21,7 @@ No exception leaves this module into the caller's code once the exporter is buil
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import sys
 import threading
@@ -28,12 +29,49 @@ import time
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import (
+    TYPE_CHECKING,
+    Callable,
+    Deque,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
 
 from ..names import PROCESS_COLUMNS, SYSTEM_COLUMNS
 from ..registry import columns
 from .metrics import fold_rows
 from .transport import Sender
+
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    from ..sampler_protocol import Sampler
+    from .context import ExportedRun
+    from .summary import RunSummary
+
+    class Sink(Protocol):
+        """A target (otlp.OtlpSink, pushgateway.PushgatewaySink): sends a point, or the final
+        point with the run summary and the export's report; raises on failure."""
+
+        def send(self, point: Point, timeout: float) -> None: ...
+
+        def send_final(
+            self,
+            point: Optional[Point],
+            summary: Optional[RunSummary],
+            timeout: float,
+            report: Optional[Mapping[str, object]] = None,
+        ) -> None: ...
+
+        def close(self) -> None: ...
+
+    #: builds a target's sink over the channel's Sender (called in the sender thread)
+    MakeSink = Callable[[Sender], Sink]
 
 QUEUE_POINTS = 16
 MAX_BACKOFF_S = 30.0
@@ -62,14 +100,23 @@ class Point:
         return self.process if name == "process" else self.system
 
 
+@dataclass(frozen=True)
+class FinalSend:
+    """The final send asked of a channel: the final point (None: no new rows) and the run
+    summary (None: it could not be computed)."""
+
+    point: Optional[Point]
+    summary: Optional[RunSummary]
+
+
 class RowReader:
     """Reads the rows a sampler added since the last call (the sampler interface's
     ``columns(table)``) and folds them into points."""
 
-    def __init__(self, sampler, tables):
+    def __init__(self, sampler: Sampler, tables: Sequence[str]):
         self._sampler = sampler
         self._tables = tuple(tables)
-        self._consumed = {t: 0 for t in self._tables}
+        self._consumed: Dict[str, int] = {t: 0 for t in self._tables}
         self._last_time: Dict[str, Optional[float]] = {t: None for t in self._tables}
         self._current: Dict[str, Dict[str, float]] = {t: {} for t in self._tables}
         self.totals: Dict[str, float] = {}
@@ -103,7 +150,7 @@ class RowReader:
         if stop <= start:
             return {}
         self._consumed[table] = stop
-        rows = {}
+        rows: Dict[str, List[float]] = {}
         for name, data in zip(names, raw):
             col = array("d")
             col.frombytes(data[start * 8 : stop * 8])
@@ -122,18 +169,16 @@ class RowReader:
 class Channel:
     """One target's bounded queue and sender thread."""
 
-    def __init__(self, name: str, make_sink, capacity: Optional[int] = None):
+    def __init__(self, name: str, make_sink: MakeSink, capacity: Optional[int] = None):
         """make_sink: builds the target's sink (given the channel's Sender), in the thread."""
         self.name = name
-        self.sink = None
         self.sender = Sender()
         self._aborted = False
         self._make_sink = make_sink
-        self._queue: deque = deque()
+        self._queue: Deque[Point] = deque()
         self._capacity = capacity or QUEUE_POINTS
         self._cond = threading.Condition()
-        self._final = None
-        self._closing = False
+        self._final: Optional[FinalSend] = None  # set once: the final send is asked for
         self.done = threading.Event()
         self.sent = 0
         self.failures = 0
@@ -163,25 +208,24 @@ class Channel:
             self._queue.append(point)
             self._cond.notify()
 
-    def finish(self, point: Optional[Point], summary) -> None:
+    def finish(self, point: Optional[Point], summary: Optional[RunSummary]) -> None:
         """Ask for the final send (the point and the run summary), after what is queued is
         dropped (the final point holds the totals and the newest values)."""
         with self._cond:
             self._drop_queued()
-            self._final = (point, summary)
-            self._closing = True
+            self._final = FinalSend(point, summary)
             self._cond.notify()
 
-    def _next(self):
-        """('live', the next point) when one is queued and no back-off runs, or ('final',
-        (point, summary)) as soon as the final send is asked for (it skips the back-off)."""
+    def _next(self) -> Union[Point, FinalSend]:
+        """The next point when one is queued and no back-off runs, or the final send as soon
+        as it is asked for (it skips the back-off)."""
         with self._cond:
             while True:
-                if self._closing:
-                    return ("final", self._final)
+                if self._final is not None:
+                    return self._final
                 wait = self._backoff_left()
                 if wait <= 0 and self._queue:
-                    return ("live", self._queue.popleft())
+                    return self._queue.popleft()
                 self._cond.wait(wait if wait > 0 else None)
 
     def _backoff_left(self) -> float:
@@ -189,7 +233,7 @@ class Channel:
 
     def _run(self) -> None:
         try:
-            self.sink = self._make_sink(self.sender)
+            sink = self._make_sink(self.sender)
         except BaseException as exc:  # the target cannot work here: its points are dropped
             self.last_error = f"could not start: {type(exc).__name__}: {exc}"[:300]
             self.final_state = "failed"
@@ -197,17 +241,17 @@ class Channel:
             return
         try:
             while True:
-                kind, item = self._next()
-                if kind == "final":
-                    self._send_final(item)
+                item = self._next()
+                if isinstance(item, FinalSend):
+                    self._send_final(sink, item)
                     return
-                self._send(lambda p=item: self.sink.send(p, SEND_TIMEOUT_S))
+                self._send(functools.partial(sink.send, item, SEND_TIMEOUT_S))
         except BaseException as exc:  # never let a sender die silently
             self.last_error = f"{type(exc).__name__}: {exc}"
         finally:
             self.done.set()
 
-    def _send(self, call) -> bool:
+    def _send(self, call: Callable[[], object]) -> bool:
         try:
             call()
         except Exception as exc:
@@ -234,13 +278,12 @@ class Channel:
             self.dropped_points += 1
             self.dropped_rows += lost.rows
 
-    def _send_final(self, item) -> None:
-        point, summary = item
+    def _send_final(self, sink: Sink, item: FinalSend) -> None:
         report = self.report()
-        ok = self._send(lambda: self.sink.send_final(point, summary, FINISH_TIMEOUT_S, report))
+        ok = self._send(lambda: sink.send_final(item.point, item.summary, FINISH_TIMEOUT_S, report))
         self.final_state = "sent" if ok else "timed out" if self._aborted else "failed"
         try:
-            self.sink.close()
+            sink.close()
         except Exception:
             pass
 
@@ -264,7 +307,12 @@ class Channel:
 class Exporter:
     """Streams a tracker's samples to the chosen targets (see the module docstring)."""
 
-    def __init__(self, tracker, sinks, tables):
+    def __init__(
+        self,
+        tracker: ExportedRun,
+        sinks: Sequence[Tuple[str, MakeSink]],
+        tables: Sequence[str],
+    ):
         """sinks: [(target name, a callable building its sink in the sender thread)]."""
         self._tracker = tracker
         self._reader = RowReader(tracker._sampler, tables)
@@ -275,6 +323,7 @@ class Exporter:
         self._error: Optional[str] = None
         self.period = max(MIN_PERIOD_S, float(tracker.interval))
         self.started = time.monotonic()
+        self._owner: Optional[int] = None  # the process that started it (start())
         self._thread = threading.Thread(
             target=self._run, name="resource-tracker-export", daemon=True
         )
@@ -326,7 +375,7 @@ class Exporter:
             return
         self._finished = True
         atexit.unregister(self._at_exit)
-        if os.getpid() != getattr(self, "_owner", os.getpid()):
+        if self._owner is not None and os.getpid() != self._owner:
             for channel in self._channels:  # the senders are the parent's threads
                 channel.final_state = "not sent (forked child)"
             return
@@ -347,7 +396,8 @@ class Exporter:
 
     def _final(self, failed: Optional[bool], deadline: float) -> None:
         """The final point and summary, handed to every channel."""
-        point, summary = None, None
+        point: Optional[Point] = None
+        summary: Optional[RunSummary] = None
         try:
             self._thread.join(max(0.0, deadline - time.monotonic()))
             point = self._poll(final=True)

@@ -10,12 +10,18 @@ the Metaflow ids (flow, run_id, step, task_id) inside a Metaflow task, else the 
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import TYPE_CHECKING, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 from ..registry import column
 from .context import Identity
 from .metrics import INSIGHTS, RECOMMENDATION, SIZING, SUMMARY_FIELDS, exported, summary_metric
 from .transport import Sender
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
+
+    from .pipeline import Point
+    from .summary import RunSummary
 
 
 def grouping_key(identity: Identity) -> Dict[str, str]:
@@ -31,17 +37,17 @@ def grouping_key(identity: Identity) -> Dict[str, str]:
 class _Snapshot:
     """A prometheus-client collector yielding the metric families of one push."""
 
-    def __init__(self, families):
+    def __init__(self, families: Iterable[Metric]):
         self._families = families
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         return iter(self._families)
 
 
 class PushgatewaySink:
     name = "pushgateway"
 
-    def __init__(self, url: str, identity: Identity, tables, sender: Sender):
+    def __init__(self, url: str, identity: Identity, tables: Iterable[str], sender: Sender):
         import prometheus_client  # noqa: F401 (fails here, not in the sender, when missing)
 
         self._sender = sender
@@ -50,10 +56,16 @@ class PushgatewaySink:
         self._key = grouping_key(identity)
         self._metrics = exported(tables)
 
-    def send(self, point, timeout: float) -> None:
+    def send(self, point: Point, timeout: float) -> None:
         self._push(self._point_families(point), timeout)
 
-    def send_final(self, point, summary, timeout: float, report: Optional[dict] = None) -> None:
+    def send_final(
+        self,
+        point: Optional[Point],
+        summary: Optional[RunSummary],
+        timeout: float,
+        report: Optional[Mapping[str, object]] = None,
+    ) -> None:
         families = self._point_families(point) if point is not None else []
         if summary is not None:
             families += self._summary_families(summary)
@@ -62,7 +74,7 @@ class PushgatewaySink:
                 self._gauge(
                     "resource_tracker_export_dropped_rows",
                     "Samples this export dropped while the job ran (endpoint slow or down)",
-                    report.get("dropped_rows", 0),
+                    _count(report.get("dropped_rows")),
                 )
             )
         self._push(families, timeout)
@@ -72,7 +84,7 @@ class PushgatewaySink:
 
     # -- families ----------------------------------------------------------------------
 
-    def _push(self, families, timeout: float) -> None:
+    def _push(self, families: List[Metric], timeout: float) -> None:
         from prometheus_client import CollectorRegistry, push_to_gateway
 
         registry = CollectorRegistry(auto_describe=False)
@@ -86,21 +98,28 @@ class PushgatewaySink:
             handler=self._handler,
         )
 
-    def _handler(self, url, method, timeout, headers, data):
+    def _handler(
+        self,
+        url: str,
+        method: str,
+        timeout: float,
+        headers: List[Tuple[str, str]],
+        data: bytes,
+    ) -> Callable[[], object]:
         """prometheus-client's request hook: the push goes through our bounded Sender (one
         deadline, no body read, no redirect followed, abortable at stop())."""
         return lambda: self._sender.request(method, url, data, dict(headers), timeout)
 
     @staticmethod
-    def _gauge(name, documentation, value):
+    def _gauge(name: str, documentation: str, value: float) -> Metric:
         from prometheus_client.core import GaugeMetricFamily
 
         return GaugeMetricFamily(name, documentation, value=float(value))
 
-    def _point_families(self, point) -> List:
+    def _point_families(self, point: Point) -> List[Metric]:
         from prometheus_client.core import CounterMetricFamily
 
-        families = []
+        families: List[Metric] = []
         for m in self._metrics:
             if m.kind == "counter":
                 total = point.totals.get(m.key)
@@ -123,8 +142,8 @@ class PushgatewaySink:
             )
         return families
 
-    def _summary_families(self, summary) -> List:
-        families = [
+    def _summary_families(self, summary: RunSummary) -> List[Metric]:
+        families: List[Metric] = [
             self._gauge(
                 "resource_tracker_run_duration_seconds", "Duration of the run", summary.duration
             ),
@@ -160,7 +179,7 @@ class PushgatewaySink:
         return families
 
     @staticmethod
-    def _insights(counts):
+    def _insights(counts: Mapping[Tuple[str, str], int]) -> Metric:
         from prometheus_client.core import GaugeMetricFamily
 
         family = GaugeMetricFamily(
@@ -171,3 +190,8 @@ class PushgatewaySink:
         for (kind, severity), n in sorted(counts.items()):
             family.add_metric([kind, severity], float(n))
         return family
+
+
+def _count(value: object) -> float:
+    """A count from the export's report (0 when it is not a number)."""
+    return float(value) if isinstance(value, (int, float)) else 0.0

@@ -8,9 +8,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Mapping, Optional, Tuple
 
 from ..registry import stat_columns
+
+if TYPE_CHECKING:
+    from typing import TypeGuard
+
+    from ..insights import Insight
+    from .context import ExportedRun
 
 
 @dataclass(frozen=True)
@@ -29,7 +35,9 @@ class RunSummary:
     sizing: Dict[str, float] = field(default_factory=dict)
 
 
-def run_summary(tracker, failed: Optional[bool] = None, lookup_seconds: float = 0.0) -> RunSummary:
+def run_summary(
+    tracker: ExportedRun, failed: Optional[bool] = None, lookup_seconds: float = 0.0
+) -> RunSummary:
     """The figures of the final push, taken from the package's run summary
     (resource_tracker.summary.build_summary). ``lookup_seconds`` > 0: the catalog is asked
     for at most that long, so that the findings priced by cost (over-provisioned, split
@@ -40,7 +48,7 @@ def run_summary(tracker, failed: Optional[bool] = None, lookup_seconds: float = 
     summary = build_summary(
         tracker, lookup_server=lookup_seconds > 0, server_timeout=max(lookup_seconds, 0.0)
     )
-    stats = summary.stats or {}
+    stats: Mapping[str, Any] = summary.stats or {}
     figures = {}
     for col in stat_columns():
         entry = stats.get(col.key)
@@ -60,14 +68,17 @@ def run_summary(tracker, failed: Optional[bool] = None, lookup_seconds: float = 
     )
 
 
-def sizing(tracker, stats, duration: Optional[float]) -> Dict[str, float]:
+def sizing(
+    tracker: ExportedRun, stats: Mapping[str, Any], duration: Optional[float]
+) -> Dict[str, float]:
     """What the run asked (as the insights judge it) and its cgroup figures (the keys of
     metrics.SIZING; the known ones)."""
     from ..insights import throttled_share
     from ..summary import _asked
 
     asked = _asked(tracker, stats) or {}
-    cgroup = stats.get("cgroup") if isinstance(stats.get("cgroup"), dict) else {}
+    cgroup = stats.get("cgroup")
+    cgroup = cgroup if isinstance(cgroup, dict) else {}
     values = {
         "asked_cpu": asked.get("cpu"),
         "asked_memory": asked.get("memory"),
@@ -80,7 +91,7 @@ def sizing(tracker, stats, duration: Optional[float]) -> Dict[str, float]:
     return {k: float(v) for k, v in values.items() if _num(v)}
 
 
-def insight_counts(insights) -> Dict[Tuple[str, str], int]:
+def insight_counts(insights: Optional[Iterable[Insight]]) -> Dict[Tuple[str, str], int]:
     """How many findings of each (kind, severity)."""
     counts: Dict[Tuple[str, str], int] = {}
     for insight in insights or ():
@@ -89,5 +100,5 @@ def insight_counts(insights) -> Dict[Tuple[str, str], int]:
     return counts
 
 
-def _num(value) -> bool:
+def _num(value: object) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -29,9 +29,12 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from typing import Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 from .._text import printable
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 #: what is read of an answer's body at most (for a failure's message)
 BODY_BYTES = 1024
@@ -67,7 +70,7 @@ class _DeadlineReader(io.RawIOBase):
     the socket's own unbuffered ``makefile()``, which holds the socket open until this is
     closed: the body of an answer that ends the connection can still be read."""
 
-    def __init__(self, sock, deadline: float, aborted: threading.Event):
+    def __init__(self, sock: socket.socket, deadline: float, aborted: threading.Event):
         super().__init__()
         self._sock = sock
         self._raw = sock.makefile("rb", buffering=0)
@@ -77,7 +80,7 @@ class _DeadlineReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:
+    def readinto(self, buffer: WriteableBuffer) -> int:
         left = self._deadline - time.monotonic()
         if self._aborted.is_set():
             raise SendError("the export was stopped")
@@ -94,7 +97,14 @@ class _DeadlineReader(io.RawIOBase):
 class _Response(http.client.HTTPResponse):
     """http.client's response parser over a :class:`_DeadlineReader`."""
 
-    def __init__(self, sock, *args, deadline: float, aborted: threading.Event, **kwargs):
+    def __init__(
+        self,
+        sock: socket.socket,
+        *args: Any,
+        deadline: float,
+        aborted: threading.Event,
+        **kwargs: Any,
+    ):
         super().__init__(sock, *args, **kwargs)
         self.fp.close()
         self.fp = io.BufferedReader(_DeadlineReader(sock, deadline, aborted))
@@ -141,7 +151,15 @@ class Sender:
         / OSError as :meth:`request`."""
         return self._exchange("GET", url, None, headers or {}, timeout, max_bytes)[1]
 
-    def _exchange(self, method, url, body, headers, timeout, max_bytes) -> Tuple[int, bytes]:
+    def _exchange(
+        self,
+        method: str,
+        url: str,
+        body: Optional[bytes],
+        headers: Dict[str, str],
+        timeout: float,
+        max_bytes: int,
+    ) -> Tuple[int, bytes]:
         """(status, at most max_bytes of the body) of one request (see the module)."""
         deadline = time.monotonic() + max(0.001, timeout)
         conn, path = self._open(url, timeout, deadline)
@@ -165,7 +183,9 @@ class Sender:
                 if response is not None:
                     response.close()
 
-    def _open(self, url: str, timeout: float, deadline: float):
+    def _open(
+        self, url: str, timeout: float, deadline: float
+    ) -> Tuple[http.client.HTTPConnection, str]:
         scheme, host, port, path, proxy = _target(url)
         where = proxy or (host, port)
         if scheme == "https":

@@ -13,6 +13,7 @@ import os
 import shlex
 import shutil
 import subprocess
+from typing import List, Optional
 
 #: Browsers that draw in the terminal: run in the foreground, with the terminal.
 CONSOLE_BROWSERS = ("www-browser", "lynx", "w3m", "links", "elinks", "browsh")
@@ -37,7 +38,7 @@ def open_in_browser(url: str) -> bool:
         return False
 
 
-def _command(entry, url):
+def _command(entry: str, url: str) -> Optional[List[str]]:
     """The argv for one BROWSER entry, or None when it names no program found here."""
     try:
         words = shlex.split(entry.strip())
@@ -55,7 +56,7 @@ def _command(entry, url):
     return [program, *args]
 
 
-def _start(command):
+def _start(command: List[str]) -> bool:
     """Starts the browser; a console browser runs in the foreground, any other detached."""
     try:
         if os.path.basename(command[0]) in CONSOLE_BROWSERS:

@@ -6,10 +6,13 @@ resource_tracker.formatting, statistics found by the column registry's resources
 from __future__ import annotations
 
 from html import escape
-from typing import Any, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple
 
 from .. import formatting as fmt
 from ..registry import by_key, stat_columns
+
+if TYPE_CHECKING:
+    from ..summary import RunSummary, StatRow
 
 __all__ = [
     "headline",
@@ -30,7 +33,7 @@ def _esc(value: Any) -> str:
     return escape("" if value is None else str(value), quote=True)
 
 
-def _stat(summary, table: str, field: str, **attrs) -> Optional[float]:
+def _stat(summary: RunSummary, table: str, field: str, **attrs: object) -> Optional[float]:
     """This run's `field` of the first stats column of `table` with the registry `attrs`."""
     for col in stat_columns(table):
         if all(getattr(col, k) == v for k, v in attrs.items()):
@@ -39,7 +42,7 @@ def _stat(summary, table: str, field: str, **attrs) -> Optional[float]:
     return None
 
 
-def gpu_seen(summary) -> bool:
+def gpu_seen(summary: RunSummary) -> bool:
     """A GPU was there: the machine has one, or a GPU or VRAM statistic is above zero."""
     info = summary.server_info or {}
     if info.get("gpu_count"):
@@ -47,13 +50,13 @@ def gpu_seen(summary) -> bool:
     return any((r.value or 0) > 0 for r in summary.rows if gpu_row(r) and r.field == "max")
 
 
-def gpu_row(row) -> bool:
+def gpu_row(row: StatRow) -> bool:
     """A statistics row of a GPU column (the registry's ``gpu`` and ``vram`` charts)."""
     col = by_key(row.key)
     return col is not None and col.chart in ("gpu", "vram")
 
 
-def capacity(summary) -> Tuple[Optional[float], Optional[float], str, str]:
+def capacity(summary: RunSummary) -> Tuple[Optional[float], Optional[float], str, str]:
     """(cores, memory MiB, where the cores figure is from, where the memory figure is from)
     the run had: a container's limit where lower than the machine's, else the machine's."""
     info = summary.server_info or {}
@@ -89,7 +92,7 @@ def _tile(tile_id: str, title: str, value: str, sub: str = "", bar: str = "") ->
     )
 
 
-def _usage_tiles(summary) -> List[str]:
+def _usage_tiles(summary: RunSummary) -> List[str]:
     cores, mem_mib, cpu_where, mem_where = capacity(summary)
     run = summary.run
     tiles = [
@@ -119,7 +122,7 @@ def _usage_tiles(summary) -> List[str]:
     return tiles
 
 
-def _gpu_tile(summary) -> str:
+def _gpu_tile(summary: RunSummary) -> str:
     info = summary.server_info or {}
     gpus = _stat(summary, "process", "max", resource="gpu")
     vram = _stat(summary, "process", "max", resource="vram")
@@ -131,7 +134,7 @@ def _gpu_tile(summary) -> str:
     return _tile("gpu", "GPU peak", _esc(value), _esc(sub), _bar(vram, total))
 
 
-def resources_line(rec) -> str:
+def resources_line(rec: Mapping[str, Any]) -> str:
     """The Metaflow decorator for the recommendation (memory in MiB, as Metaflow takes it)."""
     args = [f"cpu={int(rec.get('cpu') or 1)}", f"memory={int(rec.get('memory') or 0)}"]
     if rec.get("gpu"):
@@ -139,7 +142,7 @@ def resources_line(rec) -> str:
     return f"@resources({', '.join(args)})"
 
 
-def _recommendation(summary) -> str:
+def _recommendation(summary: RunSummary) -> str:
     rec = summary.resources
     if rec is None:
         return ""
@@ -163,7 +166,7 @@ def _recommendation(summary) -> str:
     )
 
 
-def server_name(server) -> str:
+def server_name(server: object) -> str:
     if not isinstance(server, dict):
         return _esc(server)
     vendor = server.get("vendor")
@@ -177,14 +180,14 @@ def server_name(server) -> str:
     return text
 
 
-def _price(server) -> Optional[float]:
+def _price(server: object) -> Optional[float]:
     for key in ("price", "min_price", "min_price_ondemand"):
         if isinstance(server, dict) and server.get(key) is not None:
             return server.get(key)
     return None
 
 
-def server_price(server) -> str:
+def server_price(server: object) -> str:
     """The hourly price of a catalog record, with its allocation (spot/on-demand)."""
     text = _esc(fmt.money(_price(server), "h"))
     allocation = server.get("price_allocation") if isinstance(server, dict) else None
@@ -194,7 +197,7 @@ def server_price(server) -> str:
     return f'<span class="rt-nowrap">{text}</span>' if " " not in text else text
 
 
-def server_shape(server) -> str:
+def server_shape(server: object) -> str:
     if not isinstance(server, dict):
         return fmt.NA
     parts = [
@@ -206,7 +209,7 @@ def server_shape(server) -> str:
     return _esc(" · ".join(parts))
 
 
-def server_caveats(server, summary) -> str:
+def server_caveats(server: object, summary: RunSummary) -> str:
     """The caveats of a pick (architecture, burstable, no GPU; the region is in its name) as
     HTML, with a warning when its architecture is not the run's."""
     run_arch = (summary.server_info or {}).get("architecture")
@@ -217,7 +220,7 @@ def server_caveats(server, summary) -> str:
     return text
 
 
-def _server(summary) -> str:
+def _server(summary: RunSummary) -> str:
     best = summary.server.best
     if best is None:
         return ""
@@ -232,7 +235,7 @@ def _server(summary) -> str:
     )
 
 
-def _cost(summary) -> str:
+def _cost(summary: RunSummary) -> str:
     costs = summary.server.costs or {}
     ran, rec = costs.get("run_cost_usd"), costs.get("recommended_run_cost_usd")
     if ran is None and rec is None:
@@ -256,20 +259,20 @@ def _cost(summary) -> str:
     )
 
 
-def _field(item, name: str, default: Any = None) -> Any:
+def _field(item: object, name: str, default: object = None) -> object:
     if isinstance(item, dict):
         return item.get(name, default)
     return getattr(item, name, default)
 
 
-def insights_html(summary) -> str:
+def insights_html(summary: RunSummary) -> str:
     """summary.insights (issue 17's Insight values, or their dicts), one line each with its
     severity, the most severe first; nothing when there are none."""
     items = list(getattr(summary, "insights", ()) or ())
     if not items:
         return ""
 
-    def rank(item):
+    def rank(item: object) -> int:
         sev = str(_field(item, "severity", "info"))
         return _SEVERITIES.index(sev) if sev in _SEVERITIES else len(_SEVERITIES)
 
@@ -291,7 +294,7 @@ def catalog_problem(text: str) -> str:
     return line.replace(code, "<code>resource-tracker catalog update</code>")
 
 
-def problems(summary) -> List[str]:
+def problems(summary: RunSummary) -> List[str]:
     """One line (HTML) per problem of the recommendation, the catalog or the server choice."""
     lines = [_esc(t) for t in summary.warnings_about("recommendation")]
     catalog = summary.warnings_about("catalog")
@@ -303,7 +306,7 @@ def problems(summary) -> List[str]:
     return lines
 
 
-def headline(summary) -> str:
+def headline(summary: RunSummary) -> str:
     """The headline band (HTML)."""
     answers = _recommendation(summary) + _server(summary) + _cost(summary)
     out = [

@@ -14,13 +14,48 @@ from __future__ import annotations
 
 import math
 import os
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Dict,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
 
 from .. import formatting as fmt
 from ..cloud import found_cloud_info
 from ..registry import by_chart
 from ..registry import columns as table_columns
-from ..summary import DURATION
+from ..summary import DURATION, RunSummary
 from . import _code, _headline
+
+if TYPE_CHECKING:
+    from typing import TypedDict
+
+    from ..registry import Column
+    from ..summary import RunInfo, StatRow
+    from ..tiny_data_frame import TinyDataFrame
+
+    #: a stored column as the tables give it: an array('d'), a float64 memoryview, a list
+    Values = Union[Sequence[float], memoryview]
+    #: a run's per-GPU series (``_gpu_devices()``): index, name, utilization, ...
+    GpuSeries = Sequence[Mapping[str, Any]]
+    #: what report.js reads (JSON values)
+    JsonDict = Dict[str, object]
+
+    class TableData(TypedDict):
+        """One table's chart data: first time (s), rows, times and series (JSON made in C)."""
+
+        t0: int
+        rows: int
+        t: _RawJson
+        s: Dict[str, _RawJson]
+
 
 #: Most points per table sent to the browser; longer runs keep the min and max of each bucket.
 MAX_POINTS = 2400
@@ -31,14 +66,14 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 class Report(str):
     """The HTML report: a str with save(), browse() and inline display in notebooks."""
 
-    def save(self, path):
+    def save(self, path: Union[str, os.PathLike[str]]) -> str:
         """Writes the page to path (UTF-8); returns the path."""
         path = os.fspath(path)
         with open(path, "w", encoding="utf-8") as f:
             f.write(self)
         return path
 
-    def browse(self):
+    def browse(self) -> str:
         """Writes the page to a temporary file and opens it in the web browser; returns the
         file's path.
 
@@ -62,7 +97,7 @@ class Report(str):
             )
         return path
 
-    def _repr_html_(self):
+    def _repr_html_(self) -> str:
         """The page in an iframe (srcdoc), so its styles and scripts stay out of the notebook."""
         from html import escape
 
@@ -72,35 +107,35 @@ class Report(str):
             f'srcdoc="{escape(str(self), quote=True)}"></iframe>'
         )
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<Report: {len(self)} characters of HTML; save(path) or browse() to view>"
 
 
 # -- small helpers ------------------------------------------------------------------------
 
 
-def _esc(value):
+def _esc(value: object) -> str:
     """value as text safe inside HTML elements and attribute values."""
     from html import escape
 
     return escape("" if value is None else str(value), quote=True)
 
 
-def _num(value, digits=3):
+def _num(value: object, digits: int = 3) -> str:
     """A plain number for a table cell ('n/a' when unknown): `digits` significant digits."""
     return _esc(fmt.number(value, digits))
 
 
-def _mib(value_mib):
+def _mib(value_mib: object) -> str:
     """A MiB amount in binary units ('512 MiB', '1.5 GiB')."""
     return fmt.quantity(value_mib, "MiB")
 
 
-def _duration(seconds):
+def _duration(seconds: object) -> str:
     return fmt.duration(seconds)
 
 
-def _utc(epoch):
+def _utc(epoch: Optional[float]) -> str:
     """A <time> element: UTC text that the page's script rewrites to local time."""
     if not epoch:
         return "n/a"
@@ -112,7 +147,9 @@ def _utc(epoch):
     return f'<time class="rt-time" datetime="{iso}" data-epoch="{float(epoch):.3f}">{text}</time>'
 
 
-def _table(rows, head=None, cls="rt-kv"):
+def _table(
+    rows: Sequence[Sequence[str]], head: Optional[Sequence[str]] = None, cls: str = "rt-kv"
+) -> str:
     """An HTML table; rows are lists of cells that are already HTML."""
     out = [f'<div class="rt-scroll"><table class="{cls}">']
     if head:
@@ -125,11 +162,11 @@ def _table(rows, head=None, cls="rt-kv"):
     return "".join(out)
 
 
-def _note(text, kind="info"):
+def _note(text: str, kind: str = "info") -> str:
     return f'<p class="rt-note rt-{kind}">{text}</p>'
 
 
-def _column(df, name):
+def _column(df: Optional[TinyDataFrame], name: str) -> Values:
     """A column of a TinyDataFrame-like table as a sequence of floats (empty when absent)."""
     if df is None:
         return []
@@ -142,7 +179,7 @@ def _column(df, name):
     return getter(name) if getter is not None else list(df[name])
 
 
-def _resource(name):
+def _resource(name: str) -> str:
     with open(os.path.join(_HERE, name), encoding="utf-8") as f:
         return f.read()
 
@@ -158,13 +195,19 @@ STATUS_WORDS = {
 }
 
 
-def _status_badge(status):
+def _status_badge(status: str) -> str:
     """The status as the page shows it (a span whose class names the status)."""
     word = STATUS_WORDS.get(status, status)
     return f'<span class="rt-status rt-status-{_esc(status)}">{_esc(word)}</span>'
 
 
-def render_report(tracker, historical_stats=None, status=None, integration=None, summary=None):
+def render_report(
+    tracker: object,
+    historical_stats: object = None,
+    status: Optional[str] = None,
+    integration: Optional[str] = None,
+    summary: Optional[RunSummary] = None,
+) -> Report:
     """The HTML report of tracker (a ResourceTracker, also one loaded from a snapshot).
 
     Args:
@@ -181,20 +224,35 @@ def render_report(tracker, historical_stats=None, status=None, integration=None,
     """
     _check_options(status, integration)
     if summary is None:
-        if callable(getattr(tracker, "summary", None)):
-            summary = tracker.summary(historical_stats)
-        else:
-            from ..summary import build_summary
-
-            summary = build_summary(tracker, historical_stats)
+        summary = _summary_of(tracker, historical_stats)
     process, system = _attr(tracker, "process_metrics"), _attr(tracker, "system_metrics")
-    gpus = tracker._gpu_devices() if callable(_attr(tracker, "_gpu_devices")) else None
+    gpu_devices = _attr(tracker, "_gpu_devices")
+    gpus = gpu_devices() if callable(gpu_devices) else None
     return render_summary(
         summary, process, system, status=status, integration=integration, gpus=gpus
     )
 
 
-def render_summary(summary, process=None, system=None, *, status=None, integration=None, gpus=None):
+def _summary_of(tracker: object, historical_stats: object) -> RunSummary:
+    """The tracker's own ``summary()`` (cached there), else one built here."""
+    summarize = getattr(tracker, "summary", None)
+    made = summarize(historical_stats) if callable(summarize) else None
+    if isinstance(made, RunSummary):
+        return made
+    from ..summary import build_summary
+
+    return build_summary(tracker, historical_stats)
+
+
+def render_summary(
+    summary: RunSummary,
+    process: Optional[TinyDataFrame] = None,
+    system: Optional[TinyDataFrame] = None,
+    *,
+    status: Optional[str] = None,
+    integration: Optional[str] = None,
+    gpus: Optional[GpuSeries] = None,
+) -> Report:
     """The HTML report of a RunSummary and the run's two tables (for the charts); gpus: the
     run's per-GPU series (``_gpu_series``), drawn as one utilisation line per GPU.
 
@@ -206,7 +264,7 @@ def render_summary(summary, process=None, system=None, *, status=None, integrati
     return Report(_page_html(view, process, system, gpus))
 
 
-def _check_options(status, integration):
+def _check_options(status: Optional[str], integration: object) -> None:
     if status is not None and status not in REPORT_STATUSES:
         raise ValueError(f"status must be one of {', '.join(REPORT_STATUSES)}, got {status!r}")
     if integration is not None and not isinstance(integration, str):
@@ -216,7 +274,9 @@ def _check_options(status, integration):
 class _View:
     """The summary with the page's own overrides (status, integration)."""
 
-    def __init__(self, summary, status, integration):
+    def __init__(
+        self, summary: RunSummary, status: Optional[str], integration: Optional[str]
+    ) -> None:
         self.s = summary
         self.run = summary.run
         self.status = status or summary.run.status
@@ -226,13 +286,18 @@ class _View:
 # -- the page -----------------------------------------------------------------------------
 
 
-def _page_html(view, process, system, gpus=None):
+def _page_html(
+    view: _View,
+    process: Optional[TinyDataFrame],
+    system: Optional[TinyDataFrame],
+    gpus: Optional[GpuSeries] = None,
+) -> str:
     import json
     import re
 
-    raws = []
+    raws: List[str] = []
 
-    def raw(obj):
+    def raw(obj: _RawJson) -> str:
         raws.append(obj.text)
         return f"@@RAW{len(raws) - 1}@@"
 
@@ -269,12 +334,12 @@ _SCRIPT_ESCAPES = (
 )
 
 
-def _what(run):
+def _what(run: RunInfo) -> str:
     from .._launch import DEFAULT_JOB
 
     if run.label:
         return run.label
-    if getattr(run, "job", None) and run.job != DEFAULT_JOB:
+    if run.job and run.job != DEFAULT_JOB:
         return run.job
     command = " ".join((run.command or "").split())
     if len(command) > 80:
@@ -282,11 +347,13 @@ def _what(run):
     return command or f"pid {run.pid}"
 
 
-def _samples_note(n):
+def _samples_note(n: int) -> str:
     return fmt.plural(n, "sample")
 
 
-def _fold(section_id, title, content, summary_extra="", open_=False):
+def _fold(
+    section_id: str, title: str, content: str, summary_extra: str = "", open_: bool = False
+) -> str:
     """A folded section: <details> with a <summary> heading (print opens it)."""
     extra = f' <span class="rt-fold-note">{summary_extra}</span>' if summary_extra else ""
     return (
@@ -295,7 +362,7 @@ def _fold(section_id, title, content, summary_extra="", open_=False):
     )
 
 
-def _run_rows(view):
+def _run_rows(view: _View) -> List[List[str]]:
     from .._version import __version__
 
     run = view.run
@@ -328,11 +395,11 @@ def _run_rows(view):
     return rows
 
 
-def _run(view):
+def _run(view: _View) -> str:
     return _fold("rt-run", "Run", _table(_run_rows(view)), _esc(_what(view.run)))
 
 
-def _header(view):
+def _header(view: _View) -> str:
     n = view.s.n_samples
     out = [
         '<header class="rt-header">',
@@ -357,7 +424,7 @@ def _header(view):
     return "".join(out)
 
 
-def _failure_text(view):
+def _failure_text(view: _View) -> str:
     """What a failed run's page says first: when it failed, what the figures cover, and the
     memory clue (the kernel's OOM kills, a peak at the limit) when there is one."""
     what = "step" if (view.integration or "").lower() == "metaflow" else "run"
@@ -383,7 +450,7 @@ def _failure_text(view):
     return text
 
 
-def _server(view):
+def _server(view: _View) -> str:
     info = view.s.server_info
     if not info:
         return _fold(
@@ -413,7 +480,7 @@ def _server(view):
     return _fold("rt-server", "Server", "".join(out), _esc(shape))
 
 
-def _limits(cgroup):
+def _limits(cgroup: Mapping[str, Any]) -> str:
     cpu_limit, mem_limit = cgroup.get("cpu_limit_cores"), cgroup.get("memory_limit_mb")
     if not (cpu_limit or mem_limit):
         return "none set"
@@ -427,11 +494,11 @@ def _limits(cgroup):
     return f'<span class="rt-limits">{text}</span>'
 
 
-def _seconds(value):
+def _seconds(value: object) -> str:
     return _esc(fmt.duration(value))
 
 
-def _cgroup(view):
+def _cgroup(view: _View) -> str:
     """The container's own figures (stats()["cgroup"]), when the run had a cgroup."""
     cg = (view.s.stats or {}).get("cgroup")
     if not cg:
@@ -469,7 +536,7 @@ def _cgroup(view):
     return _fold("rt-cgroup", "Container (cgroup)", "".join(out))
 
 
-def _tree_source(info):
+def _tree_source(info: object) -> str:
     """Where the tree's CPU, memory and I/O came from (stats()["tree_source"]), or ''."""
     if not isinstance(info, dict) or not isinstance(info.get("columns"), dict):
         return ""
@@ -483,7 +550,7 @@ def _tree_source(info):
     return f'<span title="{_esc(note)}">{_esc(text)}</span>' if note else _esc(text)
 
 
-def _cloud(view):
+def _cloud(view: _View) -> str:
     info = view.s.cloud_info
     if not info or not info.get("vendor"):
         return _fold(
@@ -516,7 +583,7 @@ def _cloud(view):
 # -- statistics ---------------------------------------------------------------------------
 
 
-def _shown_rows(summary):
+def _shown_rows(summary: RunSummary) -> Iterator[StatRow]:
     """The statistics rows shown: those with a value (and the duration); no GPU rows when no
     GPU was seen."""
     gpu = _headline.gpu_seen(summary)
@@ -529,12 +596,12 @@ def _shown_rows(summary):
         yield row
 
 
-def _row_value(summary, row, value):
+def _row_value(summary: RunSummary, row: StatRow, value: Optional[float]) -> str:
     """A statistic as shown (HTML): see _row_text."""
     return _esc(_row_text(summary, row, value))
 
 
-def _row_text(summary, row, value):
+def _row_text(summary: RunSummary, row: StatRow, value: Optional[float]) -> str:
     """A statistic as text: CPU (the machine's and the workload's) never above the
     machine's vCPUs (sampling jitter), as in the headline and the charts."""
     vcpus = (summary.server_info or {}).get("vcpus")
@@ -543,7 +610,7 @@ def _row_text(summary, row, value):
     return fmt.quantity(value, row.unit)
 
 
-def _usage(view):
+def _usage(view: _View) -> str:
     s = view.s
     if not s.stats or s.n_samples == 0:
         note = _note("No statistics: no samples were recorded.")
@@ -572,13 +639,13 @@ def _usage(view):
     return _fold("rt-usage", "Usage statistics", content, _esc(extra))
 
 
-def _change_cell(delta):
+def _change_cell(delta: Optional[fmt.Change]) -> str:
     if delta is None:
         return "n/a"
     return f'<span class="rt-{delta.direction}">{_esc(delta.text)}</span>'
 
 
-def _servers(view):
+def _servers(view: _View) -> str:
     """The fitting servers (the cheapest is in the headline) with their prices."""
     choice = view.s.server
     if len(choice.servers) < 1:
@@ -603,7 +670,7 @@ def _servers(view):
     return _fold("rt-servers", "Fitting cloud servers", content, _esc(extra))
 
 
-def _charts(summary, downsampled):
+def _charts(summary: RunSummary, downsampled: Sequence[Tuple[str, int, int]]) -> str:
     if summary.n_samples < 2:
         return ""  # the header's note says why there are no charts, once
     out = ['<section id="rt-charts"><h2>Usage over time</h2>']
@@ -637,7 +704,7 @@ _FOOTER = (
 # -- charts: which registry columns each chart draws ---------------------------------------
 
 
-def _is_capacity(col):
+def _is_capacity(col: Column) -> bool:
     """The disk's size: drawn as a capacity line."""
     return col.role == "disk_space_total"
 
@@ -661,11 +728,11 @@ _COMPACT_WHEN_FLAT = ("diskio", "diskspace", "network")
 _TABLE_KEYS = {"process": "p", "system": "s"}
 
 
-def _chart_columns(chart_id):
+def _chart_columns(chart_id: str) -> List[Column]:
     return list(by_chart(chart_id))
 
 
-def _series_name(col, cols):
+def _series_name(col: Column, cols: Sequence[Column]) -> str:
     """The table's name when the chart has one column per table, else the column's label."""
     tables = [c.table for c in cols]
     if len(set(tables)) == len(tables):
@@ -673,13 +740,14 @@ def _series_name(col, cols):
     return col.label
 
 
-def _series_defs(summary, cols, stats=True):
+def _series_defs(summary: RunSummary, cols: Sequence[Column], stats: bool = True) -> List[JsonDict]:
     """The series of one chart: name, where its values are, what it means (``role``: the
     process tree or the machine, one colour each on every chart) and its line style
     (``dash``: the table's second column in the chart, e.g. writes after reads), with its
     mean and peak over the whole run as the statistics table shows them (``stats``: the
     chart's unit is the table's)."""
-    out, seen = [], {}
+    out: List[JsonDict] = []
+    seen: Dict[str, int] = {}
     for col in cols:
         dash = seen.get(col.table, 0)
         seen[col.table] = dash + (not _is_capacity(col))
@@ -696,7 +764,7 @@ def _series_defs(summary, cols, stats=True):
     return out
 
 
-def _stat_texts(summary, col):
+def _stat_texts(summary: RunSummary, col: Column) -> Dict[str, str]:
     """{field: text} of the run's mean and peak of col, formatted as in the statistics table
     (the legend shows them while the whole run is in view)."""
     texts = {}
@@ -707,7 +775,7 @@ def _stat_texts(summary, col):
     return texts
 
 
-def _marks(summary, chart_id):
+def _marks(summary: RunSummary, chart_id: str) -> List[JsonDict]:
     """The reference lines of a chart (in its drawn unit): what the run asked for (e.g.
     Metaflow's @resources, with tuning the tuned ask), the container's limit, and the GPUs'
     memory on the VRAM chart. Each {name, kind ('ask', 'limit', 'capacity'), value}."""
@@ -737,7 +805,7 @@ def _marks(summary, chart_id):
     return marks
 
 
-def _positive(value):
+def _positive(value: object) -> Optional[float]:
     """value as a float when it is a finite number above 0 (a figure from outside), else None."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
@@ -748,11 +816,13 @@ def _positive(value):
     return number if math.isfinite(number) and number > 0 else None
 
 
-def _chart_def(summary, chart_id, title, unit, series):
+def _chart_def(
+    summary: RunSummary, chart_id: str, title: str, unit: str, series: List[JsonDict]
+) -> JsonDict:
     """One chart's definition for report.js. The GPU chart shows utilisation in % of one
     GPU, averaged over the machine's GPUs (100% = every GPU busy), as nvidia-smi users read
     it; the sampler's figures are in GPUs (0..N)."""
-    chart = dict(id=chart_id, title=title, unit=unit, series=series)
+    chart: JsonDict = dict(id=chart_id, title=title, unit=unit, series=series)
     marks = _marks(summary, chart_id)
     if marks:
         chart["marks"] = marks
@@ -766,9 +836,15 @@ def _chart_def(summary, chart_id, title, unit, series):
     return chart
 
 
-def _chart_data(summary, process, system, gpus=None):
+def _chart_data(
+    summary: RunSummary,
+    process: Optional[TinyDataFrame],
+    system: Optional[TinyDataFrame],
+    gpus: Optional[GpuSeries] = None,
+) -> Tuple[JsonDict, List[Tuple[str, int, int]]]:
     """(the page's chart data, [(table, rows, points drawn)])."""
-    tables, downsampled = {}, []
+    tables: Dict[str, TableData] = {}
+    downsampled: List[Tuple[str, int, int]] = []
     interval = float(summary.run.interval or 1.0)
     if summary.n_samples >= 2:
         for name, df, n in (
@@ -786,7 +862,7 @@ def _chart_data(summary, process, system, gpus=None):
             continue  # no flat-zero charts of hardware that is not there
         cols = [c for c in _chart_columns(chart_id) if _TABLE_KEYS[c.table] in tables]
         series = _series_defs(summary, cols, stats=chart_id not in _RESCALED)
-        if chart_id == "gpu" and _add_gpu_table(tables, system, gpus, interval):
+        if chart_id == "gpu" and gpus and _add_gpu_table(tables, system, gpus, interval):
             charts.append(_per_gpu_chart(summary, title, unit, series, gpus))
         elif series:
             charts.append(_chart_def(summary, chart_id, title, unit, series))
@@ -794,7 +870,12 @@ def _chart_data(summary, process, system, gpus=None):
     return {"t0": t0, "tables": tables, "charts": charts}, downsampled
 
 
-def _add_gpu_table(tables, system, gpus, interval):
+def _add_gpu_table(
+    tables: Dict[str, TableData],
+    system: Optional[TinyDataFrame],
+    gpus: GpuSeries,
+    interval: float,
+) -> bool:
     """Adds the per-GPU series to the chart data as table ``g`` (the system table's times,
     one series ``gpu<index>`` of utilisation % a GPU): True, or False when the run has none
     that fit the system table drawn (an older snapshot, the psutil backend, no GPU)."""
@@ -817,7 +898,9 @@ def _add_gpu_table(tables, system, gpus, interval):
     return True
 
 
-def _per_gpu_chart(summary, title, unit, series, gpus):
+def _per_gpu_chart(
+    summary: RunSummary, title: str, unit: str, series: List[JsonDict], gpus: GpuSeries
+) -> JsonDict:
     """The GPU chart of a run with per-GPU series: one line per GPU (0-100 % of that GPU,
     machine-wide, as nvidia-smi shows it; the machine's colour, a dash each), named "GPU 0"
     and its name, and the process tree's line (its use of all the GPUs, in % of them)."""
@@ -836,12 +919,12 @@ def _per_gpu_chart(summary, title, unit, series, gpus):
     return chart
 
 
-def _vcpus(summary):
+def _vcpus(summary: RunSummary) -> Optional[float]:
     vcpus = (summary.server_info or {}).get("vcpus")
     return float(vcpus) if isinstance(vcpus, (int, float)) and vcpus > 0 else None
 
 
-def _drawing(col, vcpus=None):
+def _drawing(col: Column, vcpus: Optional[float] = None) -> str:
     """How a column is drawn (``_core.chart_series``): KiB as MiB, amounts per interval as
     rates per second, CPU never above the machine's vCPUs (sampling jitter)."""
     if col.role == "cpu" and vcpus:
@@ -853,7 +936,9 @@ def _drawing(col, vcpus=None):
     return "as_is"
 
 
-def _table_data(name, df, interval, vcpus=None):
+def _table_data(
+    name: str, df: Optional[TinyDataFrame], interval: float, vcpus: Optional[float] = None
+) -> Tuple[TableData, int]:
     """(one table's chart data, points drawn per series). Each series is drawn, downsampled
     to at most MAX_POINTS points (each of MAX_POINTS / 2 buckets gives its lowest and highest
     value, in their order, at the bucket's first and last timestamp: no peak is lost) and
@@ -873,14 +958,19 @@ def _table_data(name, df, interval, vcpus=None):
                 )
                 series[col.name] = _RawJson(text)
     t0 = math.floor(t[0]) if n else 0
-    data = {"t0": t0, "rows": n, "t": _RawJson(_core.chart_times(t, t0, MAX_POINTS)), "s": series}
+    data: TableData = {
+        "t0": t0,
+        "rows": n,
+        "t": _RawJson(_core.chart_times(t, t0, MAX_POINTS)),
+        "s": series,
+    }
     return data, min(n, MAX_POINTS // 2 * 2)
 
 
 # -- catalog records ---------------------------------------------------------------------
 
 
-def _usd(value, per=""):
+def _usd(value: object, per: str = "") -> str:
     return _esc(fmt.money(value, per))
 
 
@@ -895,11 +985,13 @@ _server_shape = _headline.server_shape
 class _RawJson:
     """Already-encoded JSON text, put in place by _Page.html()."""
 
-    def __init__(self, text):
+    def __init__(self, text: str) -> None:
         self.text = text
 
 
-def _attr(obj, name, default=None):
+def _attr(obj: object, name: str, default: object = None) -> Any:
+    """obj's attribute (any value: read from an object of any type), default when it has
+    none or reading it fails."""
     try:
         return getattr(obj, name, default)
     except Exception:

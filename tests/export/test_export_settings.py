@@ -46,6 +46,23 @@ def test_pushgateway_without_address_is_a_clear_error(monkeypatch):
         ResourceTracker(autostart=False, export="pushgateway")
 
 
+def test_unchecked_settings_without_address_fail_to_start_with_the_variable_named():
+    """Settings that did not go through prepare_export() (no Pushgateway address): the
+    target says which variable is missing instead of failing every push on None."""
+    pytest.importorskip("prometheus_client")
+    from resource_tracker.export import ExportSettings, start_export
+
+    tracker = ResourceTracker(interval=0.1)
+    tracker.wait_for_samples(2, timeout=10)
+    exporter = start_export(tracker, ExportSettings(("pushgateway",), None))
+    assert exporter is not None
+    tracker.stop()
+    exporter.finish(timeout=5.0)
+    sink = exporter.report()["targets"]["pushgateway"]
+    assert sink["final"] == "failed" and sink["sent"] == 0
+    assert "RESOURCE_TRACKER_PUSHGATEWAY_URL" in sink["last_error"]
+
+
 def test_decorator_attribute_is_checked_the_same_way():
     pytest.importorskip("metaflow")
     from metaflow_extensions.resource_tracker.plugins.track_resources_decorator import (
