@@ -116,6 +116,19 @@ class PriceRow(NamedTuple):
     server_id: str
 
 
+class Candidate(NamedTuple):
+    """One ranked server of the candidate query (_candidates_sql's columns, in order; prices
+    in USD per hour, as the index tables declare them)."""
+
+    vendor_id: str
+    server_id: str
+    best_price: float  # the cheapest price of the allocation asked for
+    min_price: Optional[float]
+    min_price_spot: Optional[float]
+    min_price_ondemand: Optional[float]
+    score: Optional[float]  # stress_ng:bestn, None when not benchmarked
+
+
 class QueryParts(NamedTuple):
     """The pieces of the candidate query (see _query_parts)."""
 
@@ -805,22 +818,22 @@ def _value(column: str, value: SqlValue) -> object:
 
 
 def _record(
-    conn: sqlite3.Connection, px: str, row: sqlite3.Row, req: Request, rate: float
+    conn: sqlite3.Connection, px: str, row: Candidate, req: Request, rate: float
 ) -> Server:
     """The Spare Cores record of one candidate row: server columns, prices, vendor dict."""
     server = conn.execute(
         "SELECT * FROM server WHERE vendor_id = ? AND server_id = ?",
-        (row["vendor_id"], row["server_id"]),
+        (row.vendor_id, row.server_id),
     ).fetchone()
     rec = {k: _value(k, server[k]) for k in server.keys()}
-    price = row["best_price"]
-    score = row["score"]
+    price = row.best_price
+    score = row.score
     rec.update(
         score=score,
         price=_round(price),
-        min_price=_round(row["min_price"]),
-        min_price_spot=_round(row["min_price_spot"]),
-        min_price_ondemand=_round(row["min_price_ondemand"]),
+        min_price=_round(row.min_price),
+        min_price_spot=_round(row.min_price_spot),
+        min_price_ondemand=_round(row.min_price_ondemand),
         score_per_price=(score / price) if score is not None and price else None,
         selected_benchmark_score=None,
         selected_benchmark_score_per_price=None,
@@ -834,17 +847,17 @@ def _record(
         f"SELECT region_id, allocation, currency, price FROM {px}.{PRICE_TABLE} "
         f"WHERE vendor_id = ? AND server_id = ? AND currency IN ('USD', 'EUR')"
         f"{where[req.allocation]} ORDER BY price * (CASE currency WHEN 'USD' THEN 1.0 ELSE ? END)",
-        (row["vendor_id"], row["server_id"], rate),
+        (row.vendor_id, row.server_id, rate),
     ).fetchall()
     pairs = _region_pairs(conn, req)
     for b in best:
-        if pairs is None or (row["vendor_id"], b["region_id"]) in pairs:
+        if pairs is None or (row.vendor_id, b["region_id"]) in pairs:
             rec["price_region_id"] = b["region_id"]
             rec["price_allocation"] = b["allocation"].lower()
             rec["price_currency"] = b["currency"]
             break
     vendor = conn.execute(
-        "SELECT * FROM vendor WHERE vendor_id = ?", (row["vendor_id"],)
+        "SELECT * FROM vendor WHERE vendor_id = ?", (row.vendor_id,)
     ).fetchone()
     rec["vendor"] = {k: _value(k, vendor[k]) for k in vendor.keys()} if vendor else None
     return rec
@@ -872,7 +885,7 @@ def recommend_local(path: str, req: Request, rate: float) -> Union[Server, List[
                     "sc-data-all dump: `resource-tracker catalog update`"
                 )
             raise NoMatchingServerError(_no_match_text(req) + _missing_prices(conn, px, req))
-        records = [_record(conn, px, row, req, rate) for row in rows]
+        records = [_record(conn, px, Candidate(*row), req, rate) for row in rows]
     finally:
         conn.close()
     return records if req.n is not None else records[0]
