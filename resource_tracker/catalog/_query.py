@@ -817,9 +817,7 @@ def _value(column: str, value: SqlValue) -> object:
     return value
 
 
-def _record(
-    conn: sqlite3.Connection, px: str, row: Candidate, req: Request, rate: float
-) -> Server:
+def _record(conn: sqlite3.Connection, px: str, row: Candidate, req: Request, rate: float) -> Server:
     """The Spare Cores record of one candidate row: server columns, prices, vendor dict."""
     server = conn.execute(
         "SELECT * FROM server WHERE vendor_id = ? AND server_id = ?",
@@ -856,9 +854,7 @@ def _record(
             rec["price_allocation"] = b["allocation"].lower()
             rec["price_currency"] = b["currency"]
             break
-    vendor = conn.execute(
-        "SELECT * FROM vendor WHERE vendor_id = ?", (row.vendor_id,)
-    ).fetchone()
+    vendor = conn.execute("SELECT * FROM vendor WHERE vendor_id = ?", (row.vendor_id,)).fetchone()
     rec["vendor"] = {k: _value(k, vendor[k]) for k in vendor.keys()} if vendor else None
     return rec
 
