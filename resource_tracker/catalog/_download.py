@@ -22,10 +22,28 @@ from __future__ import annotations
 import io
 import os
 import time
-from typing import Any, Dict, NamedTuple, Optional
+from typing import (
+    IO,
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterator,
+    List,
+    NamedTuple,
+    Optional,
+    Tuple,
+    Union,
+)
 
 from . import CatalogUnavailableError
 from ._load import from_sql, from_sqlite, too_big
+
+if TYPE_CHECKING:
+    import urllib.request
+    from http.client import HTTPMessage
+
+    from _typeshed import WriteableBuffer
 
 CHUNK = 1 << 20
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -38,11 +56,11 @@ MIN_UNPACKED = 64 << 20  # the ratio never caps a small download below this
 DEFAULT_MAX_SECONDS = 600.0
 
 
-def _positive(name, value):
+def _positive(name: str, value: Optional[float]) -> float:
     """value when it is a number > 0, else ValueError naming it."""
     if (
         isinstance(value, bool)
-        or not isinstance(value, (int, float))
+        or not isinstance(value, (int, float))  # callers' values are unchecked at run time
         or not 0 < value < float("inf")
     ):
         raise ValueError(f"{name} must be a positive number, got {value!r:.40}")
@@ -59,14 +77,16 @@ class Limits(NamedTuple):
     ratio: Optional[int]
 
     @classmethod
-    def build(cls, max_bytes=None, max_unpacked_bytes=None):
+    def build(
+        cls, max_bytes: Optional[int] = None, max_unpacked_bytes: Optional[int] = None
+    ) -> Limits:
         """The limits of update(): defaults for those left None (ValueError for bad ones)."""
         download = DEFAULT_MAX_BYTES if max_bytes is None else _positive("max_bytes", max_bytes)
         if max_unpacked_bytes is None:
             return cls(int(download), DEFAULT_MAX_UNPACKED, DEFAULT_MAX_RATIO)
         return cls(int(download), int(_positive("max_unpacked_bytes", max_unpacked_bytes)), None)
 
-    def for_download(self, size):
+    def for_download(self, size: int) -> Limits:
         """The limits once size bytes were downloaded (the default ratio applied)."""
         if self.ratio is None:
             return self
@@ -78,14 +98,14 @@ RAW_PREFIX, DB_PREFIX = ".download-", ".catalog-"
 RAW_SUFFIX, DB_SUFFIX = ".part", ".db.tmp"
 
 
-def _fail(url, why):
+def _fail(url: str, why: str) -> CatalogUnavailableError:
     return CatalogUnavailableError(
         f"catalog download from {url} failed: {why}; the previous copy (if any) is unchanged "
         "(run `resource-tracker catalog update` again, or check the URL)"
     )
 
 
-def _check_scheme(url):
+def _check_scheme(url: str) -> None:
     """ValueError unless url is http or https (urllib would also read file:// and ftp://)."""
     from urllib.parse import urlsplit
 
@@ -94,13 +114,21 @@ def _check_scheme(url):
         raise ValueError(f"only http and https URLs are downloaded, not {scheme or 'no'!r} ones")
 
 
-def _opener_same_host(host):
+def _opener_same_host(host: Optional[str]) -> urllib.request.OpenerDirector:
     """A urllib opener whose redirects must stay on host (and on http/https)."""
     import urllib.request
     from urllib.parse import urlsplit
 
     class SameHost(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, req, fp, code, msg, headers, newurl):
+        def redirect_request(
+            self,
+            req: urllib.request.Request,
+            fp: IO[bytes],
+            code: int,
+            msg: str,
+            headers: HTTPMessage,
+            newurl: str,
+        ) -> Optional[urllib.request.Request]:
             target = urlsplit(newurl)
             if target.scheme.lower() not in ("http", "https") or target.hostname != host:
                 raise OSError(f"refused a redirect to another host ({target.hostname!r:.80})")
@@ -109,7 +137,7 @@ def _opener_same_host(host):
     return urllib.request.build_opener(SameHost)
 
 
-def _fetch(url, raw_path, timeout, max_bytes, deadline):
+def _fetch(url: str, raw_path: str, timeout: float, max_bytes: int, deadline: float) -> int:
     """Bytes written to raw_path from url; raises on a short, failed, too large or too slow
     transfer (deadline: monotonic time by which the whole transfer must be done)."""
     import urllib.request
@@ -141,7 +169,7 @@ def _fetch(url, raw_path, timeout, max_bytes, deadline):
     return total
 
 
-def _left(deadline):
+def _left(deadline: float) -> float:
     """Seconds left before deadline; TimeoutError once it has passed."""
     import time as _time
 
@@ -151,8 +179,8 @@ def _left(deadline):
     return left
 
 
-def _opener(path):
-    """A function opening path decompressed (binary), by its magic bytes."""
+def _opener(path: str) -> Callable[[str], io.BufferedIOBase]:
+    """A function opening path decompressed (binary, for reading), by its magic bytes."""
     import bz2
     import gzip
     import lzma
@@ -160,48 +188,53 @@ def _opener(path):
     with open(path, "rb") as f:
         head = f.read(16)
     if head.startswith(b"BZh"):
-        return bz2.open
+        return bz2.BZ2File
     if head.startswith(b"\xfd7zXZ\x00"):
-        return lzma.open
+        return lzma.LZMAFile
     if head.startswith(b"\x1f\x8b"):
-        return gzip.open
-    return open
+        return gzip.GzipFile
+    return _open_plain
+
+
+def _open_plain(path: str) -> io.BufferedIOBase:
+    return open(path, "rb")
 
 
 class _Counted(io.RawIOBase):
     """A decompressing stream that raises TooBig once more than limit bytes came out of it:
     the unpacked size is checked while streaming, before anything larger is written."""
 
-    def __init__(self, raw, limit):
+    def __init__(self, raw: io.BufferedIOBase, limit: int) -> None:
         super().__init__()
         self.raw, self.limit, self.count = raw, limit, 0
 
-    def readable(self):
+    def readable(self) -> bool:
         return True
 
-    def readinto(self, buf):
-        data = self.raw.read(len(buf))
+    def readinto(self, buf: WriteableBuffer) -> int:
+        view = memoryview(buf)
+        data = self.raw.read(len(view))
         self.count += len(data)
         if self.count > self.limit:
             raise too_big("the catalog unpacked", self.limit)
-        buf[: len(data)] = data
+        view[: len(data)] = data
         return len(data)
 
 
-def _stream(packed, limit):
+def _stream(packed: io.BufferedIOBase, limit: int) -> io.BufferedReader:
     return io.BufferedReader(_Counted(packed, limit), CHUNK)
 
 
-def _unpack(raw_path, src_path, db_path, limits):
+def _unpack(raw_path: str, src_path: str, db_path: str, limits: Limits) -> str:
     """Loads the catalog held (maybe compressed) in raw_path into a new database of our own
     schema at db_path ("sqlite" or "sql"); a compressed SQLite file is unpacked into src_path
     first (at most limits.unpacked bytes, counted while streaming)."""
     opener = _opener(raw_path)
-    with opener(raw_path, "rb") as packed:
+    with opener(raw_path) as packed:
         src = _stream(packed, limits.unpacked)
         head = src.read(len(SQLITE_MAGIC))
         if head == SQLITE_MAGIC:
-            if opener is open:
+            if opener is _open_plain:
                 src_path = raw_path
             else:
                 with open(src_path, "wb") as out:
@@ -210,7 +243,7 @@ def _unpack(raw_path, src_path, db_path, limits):
                         out.write(chunk)
             from_sqlite(src_path, db_path, limits.unpacked)
             return "sqlite"
-    with opener(raw_path, "rb") as packed:
+    with opener(raw_path) as packed:
         text = io.TextIOWrapper(_stream(packed, limits.unpacked), encoding="utf-8")
         first = text.read(4096)
         if not any(k in first.upper() for k in ("CREATE TABLE", "PRAGMA", "BEGIN", "INSERT")):
@@ -219,14 +252,14 @@ def _unpack(raw_path, src_path, db_path, limits):
     return "sql"
 
 
-def _chain(first, text):
+def _chain(first: str, text: IO[str]) -> Iterator[str]:
     """Lines of first + the rest of text."""
     rest = text.readline()
     yield from (first + rest).splitlines(keepends=True)
     yield from text
 
 
-def _check(db_path):
+def _check(db_path: str) -> Tuple[int, int]:
     """(servers, prices) of the database at db_path; ValueError when it is not usable."""
     import sqlite3
 
@@ -248,7 +281,7 @@ def _check(db_path):
     return servers, prices
 
 
-def _remove_stale(folder):
+def _remove_stale(folder: str) -> None:
     """Removes the temporary files of updates whose process no longer runs (killed ones)."""
     try:
         names = os.listdir(folder)
@@ -266,7 +299,7 @@ def _remove_stale(folder):
                     pass
 
 
-def _alive(pid):
+def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -276,7 +309,7 @@ def _alive(pid):
     return True
 
 
-def _temp_paths(folder):
+def _temp_paths(folder: str) -> List[str]:
     """(raw, unpacked source, new database) temporary paths in folder, tagged with our pid."""
     import tempfile
 
@@ -293,7 +326,9 @@ def _temp_paths(folder):
     return paths
 
 
-def _install(url, dest, timeout, limits, deadline):
+def _install(
+    url: str, dest: str, timeout: float, limits: Limits, deadline: float
+) -> Tuple[int, str, int, int]:
     """Fetches url into a temp file beside dest, loads it into our own schema and checks it,
     then moves it onto dest: (bytes downloaded, format, servers, prices).
     CatalogUnavailableError on any failure, with the temp files removed."""
@@ -323,7 +358,7 @@ def _install(url, dest, timeout, limits, deadline):
     return size, kind, servers, prices
 
 
-def _write_meta(dest, meta):
+def _write_meta(dest: str, meta: Dict[str, Union[str, int]]) -> None:
     """dest.json: where and when the catalog came from (best effort)."""
     import json
 

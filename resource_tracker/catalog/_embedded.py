@@ -11,7 +11,7 @@ the cache cannot be written. Data: (c) Spare Cores, CC BY-SA 4.0.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from .. import settings
 
@@ -20,12 +20,13 @@ DATA_FILE = os.path.join(HERE, "data", "embedded-catalog.db.gz")
 ENV_EMBEDDED = "RESOURCE_TRACKER_EMBEDDED_CATALOG"
 SOURCE = "embedded"
 
-_path_cache: dict = {}
+_path_cache: Dict[Tuple[str, float, str], str] = {}  # (data file, mtime, cache dir) -> path
 
 
-def enabled():
+def enabled() -> bool:
     """False when RESOURCE_TRACKER_EMBEDDED_CATALOG switches the embedded catalog off."""
-    return settings.get(ENV_EMBEDDED)
+    on: bool = settings.get(ENV_EMBEDDED)  # a flag
+    return on
 
 
 def path() -> Optional[str]:
@@ -49,7 +50,7 @@ def path() -> Optional[str]:
     return found
 
 
-def _unpack(folder):
+def _unpack(folder: str) -> Optional[str]:
     """Decompresses the data file into folder/embedded/ (once per content); None on OSError."""
     import gzip
     import hashlib
@@ -81,7 +82,7 @@ def _unpack(folder):
         return None
 
 
-def _unlink(name):
+def _unlink(name: str) -> None:
     try:
         os.unlink(name)
     except OSError:

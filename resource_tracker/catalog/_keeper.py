@@ -7,11 +7,15 @@ cJSON in C. Failures raise CatalogUnavailableError.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, TypedDict, Union
 
 from .. import settings
 from .._text import printable
-from . import CatalogUnavailableError, NoMatchingServerError
+from . import CatalogUnavailableError, NoMatchingServerError, Server
+
+if TYPE_CHECKING:
+    from ._query import Request
+
 
 VENDORS = ("alicloud", "aws", "azure", "gcp", "hcloud", "ovh", "upcloud")
 ORDER = {
@@ -24,17 +28,39 @@ TIMEOUT_ENV = "RESOURCE_TRACKER_KEEPER_TIMEOUT"
 # After a failed request the Keeper is not asked again for a while: an offline machine pays
 # the connection timeout once, not in every report, summary and card of the process.
 RETRY_AFTER_S = 300.0
-_failure = {}  # base_url -> (monotonic time until which it is not asked, message)
+_failure: Dict[str, Tuple[float, str]] = {}  # base_url -> (not asked until (monotonic), message)
 
 
-def _timeout():
+class KeeperQuery(TypedDict):
+    """The keyword arguments of _core.keeper_servers (see its stub), memory in MiB."""
+
+    vcpus_min: int
+    memory_min_mib: float
+    gpu_min: int
+    gpu_memory_min_mib: float
+    gpu_memory_total_mib: float
+    vendors: Optional[List[str]]
+    regions: Optional[List[str]]
+    countries: Optional[List[str]]
+    architectures: Optional[List[str]]
+    compliance_frameworks: Optional[List[str]]
+    allocation: Optional[str]
+    green_energy: bool
+    price_max: float
+    order_by: str
+    order_dir: str
+    limit: int
+
+
+def _timeout() -> float:
     """Seconds per request: RESOURCE_TRACKER_KEEPER_TIMEOUT (0.1 to 600, default 10)."""
-    return settings.get(TIMEOUT_ENV)
+    seconds: float = settings.get(TIMEOUT_ENV)  # a number (settings.py bounds it)
+    return seconds
 
 
-def _call(base_url, name, *args, **kwargs):
-    """_core.<name>(base_url, ...); RuntimeError when it failed (a remembered failure to get
-    an answer is raised again without asking)."""
+def _call(base_url: str, name: str, *args: str, **kwargs: Any) -> object:
+    """The decoded JSON answer (unchecked) of _core.<name>(base_url, ...); RuntimeError when
+    it failed (a remembered failure to get an answer is raised again without asking)."""
     import time
 
     from .. import _core
@@ -46,13 +72,14 @@ def _call(base_url, name, *args, **kwargs):
     if time.monotonic() < until:
         raise _core.KeeperNoAnswerError(f"{message} (not asked again for {RETRY_AFTER_S:.0f} s)")
     try:
-        return func(base_url, *args, timeout=_timeout(), **kwargs)
+        _url, answer = func(base_url, *args, timeout=_timeout(), **kwargs)
+        return answer
     except _core.KeeperNoAnswerError as exc:
         _failure[base_url] = (time.monotonic() + RETRY_AFTER_S, str(exc))
         raise
 
 
-def query_args(req):
+def query_args(req: Request) -> KeeperQuery:
     """The keyword arguments of _core.keeper_servers for the request (memory still in MiB)."""
     if req.vendors is not None:
         bad = [v for v in req.vendors if v not in VENDORS]
@@ -70,7 +97,7 @@ def query_args(req):
     limit = req.n or 1
     if req.min_score is not None:
         limit = max(limit, 50)  # min_score is applied here, on the answer
-    return dict(
+    return KeeperQuery(
         vcpus_min=int(max(req.cpu, 1)),
         memory_min_mib=float(req.memory),
         gpu_min=int(req.gpu),
@@ -90,7 +117,7 @@ def query_args(req):
     )
 
 
-def _normalise(item, req):
+def _normalise(item: Mapping[str, Any], req: Request) -> Server:
     rec = dict(item)
     price = rec.get("price")
     if price is None:
@@ -109,11 +136,12 @@ def _normalise(item, req):
     return rec
 
 
-def recommend(base_url: str, req: Any, rate: float) -> Any:
-    """recommend_server() answered by the Keeper at base_url."""
+def recommend(base_url: str, req: Request, rate: float) -> Union[Server, List[Server]]:
+    """recommend_server() answered by the Keeper at base_url (records in the Spare Cores
+    shape as the Keeper sends them, the price keys normalised)."""
     args = query_args(req)
     try:
-        _url, answer = _call(base_url, "keeper_servers", **args)
+        answer = _call(base_url, "keeper_servers", **args)
     except (RuntimeError, ValueError) as exc:  # ValueError: undecodable text in the answer
         raise CatalogUnavailableError(printable(exc)) from None
     if isinstance(answer, dict):  # some API versions wrap the list
@@ -140,36 +168,38 @@ def current_price(
 ) -> Tuple[Optional[float], Optional[str]]:
     """(USD per hour or None, note): the on-demand price of the server from the Keeper."""
     try:
-        _url, rows = _call(base_url, "keeper_prices", vendor, instance_type)
+        rows = _call(base_url, "keeper_prices", vendor, instance_type)
     except (RuntimeError, ValueError) as exc:
         return None, f"no price: {exc}"
     if not isinstance(rows, list):
         return None, "no price: unexpected Keeper answer"
 
-    def usd(row):
+    def usd(row: Mapping[str, object]) -> Optional[float]:
         cur = row.get("currency", "USD")
         price = row.get("price")
         if not isinstance(price, (int, float)) or cur not in ("USD", "EUR"):
             return None
         return float(price) * (rate if cur == "EUR" else 1.0)
 
-    ondemand = [
-        r
+    ondemand = [  # (USD per hour, price row)
+        (price, r)
         for r in rows
-        if isinstance(r, dict) and str(r.get("allocation", "")).upper() == "ONDEMAND" and usd(r)
+        if isinstance(r, dict)
+        and str(r.get("allocation", "")).upper() == "ONDEMAND"
+        and (price := usd(r))
     ]
     if region:
-        here = [r for r in ondemand if region in (r.get("region_id"), _api_ref(r))]
+        here = [p for p, r in ondemand if region in (r.get("region_id"), _api_ref(r))]
         if here:
             note = f"on-demand price of {vendor} {instance_type} in {region} (Keeper API)"
-            return min(usd(r) for r in here), note
+            return min(here), note
     if ondemand:
         where = f"no price in {region}" if region else "region unknown"
         note = f"cheapest on-demand price of {vendor} {instance_type} in any region ({where}"
-        return min(usd(r) for r in ondemand), note + "; Keeper API)"
+        return min(p for p, _r in ondemand), note + "; Keeper API)"
     return None, f"the Keeper has no on-demand price for {vendor} {instance_type}"
 
 
-def _api_ref(row):
+def _api_ref(row: Mapping[str, object]) -> object:
     region = row.get("region")
     return region.get("api_reference") if isinstance(region, dict) else None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import sqlite3
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from . import _schema, _sqldump
 
@@ -89,7 +89,7 @@ def from_sql(lines: Iterable[str], db_path: str, max_bytes: int) -> None:
 
 
 def _insert_rows(
-    conn: sqlite3.Connection, table: str, columns: Sequence[str], rows: List[Tuple[Any, ...]]
+    conn: sqlite3.Connection, table: str, columns: Sequence[str], rows: List[_sqldump.Row]
 ) -> None:
     """Inserts the declared columns of rows (a dump's INSERT) into table, if declared."""
     sql, keep = _insert_plan(table, tuple(columns))

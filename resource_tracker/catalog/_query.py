@@ -16,10 +16,22 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import (
+    Any,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Set,
+    Tuple,
+    Union,
+)
 
 from ..formatting import ARCHITECTURE_ALIASES as ARCH_ALIASES
-from . import CatalogUnavailableError, NoMatchingServerError, cache_dir
+from . import CatalogUnavailableError, NoMatchingServerError, Server, cache_dir
 
 SCORE_BENCHMARK = "stress_ng:bestn"
 PRICE_TABLE = "rt_price_min"  # cheapest per server, region, allocation, currency
@@ -51,12 +63,14 @@ CPU_ALLOCATION = {"SHARED": "Shared", "BURSTABLE": "Burstable", "DEDICATED": "De
 STORAGE_TYPE = {"HDD": "hdd", "SSD": "ssd", "NVME_SSD": "nvme ssd", "NETWORK": "network"}
 
 
-def _as_list(name, value, lower=False, upper=False):
+def _as_list(name: str, value: object, lower: bool = False, upper: bool = False) -> List[str]:
     """A filter value (str or iterable of str) as a list of stripped strings."""
     if isinstance(value, str):
-        items = [value]
+        items: List[object] = [value]
     else:
         try:
+            if not isinstance(value, Iterable):
+                raise TypeError(name)
             items = list(value)
         except TypeError:
             raise ValueError(
@@ -73,22 +87,63 @@ def _as_list(name, value, lower=False, upper=False):
     return out
 
 
-def _number(name, value):
+def _number(name: str, value: object) -> float:
     """value as a finite float >= 0, or ValueError naming it (inf or 10**400 would reach SQL)."""
-    try:
-        number = float(value) if not isinstance(value, bool) else float("nan")
-    except (TypeError, ValueError, OverflowError):
-        number = float("nan")
-    if not isinstance(value, (int, float)) or not 0 <= number < float("inf"):
+    number = float("nan")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:
+            pass
+    if not 0 <= number < float("inf"):
         raise ValueError(f"{name} must be a number >= 0 (and finite), got {value!r:.40}")
     return number
+
+
+#: A (vendor_id, region_id) or (vendor_id, server_id) pair of catalog keys.
+Pair = Tuple[str, str]
+#: The parameters of a query (numbers of the request, catalog keys, currencies).
+SqlParams = List[Union[str, float]]
+#: One value SQLite returns for a column.
+SqlValue = Union[None, int, float, str, bytes]
+
+
+class PriceRow(NamedTuple):
+    """One price row of the cheapest-first walk, in USD per hour."""
+
+    usd_price: float
+    vendor_id: str
+    server_id: str
+
+
+class Candidate(NamedTuple):
+    """One ranked server of the candidate query (_candidates_sql's columns, in order; prices
+    in USD per hour, as the index tables declare them)."""
+
+    vendor_id: str
+    server_id: str
+    best_price: float  # the cheapest price of the allocation asked for
+    min_price: Optional[float]
+    min_price_spot: Optional[float]
+    min_price_ondemand: Optional[float]
+    score: Optional[float]  # stress_ng:bestn, None when not benchmarked
+
+
+class QueryParts(NamedTuple):
+    """The pieces of the candidate query (see _query_parts)."""
+
+    source: str  # the FROM clause
+    where: List[str]  # conditions, joined by AND
+    params: SqlParams  # the parameters of where's placeholders
+    alloc: str  # the SQL condition on p.allocation
+    usd: str  # the SQL expression of p.price in USD
 
 
 # the most servers one recommend_server(n=...) lists (a SQL LIMIT is a 64-bit integer)
 MAX_RESULTS = 1_000_000
 
 
-def _known_filters(filters):
+def _known_filters(filters: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
     """The filters given (None values dropped); ValueError naming the valid ones."""
     filters = dict(filters or {})
     unknown = sorted(set(filters) - set(FILTERS))
@@ -100,7 +155,7 @@ def _known_filters(filters):
     return {k: v for k, v in filters.items() if v is not None}
 
 
-def _regions(filters):
+def _regions(filters: Mapping[str, Any]) -> Optional[List[str]]:
     """The regions asked for by `region` and/or `regions`, or None for any region."""
     regions = None
     for key in ("region", "regions"):
@@ -129,6 +184,21 @@ class Request:
         "min_score",
         "max_price",
     )
+    cpu: float  # vCPUs
+    memory: float  # MiB
+    gpu: float  # GPUs
+    vram: float  # MiB, all GPUs together
+    n: Optional[int]  # how many servers to list; None: the best one, not in a list
+    order_by: str  # one of ORDER_BY
+    vendors: Optional[List[str]]  # None: any
+    regions: Optional[List[str]]
+    countries: Optional[List[str]]
+    architectures: Optional[List[str]]
+    allocation: str  # one of ALLOCATIONS
+    compliance: Optional[List[str]]
+    green_energy: Optional[bool]
+    min_score: Optional[float]
+    max_price: Optional[float]  # USD per hour
 
     @classmethod
     def build(
@@ -154,7 +224,7 @@ class Request:
         self._set_filters(_known_filters(filters))
         return self
 
-    def _set_resources(self, resources):
+    def _set_resources(self, resources: Mapping[str, Any]) -> None:
         if not isinstance(resources, dict):
             raise ValueError(
                 "resources must be a dict like {'cpu': 2, 'memory': 4096, 'gpu': 0, 'vram': 0}"
@@ -169,7 +239,7 @@ class Request:
             value = resources.get(key) or 0
             setattr(self, key, _number(f"resources[{key!r}]", value))
 
-    def _set_filters(self, filters):
+    def _set_filters(self, filters: Mapping[str, Any]) -> None:
         self.regions = _regions(filters)
         self.vendors = (
             _as_list("vendor", filters["vendor"], lower=True) if "vendor" in filters else None
@@ -202,7 +272,7 @@ class Request:
         )
 
     @property
-    def vram_each_gpu(self):
+    def vram_each_gpu(self) -> float:
         """MiB each of the `gpu` GPUs must hold (vram split evenly), 0 without GPUs."""
         if self.vram <= 0:
             return 0.0
@@ -212,24 +282,24 @@ class Request:
 # -- connections and the side index -----------------------------------------------------------
 
 
-def _uri(path, mode="ro"):
+def _uri(path: str, mode: str = "ro") -> str:
     from urllib.parse import quote
 
     return f"file:{quote(os.path.abspath(path))}?mode={mode}"
 
 
-def _tables(conn, schema="main"):
+def _tables(conn: sqlite3.Connection, schema: str = "main") -> Set[str]:
     rows = conn.execute(
         f"SELECT name FROM {schema}.sqlite_master WHERE type IN ('table', 'view', 'index')"
     )
     return {r[0] for r in rows}
 
 
-def _columns(conn, table, schema="main"):
+def _columns(conn: sqlite3.Connection, table: str, schema: str = "main") -> List[str]:
     return [r[1] for r in conn.execute(f"PRAGMA {schema}.table_info({table})")]
 
 
-def open_catalog(path):
+def open_catalog(path: str) -> Tuple[sqlite3.Connection, str]:
     """A read-only connection to the catalog with the price table reachable as px.rt_price_min
     (or main./temp. when the catalog or the connection carries it)."""
     try:
@@ -264,7 +334,7 @@ def open_catalog(path):
     return conn, "temp"
 
 
-def _computed(conn):
+def _computed(conn: sqlite3.Connection) -> Optional[str]:
     """What the catalog's tables that the queries read compute on reading (a view, a virtual
     table or a generated column, named), or None when they hold plain data only."""
     from . import _schema
@@ -279,7 +349,7 @@ def _computed(conn):
     return None
 
 
-def _build_price_table(conn, target, source):
+def _build_price_table(conn: sqlite3.Connection, target: str, source: str) -> None:
     """Creates the index tables in target from source's server, server_price, benchmark_score:
     rt_price_min (cheapest per server/region/allocation/currency), rt_price_server (cheapest
     per server/allocation/currency) and rt_server (narrow copy of the filtered columns with the
@@ -339,7 +409,7 @@ def _build_price_table(conn, target, source):
     conn.commit()
 
 
-def _side_index(path):
+def _side_index(path: str) -> Optional[str]:
     """Path of the side index file of the catalog at path (built now if missing), or None."""
     import hashlib
     import tempfile
@@ -385,7 +455,7 @@ def _side_index(path):
         return None
 
 
-def add_own_indexes(conn):
+def add_own_indexes(conn: sqlite3.Connection) -> None:
     """Adds rt_price_min to a catalog file that resource-tracker owns (the downloaded one)."""
     _build_price_table(conn, "main", "main")
 
@@ -393,7 +463,7 @@ def add_own_indexes(conn):
 # -- filters that need the catalog ----------------------------------------------------------------
 
 
-def _valid(name, given, valid, hint=""):
+def _valid(name: str, given: Iterable[str], valid: Set[str], hint: str = "") -> None:
     bad = [g for g in given if g not in valid]
     if bad:
         raise ValueError(
@@ -402,14 +472,14 @@ def _valid(name, given, valid, hint=""):
         )
 
 
-def _region_pairs(conn, req):
+def _region_pairs(conn: sqlite3.Connection, req: Request) -> Optional[Set[Pair]]:
     """The allowed (vendor_id, region_id) pairs from regions/country/green_energy, or None."""
     if req.regions is None and req.countries is None and not req.green_energy:
         return None
     rows = conn.execute(
         "SELECT vendor_id, region_id, api_reference, aliases, country_id, green_energy FROM region"
     ).fetchall()
-    names = {}
+    names: Dict[str, Set[Pair]] = {}
     for r in rows:
         pair = (r["vendor_id"], r["region_id"])
         keys = {r["region_id"], r["api_reference"]}
@@ -445,7 +515,7 @@ def _region_pairs(conn, req):
     return allowed
 
 
-def _vendor_set(conn, req):
+def _vendor_set(conn: sqlite3.Connection, req: Request) -> Optional[Set[str]]:
     """The allowed vendors from vendor/compliance_framework, or None for all."""
     if req.vendors is None and req.compliance is None:
         return None
@@ -481,7 +551,7 @@ def _vendor_set(conn, req):
     return allowed
 
 
-def _architectures(conn, req):
+def _architectures(conn: sqlite3.Connection, req: Request) -> Optional[List[str]]:
     if req.architectures is None:
         return None
     have = {
@@ -497,12 +567,19 @@ def _architectures(conn, req):
 # -- the query ----------------------------------------------------------------------------------
 
 
-def _candidates_sql(conn, px, req, rate, only=None):
-    """(sql, params) of the ranked candidate servers (vendor_id, server_id, prices, score);
-    only: a list of (vendor_id, server_id) to rank (the others are left out)."""
+def _candidates_sql(
+    conn: sqlite3.Connection,
+    px: str,
+    req: Request,
+    rate: float,
+    only: Optional[List[Pair]] = None,
+) -> Optional[Tuple[str, SqlParams]]:
+    """(sql, params) of the ranked candidate servers (vendor_id, server_id, prices, score), or
+    None when no server can pass the filters; only: a list of (vendor_id, server_id) to rank
+    (the others are left out)."""
     parts = _query_parts(conn, px, req, rate, only=only)
     if parts is None:
-        return None, None
+        return None
     source, where, params, alloc, usd = parts
     having = ["best_price IS NOT NULL"]
     if req.max_price is not None:
@@ -527,7 +604,9 @@ def _candidates_sql(conn, px, req, rate, only=None):
     return sql, params
 
 
-def _cheapest_servers(conn, px, req, rate):
+def _cheapest_servers(
+    conn: sqlite3.Connection, px: str, req: Request, rate: float
+) -> Optional[List[Pair]]:
     """The (vendor_id, server_id) pairs that can be the n cheapest fitting servers (the n
     first in the order of their cheapest qualifying price, and every server tied with the
     last), found by walking the price rows cheapest first, one stream per currency merged in
@@ -546,12 +625,16 @@ def _cheapest_servers(conn, px, req, rate):
         "ORDER BY p.price"
     )
 
-    def stream(currency, factor):
-        extra = [currency] + ([req.min_score] if req.min_score is not None else [])
+    def stream(currency: str, factor: float) -> Iterator[PriceRow]:
+        extra: SqlParams = [currency] + ([req.min_score] if req.min_score is not None else [])
         for price, vendor_id, server_id in conn.execute(sql, params + extra):
-            yield price * factor, vendor_id, server_id
+            # the index tables' columns: price REAL NOT NULL, ids TEXT NOT NULL
+            yield PriceRow(price * factor, vendor_id, server_id)
 
-    found, order, last, read = set(), [], None, 0
+    found: Set[Pair] = set()
+    order: List[Pair] = []
+    last: Optional[float] = None
+    read = 0
     for usd_price, vendor_id, server_id in heapq.merge(stream("USD", 1.0), stream("EUR", rate)):
         read += 1
         if read > SCAN_ROWS_MAX:
@@ -567,7 +650,14 @@ def _cheapest_servers(conn, px, req, rate):
     return order
 
 
-def _query_parts(conn, px, req, rate, per_row=False, only=None):
+def _query_parts(
+    conn: sqlite3.Connection,
+    px: str,
+    req: Request,
+    rate: float,
+    per_row: bool = False,
+    only: Optional[List[Pair]] = None,
+) -> Optional[QueryParts]:
     """(source, where, params, alloc condition, USD price expression) of the candidate query,
     or None when no server can pass the filters. per_row: the price rows themselves, cheapest
     first through ORDER_INDEX (else the per-server summary where no region is asked for);
@@ -588,17 +678,19 @@ def _query_parts(conn, px, req, rate, per_row=False, only=None):
         source = _server_source(conn, px, pairs, where, params)
     if source is None:
         return None
-    return source, where, params, alloc, usd
+    return QueryParts(source, where, params, alloc, usd)
 
 
-def _server_conditions(conn, req):
+def _server_conditions(
+    conn: sqlite3.Connection, req: Request
+) -> Optional[Tuple[List[str], SqlParams]]:
     """(where, params) of the server filters, or None when no vendor passes them."""
     where = [
         "(s.status IS NULL OR s.status = 'ACTIVE')",
         "s.vcpus >= ?",
         "s.memory_amount >= ?",
     ]
-    params = [req.cpu, req.memory]
+    params: SqlParams = [req.cpu, req.memory]
     if req.gpu > 0:
         where.append("COALESCE(s.gpu_count, 0) >= ?")
         params.append(req.gpu)
@@ -618,7 +710,13 @@ def _server_conditions(conn, req):
     return where, params
 
 
-def _price_row_source(conn, px, pairs, only, where):
+def _price_row_source(
+    conn: sqlite3.Connection,
+    px: str,
+    pairs: Optional[Set[Pair]],
+    only: Optional[List[Pair]],
+    where: List[str],
+) -> Optional[str]:
     """The FROM clause walking price rows (cheapest first, or only the given servers'); None
     when the region filters allow no region. Adds the region condition to where."""
     if pairs is not None and not pairs:
@@ -644,7 +742,13 @@ def _price_row_source(conn, px, pairs, only, where):
     return source
 
 
-def _server_source(conn, px, pairs, where, params):
+def _server_source(
+    conn: sqlite3.Connection,
+    px: str,
+    pairs: Optional[Set[Pair]],
+    where: List[str],
+    params: SqlParams,
+) -> Optional[str]:
     """The FROM clause walking servers then prices, chosen by how many regions are allowed;
     None when none is. Adds the region condition to where and params."""
     if pairs is None:
@@ -674,12 +778,12 @@ def _server_source(conn, px, pairs, where, params):
     )
 
 
-def _fill_allowed(conn, pairs):
+def _fill_allowed(conn: sqlite3.Connection, pairs: Set[Pair]) -> None:
     """temp.rt_allowed: the (vendor_id, region_id) pairs the region filters allow."""
     _fill_pairs(conn, "rt_allowed", "region_id", pairs)
 
 
-def _fill_pairs(conn, table, second, pairs):
+def _fill_pairs(conn: sqlite3.Connection, table: str, second: str, pairs: Iterable[Pair]) -> None:
     """temp.<table>(vendor_id, <second>) holding exactly pairs."""
     conn.execute(
         f"CREATE TEMP TABLE IF NOT EXISTS {table} (vendor_id TEXT NOT NULL, "
@@ -689,11 +793,12 @@ def _fill_pairs(conn, table, second, pairs):
     conn.executemany(f"INSERT INTO temp.{table} VALUES (?, ?)", sorted(pairs))
 
 
-def _region_count(conn):
-    return conn.execute("SELECT COUNT(*) FROM region").fetchone()[0]
+def _region_count(conn: sqlite3.Connection) -> int:
+    count: int = conn.execute("SELECT COUNT(*) FROM region").fetchone()[0]
+    return count
 
 
-def _value(column, value):
+def _value(column: str, value: SqlValue) -> object:
     if value is None:
         return None
     if column in JSON_COLUMNS and isinstance(value, str):
@@ -712,21 +817,21 @@ def _value(column, value):
     return value
 
 
-def _record(conn, px, row, req, rate):
+def _record(conn: sqlite3.Connection, px: str, row: Candidate, req: Request, rate: float) -> Server:
     """The Spare Cores record of one candidate row: server columns, prices, vendor dict."""
     server = conn.execute(
         "SELECT * FROM server WHERE vendor_id = ? AND server_id = ?",
-        (row["vendor_id"], row["server_id"]),
+        (row.vendor_id, row.server_id),
     ).fetchone()
     rec = {k: _value(k, server[k]) for k in server.keys()}
-    price = row["best_price"]
-    score = row["score"]
+    price = row.best_price
+    score = row.score
     rec.update(
         score=score,
         price=_round(price),
-        min_price=_round(row["min_price"]),
-        min_price_spot=_round(row["min_price_spot"]),
-        min_price_ondemand=_round(row["min_price_ondemand"]),
+        min_price=_round(row.min_price),
+        min_price_spot=_round(row.min_price_spot),
+        min_price_ondemand=_round(row.min_price_ondemand),
         score_per_price=(score / price) if score is not None and price else None,
         selected_benchmark_score=None,
         selected_benchmark_score_per_price=None,
@@ -740,36 +845,35 @@ def _record(conn, px, row, req, rate):
         f"SELECT region_id, allocation, currency, price FROM {px}.{PRICE_TABLE} "
         f"WHERE vendor_id = ? AND server_id = ? AND currency IN ('USD', 'EUR')"
         f"{where[req.allocation]} ORDER BY price * (CASE currency WHEN 'USD' THEN 1.0 ELSE ? END)",
-        (row["vendor_id"], row["server_id"], rate),
+        (row.vendor_id, row.server_id, rate),
     ).fetchall()
     pairs = _region_pairs(conn, req)
     for b in best:
-        if pairs is None or (row["vendor_id"], b["region_id"]) in pairs:
+        if pairs is None or (row.vendor_id, b["region_id"]) in pairs:
             rec["price_region_id"] = b["region_id"]
             rec["price_allocation"] = b["allocation"].lower()
             rec["price_currency"] = b["currency"]
             break
-    vendor = conn.execute(
-        "SELECT * FROM vendor WHERE vendor_id = ?", (row["vendor_id"],)
-    ).fetchone()
+    vendor = conn.execute("SELECT * FROM vendor WHERE vendor_id = ?", (row.vendor_id,)).fetchone()
     rec["vendor"] = {k: _value(k, vendor[k]) for k in vendor.keys()} if vendor else None
     return rec
 
 
-def _round(value):
+def _round(value: Optional[float]) -> Optional[float]:
     return None if value is None else float(value)
 
 
-def recommend_local(path: str, req: Request, rate: float) -> Any:
+def recommend_local(path: str, req: Request, rate: float) -> Union[Server, List[Server]]:
     """recommend_server() on the local catalog at path."""
     conn, px = open_catalog(path)
     try:
         only = _cheapest_servers(conn, px, req, rate) if req.order_by == "price" else None
+        rows: List[sqlite3.Row]
         if only == []:
             rows = []
         else:
-            sql, params = _candidates_sql(conn, px, req, rate, only=only)
-            rows = conn.execute(sql, params).fetchall() if sql else []
+            query = _candidates_sql(conn, px, req, rate, only=only)
+            rows = conn.execute(*query).fetchall() if query else []
         if not rows:
             if not conn.execute(f"SELECT 1 FROM {px}.{PRICE_TABLE} LIMIT 1").fetchone():
                 raise CatalogUnavailableError(
@@ -777,13 +881,13 @@ def recommend_local(path: str, req: Request, rate: float) -> Any:
                     "sc-data-all dump: `resource-tracker catalog update`"
                 )
             raise NoMatchingServerError(_no_match_text(req) + _missing_prices(conn, px, req))
-        records = [_record(conn, px, row, req, rate) for row in rows]
+        records = [_record(conn, px, Candidate(*row), req, rate) for row in rows]
     finally:
         conn.close()
     return records if req.n is not None else records[0]
 
 
-def _missing_prices(conn, px, req):
+def _missing_prices(conn: sqlite3.Connection, px: str, req: Request) -> str:
     """'' or a sentence on the prices the catalog lacks for the filters (vendors, regions,
     spot or on-demand) and how to get them: a small catalog (the embedded snapshot has AWS
     on-demand prices only) cannot answer every filter, and "no server fits" would mislead."""
@@ -808,7 +912,7 @@ def _missing_prices(conn, px, req):
     )
 
 
-def _no_match_text(req):
+def _no_match_text(req: Request) -> str:
     parts = [f"{req.cpu:g} vCPUs", f"{req.memory:g} MiB memory"]
     if req.gpu:
         parts.append(f"{req.gpu:g} GPUs")
@@ -881,7 +985,7 @@ def current_price(
 
 def describe(path: str) -> Dict[str, Any]:
     """What the catalog at path holds: counts and dates (errors as an 'error' key)."""
-    out = {}
+    out: Dict[str, Any] = {}
     try:
         st = os.stat(path)
         out["size_bytes"] = st.st_size

@@ -9,7 +9,10 @@ column the dump does not have stays NULL.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
+
+if TYPE_CHECKING:
+    import sqlite3
 
 T, N, R = "TEXT", "INTEGER", "REAL"  # text, integer number, real number
 
@@ -94,7 +97,9 @@ def quote_name(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def inspect_table(conn: Any, schema: str, table: str) -> Optional[Tuple[str, List[str], List[str]]]:
+def inspect_table(
+    conn: sqlite3.Connection, schema: str, table: str
+) -> Optional[Tuple[str, List[str], List[str]]]:
     """(name as spelled, stored columns, computed columns) of table in the attached schema
     of sqlite3 connection conn, None when absent; ValueError when it is a view or a virtual
     table (reading either runs the file's own code)."""

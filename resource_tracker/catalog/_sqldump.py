@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 MAX_STATEMENT = 64 << 20  # one statement (one INSERT) of a catalog dump is far smaller
 MAX_NESTING = 8  # replace(replace(...)) depth of the shell's spelling of text
@@ -36,6 +36,12 @@ _TOKEN = re.compile(
 )
 
 Token = Tuple[str, str]  # (kind, text)
+#: The Python value of one SQL literal of a dump.
+Literal = Union[None, int, float, str, bytes]
+#: The values of one row of an INSERT.
+Row = Tuple[Literal, ...]
+#: (table, its column names, rows) of one INSERT.
+Insert = Tuple[str, List[str], List[Row]]
 
 
 class DumpError(ValueError):
@@ -104,7 +110,7 @@ class Reader:
         self.columns: Dict[str, List[str]] = {}
         self.plain = plain  # the regular-expression path for plain INSERTs (False: tokens only)
 
-    def feed(self, text: str) -> Iterator[Tuple[str, List[str], List[Tuple[Any, ...]]]]:
+    def feed(self, text: str) -> Iterator[Insert]:
         """The INSERTs of text (complete statements), in order."""
         fast = _plain_insert(text) if self.plain else None
         if fast is not None:
@@ -117,7 +123,7 @@ class Reader:
             if found is not None:
                 yield found
 
-    def _statement(self, stmt: List[Token]):
+    def _statement(self, stmt: List[Token]) -> Optional[Insert]:
         head = _words(stmt, 3)
         if head[0] in SKIPPED:
             return None
@@ -130,12 +136,13 @@ class Reader:
         ]:
             return None
         if head[0] == "CREATE":
-            return self._create(stmt, head)
+            self._create(stmt, head)
+            return None
         if head[0] in ("INSERT", "REPLACE"):
             return self._insert(stmt)
         raise _refused(stmt)
 
-    def _create(self, stmt, head):
+    def _create(self, stmt: List[Token], head: List[str]) -> None:
         kind = head[2] if head[1] == "UNIQUE" else head[1]
         if kind == "INDEX":
             return None
@@ -150,7 +157,7 @@ class Reader:
         self.columns[table.lower()] = _column_names(stmt, pos)
         return None
 
-    def _insert(self, stmt):
+    def _insert(self, stmt: List[Token]) -> Insert:
         pos = 1
         if stmt[0][1].upper() == "INSERT":
             if _words(stmt[1:], 1) == ["OR"]:
@@ -191,7 +198,7 @@ def _refused(stmt: List[Token]) -> DumpRefused:
     )
 
 
-def _table_name(stmt, pos):
+def _table_name(stmt: List[Token], pos: int) -> Tuple[str, int]:
     """(table name, next position): `name` or `main.name` (another schema: refused)."""
     if pos >= len(stmt):
         raise DumpError(f"a statement ends before its table name: {_text(stmt)!r}")
@@ -203,7 +210,7 @@ def _table_name(stmt, pos):
     return name, pos + 1
 
 
-def _closing(stmt, pos):
+def _closing(stmt: List[Token], pos: int) -> int:
     """The position of the ')' that closes the '(' at pos."""
     depth = 0
     for i in range(pos, len(stmt)):
@@ -217,10 +224,12 @@ def _closing(stmt, pos):
     raise DumpError(f"unbalanced parentheses in {_text(stmt)!r}")
 
 
-def _column_names(stmt, pos):
+def _column_names(stmt: List[Token], pos: int) -> List[str]:
     """The stored column names of the column list starting at pos (generated ones skipped)."""
     end = _closing(stmt, pos)
-    names, item, depth = [], [], 0
+    names: List[str] = []
+    item: List[Tuple[Token, int]] = []  # the tokens of one column definition, with their depth
+    depth = 0
     for token in stmt[pos + 1 : end] + [("punct", ",")]:
         if token[0] == "punct" and token[1] in "()":
             depth += 1 if token[1] == "(" else -1
@@ -234,21 +243,21 @@ def _column_names(stmt, pos):
     return names
 
 
-def _generated(item):
+def _generated(item: List[Tuple[Token, int]]) -> bool:
     """Whether a column definition (tokens with their depth) is a generated column."""
     return any(d == 0 and t[0] == "word" and t[1].upper() == "AS" for t, d in item[1:])
 
 
-def _name_list(stmt, pos):
+def _name_list(stmt: List[Token], pos: int) -> Tuple[List[str], int]:
     """(names, next position) of a parenthesised list of names at pos."""
     end = _closing(stmt, pos)
     names = [_name(t) for t in stmt[pos + 1 : end] if t != ("punct", ",")]
     return names, end + 1
 
 
-def _rows(stmt, pos):
+def _rows(stmt: List[Token], pos: int) -> List[Row]:
     """The value tuples of VALUES (...), (...) from pos to the end of stmt."""
-    rows = []
+    rows: List[Row] = []
     while True:
         if pos >= len(stmt) or stmt[pos] != ("punct", "("):
             raise DumpError(f"expected '(' after VALUES in {_text(stmt)!r}")
@@ -261,10 +270,10 @@ def _rows(stmt, pos):
         pos += 1
 
 
-def _row(stmt, pos):
+def _row(stmt: List[Token], pos: int) -> Tuple[Row, int]:
     """(tuple of values, position after its ')'); strings, numbers and NULL read inline
     (the bulk of a dump), everything else by _value."""
-    values = []
+    values: List[Literal] = []
     end = len(stmt) - 1
     while pos < end:
         kind, text = stmt[pos]
@@ -291,10 +300,10 @@ def _row(stmt, pos):
     raise DumpError(f"a row of values is not closed in {_text(stmt)!r}")
 
 
-_WORD_VALUES: Dict[str, Any] = {"NULL": None, "TRUE": 1, "FALSE": 0}
+_WORD_VALUES: Dict[str, Literal] = {"NULL": None, "TRUE": 1, "FALSE": 0}
 
 
-def _value(stmt, pos, depth):
+def _value(stmt: List[Token], pos: int, depth: int) -> Tuple[Literal, int]:
     """(Python value, next position) of the literal at pos; DumpError for anything else."""
     if pos >= len(stmt):
         raise DumpError("a row of values ends early")
@@ -317,7 +326,7 @@ def _value(stmt, pos, depth):
     raise DumpError(f"a value that is not a literal: {_clip(text, 40)!r} (only data is loaded)")
 
 
-def _number(text: str):
+def _number(text: str) -> Union[int, float]:
     """int or float of a numeric token (beyond 64 bits: float, as SQLite reads it)."""
     if text[:2].lower() == "0x":
         if len(text) > 18:
@@ -331,13 +340,14 @@ def _number(text: str):
     return float(text)
 
 
-def _shell_text(stmt, pos, depth):
+def _shell_text(stmt: List[Token], pos: int, depth: int) -> Tuple[str, int]:
     """(str, next position) of replace(X, 'marker', char(N)), char(N, ...) or unistr('..')."""
     name = stmt[pos][1].lower()
     end = _closing(stmt, pos + 1)
     if depth >= MAX_NESTING:
         raise DumpError(f"{name}() nested more than {MAX_NESTING} deep")
-    args, at = [], pos + 2
+    args: List[Literal] = []
+    at = pos + 2
     while at < end:
         value, at = _value(stmt, at, depth + 1)
         args.append(value)
@@ -347,19 +357,21 @@ def _shell_text(stmt, pos, depth):
     return _apply(name, args), end + 1
 
 
-def _apply(name, args):
-    if name == "char" and args and all(isinstance(a, int) and 0 <= a < 0x110000 for a in args):
-        return "".join(map(chr, args))
-    if name == "unistr" and len(args) == 1 and isinstance(args[0], str):
-        return _unistr(args[0])
+def _apply(name: str, args: List[Literal]) -> str:
+    codes = [a for a in args if isinstance(a, int) and 0 <= a < 0x110000]
+    if name == "char" and args and len(codes) == len(args):
+        return "".join(map(chr, codes))
+    texts = [a for a in args if isinstance(a, str)]
+    if name == "unistr" and len(args) == 1 and len(texts) == 1:
+        return _unistr(texts[0])
     if (
         name == "replace"
         and len(args) == 3
-        and all(isinstance(a, str) for a in args)
-        and 0 < len(args[1]) <= 16
-        and len(args[2]) <= 1
+        and len(texts) == 3
+        and 0 < len(texts[1]) <= 16
+        and len(texts[2]) <= 1
     ):
-        return args[0].replace(args[1], args[2])  # never longer than args[0]
+        return texts[0].replace(texts[1], texts[2])  # never longer than texts[0]
     raise DumpError(
         f"{name}() with these arguments is not a spelling of text of the sqlite3 shell "
         "(only data is loaded)"
@@ -374,7 +386,7 @@ _UNISTR = re.compile(
 def _unistr(text: str) -> str:
     """unistr()'s escapes decoded (\\\\, \\XXXX, \\uXXXX, \\+XXXXXX, \\UXXXXXXXX)."""
 
-    def one(m):
+    def one(m: re.Match[str]) -> str:
         if m.group() == "\\\\":
             return "\\"
         code = int(next(g for g in m.groups() if g), 16)
@@ -396,7 +408,7 @@ _PLAIN_VALUE = re.compile(
 _PLAIN_NEXT = re.compile(r"\s*(?:(,)\s*\(|;\s*$)")
 
 
-def _plain_insert(text: str):
+def _plain_insert(text: str) -> Optional[Tuple[str, List[Row]]]:
     """(table, rows) of the common statement of a dump -- one INSERT INTO t VALUES (...)[, ...]
     of strings, NULLs and decimal numbers -- read with a few regular expressions; None for
     anything else (which the tokenizer then reads)."""
@@ -404,7 +416,9 @@ def _plain_insert(text: str):
     if m is None:
         return None
     table = (m.group(1) if m.group(1) is not None else m.group(2)).lower()
-    pos, match, rows, row = m.end(), _PLAIN_VALUE.match, [], []
+    pos, match = m.end(), _PLAIN_VALUE.match
+    rows: List[Row] = []
+    row: List[Literal] = []
     while True:
         v = match(text, pos)
         if v is None:
@@ -452,7 +466,7 @@ def statements(lines: Iterable[str]) -> Iterator[str]:
         yield text
 
 
-def read(lines: Iterable[str], reader: Optional[Reader] = None):
+def read(lines: Iterable[str], reader: Optional[Reader] = None) -> Iterator[Insert]:
     """(table, columns, rows) of every INSERT of the dump in lines, in order."""
     reader = reader or Reader()
     for text in statements(lines):

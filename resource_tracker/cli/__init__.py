@@ -18,7 +18,7 @@ subprocess, ...) cost nothing to users of the Python API.
 from __future__ import annotations
 
 import sys
-from typing import Optional, Sequence
+from typing import Optional, Sequence, TextIO, Type, Union
 
 from .common import PROG, CliError, error_line, quiet_stdout, say
 
@@ -41,7 +41,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.cmd is None:
             parser.print_help(sys.stderr)
             return 2
-        return args.handler(args)
+        status: int = args.handler(args)  # the command module's main(args)
+        return status
     except CliError as exc:
         say(error_line(str(exc)))
         return exc.status
@@ -56,7 +57,14 @@ def _one_line_warnings() -> None:
     """Warnings (e.g. a SettingWarning on a mistyped on/off variable) as one stderr line."""
     import warnings
 
-    def show(message, category, filename, lineno, file=None, line=None):
+    def show(
+        message: Union[Warning, str],
+        category: Type[Warning],
+        filename: str,
+        lineno: int,
+        file: Optional[TextIO] = None,
+        line: Optional[str] = None,
+    ) -> None:
         say(f"{PROG}: warning: {message}")
 
     warnings.showwarning = show

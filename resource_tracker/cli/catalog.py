@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Dict, Optional
 
 from .common import PROG, CliError, json_text, out, say
 from .parser import FORMATTER
+
+if TYPE_CHECKING:
+    from .parser import SubParsers
 
 EXAMPLES = f"""\
 examples:
@@ -19,7 +23,7 @@ Exit status: 0; 1 when `info` finds an error (it still prints what it knows); 2 
 """
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
     """The `catalog` sub-parser."""
     catalog = sub.add_parser(
         "catalog",
@@ -65,10 +69,10 @@ def _positive(text: str) -> float:
     return value
 
 
-def _limits(args: argparse.Namespace) -> dict:
+def _limits(args: argparse.Namespace) -> Dict[str, float]:
     """The keyword arguments of update_catalog() given on the command line."""
     mib = 1 << 20
-    given = {
+    given: Dict[str, Optional[float]] = {
         "max_bytes": args.max_download_mib and int(args.max_download_mib * mib),
         "max_unpacked_bytes": args.max_unpacked_mib and int(args.max_unpacked_mib * mib),
         "max_seconds": args.max_seconds,
@@ -105,7 +109,7 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print(result, as_json: bool) -> None:
+def _print(result: object, as_json: bool) -> None:
     """Prints the action's result: JSON, or 'key  value' lines."""
     if as_json:
         out(json_text(result))
@@ -114,4 +118,4 @@ def _print(result, as_json: bool) -> None:
         for key, value in result.items():
             out(f"{key:<{width}}  {value}")
     elif result is not None:
-        out(result)
+        out(str(result))

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
+
+if TYPE_CHECKING:
+    from ..report import Report
+    from ..tracker import ResourceTracker
 
 PROG = "resource-tracker"
 FORMATS = ("html", "json", "csv")
@@ -50,13 +55,13 @@ def out(text: str) -> None:
     print(printable(text, limit=None))
 
 
-def json_text(value, sort_keys: bool = False) -> str:
+def json_text(value: object, sort_keys: bool = False) -> str:
     """value as strict JSON for stdout: NaN and infinities (a column with gaps, a damaged
     figure) as null, what JSON has no type for as its str()."""
     import json
     import math
 
-    def finite(v):
+    def finite(v: object) -> object:
         if isinstance(v, float):
             return v if math.isfinite(v) else None
         if isinstance(v, dict):
@@ -84,7 +89,7 @@ def short(text: str, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def load_snapshot(path: str):
+def load_snapshot(path: str) -> ResourceTracker:
     """The tracker saved in path; CliError (one line) when it cannot be read. A file larger
     than the snapshot size limit (RESOURCE_TRACKER_MAX_SNAPSHOT_MIB) is refused unread."""
     from .._stored import snapshot_limit, too_large
@@ -109,13 +114,16 @@ def load_snapshot(path: str):
         raise CliError(f"cannot read {path}: {str(exc).splitlines()[0]}") from None
 
 
-def render_report(tracker, historical_stats=None):
+def render_report(
+    tracker: ResourceTracker, historical_stats: Optional[Sequence[Mapping[str, Any]]] = None
+) -> Report:
     """The HTML Report of tracker; CliError when the report package is unavailable."""
     try:
         from ..report import render_report as render
     except ImportError as exc:
         raise CliError(f"the HTML report is not available in this installation ({exc})") from None
-    return render(tracker, historical_stats=historical_stats)
+    report: Report = render(tracker, historical_stats=historical_stats)
+    return report
 
 
 def write_text(path: str, text: str) -> None:

@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from .common import PROG, CliError, json_text, out, say, write_text
 from .parser import FORMATTER, positive_int
+
+if TYPE_CHECKING:
+    from ..dashboard._fleet import Fleet, PriceFor
+    from ..dashboard._model import Loaded
+    from ..insights import Pricing
+    from .parser import SubParsers
 
 EXAMPLES = f"""\
 examples:
@@ -39,7 +45,7 @@ def since_seconds(text: str) -> float:
     return float(match.group(1)) * _UNITS[match.group(2) or "s"]
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
     """The `dashboard` sub-parser."""
     dash = sub.add_parser(
         "dashboard",
@@ -76,7 +82,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     return dash
 
 
-def load(args: argparse.Namespace):
+def load(args: argparse.Namespace) -> Loaded:
     """The records of every source given (CliError for a bad source)."""
     from ..dashboard._model import Loaded
 
@@ -97,10 +103,10 @@ def load(args: argparse.Namespace):
     return loaded
 
 
-def _load_prometheus(args: argparse.Namespace):
+def _load_prometheus(args: argparse.Namespace) -> Loaded:
     """h-prom's loader (``resource_tracker.dashboard._prometheus.load_prometheus``)."""
     try:
-        from ..dashboard import _prometheus  # type: ignore[attr-defined]
+        from ..dashboard import _prometheus
     except ImportError:
         raise ValueError("--prometheus: this build has no Prometheus reader yet") from None
     from ..dashboard._model import Loaded
@@ -109,13 +115,13 @@ def _load_prometheus(args: argparse.Namespace):
     return found if isinstance(found, Loaded) else Loaded(list(found))
 
 
-def price_for(catalog: Optional[str]):
+def price_for(catalog: Optional[str]) -> PriceFor:
     """A pricing function: the cheapest catalog server for a need (cached per shape)."""
     from .recommend_metaflow import _pricing_for
 
-    cache: Dict[Any, Any] = {}
+    cache: Dict[Tuple[Tuple[str, float], ...], Optional[Pricing]] = {}
 
-    def price(need):
+    def price(need: Mapping[str, float]) -> Optional[Pricing]:
         key = tuple(sorted(need.items()))
         if key not in cache:
             cache[key] = _pricing_for(dict(need), catalog)
@@ -152,7 +158,7 @@ def main(args: argparse.Namespace) -> int:
     return 0 if fleet.steps else 1
 
 
-def _write_page(args: argparse.Namespace, fleet) -> None:
+def _write_page(args: argparse.Namespace, fleet: Fleet) -> None:
     from ..dashboard._page import render_dashboard
 
     page = render_dashboard(fleet, _sources(args))
@@ -169,14 +175,14 @@ def _sources(args: argparse.Namespace) -> List[str]:
     return found + ([f"Prometheus {args.prometheus}"] if args.prometheus else [])
 
 
-def check_lines(fleet) -> List[str]:
+def check_lines(fleet: Fleet) -> List[str]:
     """One printable line per step with an alert (``STEP: alert; alert``)."""
     from .._text import printable
 
     return [printable(f"{s.step}: {'; '.join(s.alerts)}", 500) for s in fleet.alerting]
 
 
-def fleet_json(fleet) -> Dict[str, Any]:
+def fleet_json(fleet: Fleet) -> Dict[str, Any]:
     """The fleet as data (docs/dashboard.md, "JSON")."""
     from ..dashboard._fleet import trend_sentence
 

@@ -4,6 +4,7 @@ command module's ``add_parser``)."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, NoReturn, Tuple
 
 from .common import FORMATS, PROG, CliError
 
@@ -24,8 +25,13 @@ FORMATTER = argparse.RawDescriptionHelpFormatter
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors (no usage dump) and exit status 2."""
 
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         raise CliError(f"{self.prog}: {message} (see '{self.prog} --help')")
+
+
+if TYPE_CHECKING:
+    #: What each command module's add_parser(sub) adds its sub-parser to.
+    SubParsers = argparse._SubParsersAction[Parser]
 
 
 def build_parser() -> Parser:
@@ -77,7 +83,7 @@ def add_interval(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def formats(text: str) -> tuple:
+def formats(text: str) -> Tuple[str, ...]:
     """The --format option as a tuple of known formats ('none' for no files)."""
     names = [n.strip().lower() for n in text.split(",") if n.strip()]
     if names == ["none"]:

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union
 
 from . import recommend_metaflow
 from .common import PROG, CliError, json_text, load_snapshot, out
 from .parser import FORMATTER, positive_int
+
+if TYPE_CHECKING:
+    from ..catalog import Server
+    from .parser import SubParsers
+
+#: The value of one catalog filter option (None: not given).
+FilterValue = Union[None, str, List[str], bool, float]
 
 EXAMPLES = f"""\
 examples:
@@ -22,7 +30,7 @@ printed); 2 for a bad option value (e.g. an unknown --vendor).
 """
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
     """The `recommend` sub-parser."""
     rec = sub.add_parser(
         "recommend",
@@ -100,9 +108,9 @@ def main(args: argparse.Namespace) -> int:
     return status
 
 
-def _filters(args: argparse.Namespace) -> dict:
+def _filters(args: argparse.Namespace) -> Dict[str, FilterValue]:
     """The catalog filters of the options (None: not given)."""
-    filters = dict(
+    filters: Dict[str, FilterValue] = dict(
         vendor=_one_or_list(args.vendor),
         regions=args.region,
         country=_one_or_list(args.country),
@@ -119,14 +127,20 @@ def _filters(args: argparse.Namespace) -> dict:
     return filters
 
 
-def _one_or_list(values):
+def _one_or_list(values: Optional[List[str]]) -> Union[None, str, List[str]]:
     """None, the single value, or the list of a repeatable option."""
     if not values:
         return None
     return values[0] if len(values) == 1 else values
 
 
-def _print(runs: int, resources: dict, found, why, run_arch=None) -> None:
+def _print(
+    runs: int,
+    resources: Mapping[str, Any],
+    found: Union[Server, List[Server], None],
+    why: Optional[str],
+    run_arch: Optional[str] = None,
+) -> None:
     """The result as text lines."""
     from .summary import describe_resources, describe_server
 

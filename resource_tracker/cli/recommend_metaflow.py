@@ -12,10 +12,45 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, TypedDict
 
 from .. import formatting as fmt
 from .common import CliError, json_text, out
+
+if TYPE_CHECKING:
+    from ..insights import Pricing
+
+
+class StepRuns(TypedDict):
+    """What the recent runs tell of one step (values read from artifacts are unchecked
+    here: the tuning rule checks them and notes the odd ones)."""
+
+    stats: List[Mapping[str, Any]]  # stats() of its successful runs, newest first
+    records: List[Mapping[str, Any]]  # its tuning records (resource_tracker.tuning)
+    asked: Any  # the newest artifact's resources_asked: what the step asks today
+    tune: Any  # the newest artifact's tuning_input (runs, asked, bounds)
+
+
+class Collected(TypedDict):
+    """What collect() read from the flow's recent runs."""
+
+    runs: List[str]  # run ids, newest first
+    created: List[float]  # their start times, epoch seconds
+    steps: Dict[str, StepRuns]
+
+
+class _StepView(TypedDict):
+    runs: int  # how many runs' records the rule used
+    asked: Any  # as in StepRuns
+    note: str
+    recommended: Optional[Dict[str, int]]  # the tuned cpu/memory/gpu, None: nothing tuned
+
+
+class StepView(_StepView, total=False):
+    """The recommendation of one step, with its monthly saving when it could be priced."""
+
+    saving_usd_per_month: float
+    priced_on: str  # the catalog server the saving was priced on
 
 
 def add_arguments(rec: argparse.ArgumentParser) -> None:
@@ -35,7 +70,7 @@ def add_arguments(rec: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def collect(flow_name: str, max_runs: int, artifact: str) -> Dict[str, Any]:
+def collect(flow_name: str, max_runs: int, artifact: str) -> Collected:
     """``{"runs": [run ids], "created": [epoch s], "steps": {step: {"stats": [...],
     "records": [...], "asked": {...} or None, "tune": {...} or None}}}`` from the client:
     the newest ``max_runs`` runs, failed and killed ones included (their tuning records)."""
@@ -52,7 +87,7 @@ def collect(flow_name: str, max_runs: int, artifact: str) -> Dict[str, Any]:
             "(check the name and the metadata service, e.g. METAFLOW_DEFAULT_METADATA)",
             status=1,
         ) from None
-    found: Dict[str, Any] = {"runs": [], "created": [], "steps": {}}
+    found: Collected = {"runs": [], "created": [], "steps": {}}
     for run in runs:
         if len(found["runs"]) >= max_runs:
             break
@@ -65,7 +100,7 @@ def collect(flow_name: str, max_runs: int, artifact: str) -> Dict[str, Any]:
     return found
 
 
-def _collect_step(steps: Dict[str, Any], step: Any, artifact: str) -> None:
+def _collect_step(steps: Dict[str, StepRuns], step: Any, artifact: str) -> None:
     """One run's step into ``steps``: its tuning records, and from its artifact (when this
     task made it) the statistics of a successful run and the ask and tuning settings."""
     from metaflow_extensions.resource_tracker.plugins.track_resources_history import (
@@ -82,12 +117,14 @@ def _collect_step(steps: Dict[str, Any], step: Any, artifact: str) -> None:
     records = run_records(task, data)
     if not records:
         return
-    entry = steps.setdefault(step.id, {"stats": [], "records": [], "asked": None, "tune": None})
+    entry = steps.setdefault(step.id, StepRuns(stats=[], records=[], asked=None, tune=None))
     entry["records"] += records
-    stats = stats_from_artifact(data) if data is not None else None
+    if data is None:
+        return
+    stats = stats_from_artifact(data)
     if stats is not None and not data.get("step_failed"):
         entry["stats"].append(stats)
-    if data is not None and entry["asked"] is None:  # the newest artifact: the step today
+    if entry["asked"] is None:  # the newest artifact: the step today
         extra = ((data.get("tracker") or {}).get("extra")) or {}
         entry["asked"] = extra.get("resources_asked")
         entry["tune"] = extra.get("tuning_input")
@@ -108,7 +145,7 @@ def resources_line(values: Optional[Dict[str, Any]]) -> str:
     return line(values)
 
 
-def step_view(entry: Dict[str, Any], per_month: float, catalog) -> Dict[str, Any]:
+def step_view(entry: StepRuns, per_month: float, catalog: Optional[str]) -> StepView:
     """The recommendation of one step (the tuning rule over its records, with the ask in
     its code and the guardrails of a tuned step) and its monthly saving."""
     from ..tuning import limit_runs, tune_resources
@@ -118,8 +155,9 @@ def step_view(entry: Dict[str, Any], per_month: float, catalog) -> Dict[str, Any
         tune = {}
     records = limit_runs(entry["records"], tune.get("runs") or len(entry["records"]) or 1)
     tuning = tune_resources(records, tune.get("asked", asked), tune.get("bounds"))
-    view: Dict[str, Any] = {"runs": len(records), "asked": asked, "note": tuning.note}
-    view["recommended"] = tuning.resources or None
+    view = StepView(
+        runs=len(records), asked=asked, note=tuning.note, recommended=tuning.resources or None
+    )
     if not tuning.resources or not isinstance(asked, dict) or not asked:
         return view
     pricing = _pricing_for(tuning.resources, catalog)
@@ -137,14 +175,15 @@ def step_view(entry: Dict[str, Any], per_month: float, catalog) -> Dict[str, Any
     return view
 
 
-def _shape(values) -> tuple:
+def _shape(values: Mapping[str, Any]) -> Tuple[float, float, float]:
     """(cores, MiB, GPUs) of a request (odd values count as 0: they were noted)."""
     from ..tuning import _size
 
-    return tuple(_size(values.get(k), k) or 0.0 for k in ("cpu", "memory", "gpu"))
+    cpu, memory, gpu = (_size(values.get(k), k) or 0.0 for k in ("cpu", "memory", "gpu"))
+    return cpu, memory, gpu
 
 
-def _pricing_for(resources: Dict[str, int], catalog):
+def _pricing_for(resources: Mapping[str, float], catalog: Optional[str]) -> Optional[Pricing]:
     from ..catalog import CatalogUnavailableError, NoMatchingServerError, recommend_server
     from ..insights import Pricing
 
@@ -179,7 +218,9 @@ def _per_month(per_month: float) -> str:
     return f"{fmt.plural(round(per_month, 1), 'run')} a month"
 
 
-def _print(flow: str, runs: List[str], steps: Dict[str, Any], per_month: float, basis) -> None:
+def _print(
+    flow: str, runs: List[str], steps: Mapping[str, StepView], per_month: float, basis: str
+) -> None:
     out(f"{flow}: {fmt.plural(len(runs), 'recent run')}, {_per_month(per_month)} ({basis})")
     if not steps:
         out("  no step with a @track_resources artifact in these runs")

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
 from .common import PROG, CliError, load_snapshot, render_report, say
 from .common import out as write_out
 from .parser import FORMATTER
+
+if TYPE_CHECKING:
+    from .parser import SubParsers
 
 EXAMPLES = f"""\
 examples:
@@ -16,7 +20,7 @@ examples:
 """
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
     """The `report` sub-parser."""
     report = sub.add_parser(
         "report",

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 from .common import FORMATS, PROG, SNAPSHOT_NAME, CliError, render_report, say, short, write_text
 from .parser import FORMATTER, add_interval, export_targets, formats, job_name
+
+if TYPE_CHECKING:
+    from ..supervise import CommandRun
+    from ..tracker import ResourceTracker
+    from .parser import SubParsers
 
 EXAMPLES = f"""\
 examples:
@@ -29,7 +35,7 @@ resource-tracker-system.csv (one row per sample).
 """
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
     """The `run` sub-parser."""
     run = sub.add_parser(
         "run",
@@ -86,9 +92,12 @@ def main(args: argparse.Namespace) -> int:
         _check_outdir(args.output)
     export = _check_export(getattr(args, "export", None))
 
-    def start(pid, adopt):
+    def start(pid: int, adopt: bool) -> ResourceTracker:
         job = getattr(args, "job", None)
-        return start_tracker(pid, adopt, interval=args.interval, export=export, job=job)
+        tracker: ResourceTracker = start_tracker(
+            pid, adopt, interval=args.interval, export=export, job=job
+        )
+        return tracker
 
     env, agent_dir = _code_agent(args)
     supervisor = Supervisor(command, start, interval=args.interval, adopt_orphans=True, env=env)
@@ -108,7 +117,7 @@ def main(args: argparse.Namespace) -> int:
     return result.status
 
 
-def _code_agent(args: argparse.Namespace) -> tuple:
+def _code_agent(args: argparse.Namespace) -> Tuple[Optional[Dict[str, str]], Optional[str]]:
     """With --code: the command's environment loading the agent, and its directory."""
     if not getattr(args, "code", False):
         return None, None
@@ -117,7 +126,7 @@ def _code_agent(args: argparse.Namespace) -> tuple:
     return prepare(args.interval)
 
 
-def _collect_code(tracker, agent_dir: str) -> None:
+def _collect_code(tracker: Optional[ResourceTracker], agent_dir: str) -> None:
     """The agents' records into the tracker (nothing when tracking did not start)."""
     from ..code_agent import collect
 
@@ -125,7 +134,7 @@ def _collect_code(tracker, agent_dir: str) -> None:
         collect(tracker, agent_dir)
 
 
-def _command(args: argparse.Namespace) -> list:
+def _command(args: argparse.Namespace) -> List[str]:
     """The command to run (after '--'); CliError when there is none."""
     command = list(args.command)
     if command and command[0] == "--":
@@ -135,7 +144,7 @@ def _command(args: argparse.Namespace) -> list:
     return command
 
 
-def _check_export(export):
+def _check_export(export: Optional[str]) -> Optional[str]:
     """The --export targets, checked before the command starts (CliError saying what is
     missing: the target's packages, the Pushgateway's address)."""
     from ..export import prepare_export
@@ -162,7 +171,7 @@ def _check_outdir(outdir: str) -> None:
         raise CliError(f"run: the output directory {outdir} is not writable")
 
 
-def _finish(result, args: argparse.Namespace) -> None:
+def _finish(result: CommandRun, args: argparse.Namespace) -> None:
     """Writes the outputs and shows the summary (or the notes, with --quiet)."""
     tracker = result.tracker
     if tracker is not None and (not args.quiet or "html" in (args.format or ())):
@@ -170,16 +179,17 @@ def _finish(result, args: argparse.Namespace) -> None:
             tracker.summary()
         except Exception:  # the summary lines say what failed; the outputs still get written
             pass
-    written, notes = (
-        ([], []) if tracker is None else write_outputs(tracker, args.output, args.format)
-    )
+    written: List[str] = []
+    notes: List[str] = []
+    if tracker is not None:
+        written, notes = write_outputs(tracker, args.output, args.format)
     if not args.quiet:
         say("\n".join(_summary(result) + _written_lines(written, notes)))
     elif notes:
         say("\n".join(f"{PROG}: {n}" for n in notes))
 
 
-def _summary(result) -> list:
+def _summary(result: CommandRun) -> List[str]:
     """The summary's lines: the command and its status, then the figures."""
     import shlex
 
@@ -197,16 +207,18 @@ def _summary(result) -> list:
     return lines
 
 
-def _written_lines(written: list, notes: list) -> list:
+def _written_lines(written: List[str], notes: List[str]) -> List[str]:
     lines = [f"  {'written':<11} {', '.join(written)}"] if written else []
     return lines + [f"  {'note':<11} {n}" for n in notes]
 
 
-def write_outputs(tracker, outdir: str, formats: tuple) -> tuple:
+def write_outputs(
+    tracker: ResourceTracker, outdir: str, formats: Tuple[str, ...]
+) -> Tuple[List[str], List[str]]:
     """Writes the chosen outputs; returns (paths written, notes on what was skipped and on
     files of an earlier run that were replaced)."""
-    written: list = []
-    notes: list = []
+    written: List[str] = []
+    notes: List[str] = []
     if not formats:
         return written, notes
     try:
@@ -239,7 +251,7 @@ def write_outputs(tracker, outdir: str, formats: tuple) -> tuple:
     return written, notes
 
 
-def _output_paths(outdir: str, formats: tuple) -> list:
+def _output_paths(outdir: str, formats: Tuple[str, ...]) -> List[str]:
     """The files the chosen outputs are written to."""
     names = {
         "json": [SNAPSHOT_NAME],
@@ -249,7 +261,7 @@ def _output_paths(outdir: str, formats: tuple) -> list:
     return [os.path.join(outdir, name) for f in FORMATS if f in formats for name in names[f]]
 
 
-def _write_html(tracker, path: str, written: list, notes: list) -> None:
+def _write_html(tracker: ResourceTracker, path: str, written: List[str], notes: List[str]) -> None:
     try:
         render_report(tracker).save(path)
         written.append(path)

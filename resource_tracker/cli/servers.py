@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple, Union
+
 from .common import CliError
 
+if TYPE_CHECKING:
+    from ..catalog import Server
 
-def find_servers(resources: dict, n=None, strict: bool = False, **filters):
+
+def find_servers(
+    resources: Mapping[str, Any], n: Optional[int] = None, strict: bool = False, **filters: Any
+) -> Tuple[Union[Server, List[Server], None], Optional[str]]:
     """(server or list, None), or (None, why not) when there is no catalog or no match.
 
     strict: a bad filter value (ValueError) is a CliError (exit status 2), not a reason.
@@ -31,7 +39,7 @@ def find_servers(resources: dict, n=None, strict: bool = False, **filters):
         return None, printable(f"{type(exc).__name__}: {exc}")
 
 
-def import_catalog():
+def import_catalog() -> Optional[ModuleType]:
     """The resource_tracker.catalog package, or None when this installation has none."""
     try:
         from .. import catalog

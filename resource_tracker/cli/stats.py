@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from .common import PROG, json_text, load_snapshot, out, short
 from .parser import FORMATTER
+
+if TYPE_CHECKING:
+    from .parser import SubParsers
 
 EXAMPLES = f"""\
 examples:
@@ -14,7 +18,7 @@ examples:
 """
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
     """The `stats` sub-parser."""
     stats = sub.add_parser(
         "stats",

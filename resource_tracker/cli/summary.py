@@ -4,12 +4,18 @@ line of `watch`, and how resources, servers and exit statuses are described."""
 from __future__ import annotations
 
 import signal
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence
 
 from .. import formatting as fmt
 from ..registry import Column, by_role, traffic_columns
 
+if TYPE_CHECKING:
+    from ..summary import RunSummary
+    from ..tiny_data_frame import TinyDataFrame
+    from ..tracker import ResourceTracker
 
-def size(nbytes) -> str:
+
+def size(nbytes: Optional[float]) -> str:
     """A byte count for people ('0 B', '12.3 KiB', '1.5 GiB'): formatting.nbytes, 0 for
     unknown."""
     return fmt.nbytes(nbytes or 0)
@@ -30,7 +36,7 @@ def _row(label: str, text: str) -> str:
     return f"  {label:<11} {text}"
 
 
-def _value(summary, col: Column, field: str) -> float:
+def _value(summary: RunSummary, col: Column, field: str) -> float:
     """This run's `field` of a registry column in the summary (0 when unknown)."""
     row = summary.row(col.key, field)
     return row.value if row is not None and row.value is not None else 0.0
@@ -39,13 +45,17 @@ def _value(summary, col: Column, field: str) -> float:
 # -- the summary of a run --------------------------------------------------------------------
 
 
-def summary_lines(tracker, historical_stats=None, server: bool = True) -> list:
+def summary_lines(
+    tracker: ResourceTracker,
+    historical_stats: Optional[Sequence[Mapping[str, Any]]] = None,
+    server: bool = True,
+) -> List[str]:
     """The summary of a (stopped) tracker, as lines for stderr: its run summary
     (``tracker.summary()``; the catalog is asked only when `server`)."""
     return lines_of(tracker.summary(historical_stats, lookup_server=server), server)
 
 
-def lines_of(summary, server: bool = True) -> list:
+def lines_of(summary: RunSummary, server: bool = True) -> List[str]:
     """The lines of a RunSummary (no I/O: the summary holds the servers and costs)."""
     if summary.stats is None:
         return [f"  no statistics: {t}" for t in summary.warnings_about("data")[:1]] or [
@@ -74,12 +84,12 @@ def lines_of(summary, server: bool = True) -> list:
     return lines
 
 
-def insight_lines(summary) -> list:
+def insight_lines(summary: RunSummary) -> List[str]:
     """One line per finding of the summary (``summary.insights``): its severity, its text."""
     return [_row(i.severity, i.message) for i in getattr(summary, "insights", ())]
 
 
-def code_lines(summary) -> list:
+def code_lines(summary: RunSummary) -> List[str]:
     """Where the memory peak and the most CPU were in the code (``summary.code``), when
     the run recorded its code profile (the phases' code is in the phases finding)."""
     from ..code_view import peak_text, top_cpu_text
@@ -91,7 +101,7 @@ def code_lines(summary) -> list:
     return [_row("code", text) for text in texts if text]
 
 
-def _usage_rows(summary, info: dict) -> list:
+def _usage_rows(summary: RunSummary, info: Mapping[str, Any]) -> List[str]:
     """CPU, memory, GPU, children, disk I/O, network, and the data quality notes."""
     vcpus, mem_total = info.get("vcpus"), info.get("memory_mb")
     cpu, machine_cpu = by_role("process", "cpu"), by_role("system", "cpu")
@@ -121,16 +131,16 @@ def _usage_rows(summary, info: dict) -> list:
     return rows + [_row(label, note) for label, note in zip(labels, notes)]
 
 
-def _children(summary) -> float:
+def _children(summary: RunSummary) -> float:
     return _value(summary, by_role("process", "children"), "max")
 
 
-def _clamp(cores: float, vcpus) -> float:
+def _clamp(cores: float, vcpus: Optional[float]) -> float:
     """CPU never above the machine's cores (sampling jitter can read 2.08 of 2)."""
     return min(cores, float(vcpus)) if vcpus else cores
 
 
-def _gpu_row(summary, info: dict) -> str:
+def _gpu_row(summary: RunSummary, info: Mapping[str, Any]) -> str:
     gpus = _value(summary, by_role("process", "gpu"), "max")
     machine_gpus = _value(summary, by_role("system", "gpu"), "max")
     if gpus or machine_gpus or info.get("gpu_count"):
@@ -144,7 +154,7 @@ def _gpu_row(summary, info: dict) -> str:
     return _row("GPU", "none used")
 
 
-def _disk_row(summary) -> str:
+def _disk_row(summary: RunSummary) -> str:
     """Bytes read and written: the process tree's, then the machine's disks'."""
     (read, write), (machine_read, machine_write) = (
         (by_role(table, "disk_read"), by_role(table, "disk_write"))
@@ -159,7 +169,7 @@ def _disk_row(summary) -> str:
     )
 
 
-def _network_row(summary) -> str:
+def _network_row(summary: RunSummary) -> str:
     traffic = traffic_columns()
     return _row(
         "network",
@@ -168,7 +178,7 @@ def _network_row(summary) -> str:
     )
 
 
-def describe_resources(res: dict) -> str:
+def describe_resources(res: Mapping[str, Any]) -> str:
     """'1 CPU, 512 MiB memory[, 1 GPU, 8 GiB VRAM]' (memory and VRAM are MiB)."""
     text = f"{fmt.plural(res['cpu'], 'CPU')}, {size(res['memory'] * 2**20)} memory"
     if res.get("gpu"):
@@ -176,7 +186,7 @@ def describe_resources(res: dict) -> str:
     return text
 
 
-def describe_server(server, run_architecture=None) -> str:
+def describe_server(server: object, run_architecture: Optional[str] = None) -> str:
     """'vendor server (N vCPUs, M GiB, K GPUs, $P/h) arm64, burstable, region R, no GPU' and,
     when its architecture is not ``run_architecture``, a note saying so."""
     if not isinstance(server, dict):
@@ -198,7 +208,7 @@ def describe_server(server, run_architecture=None) -> str:
     return text + (f"; {mismatch}" if mismatch else "")
 
 
-def server_lines(summary) -> list:
+def server_lines(summary: RunSummary) -> List[str]:
     """Lines on the cheapest fitting server and the cost of the run (or why there is none),
     from the summary (the catalog was asked when it was built). Like every line of the
     commands they reach the terminal through common.out / common.say (made printable)."""
@@ -219,7 +229,7 @@ def server_lines(summary) -> list:
     return lines
 
 
-def describe_costs(costs: dict) -> str:
+def describe_costs(costs: Mapping[str, Any]) -> str:
     """The cost line of a run ('' when unknown)."""
     parts = []
     if costs.get("run_cost_usd") is not None:
@@ -241,14 +251,14 @@ def describe_costs(costs: dict) -> str:
 # byte formatting come from the registry and this module, as the summary lines'.
 
 
-def _last(df, col: Column, step: float = 0.0) -> float:
+def _last(df: TinyDataFrame, col: Column, step: float = 0.0) -> float:
     """The column's latest value (an amount per interval as a rate per second with step)."""
     values = df.column_array(col.name) if len(df) else None
-    value = values[-1] if values else 0.0
+    value: float = values[-1] if values else 0.0
     return value / step if step and col.fold == "sum" else value
 
 
-def watch_line(tracker, pid, vcpus) -> str:
+def watch_line(tracker: ResourceTracker, pid: Optional[int], vcpus: Optional[float]) -> str:
     """One line on the latest sample."""
     import time
 
@@ -272,7 +282,7 @@ def watch_line(tracker, pid, vcpus) -> str:
     return " | ".join(parts)
 
 
-def _process_part(proc, pid: int, step: float) -> str:
+def _process_part(proc: TinyDataFrame, pid: int, step: float) -> str:
     read, write = by_role("process", "disk_read"), by_role("process", "disk_write")
     text = (
         f"pid {pid}: cpu {_last(proc, by_role('process', 'cpu')):5.2f} "

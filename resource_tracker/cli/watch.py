@@ -6,9 +6,15 @@ import argparse
 import os
 import signal
 import sys
+from types import FrameType
+from typing import TYPE_CHECKING, Optional
 
 from .common import PROG, CliError, say
 from .parser import FORMATTER, add_interval, pid, positive_int
+
+if TYPE_CHECKING:
+    from ..tracker import ResourceTracker
+    from .parser import SubParsers
 
 EXAMPLES = f"""\
 examples:
@@ -20,7 +26,7 @@ Stops at Ctrl-C, when the process exits, or after --count samples.
 """
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
+def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
     """The `watch` sub-parser."""
     watch = sub.add_parser(
         "watch",
@@ -42,7 +48,7 @@ def main(args: argparse.Namespace) -> int:
     """`watch`: a live view until Ctrl-C, the process's exit or --count samples; 0."""
     from ..tracker import ResourceTracker
 
-    def on_term(signum, frame):
+    def on_term(signum: int, frame: Optional[FrameType]) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
@@ -75,7 +81,7 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _show(tracker, args: argparse.Namespace, tty: bool) -> str:
+def _show(tracker: ResourceTracker, args: argparse.Namespace, tty: bool) -> str:
     """Shows a line per sample until --count samples, the process's exit ('process N
     exited') or the tracker's stop ('tracking stopped'): why it ended ('' for --count)."""
     import time
