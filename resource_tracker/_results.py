@@ -16,15 +16,34 @@ from ._code import CodeResults
 
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds): annotations only
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar, Union
+    from typing import (
+        Any,
+        Callable,
+        Dict,
+        List,
+        Mapping,
+        Optional,
+        Sequence,
+        TypeVar,
+        Union,
+        cast,
+        overload,
+    )
 
     from ._background import Job
+    from .results_types import DataQuality, Resources, RunStats, ServerRecord
     from .sampler_protocol import Sampler
     from .summary import RunSummary
     from .tiny_data_frame import StatSpec, TinyDataFrame
 
     _T = TypeVar("_T")
     _R = TypeVar("_R", bound="TrackerResults")
+else:
+
+    def cast(_type: object, value: object) -> object:
+        """typing.cast without the typing import (a value the tests check: tests/core/
+        test_core_results_types.py compares a real run's results with their TypedDict)."""
+        return value
 
 
 class TrackerResults(CodeResults):
@@ -171,7 +190,7 @@ class TrackerResults(CodeResults):
             offset=offset,
         )
 
-    def stats(self, specs: Optional[Sequence[StatSpec]] = None) -> Dict[str, Any]:
+    def stats(self, specs: Optional[Sequence[StatSpec]] = None) -> RunStats:
         """Summaries of the samples: mean/max/percentiles, sums, peak disk use, duration.
 
         Computed once per state of the samples (a stopped run: once), on the sampler's own
@@ -179,13 +198,14 @@ class TrackerResults(CodeResults):
         package took them): those statistics of ``get_combined_metrics()`` instead."""
         from ._renamed import Stats
 
-        if specs is not None:
-            return Stats(self.get_combined_metrics().stats(specs))
+        if specs is not None:  # keyed by the specs' columns: not the RunStats keys
+            return cast("RunStats", Stats(self.get_combined_metrics().stats(specs)))
         from ._run_data import stats
 
-        return Stats(stats(self))  # a 0.5 key's KeyError says what to read instead
+        # a 0.5 key's KeyError says what to read instead; the C core's dict, typed
+        return cast("RunStats", Stats(stats(self)))
 
-    def data_quality(self) -> Dict[str, Any]:
+    def data_quality(self) -> DataQuality:
         """What is missing from the data, and why: ``{'samples_dropped': int,
         'incomplete_columns': {stats key: reason}}`` (empty when nothing is).
 
@@ -201,7 +221,7 @@ class TrackerResults(CodeResults):
         """
         from ._run_data import data_quality
 
-        return data_quality(self)
+        return cast("DataQuality", data_quality(self))
 
     @property
     def memory_hwm(self) -> Optional[float]:
@@ -216,7 +236,7 @@ class TrackerResults(CodeResults):
 
     def recommend_resources(
         self, historical_stats: Optional[Sequence[Mapping[str, Any]]] = None
-    ) -> Dict[str, int]:
+    ) -> Resources:
         """Recommend optimal resource allocation based on the measured resource tracker data.
 
         The rules:
@@ -254,12 +274,29 @@ class TrackerResults(CodeResults):
             raise ValueError(f"nothing was measured: {errors[0]}")
         return _core.recommend(measured)  # the rules: csrc/stats.c (recommend_runs)
 
+    if TYPE_CHECKING:
+
+        @overload
+        def recommend_server(
+            self,
+            n: None = None,
+            historical_stats: Optional[Sequence[Mapping[str, Any]]] = None,
+            **filters: Any,
+        ) -> ServerRecord: ...
+        @overload
+        def recommend_server(
+            self,
+            n: int,
+            historical_stats: Optional[Sequence[Mapping[str, Any]]] = None,
+            **filters: Any,
+        ) -> List[ServerRecord]: ...
+
     def recommend_server(
         self,
         n: Optional[int] = None,
         historical_stats: Optional[Sequence[Mapping[str, Any]]] = None,
         **filters: Any,
-    ) -> Any:
+    ) -> Union[ServerRecord, List[ServerRecord]]:
         """The cheapest cloud server that fits recommend_resources() (Spare Cores catalog).
 
         Filters: vendor, region/regions, country, architecture (``"same"``: the run's),
@@ -270,7 +307,8 @@ class TrackerResults(CodeResults):
 
         run_arch = (getattr(self, "server_info", None) or {}).get("architecture")
         filters = same_architecture(filters, run_arch)
-        return recommend_server(self.recommend_resources(historical_stats), n=n, **filters)
+        found = recommend_server(self.recommend_resources(historical_stats), n=n, **filters)
+        return cast("Union[ServerRecord, List[ServerRecord]]", found)  # the catalog's records
 
     def report(
         self,
