@@ -188,16 +188,16 @@ class Resources(TypedDict):
 class _VendorBase(TypedDict):
     vendor_id: str
     name: str
-    logo: Optional[str]
-    homepage: Optional[str]
-    country_id: Optional[str]
-    status: Optional[str]
 
 
 class Vendor(_VendorBase, total=False):
     """``ServerRecord["vendor"]``: the vendor's Spare Cores record (the columns a catalog
-    does not hold are left out)."""
+    does not hold are left out: a local catalog holds them all, the Keeper may give fewer)."""
 
+    logo: Optional[str]
+    homepage: Optional[str]
+    country_id: Optional[str]
+    status: Optional[str]
     state: Optional[str]
     city: Optional[str]
     address_line: Optional[str]
