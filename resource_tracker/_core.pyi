@@ -2,8 +2,6 @@
 
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, final
 
-from resource_tracker.results_types import Resources
-
 __version__: str
 PROCESS_COLUMNS: Tuple[str, ...]
 SYSTEM_COLUMNS: Tuple[str, ...]
@@ -118,7 +116,9 @@ def stats(
     end_time: float = ...,
 ) -> Dict[str, Dict[str, float]]: ...
 def summarize(values: _Values, weights: Optional[_Values] = ...) -> Dict[str, float]: ...
-def recommend(stats: Sequence[Mapping[str, Any]]) -> Resources: ...
+def recommend(stats: Sequence[Mapping[str, Any]]) -> Dict[str, int]:
+    """{'cpu', 'memory', 'gpu', 'vram'}: results_types.Resources (csrc/stats.c)."""
+
 def combine_runs(values: Sequence[Optional[float]], peaks: bool) -> Optional[float]: ...
 def round_memory_mib(mib: float) -> int: ...
 def float64_text(pieces: Sequence[Union[str, memoryview, Any]]) -> str:

@@ -272,7 +272,8 @@ class TrackerResults(CodeResults):
         if not measured:
             errors = stats.get("data_quality", {}).get("errors") or ["no measurements"]
             raise ValueError(f"nothing was measured: {errors[0]}")
-        return _core.recommend(measured)  # the rules: csrc/stats.c (recommend_runs)
+        # the rules: csrc/stats.c (recommend_runs); its dict has the keys of Resources
+        return cast("Resources", _core.recommend(measured))
 
     if TYPE_CHECKING:
 
