@@ -38,11 +38,10 @@ if TYPE_CHECKING:
 
     _T = TypeVar("_T")
     _R = TypeVar("_R", bound="TrackerResults")
-else:
+    _History = Optional[Sequence[Mapping[str, Any]]]
+else:  # typing.cast without the typing import; tests/core/test_core_results_types.py
 
-    def cast(_type: object, value: object) -> object:
-        """typing.cast without the typing import (a value the tests check: tests/core/
-        test_core_results_types.py compares a real run's results with their TypedDict)."""
+    def cast(_type, value):  # checks the values' types on real runs
         return value
 
 
@@ -190,7 +189,16 @@ class TrackerResults(CodeResults):
             offset=offset,
         )
 
-    def stats(self, specs: Optional[Sequence[StatSpec]] = None) -> RunStats:
+    if TYPE_CHECKING:
+
+        @overload
+        def stats(self, specs: None = None) -> RunStats: ...
+        @overload
+        def stats(self, specs: Sequence[StatSpec]) -> Dict[str, Dict[str, float]]: ...
+
+    def stats(
+        self, specs: Optional[Sequence[StatSpec]] = None
+    ) -> Union[RunStats, Dict[str, Dict[str, float]]]:
         """Summaries of the samples: mean/max/percentiles, sums, peak disk use, duration.
 
         Computed once per state of the samples (a stopped run: once), on the sampler's own
@@ -198,12 +206,11 @@ class TrackerResults(CodeResults):
         package took them): those statistics of ``get_combined_metrics()`` instead."""
         from ._renamed import Stats
 
-        if specs is not None:  # keyed by the specs' columns: not the RunStats keys
-            return cast("RunStats", Stats(self.get_combined_metrics().stats(specs)))
+        if specs is not None:
+            return Stats(self.get_combined_metrics().stats(specs))
         from ._run_data import stats
 
-        # a 0.5 key's KeyError says what to read instead; the C core's dict, typed
-        return cast("RunStats", Stats(stats(self)))
+        return cast("RunStats", Stats(stats(self)))  # a 0.5 key's KeyError names the new key
 
     def data_quality(self) -> DataQuality:
         """What is missing from the data, and why: ``{'samples_dropped': int,
@@ -234,9 +241,7 @@ class TrackerResults(CodeResults):
         value = self._sampler.memory_hwm
         return float(value) if value else None
 
-    def recommend_resources(
-        self, historical_stats: Optional[Sequence[Mapping[str, Any]]] = None
-    ) -> Resources:
+    def recommend_resources(self, historical_stats: _History = None) -> Resources:
         """Recommend optimal resource allocation based on the measured resource tracker data.
 
         The rules:
@@ -272,8 +277,7 @@ class TrackerResults(CodeResults):
         if not measured:
             errors = stats.get("data_quality", {}).get("errors") or ["no measurements"]
             raise ValueError(f"nothing was measured: {errors[0]}")
-        # the rules: csrc/stats.c (recommend_runs); its dict has the keys of Resources
-        return cast("Resources", _core.recommend(measured))
+        return cast("Resources", _core.recommend(measured))  # csrc/stats.c (recommend_runs)
 
     if TYPE_CHECKING:
 
@@ -281,21 +285,21 @@ class TrackerResults(CodeResults):
         def recommend_server(
             self,
             n: None = None,
-            historical_stats: Optional[Sequence[Mapping[str, Any]]] = None,
+            historical_stats: _History = None,
             **filters: Any,
         ) -> ServerRecord: ...
         @overload
         def recommend_server(
             self,
             n: int,
-            historical_stats: Optional[Sequence[Mapping[str, Any]]] = None,
+            historical_stats: _History = None,
             **filters: Any,
         ) -> List[ServerRecord]: ...
 
     def recommend_server(
         self,
         n: Optional[int] = None,
-        historical_stats: Optional[Sequence[Mapping[str, Any]]] = None,
+        historical_stats: _History = None,
         **filters: Any,
     ) -> Union[ServerRecord, List[ServerRecord]]:
         """The cheapest cloud server that fits recommend_resources() (Spare Cores catalog).
@@ -309,11 +313,11 @@ class TrackerResults(CodeResults):
         run_arch = (getattr(self, "server_info", None) or {}).get("architecture")
         filters = same_architecture(filters, run_arch)
         found = recommend_server(self.recommend_resources(historical_stats), n=n, **filters)
-        return cast("Union[ServerRecord, List[ServerRecord]]", found)  # the catalog's records
+        return cast("Union[ServerRecord, List[ServerRecord]]", found)
 
     def report(
         self,
-        historical_stats: Optional[Sequence[Mapping[str, Any]]] = None,
+        historical_stats: _History = None,
         *,
         status: str | None = None,
         integration: str | None = None,
