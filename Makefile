@@ -82,13 +82,14 @@ $(STAMPS)/deps-test.stamp: pyproject.toml setup.py | $(PY)
 	$(PIP_QUIET) $(PY) -m pip install -q -e '.[test]'
 	@touch $@ $(STAMPS)/deps.stamp
 
-lint: deps-test  ## clang-format check of csrc/, ruff check and format check of Python, mypy --strict on the public API, no Python function over 60 lines; no outside folder
+lint: deps-test build  ## clang-format check of csrc/, ruff check and format check of Python, mypy --strict on the public API, stubtest of _core.pyi against the built extension, no Python function over 60 lines; no outside folder
 	@if git grep -n -e '\.\.[/]shared' -- . ; then \
 	  echo "lint: the files above name the shared folder beside the repository: a clone alone must build and test; put fixtures in tests/data/" >&2; exit 1; fi
 	clang-format --dry-run --Werror csrc/*.c csrc/*.h
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy  # the modules and rules: [tool.mypy] in pyproject.toml
+	$(PY) -m mypy.stubtest resource_tracker._core --mypy-config-file pyproject.toml  # _core.pyi = the built extension
 	$(PY) tools/check_function_length.py --max 60
 
 format: deps-test  ## rewrite C and Python in the project style

@@ -1,6 +1,6 @@
 """Type stub of the C core (private: use the resource_tracker package's public API)."""
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, final
 
 __version__: str
 PROCESS_COLUMNS: Tuple[str, ...]
@@ -18,6 +18,7 @@ SHORT_RUN_S: float  # seconds: a shorter run has no measurable CPU usage (csrc/s
 
 _Values = Union[Sequence[float], memoryview, Any]
 
+@final  # a C type without Py_TPFLAGS_BASETYPE
 class Sampler:
     """The C sampler: a thread that reads procfs every `interval` seconds.
 
@@ -37,6 +38,12 @@ class Sampler:
         adopted_by: int = ...,
     ) -> None: ...
     def start(self) -> None: ...
+    def run_after_baseline(self, fn: Callable[[], object], /) -> None:
+        """Before start(): the sampler thread starts a thread that calls fn() right after its
+        baseline reading (RuntimeError after start() or outside the main interpreter)."""
+    def take_after_baseline(self) -> Optional[Callable[[], object]]:
+        """The fn of run_after_baseline() when no thread was started for it (the sampler
+        stopped or never started before its baseline), now the caller's to run; else None."""
     def record_stacks(self, main_ident: int, max_bytes: int = 0) -> None:
         """Before start(): also record this interpreter's Python stacks at each tick
         (docs/code_profile.md); RuntimeError when it cannot (free-threaded, sub-interpreter)."""
@@ -109,7 +116,9 @@ def stats(
     end_time: float = ...,
 ) -> Dict[str, Dict[str, float]]: ...
 def summarize(values: _Values, weights: Optional[_Values] = ...) -> Dict[str, float]: ...
-def recommend(stats: Sequence[Mapping[str, Any]]) -> Dict[str, int]: ...
+def recommend(stats: Sequence[Mapping[str, Any]]) -> Dict[str, int]:
+    """{'cpu', 'memory', 'gpu', 'vram'}: results_types.Resources (csrc/stats.c)."""
+
 def combine_runs(values: Sequence[Optional[float]], peaks: bool) -> Optional[float]: ...
 def round_memory_mib(mib: float) -> int: ...
 def float64_text(pieces: Sequence[Union[str, memoryview, Any]]) -> str:
@@ -178,6 +187,9 @@ def next_tick(start: float, previous: float, now: float, interval: float) -> flo
 def folds_into_last(dt: float, interval: float, has_rows: bool, may_fold: bool) -> bool: ...
 def takes_final(since_last: float, has_rows: bool) -> bool: ...
 def cgroup_keyed(text: str) -> Dict[str, int]: ...
+def close_jobs() -> None:
+    """No job started by a sampler thread runs after this (waits for one under way)."""
+
 def stop_stacks() -> None:
     """Stops every stack capture of this process, waiting for one under way (atexit)."""
 

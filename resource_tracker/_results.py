@@ -16,15 +16,33 @@ from ._code import CodeResults
 
 TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds): annotations only
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar, Union
+    from typing import (
+        Any,
+        Callable,
+        Dict,
+        List,
+        Mapping,
+        Optional,
+        Sequence,
+        TypeVar,
+        Union,
+        cast,
+        overload,
+    )
 
     from ._background import Job
+    from .results_types import DataQuality, Resources, RunStats, ServerRecord
     from .sampler_protocol import Sampler
     from .summary import RunSummary
     from .tiny_data_frame import StatSpec, TinyDataFrame
 
     _T = TypeVar("_T")
     _R = TypeVar("_R", bound="TrackerResults")
+    _History = Optional[Sequence[Mapping[str, Any]]]
+else:  # typing.cast without the typing import; tests/core/test_core_results_types.py
+
+    def cast(_type, value):  # checks the values' types on real runs
+        return value
 
 
 class TrackerResults(CodeResults):
@@ -171,7 +189,16 @@ class TrackerResults(CodeResults):
             offset=offset,
         )
 
-    def stats(self, specs: Optional[Sequence[StatSpec]] = None) -> Dict[str, Any]:
+    if TYPE_CHECKING:
+
+        @overload
+        def stats(self, specs: None = None) -> RunStats: ...
+        @overload
+        def stats(self, specs: Sequence[StatSpec]) -> Dict[str, Dict[str, float]]: ...
+
+    def stats(
+        self, specs: Optional[Sequence[StatSpec]] = None
+    ) -> Union[RunStats, Dict[str, Dict[str, float]]]:
         """Summaries of the samples: mean/max/percentiles, sums, peak disk use, duration.
 
         Computed once per state of the samples (a stopped run: once), on the sampler's own
@@ -183,9 +210,9 @@ class TrackerResults(CodeResults):
             return Stats(self.get_combined_metrics().stats(specs))
         from ._run_data import stats
 
-        return Stats(stats(self))  # a 0.5 key's KeyError says what to read instead
+        return cast("RunStats", Stats(stats(self)))  # a 0.5 key's KeyError names the new key
 
-    def data_quality(self) -> Dict[str, Any]:
+    def data_quality(self) -> DataQuality:
         """What is missing from the data, and why: ``{'samples_dropped': int,
         'incomplete_columns': {stats key: reason}}`` (empty when nothing is).
 
@@ -201,7 +228,7 @@ class TrackerResults(CodeResults):
         """
         from ._run_data import data_quality
 
-        return data_quality(self)
+        return cast("DataQuality", data_quality(self))
 
     @property
     def memory_hwm(self) -> Optional[float]:
@@ -214,9 +241,7 @@ class TrackerResults(CodeResults):
         value = self._sampler.memory_hwm
         return float(value) if value else None
 
-    def recommend_resources(
-        self, historical_stats: Optional[Sequence[Mapping[str, Any]]] = None
-    ) -> Dict[str, int]:
+    def recommend_resources(self, historical_stats: _History = None) -> Resources:
         """Recommend optimal resource allocation based on the measured resource tracker data.
 
         The rules:
@@ -252,14 +277,31 @@ class TrackerResults(CodeResults):
         if not measured:
             errors = stats.get("data_quality", {}).get("errors") or ["no measurements"]
             raise ValueError(f"nothing was measured: {errors[0]}")
-        return _core.recommend(measured)  # the rules: csrc/stats.c (recommend_runs)
+        return cast("Resources", _core.recommend(measured))  # csrc/stats.c (recommend_runs)
+
+    if TYPE_CHECKING:
+
+        @overload
+        def recommend_server(
+            self,
+            n: None = None,
+            historical_stats: _History = None,
+            **filters: Any,
+        ) -> ServerRecord: ...
+        @overload
+        def recommend_server(
+            self,
+            n: int,
+            historical_stats: _History = None,
+            **filters: Any,
+        ) -> List[ServerRecord]: ...
 
     def recommend_server(
         self,
         n: Optional[int] = None,
-        historical_stats: Optional[Sequence[Mapping[str, Any]]] = None,
+        historical_stats: _History = None,
         **filters: Any,
-    ) -> Any:
+    ) -> Union[ServerRecord, List[ServerRecord]]:
         """The cheapest cloud server that fits recommend_resources() (Spare Cores catalog).
 
         Filters: vendor, region/regions, country, architecture (``"same"``: the run's),
@@ -270,11 +312,12 @@ class TrackerResults(CodeResults):
 
         run_arch = (getattr(self, "server_info", None) or {}).get("architecture")
         filters = same_architecture(filters, run_arch)
-        return recommend_server(self.recommend_resources(historical_stats), n=n, **filters)
+        found = recommend_server(self.recommend_resources(historical_stats), n=n, **filters)
+        return cast("Union[ServerRecord, List[ServerRecord]]", found)
 
     def report(
         self,
-        historical_stats: Optional[Sequence[Mapping[str, Any]]] = None,
+        historical_stats: _History = None,
         *,
         status: str | None = None,
         integration: str | None = None,

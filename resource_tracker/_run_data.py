@@ -295,7 +295,7 @@ def _export_notes(export: Any) -> List[str]:
     return notes
 
 
-def with_kernel_peak(stats: Dict[str, Any]) -> Dict[str, Any]:
+def with_kernel_peak(stats: Mapping[str, Any]) -> Mapping[str, Any]:
     """stats() with the memory peak raised to the kernel's high-water mark of one process
     when the samples missed a higher peak."""
     hwm = (stats.get("process_memory_hwm") or {}).get("max")

@@ -163,9 +163,16 @@ _SMALL = sorted(
 )
 
 
+#: _results: its public methods' typed overloads (stats, recommend_server; results_types)
+_CAPS = {"resource_tracker._results": 2150}
+
+
 @pytest.mark.parametrize(
     "module,limit",
-    [(m, 1100 if m in LOADED_BY_A_RUN or m.endswith("_v1") else 2000) for m in _SMALL],
+    [
+        (m, 1100 if m in LOADED_BY_A_RUN or m.endswith("_v1") else _CAPS.get(m, 2000))
+        for m in _SMALL
+    ],
 )
 def test_modules_a_tracker_loads_stay_small(module, limit):
     """Where no pyc is written (PYTHONDONTWRITEBYTECODE, a read-only install), each module
