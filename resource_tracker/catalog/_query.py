@@ -355,7 +355,7 @@ def _build_price_table(conn: sqlite3.Connection, target: str, source: str) -> No
     per server/allocation/currency) and rt_server (narrow copy of the filtered columns with the
     stress_ng:bestn score), each keyed by (vendor_id, server_id)."""
     cols = set(_columns(conn, "server_price", source))
-    where = ["price IS NOT NULL"]
+    where = ["typeof(price) IN ('integer', 'real')"]  # not NULL, nor text kept in a REAL column
     if "status" in cols:
         where.append("(status IS NULL OR status = 'ACTIVE')")
     if "unit" in cols:

@@ -233,3 +233,23 @@ def test_cli_limits_of_catalog_update(blobs, own_cache):
     assert bad.returncode == 2 and "positive number" in bad.stderr
     assert fine.returncode == 0, fine.stderr
     assert "servers" in fine.stdout
+
+
+def test_prices_that_are_not_numbers_are_left_out(catalog_db, tmp_path):
+    """A local catalog whose price column holds text (SQLite keeps text that is not a number
+    in a REAL column): those prices are left out, never compared with numbers (the
+    cheapest-first walk raised TypeError on reaching them)."""
+    path = str(tmp_path / "local.db")
+    shutil.copy(catalog_db, path)
+    os.chmod(path, 0o644)
+    clean = catalog.recommend_server(REQUEST, catalog=catalog_db, n=3, vendor="aws")
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "UPDATE server_price SET price = 'call us' WHERE vendor_id = 'aws' AND server_id != ?",
+        (clean[1]["server_id"],),
+    )
+    conn.commit()
+    conn.close()
+    picked = catalog.recommend_server(REQUEST, catalog=path, n=3, vendor="aws")
+    assert [p["server_id"] for p in picked] == [clean[1]["server_id"]]
+    assert picked[0]["price"] == clean[1]["price"]
