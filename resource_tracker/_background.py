@@ -15,11 +15,7 @@ import _thread
 import _weakref  # builtin: no import cost
 import atexit  # a builtin module (~20 us): here, not in start()
 import os
-
-TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
-if TYPE_CHECKING:
-    from typing import Any, Callable, Optional
-
+from typing import Any, Callable, Optional
 
 WAIT_S = 2.0  # the longest a caller waits for a job (a stuck read never stalls stop())
 

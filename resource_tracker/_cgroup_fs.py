@@ -11,13 +11,11 @@ The files are read by the bounded readers of ``_cgroup_read``.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple, Union
 
 from ._cgroup_read import _read
 
-TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
 if TYPE_CHECKING:
-    from typing import Dict, List, Optional, Tuple, Union
-
     #: A cgroup mount: (root of the mount, mount point).
     Mount = Tuple[str, str]
 

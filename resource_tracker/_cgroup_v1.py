@@ -7,8 +7,7 @@ import os
 
 from ._cgroup_fs import cgroup_directory
 from ._cgroup_limits import _v1_cpu, _v1_memory, _walk
-from ._cgroup_read import read_keyed, read_pids, read_value
-from .cgroup_usage import _cpu_seconds, _mib
+from ._cgroup_read import _cpu_seconds, _mib, read_keyed, read_pids, read_value
 
 
 def read_v1(places):

@@ -13,12 +13,9 @@ from __future__ import annotations
 
 import math
 from array import array
+from typing import Any, Dict, List, NoReturn
 
 from . import _core
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Dict, List, NoReturn
 
 #: GPUs a run keeps series of at most (the C sampler's bound; 16 where it is not built)
 MAX_GPUS: int = int(getattr(_core, "GPU_SERIES_MAX", 16))

@@ -5,15 +5,12 @@ handed to the C sampler, which reads the files at each tick."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from . import settings
 from ._cgroup_fs import _cgroup_places, cgroup_directory
 from ._cgroup_read import _read
 from .cgroup_usage import _under
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 
 def start_tree_source(tracker: Any) -> None:

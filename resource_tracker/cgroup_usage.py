@@ -14,14 +14,19 @@ package, for the worker thread that reads the start figures). Paths and limits c
 from __future__ import annotations
 
 import os
-import time
 
 from ._cgroup_fs import _cgroup_places, cgroup_directory
 from ._cgroup_limits import _v2_cpu, _v2_memory, _walk
-from ._cgroup_read import plausible_bytes, read_keyed, read_pids, read_value
-
-MIB = 1024 * 1024
-UNLIMITED = 1 << 62
+from ._cgroup_read import (  # noqa: F401  (MIB, UNLIMITED: importable from here, as before)
+    MIB,
+    UNLIMITED,
+    _cpu_seconds,
+    _mib,
+    plausible_bytes,
+    read_keyed,
+    read_pids,
+    read_value,
+)
 
 
 def read_cgroup(pid, proc_root="/proc", sys_root=None):
@@ -68,25 +73,6 @@ def _under(sys_root, mount_point):
     if mount_point == "/sys" or mount_point.startswith("/sys/"):
         return sys_root.rstrip("/") + mount_point[4:]
     return mount_point
-
-
-def _mib(value):
-    """MiB of a memory figure in bytes; None when not read or not real (above the RAM)."""
-    value = plausible_bytes(value)
-    return None if value is None or value >= UNLIMITED else round(value / MIB, 1)
-
-
-def _cpu_seconds(value, per_second):
-    """Seconds of a CPU time counter (``per_second`` units a second), or None when not read
-    or more than every CPU could have run since boot (a damaged or forged file)."""
-    if value is None:
-        return None
-    seconds = value / per_second
-    try:
-        most = time.clock_gettime(time.CLOCK_BOOTTIME) * (os.cpu_count() or 1) * 2 + 60
-    except (OSError, AttributeError):
-        return seconds
-    return seconds if seconds <= most else None
 
 
 def _read_v2(place):

@@ -12,13 +12,11 @@ from __future__ import annotations
 import bisect
 import os
 import sysconfig
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from .tiny_data_frame import TinyDataFrame
 
-TYPE_CHECKING = False  # no typing import at run time: annotations only
 if TYPE_CHECKING:
-    from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
-
     Key = Tuple[str, str, int]  # (function, file, line)
 
 RECORD_VERSION = 1

@@ -16,14 +16,12 @@ partial interval.
 from __future__ import annotations
 
 from array import array
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from . import _core
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
 
-TYPE_CHECKING = False  # typing is not imported at run time: see __getattr__ below
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Mapping, Optional, Tuple
-
     from .sampler_protocol import RowSampler, Sampler
 
 
@@ -158,10 +156,8 @@ class StoredRun:
         return self.n_samples >= n
 
 
-if TYPE_CHECKING:  # mypy proves the three samplers are what this module says they are
-    from .psutil_sampler import PsutilSampler
+if TYPE_CHECKING:  # mypy proves the two samplers are what this module says they are (psutil's:
+    # psutil_sampler.py, below this module)
 
-    def _implementations(
-        c: _core.Sampler, p: PsutilSampler, stored: StoredRun
-    ) -> Tuple[RowSampler, RowSampler, Sampler]:
-        return c, p, stored
+    def _implementations(c: _core.Sampler, stored: StoredRun) -> Tuple[RowSampler, Sampler]:
+        return c, stored

@@ -9,6 +9,7 @@ interface takes its place.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Any, Dict, List, Literal, Mapping, Optional, Sequence
 
 # Only what constructing, starting and stopping a tracker needs is imported with the package,
 # in modules of at most ~1,500 tokens: where no pyc is written, every module imported is
@@ -20,26 +21,27 @@ import os
 # that the compiler's peak in that thread's C heap stays small too (~0.2 MiB).
 from . import _background, _core, settings
 from ._code import start_stacks
-from ._launch import (  # noqa: F401  (what starting a tracker takes; importable from here)
+from ._identity import (  # noqa: F401  (importable from here, as before)
     MAX_INTERVAL,
     MAX_PID,
     MIN_INTERVAL,
+    SNAPSHOT_FORMAT,
+    SNAPSHOT_VERSION,
     _check_interval,
     _check_pid,
     _command_line,
+    _process_start,
+)
+from ._launch import (  # noqa: F401  (what starting a tracker takes; importable from here)
     _default_method,
     _export_settings,
     _job_name,
     _new_sampler,
-    _process_start,
     _start_cloud_discovery,
 )
 from ._results import TrackerResults
 
-TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds): annotations only
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence
-
     from .sampler_protocol import RowSampler, Sampler
     from .supervise import CommandRun
 
@@ -47,9 +49,6 @@ if TYPE_CHECKING:
 #: Runs shorter than this (seconds) have no measurable CPU usage (10 clock ticks of 10 ms);
 #: the rule lives in the C core (csrc/stats.c), which says how short.
 SHORT_RUN_S = _core.SHORT_RUN_S
-
-SNAPSHOT_FORMAT = "resource-tracker-snapshot"
-SNAPSHOT_VERSION = 1
 
 
 class ResourceTracker(TrackerResults):
@@ -189,7 +188,7 @@ class ResourceTracker(TrackerResults):
         from .supervise import track_command
 
         return track_command(
-            command, adopt_orphans=adopt_orphans, forward_signals=forward_signals, **options
+            command, cls, adopt_orphans=adopt_orphans, forward_signals=forward_signals, **options
         )
 
     # -- lifecycle -------------------------------------------------------------------

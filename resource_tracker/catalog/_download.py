@@ -24,7 +24,7 @@ import os
 import time
 from typing import Any, Dict, NamedTuple, Optional
 
-from . import CatalogUnavailableError
+from ._base import CatalogUnavailableError
 from ._load import from_sql, from_sqlite, too_big
 
 CHUNK = 1 << 20

@@ -11,7 +11,7 @@ from typing import Any, Optional, Tuple
 
 from .. import settings
 from .._text import printable
-from . import CatalogUnavailableError, NoMatchingServerError
+from ._base import CatalogUnavailableError, NoMatchingServerError
 
 VENDORS = ("alicloud", "aws", "azure", "gcp", "hcloud", "ovh", "upcloud")
 ORDER = {

@@ -19,7 +19,7 @@ import sqlite3
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ..formatting import ARCHITECTURE_ALIASES as ARCH_ALIASES
-from . import CatalogUnavailableError, NoMatchingServerError, cache_dir
+from ._base import CatalogUnavailableError, NoMatchingServerError, cache_dir
 
 SCORE_BENCHMARK = "stress_ng:bestn"
 PRICE_TABLE = "rt_price_min"  # cheapest per server, region, allocation, currency

@@ -80,6 +80,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def main(args: argparse.Namespace) -> int:
     """`run`: the tracked command's exit status."""
     from ..supervise import CommandStartError, Supervisor, start_tracker
+    from ..tracker import ResourceTracker
 
     command = _command(args)
     if args.format:
@@ -88,7 +89,9 @@ def main(args: argparse.Namespace) -> int:
 
     def start(pid, adopt):
         job = getattr(args, "job", None)
-        return start_tracker(pid, adopt, interval=args.interval, export=export, job=job)
+        return start_tracker(
+            ResourceTracker, pid, adopt, interval=args.interval, export=export, job=job
+        )
 
     env, agent_dir = _code_agent(args)
     supervisor = Supervisor(command, start, interval=args.interval, adopt_orphans=True, env=env)

@@ -113,7 +113,7 @@ class OtlpSink:
     def __init__(self, identity: Identity, tables, settings: OtlpSettings, sender: Sender):
         from opentelemetry.sdk.metrics import MeterProvider
 
-        from .. import __version__
+        from .._version import __version__
 
         _quiet_sdk_logs()
         self._settings = settings

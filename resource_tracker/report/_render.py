@@ -270,7 +270,7 @@ _SCRIPT_ESCAPES = (
 
 
 def _what(run):
-    from .._launch import DEFAULT_JOB
+    from .._identity import DEFAULT_JOB
 
     if run.label:
         return run.label
