@@ -49,7 +49,8 @@ def _read(path: str, limit: int = MAX_LIST_BYTES) -> Optional[str]:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced between stat() and open()
             return None
-        chunks, size = [], 0
+        chunks: List[bytes] = []
+        size = 0
         while size <= limit:
             chunk = os.read(fd, min(65536, limit + 1 - size))
             if not chunk:

@@ -90,7 +90,7 @@ class CodeResults:
         record.update(status="recorded", note=None, processes=processes)
         if not self.running:
             self._code_stored = record  # final: read once
-        return record  # type: ignore[no-any-return]
+        return record
 
     def _code_sources(self) -> List[Any]:
         from .code_profile import sources

@@ -178,6 +178,9 @@ def next_tick(start: float, previous: float, now: float, interval: float) -> flo
 def folds_into_last(dt: float, interval: float, has_rows: bool, may_fold: bool) -> bool: ...
 def takes_final(since_last: float, has_rows: bool) -> bool: ...
 def cgroup_keyed(text: str) -> Dict[str, int]: ...
+def close_jobs() -> None:
+    """Closes the gate of the after-baseline jobs' threads (atexit; csrc/py_jobs.c)."""
+
 def stop_stacks() -> None:
     """Stops every stack capture of this process, waiting for one under way (atexit)."""
 

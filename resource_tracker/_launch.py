@@ -133,7 +133,7 @@ def _job_name(job: Any) -> str:
         return str(named)
     current = metaflow_current()
     try:
-        flow, step = current.flow_name, current.step_name  # type: ignore[union-attr]
+        flow, step = current.flow_name, current.step_name
     except Exception:  # no Metaflow task, or one without these fields
         return DEFAULT_JOB
     return f"{flow}/{step}" if flow and step else DEFAULT_JOB

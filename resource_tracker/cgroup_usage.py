@@ -14,8 +14,9 @@ package, for the worker thread that reads the start figures). Paths and limits c
 from __future__ import annotations
 
 import os
+from typing import Any, Dict, Optional, Tuple
 
-from ._cgroup_fs import _cgroup_places, cgroup_directory
+from ._cgroup_fs import Place, _cgroup_places, cgroup_directory
 from ._cgroup_limits import _v2_cpu, _v2_memory, _walk
 from ._cgroup_read import (  # noqa: F401  (MIB, UNLIMITED: importable from here, as before)
     MIB,
@@ -28,8 +29,13 @@ from ._cgroup_read import (  # noqa: F401  (MIB, UNLIMITED: importable from here
     read_value,
 )
 
+#: A located cgroup: (version 1 or 2, {hierarchy: place}); "unified" is v2's one hierarchy.
+Located = Tuple[int, Dict[str, Place]]
 
-def read_cgroup(pid, proc_root="/proc", sys_root=None):
+
+def read_cgroup(
+    pid: int, proc_root: str = "/proc", sys_root: Optional[str] = None
+) -> Optional[Dict[str, Any]]:
     """The cgroup figures of ``pid`` now, as a dict, or None when no cgroup is found.
 
     ``proc_root`` and ``sys_root`` (the directory standing for ``/sys``, mount points below
@@ -44,7 +50,9 @@ def read_cgroup(pid, proc_root="/proc", sys_root=None):
     return read_cgroup_at(locate_cgroup(pid, proc_root, sys_root))
 
 
-def locate_cgroup(pid, proc_root="/proc", sys_root=None):
+def locate_cgroup(
+    pid: int, proc_root: str = "/proc", sys_root: Optional[str] = None
+) -> Optional[Located]:
     """(version, places) of pid's cgroup, or None. Located once, at start: a process that has
     exited (a zombie) no longer shows its mounts."""
     found = _cgroup_places(pid, proc_root, "")
@@ -56,7 +64,7 @@ def locate_cgroup(pid, proc_root="/proc", sys_root=None):
     return version, places
 
 
-def read_cgroup_at(found):
+def read_cgroup_at(found: Optional[Located]) -> Optional[Dict[str, Any]]:
     """The figures of a cgroup located by locate_cgroup() (None for None)."""
     if found is None:
         return None
@@ -68,14 +76,14 @@ def read_cgroup_at(found):
     return _read_v2(places["unified"])
 
 
-def _under(sys_root, mount_point):
+def _under(sys_root: str, mount_point: str) -> str:
     """A mount point below /sys, moved below sys_root."""
     if mount_point == "/sys" or mount_point.startswith("/sys/"):
         return sys_root.rstrip("/") + mount_point[4:]
     return mount_point
 
 
-def _read_v2(place):
+def _read_v2(place: Place) -> Dict[str, Any]:
     d = cgroup_directory(*place)
     cpu = read_keyed(os.path.join(d, "cpu.stat"))
     events = read_keyed(os.path.join(d, "memory.events"))

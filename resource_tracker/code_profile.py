@@ -404,7 +404,9 @@ class _Moment:
         self, timestamp: float, cpu: float, memory: float, code: Optional[Tuple[_Source, int]]
     ) -> None:
         self.timestamp, self.cpu, self.memory = timestamp, cpu, memory
-        self.source, self.stack = code if code else (None, -1)
+        source, stack = code if code else (None, -1)
+        self.source: Optional[_Source] = source
+        self.stack: int = stack
 
     def keys(self) -> List[Key]:
         """The user code of the stack, root first (empty without one)."""
