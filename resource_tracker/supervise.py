@@ -29,7 +29,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence
 
 from . import _adopt, settings
 
@@ -348,17 +348,32 @@ def track_command(
         return result
 
 
+def _known_options(tracker_class: Any) -> List[str]:
+    """The keyword arguments ``tracker_class(...)`` takes: its ``__init__``'s, and those of
+    the classes it passes ``**kwargs`` on to (a subclass of ResourceTracker), in order."""
+    import inspect
+
+    known: List[str] = []
+    for klass in tracker_class.__mro__:
+        if "__init__" not in vars(klass):
+            continue
+        params = inspect.signature(vars(klass)["__init__"]).parameters.values()
+        named = (p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
+        known += [name for name in named if name not in known]
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            break
+    return known
+
+
 def _check_options(tracker_class: Any, tracker_options: dict[str, Any]) -> float:
     """The interval; TypeError/ValueError for options ResourceTracker would refuse, before
     the command starts (afterwards, a failure to track leaves the command untracked)."""
-    import inspect
-
     from ._identity import _check_interval
 
     for name in ("pid", "autostart"):
         if name in tracker_options:
             raise TypeError(f"running a command sets {name} itself: leave it out")
-    known = inspect.signature(tracker_class.__init__).parameters
+    known = _known_options(tracker_class)
     unknown = sorted(set(tracker_options) - set(known))
     if unknown:
         raise TypeError(
