@@ -57,10 +57,11 @@ LAYERS: Tuple[Tuple[str, str, Tuple[str, ...]], ...] = (
     ),
     (
         "views",
-        "the HTML report, the exporters",
+        "the HTML report, the exporters, the command line's summary lines",
         (
             "resource_tracker.report.*",
             "resource_tracker.export.*",
+            "resource_tracker.cli.summary",
         ),
     ),
     (
