@@ -91,6 +91,7 @@ lint: deps-test build  ## clang-format check of csrc/, ruff check and format che
 	$(PY) -m mypy  # the modules and rules: [tool.mypy] in pyproject.toml
 	$(PY) -m mypy.stubtest resource_tracker._core --mypy-config-file pyproject.toml  # _core.pyi = the built extension
 	$(PY) tools/check_function_length.py --max 60
+	$(PY) tools/check_imports.py  # no import cycle, no import up a layer (docs/architecture.md)
 
 format: deps-test  ## rewrite C and Python in the project style
 	clang-format -i csrc/*.c csrc/*.h
@@ -103,6 +104,7 @@ $(BENCH_PY):
 
 bench: deps-test build $(BENCH_PY)  ## benchmarks side by side with resource-tracker==0.5.0 (see bench/README.md)
 	$(PY) bench/run.py --baseline-python $(BENCH_PY)
+	$(PY) bench/bench_import.py --baseline-python $(BENCH_PY)
 	$(PY) bench/bench_tree.py --baseline-python $(BENCH_PY)
 	$(PY) bench/bench_accuracy.py --baseline-python $(BENCH_PY)
 	$(PY) bench/bench_scale.py --baseline-python $(BENCH_PY)

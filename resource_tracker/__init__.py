@@ -12,13 +12,10 @@ Quick start::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
+
 from . import _core
 from ._version import __version__
-
-TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
-if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional
-
 
 if _core.__version__ != __version__:  # a stale build would give wrong columns or crash
     raise ImportError(

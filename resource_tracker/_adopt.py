@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import time
+from typing import Callable, Dict, Iterable, List, Optional, Set
 
 PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
 SCAN_PERIOD = 0.25  # seconds between looks at the adopted processes after the command exits
@@ -27,15 +28,16 @@ def become_subreaper() -> bool:
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
 
 
-def adopted_children(command_pid: int, proc_root: str = "/proc") -> dict:
+def adopted_children(command_pid: int, proc_root: str = "/proc") -> Dict[int, str]:
     """{pid: state letter} of this process's children other than the command: the orphans of
     the command's tree it inherited as their subreaper."""
-    me, found = os.getpid(), {}
+    me = os.getpid()
+    found: Dict[int, str] = {}
     try:
         names = os.listdir(proc_root)
     except OSError:
@@ -53,15 +55,21 @@ def adopted_children(command_pid: int, proc_root: str = "/proc") -> dict:
     return found
 
 
-def wait_adopted(command_pid: int, waited, forward) -> list:
+def wait_adopted(
+    command_pid: int, waited: Optional[Iterable[int]], forward: Callable[[int, int], object]
+) -> List[str]:
     """After the command exited: waits (without reaping) until every adopted process has
     exited too, passing signals on to them with ``forward(pid, sig)``; the names sent."""
-    sent = []
+    sent: List[str] = []
     while True:
         alive = [pid for pid, state in adopted_children(command_pid).items() if state != "Z"]
         if not alive:
             return sent
-        info = signal.sigtimedwait(waited, SCAN_PERIOD) if waited else time.sleep(SCAN_PERIOD)
+        info: Optional[signal.struct_siginfo] = None
+        if waited:
+            info = signal.sigtimedwait(waited, SCAN_PERIOD)
+        else:
+            time.sleep(SCAN_PERIOD)
         if info is None or info.si_signo == signal.SIGCHLD:
             continue
         for pid in alive:
@@ -78,8 +86,8 @@ class ZombieReaper:
     def __init__(self, command_pid: int, interval: float):
         self.command_pid = command_pid
         self.delay = 2 * interval + 0.5
-        self.pending_since = None
-        self.marked = set()
+        self.pending_since: Optional[float] = None
+        self.marked: Set[int] = set()
 
     def turn(self, child_exited: bool) -> None:
         now = time.monotonic()

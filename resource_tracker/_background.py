@@ -15,16 +15,12 @@ import _thread
 import _weakref  # builtin: no import cost
 import atexit  # a builtin module (~20 us): here, not in start()
 import os
-
-TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
-if TYPE_CHECKING:
-    from typing import Any, Callable, Optional
-
+from typing import Any, Callable, List, Optional
 
 WAIT_S = 2.0  # the longest a caller waits for a job (a stuck read never stalls stop())
 
 _lock = _thread.allocate_lock()  # guards _jobs and _owner
-_jobs: list = []
+_jobs: List[Job] = []
 _owner = 0  # the process whose worker serves _jobs (0: no worker)
 _gate_registered = False  # _core.close_jobs is an atexit callback
 
@@ -44,7 +40,7 @@ class Job:
     """One function run by the worker; wait() returns once it has run (or after WAIT_S)."""
 
     def __init__(self, fn: Callable[[], object]) -> None:
-        self._fn = fn
+        self._fn: Optional[Callable[[], object]] = fn
         self._done = _thread.allocate_lock()
         self._done.acquire()
         self._owner = os.getpid()
@@ -52,7 +48,8 @@ class Job:
 
     def run(self) -> None:
         try:
-            self._fn()
+            if self._fn is not None:  # run once
+                self._fn()
         except Exception:  # the job's own business; the worker goes on
             pass
         finally:
@@ -65,7 +62,7 @@ class Job:
             self._done.release()
 
 
-def _next_job():
+def _next_job() -> Optional[Job]:
     """The next job, or None: none is left and the worker ends (submit() appends under the
     lock, so a job either is seen here or starts a new worker)."""
     global _owner

@@ -11,15 +11,14 @@ The files are read by the bounded readers of ``_cgroup_read``.
 from __future__ import annotations
 
 import os
+from typing import Dict, List, Optional, Tuple, Union
 
 from ._cgroup_read import _read
 
-TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
-if TYPE_CHECKING:
-    from typing import Dict, List, Optional, Tuple, Union
-
-    #: A cgroup mount: (root of the mount, mount point).
-    Mount = Tuple[str, str]
+#: A cgroup mount: (root of the mount, mount point).
+Mount = Tuple[str, str]
+#: Where one hierarchy of a process's cgroup is: (its mount, the cgroup's path in it).
+Place = Tuple[Mount, str]
 
 
 # -- cgroups -----------------------------------------------------------------------------
@@ -27,7 +26,7 @@ if TYPE_CHECKING:
 
 def _cgroup_places(
     pid: Union[int, str], proc_root: str, fs_root: str, extra: Tuple[str, ...] = ()
-) -> Optional[Tuple[int, Dict[str, Tuple[Mount, str]]]]:
+) -> Optional[Tuple[int, Dict[str, Place]]]:
     """(version, {controller: (mount, path)}) of pid's cgroups, or None when none is found.
 
     v1: the ``cpu``, ``cpuacct`` and ``memory`` hierarchies that are mounted (v1 wins when a

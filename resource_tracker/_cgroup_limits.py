@@ -4,14 +4,12 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Callable, Optional
 
 from ._cgroup_fs import _relative_parts
 from ._cgroup_read import _number, read_fields, read_value
 
-TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
 if TYPE_CHECKING:
-    from typing import Callable, Optional
-
     from ._cgroup_fs import Mount
 
 

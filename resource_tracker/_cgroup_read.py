@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import os
 import stat
+import time
+from typing import Dict, List, Optional
 
 from . import _core
 
-TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
-if TYPE_CHECKING:
-    from typing import Dict, List, Optional
-
+MIB = 1024 * 1024
+#: Limits at or above this are "no limit" (cgroup v1 writes it as a page-aligned 2**63 - 1).
+UNLIMITED = 1 << 62
 #: The most a file of one value or of "key value" lines may hold (memory.stat: ~1.5 KiB).
 MAX_VALUE_BYTES = 64 * 1024
 #: The most a list (cgroup.procs) or a process's cgroup table (mountinfo) may hold: the C
@@ -48,7 +49,8 @@ def _read(path: str, limit: int = MAX_LIST_BYTES) -> Optional[str]:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced between stat() and open()
             return None
-        chunks, size = [], 0
+        chunks: List[bytes] = []
+        size = 0
         while size <= limit:
             chunk = os.read(fd, min(65536, limit + 1 - size))
             if not chunk:
@@ -102,6 +104,25 @@ def plausible_bytes(value: Optional[int]) -> Optional[int]:
     except (OSError, ValueError):
         ram = 0
     return value if ram <= 0 or value <= ram * RAM_MARGIN else None
+
+
+def _mib(value: Optional[int]) -> Optional[float]:
+    """MiB of a memory figure in bytes; None when not read or not real (above the RAM)."""
+    value = plausible_bytes(value)
+    return None if value is None or value >= UNLIMITED else round(value / MIB, 1)
+
+
+def _cpu_seconds(value: Optional[int], per_second: float) -> Optional[float]:
+    """Seconds of a CPU time counter (``per_second`` units a second), or None when not read
+    or more than every CPU could have run since boot (a damaged or forged file)."""
+    if value is None:
+        return None
+    seconds = value / per_second
+    try:
+        most = time.clock_gettime(time.CLOCK_BOOTTIME) * (os.cpu_count() or 1) * 2 + 60
+    except (OSError, AttributeError):
+        return seconds
+    return seconds if seconds <= most else None
 
 
 def _number(text: Optional[str]) -> Optional[int]:

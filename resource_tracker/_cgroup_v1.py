@@ -3,15 +3,17 @@
 found (the worker thread that reads the start figures compiles only what the host needs).
 """
 
+from __future__ import annotations
+
 import os
+from typing import Any, Dict, Optional
 
-from ._cgroup_fs import cgroup_directory
+from ._cgroup_fs import Place, cgroup_directory
 from ._cgroup_limits import _v1_cpu, _v1_memory, _walk
-from ._cgroup_read import read_keyed, read_pids, read_value
-from .cgroup_usage import _cpu_seconds, _mib
+from ._cgroup_read import _cpu_seconds, _mib, read_keyed, read_pids, read_value
 
 
-def read_v1(places):
+def read_v1(places: Dict[str, Place]) -> Dict[str, Any]:
     """The figures of a cgroup v1 process (``places``: its hierarchies, from locate_cgroup)."""
     memory, cpu, cpuacct = (places.get(c) for c in ("memory", "cpu", "cpuacct"))
     # a hierarchy where the process sits at the root (while it has a cgroup of its own in
@@ -29,12 +31,15 @@ def read_v1(places):
     usage = read_value(os.path.join(acct_dir, "cpuacct.usage")) if acct_dir else None
     throttled = stat.get("throttled_time")
 
-    def mem_file(name):
+    def mem_file(name: str) -> Optional[float]:
         return _mib(read_value(os.path.join(mem_dir, name))) if mem_dir else None
 
+    # the cgroup's path: the first of its own hierarchies (cpuacct alone may be one)
+    where = memory or cpu or cpuacct or places.get("memory") or places.get("cpu")
+    members = mem_dir or cpu_dir or acct_dir
     return {
         "version": 1,
-        "path": (memory or cpu or places.get("memory") or places.get("cpu"))[1],
+        "path": where[1] if where else None,
         "memory_mib": mem_file("memory.usage_in_bytes"),
         "memory_peak_mib": mem_file("memory.max_usage_in_bytes"),
         "memory_limit_mib": _walk(*memory, _v1_memory) if memory else None,
@@ -44,5 +49,5 @@ def read_v1(places):
         "cpu_throttled_periods": stat.get("nr_throttled"),
         "cpu_throttled_seconds": _cpu_seconds(throttled, 1e9),
         "oom_kills": oom.get("oom_kill"),
-        "pids": read_pids(os.path.join(mem_dir or cpu_dir, "cgroup.procs")),
+        "pids": read_pids(os.path.join(members, "cgroup.procs")) if members else None,
     }

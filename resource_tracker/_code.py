@@ -8,13 +8,11 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from . import _core, settings
 
-TYPE_CHECKING = False  # no typing import at run time: annotations only
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Optional
-
     from .tiny_data_frame import TinyDataFrame
 
 _SWITCHED_OFF = "switched off (code_profile=False or RESOURCE_TRACKER_CODE_PROFILE=0)"
@@ -92,7 +90,7 @@ class CodeResults:
         record.update(status="recorded", note=None, processes=processes)
         if not self.running:
             self._code_stored = record  # final: read once
-        return record  # type: ignore[no-any-return]
+        return record
 
     def _code_sources(self) -> List[Any]:
         from .code_profile import sources

@@ -13,12 +13,9 @@ from __future__ import annotations
 
 import math
 from array import array
+from typing import Any, Dict, List, NoReturn, Optional, Set, cast
 
 from . import _core
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Dict, List, NoReturn
 
 #: GPUs a run keeps series of at most (the C sampler's bound; 16 where it is not built)
 MAX_GPUS: int = int(getattr(_core, "GPU_SERIES_MAX", 16))
@@ -61,7 +58,7 @@ def stored(value: Any, rows: int) -> List[Dict[str, Any]]:
     return out
 
 
-def _stored_device(dev: Any, where: str, rows: int, seen: set) -> Dict[str, Any]:
+def _stored_device(dev: Any, where: str, rows: int, seen: Set[int]) -> Dict[str, Any]:
     """One GPU of a snapshot's gpu_devices, checked (see stored())."""
     if not isinstance(dev, dict):
         _bad(where, "an object", dev)
@@ -70,17 +67,18 @@ def _stored_device(dev: Any, where: str, rows: int, seen: set) -> Dict[str, Any]
         _bad(f"{where}.index", f"a GPU number from 0 to {MAX_GPUS - 1}, once", index)
     if not isinstance(name, str) or len(name) > MAX_NAME:
         _bad(f"{where}.name", f"a text of at most {MAX_NAME} characters", name)
-    if not _number(total) or not 0 <= total < 2.0**50:
+    if not _number(total) or not 0 <= cast(float, total) < 2.0**50:  # _number: int or float
         _bad(f"{where}.memory_total_mib", "a number of MiB", total)
-    out: Dict[str, Any] = {"index": index, "name": name, "memory_total_mib": float(total)}
+    memory = float(cast(float, total))
+    out: Dict[str, Any] = {"index": index, "name": name, "memory_total_mib": memory}
     for key, top in SERIES:
         out[key] = _series(dev.get(key), f"{where}.{key}", rows, top)
     return out
 
 
-def _series(value: Any, where: str, rows: int, top: float) -> array:
+def _series(value: Any, where: str, rows: int, top: float) -> array[float]:
     """A stored series as array('d'): base64 float64 text or a list of numbers."""
-    col = None
+    col: Optional[array[float]] = None
     if isinstance(value, str):
         col = _decoded(value)
     elif isinstance(value, list) and all(_number(v) for v in value):
@@ -92,7 +90,7 @@ def _series(value: Any, where: str, rows: int, top: float) -> array:
     return col
 
 
-def _decoded(text: str) -> Any:
+def _decoded(text: str) -> Optional[array[float]]:
     """array('d') of base64 little-endian float64 text, or None when it is not that."""
     import base64
     import binascii

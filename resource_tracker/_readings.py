@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Set, Tuple, Union
 
-from ._launch import _check_pid, _new_sampler
+from ._identity import _check_pid
+from ._launch import _new_sampler
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
 
-TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, List, Set, Tuple, Union
-
     ProcessReader = Callable[..., Dict[str, Union[int, float, None, Set[int]]]]
     SystemReader = Callable[[], Dict[str, Union[int, float, Dict]]]  # type: ignore[type-arg]
 

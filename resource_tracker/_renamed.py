@@ -8,12 +8,11 @@ message names the column to read instead and its unit (docs/migrating.md).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
+
 from .registry import COLUMNS
 
-TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
 if TYPE_CHECKING:
-    from typing import Any, Dict, Optional, Tuple
-
     from .registry import Column
 
 

@@ -11,38 +11,34 @@ first use: ``_run_data`` (tables, statistics), ``_stored`` (snapshots), ``summar
 
 from __future__ import annotations
 
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    TypeVar,
+    Union,
+    cast,
+    overload,
+)
+
 from . import _core, settings
 from ._code import CodeResults
 
-TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds): annotations only
 if TYPE_CHECKING:
-    from typing import (
-        Any,
-        Callable,
-        Dict,
-        List,
-        Mapping,
-        Optional,
-        Sequence,
-        TypeVar,
-        Union,
-        cast,
-        overload,
-    )
-
     from ._background import Job
     from .results_types import DataQuality, Resources, RunStats, ServerRecord
     from .sampler_protocol import Sampler
     from .summary import RunSummary
     from .tiny_data_frame import StatSpec, TinyDataFrame
 
-    _T = TypeVar("_T")
-    _R = TypeVar("_R", bound="TrackerResults")
-    _History = Optional[Sequence[Mapping[str, Any]]]
-else:  # typing.cast without the typing import; tests/core/test_core_results_types.py
-
-    def cast(_type, value):  # checks the values' types on real runs
-        return value
+_T = TypeVar("_T")
+_R = TypeVar("_R", bound="TrackerResults")
+_History = Optional[Sequence[Mapping[str, Any]]]
 
 
 class TrackerResults(CodeResults):
@@ -422,8 +418,9 @@ class TrackerResults(CodeResults):
         renders the step's page again.
         """
         from ._stored import from_snapshot
+        from .summary import stored_summary
 
-        return from_snapshot(cls, snapshot)
+        return from_snapshot(cls, snapshot, stored_summary)
 
     def dumps(self) -> str:
         """The snapshot as compact JSON text (columns as base64 float64: lossless).
@@ -438,8 +435,9 @@ class TrackerResults(CodeResults):
     def loads(cls: type[_R], text: Union[str, bytes]) -> _R:
         """A stopped tracker from dumps() text (str or bytes)."""
         from ._stored import loads
+        from .summary import stored_summary
 
-        return loads(cls, text)
+        return loads(cls, text, stored_summary)
 
     def export_report(self) -> Optional[Dict[str, Any]]:
         """What the export did (None without export): per target the points sent, failed

@@ -11,6 +11,19 @@ from __future__ import annotations
 
 import os
 from array import array
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Protocol,
+    Set,
+    Tuple,
+    TypeVar,
+)
 
 from . import _core, settings
 from .code_profile import quality_note as code_quality_note
@@ -18,16 +31,74 @@ from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABEL
 from .sampling import StoredRun
 from .tiny_data_frame import TinyDataFrame
 
-TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds): annotations only
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple, TypeVar
+    from .results_types import DataQuality
+    from .sampler_protocol import Sampler
 
-    from ._results import TrackerResults
-
-    _T = TypeVar("_T")
+_T = TypeVar("_T")
 
 
-def cached(tracker: TrackerResults, what: str, compute: Callable[[], _T]) -> _T:
+class TrackedRun(Protocol):
+    """What the run data reads of a tracker, live or stored (the facade,
+    ``resource_tracker.tracker.ResourceTracker``, is one; ``_stored`` makes one from a
+    snapshot): its settings, its sampler, the figures a stored run carries, and the
+    methods this layer calls back."""
+
+    pid: int
+    interval: float
+    children: bool
+    method: str
+    command: str
+    label: Optional[str]
+    extra: Dict[str, Any]
+    track_system: bool
+    track_processes: bool
+    discover_server: bool
+    discover_cloud: bool
+    _autostarted: bool
+    _settings_stored: Dict[str, Any]
+    _sampler: Sampler
+    _server_info: Optional[Dict[str, Any]]
+    _cloud_info: Optional[Dict[str, Any]]
+    _cloud_job: Optional[Any]
+    _cgroup_stored: Optional[Dict[str, Any]]
+    _hwm_stored: Optional[float]
+    _tree_source_stored: Optional[Dict[str, Any]]
+    _code_stored: Optional[Dict[str, Any]]
+    _summary: Any  # the summary module's RunSummary (a layer above), or None
+
+    @property
+    def running(self) -> bool: ...
+    @property
+    def start_time(self) -> Optional[float]: ...
+    @property
+    def stop_time(self) -> Optional[float]: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def memory_hwm(self) -> Optional[float]: ...
+    @property
+    def tree_source(self) -> Optional[Dict[str, Any]]: ...
+    @property
+    def cgroup_metrics(self) -> Optional[Dict[str, Any]]: ...
+    @property
+    def server_info(self) -> Optional[Dict[str, Any]]: ...
+    @property
+    def cloud_info(self) -> Optional[Dict[str, Any]]: ...
+    @property
+    def process_metrics(self) -> TinyDataFrame: ...
+    @property
+    def system_metrics(self) -> TinyDataFrame: ...
+    def _wait_cgroup_start(self) -> None: ...
+    def _read_cgroup(self) -> Any: ...
+    def _code_record(self) -> Optional[Dict[str, Any]]: ...
+    def _gpu_devices(self) -> List[Dict[str, Any]]: ...
+    def _table_columns(self, table: str) -> Dict[str, Any]: ...
+    def data_quality(self) -> DataQuality: ...
+    def export_report(self) -> Optional[Dict[str, Any]]: ...
+
+
+def cached(tracker: TrackedRun, what: str, compute: Callable[[], _T]) -> _T:
     """compute() once per state of the samples: recomputed when a row was added (or the
     run stopped), else the value of the last call."""
     sampler = tracker._sampler
@@ -42,7 +113,7 @@ def cached(tracker: TrackerResults, what: str, compute: Callable[[], _T]) -> _T:
     return value
 
 
-def table_columns(tracker: TrackerResults, table: str) -> Dict[str, Any]:
+def table_columns(tracker: TrackedRun, table: str) -> Dict[str, Any]:
     """{column: float64 column} of a table (see ResourceTracker._table_columns)."""
 
     def load() -> Dict[str, Any]:
@@ -60,7 +131,7 @@ def table_columns(tracker: TrackerResults, table: str) -> Dict[str, Any]:
     return cached(tracker, table, load)
 
 
-def table(tracker: TrackerResults, name: str) -> TinyDataFrame:
+def table(tracker: TrackedRun, name: str) -> TinyDataFrame:
     return TinyDataFrame._from_arrays(table_columns(tracker, name))
 
 
@@ -90,7 +161,7 @@ def _combined_name(label: str, name: str, prefix: Optional[str], human: bool, ta
 
 
 def combined_metrics(
-    tracker: TrackerResults,
+    tracker: TrackedRun,
     human_names: bool,
     in_bytes: bool = False,
     prefixes: Tuple[Optional[str], Optional[str]] = (None, None),
@@ -120,7 +191,7 @@ def combined_metrics(
     return TinyDataFrame._from_arrays(combined)
 
 
-def stats(tracker: TrackerResults) -> Dict[str, Any]:
+def stats(tracker: TrackedRun) -> Dict[str, Any]:
     """stats(): computed once per state of the samples; each call returns a new dict."""
 
     def compute() -> Dict[str, Any]:
@@ -151,7 +222,7 @@ def stats(tracker: TrackerResults) -> Dict[str, Any]:
     return result
 
 
-def data_quality(tracker: TrackerResults) -> Dict[str, Any]:
+def data_quality(tracker: TrackedRun) -> Dict[str, Any]:
     """data_quality(): a stored run's own, else from the sampler's counters."""
     sampler = tracker._sampler
     if isinstance(sampler, StoredRun) and sampler.data_quality is not None:
@@ -206,7 +277,7 @@ def has_measurements(stats: Mapping[str, Any]) -> bool:
     return not (isinstance(quality, dict) and quality.get("process_visible") is False)
 
 
-def tree_source(tracker: TrackerResults) -> Optional[Dict[str, Any]]:
+def tree_source(tracker: TrackedRun) -> Optional[Dict[str, Any]]:
     """tree_source of a live tracker: the C sampler's account, with the start plan's note."""
     sampler = tracker._sampler
     if not hasattr(sampler, "tree_source"):
@@ -219,7 +290,7 @@ def tree_source(tracker: TrackerResults) -> Optional[Dict[str, Any]]:
     return info
 
 
-def cgroup_figures(tracker: TrackerResults) -> Optional[Dict[str, Any]]:
+def cgroup_figures(tracker: TrackedRun) -> Optional[Dict[str, Any]]:
     """cgroup_metrics of a live tracker: the run's figures from the start and end readings."""
     tracker._wait_cgroup_start()
     start = getattr(tracker, "_cgroup_start", None)

@@ -10,26 +10,23 @@ from __future__ import annotations
 import json
 import re
 from array import array
+from typing import Any, Callable, Dict, List, Mapping, NoReturn, Sequence, Type, TypeVar, Union
 
 from . import _core, _gpu_series
-from ._launch import MAX_INTERVAL, MAX_PID
-from ._run_data import _data_quality
+from ._identity import MAX_INTERVAL, MAX_PID, SNAPSHOT_FORMAT, SNAPSHOT_VERSION
+from ._run_data import TrackedRun, _data_quality
 from ._version import __version__
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
 from .sampling import StoredRun as _StoredRun
 from .tiny_data_frame import TinyDataFrame
-from .tracker import SNAPSHOT_FORMAT, SNAPSHOT_VERSION
 
-TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds): annotations only
-if TYPE_CHECKING:
-    from typing import Any, Dict, List, Mapping, NoReturn, Sequence, Type, TypeVar, Union
-
-    from ._results import TrackerResults
-
-    _R = TypeVar("_R", bound=TrackerResults)
+_R = TypeVar("_R", bound=TrackedRun)
+#: Decodes a snapshot's ``summary`` entry (the summary module's stored_summary, a layer up:
+#: the facade passes it in).
+SummaryDecoder = Callable[[Any], Any]
 
 
-def snapshot(tracker: TrackerResults) -> Dict[str, Any]:
+def snapshot(tracker: TrackedRun) -> Dict[str, Any]:
     """Everything about this run as a dict of plain Python values (lossless).
 
     The tables are stored as dumps() stores them: ``{"encoding": "float64-le-base64",
@@ -41,7 +38,7 @@ def snapshot(tracker: TrackerResults) -> Dict[str, Any]:
     return snap
 
 
-def snapshot_fields(tracker: TrackerResults) -> Dict[str, Any]:
+def snapshot_fields(tracker: TrackedRun) -> Dict[str, Any]:
     """snapshot() without the two tables (with the per-GPU series, when the run has them)."""
     fields = {
         "format": SNAPSHOT_FORMAT,
@@ -77,7 +74,7 @@ def snapshot_fields(tracker: TrackerResults) -> Dict[str, Any]:
     return fields
 
 
-def snapshot_metadata(tracker: TrackerResults) -> Dict[str, Any]:
+def snapshot_metadata(tracker: TrackedRun) -> Dict[str, Any]:
     """The run's settings and times as the original package's snapshots and Metaflow
     artifacts nest them under ``metadata`` (code written for 0.4/0.5 reads them there), with
     ``duration``: seconds from start to stop (to now while running; None before start)."""
@@ -110,7 +107,7 @@ def snapshot_metadata(tracker: TrackerResults) -> Dict[str, Any]:
 _STORED_SETTINGS = ("autostart", "discover_server", "discover_cloud")
 
 
-def from_snapshot(cls: Type[_R], snapshot: Mapping[str, Any]) -> _R:
+def from_snapshot(cls: Type[_R], snapshot: Mapping[str, Any], decode_summary: SummaryDecoder) -> _R:
     """A stopped tracker holding the data of snapshot() (report, stats, ... all work).
 
     Also takes the ``tracker`` entry of the Metaflow artifact (a snapshot whose tables
@@ -148,9 +145,7 @@ def from_snapshot(cls: Type[_R], snapshot: Mapping[str, Any]) -> _R:
     tracker._hwm_stored = snapshot.get("memory_hwm")
     tracker._tree_source_stored = snapshot.get("tree_source")
     tracker._code_stored = _stored_code_record(snapshot.get("code_profile"))
-    from .summary import stored_summary  # the summary module only for a stored run
-
-    tracker._summary = stored_summary(snapshot.get("summary"))
+    tracker._summary = decode_summary(snapshot.get("summary"))
     process = _stored_table(snapshot.get("process_metrics"), PROCESS_COLUMNS)
     system = _stored_table(snapshot.get("system_metrics"), SYSTEM_COLUMNS)
     tracker._sampler = _StoredRun(
@@ -191,12 +186,12 @@ def from_original(original: Mapping[str, Any]) -> Dict[str, Any]:
 
 def _original_table(rows: Any, table: str) -> Dict[str, List[float]]:
     """{column: values} in this package's names and units from the original's row dicts."""
-    from ._renamed import old_names
-
     if rows is None:
         return {}
     if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
         raise ValueError(f"not a resource-tracker snapshot: {table} table is not a list of rows")
+    from ._renamed import old_names
+
     renamed = old_names(table)
     columns: Dict[str, List[float]] = {}
     for name in PROCESS_COLUMNS if table == "process" else SYSTEM_COLUMNS:
@@ -236,7 +231,7 @@ def _stored_code_record(record: Any) -> Any:
     return validate_record(record)
 
 
-def dumps(tracker: TrackerResults) -> str:
+def dumps(tracker: TrackedRun) -> str:
     """The snapshot as compact JSON text (columns as base64 float64: lossless).
 
     Written in one piece by a streaming encoder: the text of the columns is made from the
@@ -256,7 +251,7 @@ def dumps(tracker: TrackerResults) -> str:
     return _core.float64_text(pieces)
 
 
-def loads(cls: Type[_R], text: Union[str, bytes]) -> _R:
+def loads(cls: Type[_R], text: Union[str, bytes], decode_summary: SummaryDecoder) -> _R:
     """A stopped tracker from dumps() text (str or bytes; a UTF-8 BOM is allowed).
 
     ValueError, and only ValueError, for anything else: text over the size limit
@@ -268,7 +263,7 @@ def loads(cls: Type[_R], text: Union[str, bytes]) -> _R:
             for key, _ in _TABLE_KEYS:
                 if isinstance(snapshot.get(key), dict):
                     snapshot[key] = _decode_columns(snapshot[key], consume=True)
-        return from_snapshot(cls, snapshot)
+        return from_snapshot(cls, snapshot, decode_summary)
     except (KeyError, TypeError, AttributeError, RecursionError, OverflowError) as exc:
         raise ValueError(f"not a resource-tracker snapshot: damaged ({exc!r:.200})") from None
 

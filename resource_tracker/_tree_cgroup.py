@@ -5,15 +5,12 @@ handed to the C sampler, which reads the files at each tick."""
 from __future__ import annotations
 
 import os
+from typing import Any, Dict, Optional, Tuple
 
 from . import settings
 from ._cgroup_fs import _cgroup_places, cgroup_directory
 from ._cgroup_read import _read
 from .cgroup_usage import _under
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 
 def start_tree_source(tracker: Any) -> None:
@@ -44,7 +41,8 @@ def start_tree_source(tracker: Any) -> None:
         sampler.use_cgroup(version, dirs["cpu"], dirs["memory"], dirs["io"], dirs["pids"])
 
 
-_COLUMN_FILES = {
+#: The files that give each column, per cgroup version (any one of them will do).
+_COLUMN_FILES: Dict[int, Dict[str, Tuple[str, ...]]] = {
     2: {"cpu": ("cpu.stat",), "memory": ("memory.stat",), "io": ("io.stat",)},
     1: {
         "cpu": ("cpuacct.usage",),
@@ -54,7 +52,13 @@ _COLUMN_FILES = {
 }
 
 
-def tree_cgroup_plan(pid, mode="auto", proc_root="/proc", sys_root=None):
+#: A plan: (cgroup version, {"cpu", "memory", "io", "pids": directory or ""}, note or None).
+Plan = Tuple[int, Dict[str, str], Optional[str]]
+
+
+def tree_cgroup_plan(
+    pid: int, mode: str = "auto", proc_root: str = "/proc", sys_root: Optional[str] = None
+) -> Optional[Plan]:
     """Where the tracked tree's columns can come from its cgroup: ``(version, {"cpu": dir,
     "memory": dir, "io": dir, "pids": dir}, note)``, a directory "" leaving that column to
     the process walk ("pids": the tree's own pids cgroup, whose task count tells when the
@@ -77,7 +81,7 @@ def tree_cgroup_plan(pid, mode="auto", proc_root="/proc", sys_root=None):
     if sys_root:
         places = {c: ((r, _under(sys_root, m)), path) for c, ((r, m), path) in places.items()}
 
-    def own(controller):
+    def own(controller: str) -> str:
         place = places.get(controller)
         return cgroup_directory(*place) if place and place[1].strip("/") else ""
 
@@ -106,7 +110,7 @@ def tree_cgroup_plan(pid, mode="auto", proc_root="/proc", sys_root=None):
     return version, dirs, note
 
 
-def _blkio_counts(mount_point):
+def _blkio_counts(mount_point: str) -> bool:
     """True when the blkio hierarchy's root shows storage bytes (the kernel counts them)."""
     for name in ("blkio.throttle.io_service_bytes_recursive", "blkio.throttle.io_service_bytes"):
         text = _read(os.path.join(mount_point, name))

@@ -14,17 +14,28 @@ package, for the worker thread that reads the start figures). Paths and limits c
 from __future__ import annotations
 
 import os
-import time
+from typing import Any, Dict, Optional, Tuple
 
-from ._cgroup_fs import _cgroup_places, cgroup_directory
+from ._cgroup_fs import Place, _cgroup_places, cgroup_directory
 from ._cgroup_limits import _v2_cpu, _v2_memory, _walk
-from ._cgroup_read import plausible_bytes, read_keyed, read_pids, read_value
+from ._cgroup_read import (  # noqa: F401  (MIB, UNLIMITED: importable from here, as before)
+    MIB,
+    UNLIMITED,
+    _cpu_seconds,
+    _mib,
+    plausible_bytes,
+    read_keyed,
+    read_pids,
+    read_value,
+)
 
-MIB = 1024 * 1024
-UNLIMITED = 1 << 62
+#: A located cgroup: (version 1 or 2, {hierarchy: place}); "unified" is v2's one hierarchy.
+Located = Tuple[int, Dict[str, Place]]
 
 
-def read_cgroup(pid, proc_root="/proc", sys_root=None):
+def read_cgroup(
+    pid: int, proc_root: str = "/proc", sys_root: Optional[str] = None
+) -> Optional[Dict[str, Any]]:
     """The cgroup figures of ``pid`` now, as a dict, or None when no cgroup is found.
 
     ``proc_root`` and ``sys_root`` (the directory standing for ``/sys``, mount points below
@@ -39,7 +50,9 @@ def read_cgroup(pid, proc_root="/proc", sys_root=None):
     return read_cgroup_at(locate_cgroup(pid, proc_root, sys_root))
 
 
-def locate_cgroup(pid, proc_root="/proc", sys_root=None):
+def locate_cgroup(
+    pid: int, proc_root: str = "/proc", sys_root: Optional[str] = None
+) -> Optional[Located]:
     """(version, places) of pid's cgroup, or None. Located once, at start: a process that has
     exited (a zombie) no longer shows its mounts."""
     found = _cgroup_places(pid, proc_root, "")
@@ -51,7 +64,7 @@ def locate_cgroup(pid, proc_root="/proc", sys_root=None):
     return version, places
 
 
-def read_cgroup_at(found):
+def read_cgroup_at(found: Optional[Located]) -> Optional[Dict[str, Any]]:
     """The figures of a cgroup located by locate_cgroup() (None for None)."""
     if found is None:
         return None
@@ -63,33 +76,14 @@ def read_cgroup_at(found):
     return _read_v2(places["unified"])
 
 
-def _under(sys_root, mount_point):
+def _under(sys_root: str, mount_point: str) -> str:
     """A mount point below /sys, moved below sys_root."""
     if mount_point == "/sys" or mount_point.startswith("/sys/"):
         return sys_root.rstrip("/") + mount_point[4:]
     return mount_point
 
 
-def _mib(value):
-    """MiB of a memory figure in bytes; None when not read or not real (above the RAM)."""
-    value = plausible_bytes(value)
-    return None if value is None or value >= UNLIMITED else round(value / MIB, 1)
-
-
-def _cpu_seconds(value, per_second):
-    """Seconds of a CPU time counter (``per_second`` units a second), or None when not read
-    or more than every CPU could have run since boot (a damaged or forged file)."""
-    if value is None:
-        return None
-    seconds = value / per_second
-    try:
-        most = time.clock_gettime(time.CLOCK_BOOTTIME) * (os.cpu_count() or 1) * 2 + 60
-    except (OSError, AttributeError):
-        return seconds
-    return seconds if seconds <= most else None
-
-
-def _read_v2(place):
+def _read_v2(place: Place) -> Dict[str, Any]:
     d = cgroup_directory(*place)
     cpu = read_keyed(os.path.join(d, "cpu.stat"))
     events = read_keyed(os.path.join(d, "memory.events"))

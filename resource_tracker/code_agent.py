@@ -20,12 +20,9 @@ import os
 import shutil
 import sys
 import tempfile
+from typing import Any, Dict, List, Tuple
 
 from . import settings
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Dict, List, Tuple
 
 AGENT_DIR = "RESOURCE_TRACKER_CODE_AGENT_DIR"
 #: the record columns an agent keeps of its own process table (the attribution's)

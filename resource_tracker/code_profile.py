@@ -12,13 +12,11 @@ from __future__ import annotations
 import bisect
 import os
 import sysconfig
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from .tiny_data_frame import TinyDataFrame
 
-TYPE_CHECKING = False  # no typing import at run time: annotations only
 if TYPE_CHECKING:
-    from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
-
     Key = Tuple[str, str, int]  # (function, file, line)
 
 RECORD_VERSION = 1
@@ -406,7 +404,9 @@ class _Moment:
         self, timestamp: float, cpu: float, memory: float, code: Optional[Tuple[_Source, int]]
     ) -> None:
         self.timestamp, self.cpu, self.memory = timestamp, cpu, memory
-        self.source, self.stack = code if code else (None, -1)
+        source, stack = code if code else (None, -1)
+        self.source: Optional[_Source] = source
+        self.stack: int = stack
 
     def keys(self) -> List[Key]:
         """The user code of the stack, root first (empty without one)."""

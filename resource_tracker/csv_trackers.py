@@ -12,15 +12,14 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import TYPE_CHECKING, Dict, Iterator, Optional, Tuple
 
-from ._launch import _check_interval, _check_pid, _default_method, _new_sampler
+from ._identity import _check_interval, _check_pid
+from ._launch import _default_method, _new_sampler
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
 from .sampling import next_tick
 
-TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
 if TYPE_CHECKING:
-    from typing import Dict, Iterator, Optional, Tuple
-
     from .sampler_protocol import RowSampler
 
 

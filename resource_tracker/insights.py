@@ -267,13 +267,20 @@ def over_provisioned(
     return [Insight("over_provisioned", severity, message + ".", numbers)]
 
 
-def _gap_cost(ask, peak, needed, duration_s, pricing, runs_per_month) -> Dict[str, Any]:
+def _gap_cost(
+    ask: Mapping[str, Optional[float]],
+    peak: Mapping[str, Optional[float]],
+    needed: Optional[Mapping[str, Any]],
+    duration_s: Optional[float],
+    pricing: Optional[Pricing],
+    runs_per_month: Optional[float],
+) -> Dict[str, Any]:
     if pricing is None or not duration_s:
         return {}
-    need = {k: _num((needed or {}).get(k)) for k in ("cpu", "memory", "gpu")}
-    need = {k: need[k] if need[k] is not None else (peak[k] or 0.0) for k in need}
+    found = {k: _num((needed or {}).get(k)) for k in ("cpu", "memory", "gpu")}
+    need = {k: v if v is not None else (peak[k] or 0.0) for k, v in found.items()}
     # what is asked and not given (None) costs as what is needed
-    asked = {k: ask[k] if ask[k] is not None else need[k] for k in need}
+    asked = {k: v if v is not None else need[k] for k, v in ((k, ask[k]) for k in need)}
     hourly_gap = pricing.hourly(asked["cpu"], asked["memory"], asked["gpu"]) - pricing.hourly(
         need["cpu"], need["memory"], need["gpu"]
     )
@@ -489,7 +496,18 @@ def changed(current: Mapping[str, float], earlier: Sequence[Mapping[str, float]]
     return found
 
 
-def _changed_insight(name, label, unit, now, ref, runs, shown, med, mad, threshold) -> Insight:
+def _changed_insight(
+    name: str,
+    label: str,
+    unit: str,
+    now: float,
+    ref: Optional[float],
+    runs: int,
+    shown: fmt.Change,
+    med: float,
+    mad: float,
+    threshold: float,
+) -> Insight:
     basis = "their highest" if name in PEAK_METRICS else "their mean"
     message = (
         f"{label[0].upper()}{label[1:]} {shown.text} against the last {fmt.plural(runs, 'run')}"
@@ -648,7 +666,13 @@ def _same_need(a: Mapping[str, float], b: Mapping[str, float]) -> bool:
     )
 
 
-def _phases_insight(shapes, bounds, whole, pricing, runs_per_month) -> Insight:
+def _phases_insight(
+    shapes: Sequence[Mapping[str, float]],
+    bounds: Sequence[Tuple[int, str]],
+    whole: Mapping[str, float],
+    pricing: Optional[Pricing],
+    runs_per_month: Optional[float],
+) -> Insight:
     numbers: Dict[str, Any] = {"phases": len(shapes)}
     texts = []
     for i, shape in enumerate(shapes, 1):

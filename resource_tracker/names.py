@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Dict, Tuple
+
 from .registry import PROCESS, SYSTEM
-
-TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
-if TYPE_CHECKING:
-    from typing import Dict, Tuple
-
 
 PROCESS_COLUMNS: Tuple[str, ...] = tuple(c.name for c in PROCESS)
 SYSTEM_COLUMNS: Tuple[str, ...] = tuple(c.name for c in SYSTEM)

@@ -42,7 +42,7 @@ import threading
 import time
 import weakref
 from array import array
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from . import _core
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
@@ -773,7 +773,7 @@ class PsutilSampler:
         track_processes: bool = True,
         track_system: bool = True,
     ) -> None:
-        from ._launch import MAX_PID, _check_interval
+        from ._identity import MAX_PID, _check_interval
 
         interval = _check_interval(interval)  # bounded: a timed wait cannot overflow
         if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid <= MAX_PID:
@@ -933,3 +933,10 @@ class PsutilSampler:
         if engine is not None and engine.state == "running":
             # no lock here: the collector may run in any thread, even one holding it
             engine.wake.set()  # the thread takes its last reading and ends (it holds no wrapper)
+
+
+if TYPE_CHECKING:  # mypy proves this sampler is what sampling.py says a sampler is
+    from .sampler_protocol import RowSampler
+
+    def _implements(sampler: PsutilSampler) -> RowSampler:
+        return sampler

@@ -12,42 +12,22 @@ never by its unit or label. Adding a metric means one entry there, its reader an
 
 from __future__ import annotations
 
+from typing import Dict, Iterator, NamedTuple, Optional, Tuple
+
 from ._core import COLUMN_REGISTRY
 
-TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
-if TYPE_CHECKING:
-    from typing import Dict, Iterator, NamedTuple, Optional, Tuple
 
-    class _Fields(NamedTuple):
-        table: str
-        name: str
-        label: str
-        unit: str
-        fold: str
-        aggregate: str
-        resource: Optional[str]
-        digits: Optional[int]
-        role: str
-        chart: Optional[str]
-
-else:
-    from collections import namedtuple
-
-    _Fields = namedtuple(
-        "_Fields",
-        [
-            "table",
-            "name",
-            "label",
-            "unit",
-            "fold",
-            "aggregate",
-            "resource",
-            "digits",
-            "role",
-            "chart",
-        ],
-    )
+class _Fields(NamedTuple):
+    table: str
+    name: str
+    label: str
+    unit: str
+    fold: str
+    aggregate: str
+    resource: Optional[str]
+    digits: Optional[int]
+    role: str
+    chart: Optional[str]
 
 
 __all__ = [

@@ -11,8 +11,9 @@ differences such as ``0.35 - 0.25 == 0.09999999999999998``.
 from __future__ import annotations
 
 from array import array
+from typing import Any, Dict, Iterable, Mapping, Optional
 
-from .registry import COLUMNS, by_role, stat_columns, traffic_columns
+from .registry import COLUMNS, Column, by_role, stat_columns, traffic_columns
 
 #: Decimals per column name (both tables; the registry's digits) in the rounded views; None
 #: keeps the value as it is.
@@ -22,7 +23,7 @@ COLUMN_DIGITS = {c.name: c.digits for c in COLUMNS}
 STATS_DIGITS = 2
 
 
-def round_column(name: str, values) -> array:
+def round_column(name: str, values: Iterable[float]) -> array[float]:
     """The column's values rounded for display (a new array('d'); the input is untouched)."""
     digits = COLUMN_DIGITS.get(name)
     if digits is None:
@@ -30,7 +31,7 @@ def round_column(name: str, values) -> array:
     return array("d", (round(v, digits) + 0.0 for v in values))  # + 0.0: no -0.0
 
 
-def _documented_name(col):
+def _documented_name(col: Column) -> str:
     """The seeds' name of a process column's mean/max pair (memory is 'memory_usage')."""
     return "memory_usage" if col.resource == "memory" else col.name
 
@@ -42,7 +43,9 @@ DOCUMENTED_PAIRS = {
 }
 
 
-def _pair(stats, key, digits=STATS_DIGITS):
+def _pair(
+    stats: Optional[Mapping[str, Any]], key: str, digits: int = STATS_DIGITS
+) -> Dict[str, float]:
     entry = (stats or {}).get(key) or {}
     return {
         "mean": round(float(entry.get("mean") or 0.0), digits) + 0.0,
@@ -50,11 +53,11 @@ def _pair(stats, key, digits=STATS_DIGITS):
     }
 
 
-def _value(stats, key, field, digits):
+def _value(stats: Optional[Mapping[str, Any]], key: str, field: str, digits: int) -> float:
     return round(float(((stats or {}).get(key) or {}).get(field) or 0.0), digits) + 0.0
 
 
-def documented_stats(stats: dict | None) -> dict | None:
+def documented_stats(stats: Optional[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
     """``ResourceTracker.stats()`` in the shape and rounding of the seeds' Metaflow artifact.
 
     ``{'cpu_usage': {'mean', 'max'}, 'memory_usage': {'mean', 'max'}, the same pairs for the
@@ -67,7 +70,7 @@ def documented_stats(stats: dict | None) -> dict | None:
     """
     if stats is None:
         return None
-    out = {
+    out: Dict[str, Any] = {
         name: _pair(stats, key, digits=0 if name == "memory_usage" else STATS_DIGITS)
         for name, key in DOCUMENTED_PAIRS.items()
     }

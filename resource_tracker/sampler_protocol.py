@@ -1,13 +1,11 @@
 """The sampler interface as typing Protocols: :class:`Sampler` and :class:`RowSampler`.
 
-``resource_tracker.sampling`` documents what a sampler is and re-exports these two classes
-(loaded on first use, so that ``import resource_tracker`` does not import typing).
+``resource_tracker.sampling`` documents what a sampler is and re-exports these two classes.
 """
 
 from __future__ import annotations
 
 from typing import (
-    TYPE_CHECKING,
     Any,
     List,
     Optional,
@@ -15,9 +13,6 @@ from typing import (
     Tuple,
     runtime_checkable,
 )
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["Sampler", "RowSampler"]
 

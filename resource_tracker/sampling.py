@@ -16,16 +16,11 @@ partial interval.
 from __future__ import annotations
 
 from array import array
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from . import _core
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
-
-TYPE_CHECKING = False  # typing is not imported at run time: see __getattr__ below
-if TYPE_CHECKING:
-    from typing import Any, Dict, List, Mapping, Optional, Tuple
-
-    from .sampler_protocol import RowSampler, Sampler
-
+from .sampler_protocol import RowSampler, Sampler
 
 __all__ = [
     "Sampler",
@@ -53,17 +48,6 @@ FOLD_MIN_SECONDS: float = _core.FOLD_MIN_SECONDS
 FINAL_MIN_SECONDS: float = _core.FINAL_MIN_SECONDS
 #: Seconds stop() waits for the sampler thread at most (the C sampler's value where built).
 STOP_TIMEOUT: float = float(getattr(_core, "STOP_TIMEOUT", 2.0))
-
-
-def __getattr__(name: str) -> Any:
-    """``Sampler`` and ``RowSampler`` (typing.Protocol classes, in sampler_protocol.py) are
-    loaded on first use: importing typing costs ~2 MiB and milliseconds, which
-    ``import resource_tracker`` does without."""
-    if name in ("Sampler", "RowSampler"):
-        from . import sampler_protocol
-
-        return getattr(sampler_protocol, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def table_columns(table: str) -> Tuple[str, ...]:
@@ -158,10 +142,8 @@ class StoredRun:
         return self.n_samples >= n
 
 
-if TYPE_CHECKING:  # mypy proves the three samplers are what this module says they are
-    from .psutil_sampler import PsutilSampler
+if TYPE_CHECKING:  # mypy proves the two samplers are what this module says they are (psutil's:
+    # psutil_sampler.py, below this module)
 
-    def _implementations(
-        c: _core.Sampler, p: PsutilSampler, stored: StoredRun
-    ) -> Tuple[RowSampler, RowSampler, Sampler]:
-        return c, p, stored
+    def _implementations(c: _core.Sampler, stored: StoredRun) -> Tuple[RowSampler, Sampler]:
+        return c, stored

@@ -6,16 +6,14 @@ Everything is read from /proc, /sys and NVML in a few milliseconds; no subproces
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, Union
 
 # the cgroup discovery, shared with cgroup_usage (a run's figures), is in _cgroup_fs
 from ._cgroup_fs import _cgroup_places
 from ._cgroup_limits import _v1_cpu, _v1_memory, _v2_cpu, _v2_memory, _walk
 from ._cgroup_read import _read
 
-TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
 if TYPE_CHECKING:
-    from typing import Any, Callable, Dict, Optional, Tuple, Union
-
     from ._cgroup_fs import Mount
 
 

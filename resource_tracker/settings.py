@@ -30,11 +30,7 @@ from __future__ import annotations
 
 import os
 import warnings
-
-TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
-if TYPE_CHECKING:
-    from typing import Any, Dict, Optional
-
+from typing import Any, Dict, Optional
 
 PREFIX = "RESOURCE_TRACKER_"
 TRUE_WORDS = ("1", "true", "yes", "on")

@@ -89,7 +89,7 @@ class History:
 
     runs: int
     values: Dict[str, Dict[str, float]]
-    stats: Tuple[Dict[str, Any], ...] = ()
+    stats: Tuple[Mapping[str, Any], ...] = ()
     notes: Tuple[str, ...] = ()
 
 
@@ -528,7 +528,8 @@ class _Collector:
 
     def stats(self) -> Optional[Dict[str, Any]]:
         try:
-            return self.t.stats()
+            found: Dict[str, Any] = self.t.stats()  # self.t: a tracker (Any)
+            return found
         except Exception as exc:
             self.warn("data", f"stats() failed: {type(exc).__name__}: {exc}")
             return None

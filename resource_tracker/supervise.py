@@ -29,7 +29,7 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence
 
 from . import _adopt, settings
 
@@ -308,14 +308,11 @@ def wait_forwarding(pid: int, waited: set[int], reaper: Any = None) -> list[str]
             sent.append(signal.Signals(info.si_signo).name)
 
 
-def start_tracker(pid: int, adopt: bool = False, **tracker_options: Any) -> Any:
-    """A started ResourceTracker of pid (``tracker_options`` as for ResourceTracker; not
-    ``pid`` or ``autostart``). With adopt, this process's other children (the orphans it
-    inherits as subreaper) are tracked too."""
-    from .tracker import ResourceTracker
-
-    make: Any = ResourceTracker
-    tracker = make(pid=pid, autostart=False, **tracker_options)
+def start_tracker(tracker_class: Any, pid: int, adopt: bool = False, **tracker_options: Any) -> Any:
+    """A started tracker of pid, made by ``tracker_class`` (ResourceTracker or a subclass;
+    ``tracker_options`` as for it, not ``pid`` or ``autostart``). With adopt, this
+    process's other children (the orphans it inherits as subreaper) are tracked too."""
+    tracker = tracker_class(pid=pid, autostart=False, **tracker_options)
     if adopt:
         tracker._adopt_children_of(os.getpid())
     tracker.start()
@@ -324,6 +321,7 @@ def start_tracker(pid: int, adopt: bool = False, **tracker_options: Any) -> Any:
 
 def track_command(
     command: Sequence[str],
+    tracker_class: Any,
     *,
     adopt_orphans: bool = False,
     forward_signals: Optional[bool] = None,
@@ -331,16 +329,17 @@ def track_command(
 ) -> CommandRun:
     """Runs command (a list: program and arguments) to its end under a ResourceTracker.
 
+    ``tracker_class``: ResourceTracker or a subclass (passed in: this module is below it).
     Returns a :class:`CommandRun`: ``status`` (the command's exit status, 128+N when killed
     by signal N) and ``tracker`` (stopped; ``stats()``, ``report()``, ``dumps()`` ... work
     as for any tracker). ``tracker_options`` go to ResourceTracker (``interval``,
     ``method``, ``discover_cloud`` ...). CommandStartError (``status`` 127 or 126) when the
     command cannot be started. See ``ResourceTracker.run()``.
     """
-    interval = _check_options(tracker_options)
+    interval = _check_options(tracker_class, tracker_options)
     supervisor = Supervisor(
         command,
-        lambda pid, adopt: start_tracker(pid, adopt, **tracker_options),
+        lambda pid, adopt: start_tracker(tracker_class, pid, adopt, **tracker_options),
         interval=interval,
         adopt_orphans=adopt_orphans,
         forward_signals=forward_signals,
@@ -349,18 +348,32 @@ def track_command(
         return result
 
 
-def _check_options(tracker_options: dict[str, Any]) -> float:
-    """The interval; TypeError/ValueError for options ResourceTracker would refuse, before
-    the command starts (afterwards, a failure to track leaves the command untracked)."""
+def _known_options(tracker_class: Any) -> List[str]:
+    """The keyword arguments ``tracker_class(...)`` takes: its ``__init__``'s, and those of
+    the classes it passes ``**kwargs`` on to (a subclass of ResourceTracker), in order."""
     import inspect
 
-    from ._launch import _check_interval
-    from .tracker import ResourceTracker
+    known: List[str] = []
+    for klass in tracker_class.__mro__:
+        if "__init__" not in vars(klass):
+            continue
+        params = inspect.signature(vars(klass)["__init__"]).parameters.values()
+        named = (p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
+        known += [name for name in named if name not in known]
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            break
+    return known
+
+
+def _check_options(tracker_class: Any, tracker_options: dict[str, Any]) -> float:
+    """The interval; TypeError/ValueError for options ResourceTracker would refuse, before
+    the command starts (afterwards, a failure to track leaves the command untracked)."""
+    from ._identity import _check_interval
 
     for name in ("pid", "autostart"):
         if name in tracker_options:
             raise TypeError(f"running a command sets {name} itself: leave it out")
-    known = inspect.signature(ResourceTracker.__init__).parameters
+    known = _known_options(tracker_class)
     unknown = sorted(set(tracker_options) - set(known))
     if unknown:
         raise TypeError(
@@ -369,5 +382,4 @@ def _check_options(tracker_options: dict[str, Any]) -> float:
         )
     if tracker_options.get("job") is not None:
         settings.parse_name(tracker_options["job"], "job")
-    check: Any = _check_interval
-    return float(check(tracker_options.get("interval", 1.0)))
+    return _check_interval(tracker_options.get("interval", 1.0))

@@ -18,55 +18,37 @@ from __future__ import annotations
 import numbers
 import os
 from array import array
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Tuple,
+    Union,
+    overload,
+)
 
-TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
-if TYPE_CHECKING:
-    from typing import (
-        Any,
-        Callable,
-        Dict,
-        Iterable,
-        Iterator,
-        List,
-        Mapping,
-        NamedTuple,
-        Optional,
-        Tuple,
-        Union,
-        overload,
-    )
-
-if TYPE_CHECKING:
-    #: A stored column: array('d') of numbers, array('q') of whole numbers, else a list.
-    Column = Union["array[float]", "array[int]", List[Any]]
-else:
-
-    def overload(func):  # typing.overload, without importing typing at run time
-        return func
-
+#: A stored column: array('d') of numbers, array('q') of whole numbers, else a list.
+Column = Union["array[float]", "array[int]", List[Any]]
 
 _PRINT_ROWS = 10
 _URL_TIMEOUT_S = 30.0
 
-if TYPE_CHECKING:
 
-    class StatSpec(NamedTuple):
-        """One statistic of ``TinyDataFrame.stats()``: ``agg`` (a function of the column's
-        list of values) on ``column``, reported as ``agg_name`` (default: the function's
-        ``__name__``), rounded to ``round`` decimals when given."""
+class StatSpec(NamedTuple):
+    """One statistic of ``TinyDataFrame.stats()``: ``agg`` (a function of the column's
+    list of values) on ``column``, reported as ``agg_name`` (default: the function's
+    ``__name__``), rounded to ``round`` decimals when given."""
 
-        column: str
-        agg: Callable[[List[Any]], Any]
-        agg_name: Optional[str] = None
-        round: Optional[int] = None
-
-else:
-    from collections import namedtuple
-
-    StatSpec = namedtuple("StatSpec", ["column", "agg", "agg_name", "round"], defaults=(None, None))
-    StatSpec.__doc__ = """One statistic of ``TinyDataFrame.stats()``: ``agg`` (a function of
-    the column's list of values) on ``column``, reported as ``agg_name`` (default: the
-    function's ``__name__``), rounded to ``round`` decimals when given."""
+    column: str
+    agg: Callable[[List[Any]], Any]
+    agg_name: Optional[str] = None
+    round: Optional[int] = None
 
 
 class CsvReadError(RuntimeError, ValueError):

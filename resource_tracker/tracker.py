@@ -9,37 +9,42 @@ interface takes its place.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Any, Dict, List, Literal, Mapping, Optional, Sequence
 
-# Only what constructing, starting and stopping a tracker needs is imported with the package,
-# in modules of at most ~1,500 tokens: where no pyc is written, every module imported is
-# compiled, and the compiler's peak memory (~380 B a token) stays with the process. The
-# argument checks and the sampler's choice are in _launch, the data methods in _results
-# (a base class); the tables, statistics, stored runs and reports (_run_data, _stored,
-# summary, report) load on first use. The cgroup readers (cgroup_usage and the modules it
-# imports) are imported by the worker thread that reads the start figures: kept small, so
-# that the compiler's peak in that thread's C heap stays small too (~0.2 MiB).
+# Only what constructing, starting and stopping a tracker needs is imported with the package
+# (tests/core/test_core_import.py; what it costs: bench/bench_import.py). The argument checks
+# and the sampler's choice are in _launch (the facts it shares with lower layers in
+# _identity), the data methods in _results (a base class); the tables, statistics, stored
+# runs and reports (_run_data, _stored, summary, report) load on first use. The cgroup
+# readers (cgroup_usage and the modules it imports) are imported by the worker thread that
+# reads the start figures.
 from . import _background, _core, settings
 from ._code import start_stacks
-from ._launch import (  # noqa: F401  (what starting a tracker takes; importable from here)
+from ._identity import (  # noqa: F401  (importable from here, as before)
     MAX_INTERVAL,
     MAX_PID,
     MIN_INTERVAL,
     _check_interval,
     _check_pid,
     _command_line,
+    _process_start,
+)
+from ._identity import (
+    SNAPSHOT_FORMAT as SNAPSHOT_FORMAT,
+)
+from ._identity import (
+    SNAPSHOT_VERSION as SNAPSHOT_VERSION,
+)
+from ._launch import (  # noqa: F401  (what starting a tracker takes; importable from here)
     _default_method,
     _export_settings,
     _job_name,
     _new_sampler,
-    _process_start,
     _start_cloud_discovery,
 )
 from ._results import TrackerResults
 
-TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds): annotations only
 if TYPE_CHECKING:
-    from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence
-
     from .export.pipeline import Exporter
     from .sampler_protocol import RowSampler, Sampler
     from .supervise import CommandRun
@@ -48,9 +53,6 @@ if TYPE_CHECKING:
 #: Runs shorter than this (seconds) have no measurable CPU usage (10 clock ticks of 10 ms);
 #: the rule lives in the C core (csrc/stats.c), which says how short.
 SHORT_RUN_S = _core.SHORT_RUN_S
-
-SNAPSHOT_FORMAT = "resource-tracker-snapshot"
-SNAPSHOT_VERSION = 1
 
 
 class ResourceTracker(TrackerResults):
@@ -190,7 +192,7 @@ class ResourceTracker(TrackerResults):
         from .supervise import track_command
 
         return track_command(
-            command, adopt_orphans=adopt_orphans, forward_signals=forward_signals, **options
+            command, cls, adopt_orphans=adopt_orphans, forward_signals=forward_signals, **options
         )
 
     # -- lifecycle -------------------------------------------------------------------

@@ -307,7 +307,9 @@ def _cpu_need(records: Sequence[Mapping[str, Any]], notes: List[str]) -> float:
     return need
 
 
-def _values(records, asked, notes) -> Dict[str, float]:
+def _values(
+    records: Sequence[Mapping[str, Any]], asked: Mapping[str, float], notes: List[str]
+) -> Dict[str, float]:
     """Each resource before the guardrails: see the module's docstring."""
     finished = [r for r in records if r.get("status") in ("ok", "failed")]
     may_lower = len(finished) >= MIN_RUNS
@@ -373,8 +375,8 @@ def tune_resources(
     if asked is not None and not isinstance(asked, Mapping):
         notes.append(f"asked {str(asked)[:40]!r} ignored: not a set of resources")
         asked = None
-    ask = {k: _size((asked or {}).get(k), k, notes, f"asked {k}") for k in RESOURCES}
-    ask = {k: v for k, v in ask.items() if v}
+    sizes = {k: _size((asked or {}).get(k), k, notes, f"asked {k}") for k in RESOURCES}
+    ask = {k: v for k, v in sizes.items() if v}
     try:
         limits = check_bounds(bounds)
     except ValueError as exc:

@@ -34,10 +34,19 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from .. import settings
 from . import _embedded
+from ._base import (  # noqa: F401  (the package's names, defined below its modules)
+    ENV_CACHE_DIR,
+    CatalogUnavailableError,
+    NoMatchingServerError,
+    Server,
+    _xdg_cache_home,
+    cache_dir,
+)
 
 __all__ = [
     "CatalogUnavailableError",
     "NoMatchingServerError",
+    "Server",
     "DEFAULT_CATALOG_URL",
     "DEFAULT_KEEPER_URL",
     "DEFAULT_EUR_USD_RATE",
@@ -62,7 +71,6 @@ CACHE_FILE = "sc-data-all.db"
 ENV_CATALOG = "RESOURCE_TRACKER_CATALOG"
 ENV_CATALOG_URL = "RESOURCE_TRACKER_CATALOG_URL"
 ENV_KEEPER_URL = "RESOURCE_TRACKER_KEEPER_URL"
-ENV_CACHE_DIR = "RESOURCE_TRACKER_CACHE_DIR"
 ENV_EUR_USD = "RESOURCE_TRACKER_EUR_USD"
 KEEPER = "keeper"
 HOW_TO_GET = (
@@ -73,32 +81,7 @@ HOW_TO_GET = (
 )
 
 
-class CatalogUnavailableError(RuntimeError):
-    """No server catalog could be read (the message says how to get one)."""
-
-
-class NoMatchingServerError(ValueError):
-    """The catalog has no server (with a price) that meets the resources and filters."""
-
-
-#: A server record (the Spare Cores shape, with catalog_source and price_source).
-Server = Dict[str, Any]
-
-
 # -- configuration ---------------------------------------------------------------------------
-
-
-def cache_dir() -> str:
-    """The user cache directory of resource-tracker (RESOURCE_TRACKER_CACHE_DIR overrides)."""
-    explicit: Optional[str] = settings.get(ENV_CACHE_DIR)
-    if explicit:
-        return os.path.abspath(explicit)
-    return os.path.join(_xdg_cache_home(), "resource-tracker")
-
-
-def _xdg_cache_home() -> str:
-    """$XDG_CACHE_HOME, else ~/.cache."""
-    return settings.foreign("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
 
 
 # no currency pair is this far apart: a larger rate is a mistake (inf would reach the SQL)

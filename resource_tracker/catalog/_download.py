@@ -36,7 +36,7 @@ from typing import (
     Union,
 )
 
-from . import CatalogUnavailableError
+from ._base import CatalogUnavailableError
 from ._load import from_sql, from_sqlite, too_big
 
 if TYPE_CHECKING:

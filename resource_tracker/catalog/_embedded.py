@@ -33,7 +33,7 @@ def path() -> Optional[str]:
     """Path of the decompressed embedded catalog, or None when it is switched off or missing."""
     if not enabled() or not os.path.isfile(DATA_FILE):
         return None
-    from . import cache_dir
+    from ._base import cache_dir
 
     key = (DATA_FILE, os.path.getmtime(DATA_FILE), cache_dir())
     found = _path_cache.get(key)

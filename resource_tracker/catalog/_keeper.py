@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, Typ
 
 from .. import settings
 from .._text import printable
-from . import CatalogUnavailableError, NoMatchingServerError, Server
+from ._base import CatalogUnavailableError, NoMatchingServerError, Server
 
 if TYPE_CHECKING:
     from ._query import Request

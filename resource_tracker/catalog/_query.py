@@ -31,7 +31,7 @@ from typing import (
 )
 
 from ..formatting import ARCHITECTURE_ALIASES as ARCH_ALIASES
-from . import CatalogUnavailableError, NoMatchingServerError, Server, cache_dir
+from ._base import CatalogUnavailableError, NoMatchingServerError, Server, cache_dir
 
 SCORE_BENCHMARK = "stress_ng:bestn"
 PRICE_TABLE = "rt_price_min"  # cheapest per server, region, allocation, currency

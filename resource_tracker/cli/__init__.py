@@ -27,13 +27,14 @@ __all__ = ["main", "CliError"]
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs the tool with argv (default: sys.argv[1:]); returns the exit status."""
+    from . import catalog, dashboard, recommend, report, run, stats, watch
     from .parser import build_parser
 
     if argv is None:
         argv = sys.argv[1:]
     _one_line_warnings()
     try:
-        parser = build_parser()
+        parser = build_parser((run, report, stats, recommend, watch, catalog, dashboard))
         try:
             args = parser.parse_args(argv)
         except SystemExit as exc:  # --help, --version

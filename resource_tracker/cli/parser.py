@@ -4,7 +4,7 @@ command module's ``add_parser``)."""
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, NoReturn, Tuple
+from typing import TYPE_CHECKING, Any, NoReturn, Sequence, Tuple
 
 from .common import FORMATS, PROG, CliError
 
@@ -34,10 +34,11 @@ if TYPE_CHECKING:
     SubParsers = argparse._SubParsersAction[Parser]
 
 
-def build_parser() -> Parser:
-    """The argparse parser of the whole tool; ``args.handler(args)`` runs the command."""
+def build_parser(commands: Sequence[Any]) -> Parser:
+    """The argparse parser of the whole tool, one sub-parser per module of ``commands``
+    (each has ``add_parser`` and ``main``; passed in, as they import this module);
+    ``args.handler(args)`` runs the command."""
     from .._version import __version__
-    from . import catalog, dashboard, recommend, report, run, stats, watch
 
     parser = Parser(
         prog=PROG,
@@ -48,7 +49,7 @@ def build_parser() -> Parser:
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="cmd", metavar="COMMAND")
-    for command in (run, report, stats, recommend, watch, catalog, dashboard):
+    for command in commands:
         command.add_parser(sub).set_defaults(handler=command.main)
     return parser
 

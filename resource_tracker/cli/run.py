@@ -86,6 +86,7 @@ def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
 def main(args: argparse.Namespace) -> int:
     """`run`: the tracked command's exit status."""
     from ..supervise import CommandStartError, Supervisor, start_tracker
+    from ..tracker import ResourceTracker
 
     command = _command(args)
     if args.format:
@@ -95,7 +96,7 @@ def main(args: argparse.Namespace) -> int:
     def start(pid: int, adopt: bool) -> ResourceTracker:
         job = getattr(args, "job", None)
         tracker: ResourceTracker = start_tracker(
-            pid, adopt, interval=args.interval, export=export, job=job
+            ResourceTracker, pid, adopt, interval=args.interval, export=export, job=job
         )
         return tracker
 

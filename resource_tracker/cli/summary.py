@@ -4,7 +4,7 @@ line of `watch`, and how resources, servers and exit statuses are described."""
 from __future__ import annotations
 
 import signal
-from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Protocol, Sequence
 
 from .. import formatting as fmt
 from ..registry import Column, by_role, traffic_columns
@@ -12,7 +12,6 @@ from ..registry import Column, by_role, traffic_columns
 if TYPE_CHECKING:
     from ..summary import RunSummary
     from ..tiny_data_frame import TinyDataFrame
-    from ..tracker import ResourceTracker
 
 
 def size(nbytes: Optional[float]) -> str:
@@ -42,11 +41,26 @@ def _value(summary: RunSummary, col: Column, field: str) -> float:
     return row.value if row is not None and row.value is not None else 0.0
 
 
+class Tracked(Protocol):
+    """What these lines read of a tracker (``resource_tracker.ResourceTracker``, a layer
+    above this one)."""
+
+    interval: float
+
+    @property
+    def process_metrics(self) -> TinyDataFrame: ...
+    @property
+    def system_metrics(self) -> TinyDataFrame: ...
+    def summary(self, historical_stats: Any = None, *, lookup_server: bool = True) -> RunSummary:
+        """The run summary."""
+        ...
+
+
 # -- the summary of a run --------------------------------------------------------------------
 
 
 def summary_lines(
-    tracker: ResourceTracker,
+    tracker: Tracked,
     historical_stats: Optional[Sequence[Mapping[str, Any]]] = None,
     server: bool = True,
 ) -> List[str]:
@@ -258,7 +272,7 @@ def _last(df: TinyDataFrame, col: Column, step: float = 0.0) -> float:
     return value / step if step and col.fold == "sum" else value
 
 
-def watch_line(tracker: ResourceTracker, pid: Optional[int], vcpus: Optional[float]) -> str:
+def watch_line(tracker: Tracked, pid: Optional[int], vcpus: Optional[float]) -> str:
     """One line on the latest sample."""
     import time
 

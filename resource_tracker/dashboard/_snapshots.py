@@ -62,7 +62,7 @@ def job_name(tracker: Any) -> str:
     ``ResourceTracker(job=...)``), ``extra["job"]``, the label, else the command line."""
     import shlex
 
-    from .._launch import DEFAULT_JOB
+    from .._identity import DEFAULT_JOB
 
     extra = tracker.extra if isinstance(tracker.extra, Mapping) else {}
     job = getattr(tracker, "job", None)

@@ -142,7 +142,7 @@ class OtlpSink:
     ):
         from opentelemetry.sdk.metrics import MeterProvider
 
-        from .. import __version__
+        from .._version import __version__
 
         _quiet_sdk_logs()
         self._settings = settings

@@ -7,11 +7,9 @@ Jupyter). The page inlines its CSS, JavaScript and data: it needs no network at 
 
 from __future__ import annotations
 
-from ._render import Report, render_report
+from typing import Union
 
-TYPE_CHECKING = False  # no typing import at run time (~2 MiB, milliseconds)
-if TYPE_CHECKING:
-    from typing import Union
+from ._render import Report, render_report
 
 __all__ = ["Report", "render_report", "round_memory"]
 

@@ -335,7 +335,7 @@ _SCRIPT_ESCAPES = (
 
 
 def _what(run: RunInfo) -> str:
-    from .._launch import DEFAULT_JOB
+    from .._identity import DEFAULT_JOB
 
     if run.label:
         return run.label

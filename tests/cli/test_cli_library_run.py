@@ -214,3 +214,23 @@ def test_run_with_adopt_orphans_tracks_a_daemon_to_its_end(tmp_path):
     assert truth["adopter"] == program.pid  # the program inherited it, not init
     assert got["status"] == 0
     assert got["cpu"] >= truth["cpu"] * 0.9
+
+
+def test_run_of_a_subclass_tracks_with_the_subclass_and_its_options():
+    """``cls.run()`` makes its tracker with ``cls`` (supervise takes the class it is given;
+    it imported ResourceTracker itself before, whatever class run() was called on): the
+    subclass's own options are accepted and its methods serve the stopped run."""
+
+    class LabelledTracker(ResourceTracker):
+        def __init__(self, *args, team="none", **kwargs):
+            super().__init__(*args, **kwargs)
+            self.team = team
+
+        def owner(self):
+            return f"{self.team}: exit {self.extra['exit_status']}"
+
+    run = LabelledTracker.run(
+        [sys.executable, "-c", "raise SystemExit(5)"], interval=0.1, discover_cloud=False, team="ml"
+    )
+    assert run.status == 5
+    assert type(run.tracker) is LabelledTracker and run.tracker.owner() == "ml: exit 5"

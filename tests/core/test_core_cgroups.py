@@ -228,3 +228,25 @@ def test_real_v1_memory_cgroup_peak_limit_and_oom_kill(child_cgroup, interval):
     assert cg["dedicated"] is True
     # the kernel's peak: up to the limit (the OOM child pushed it there), above 200 MiB
     assert 200 <= cg["memory_peak_mib"] <= 300
+
+
+def test_cgroup_v1_with_only_cpuacct_of_its_own_is_read(tmp_path):
+    """A v1 process whose memory and cpu hierarchies are the machine's (the root) and whose
+    cpuacct hierarchy is its own: the figures of its own hierarchy, not a TypeError (the
+    member list was read from a memory or cpu directory that is not there)."""
+    pid = os.getpid()
+    proc, sys_root = str(tmp_path / "proc"), str(tmp_path / "sys")
+    _fake_proc(
+        proc, pid,
+        ["12:memory:/", "5:cpu:/", "4:cpuacct:/batch/job"],
+        ["40 31 0:35 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory",
+         "41 31 0:36 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu",
+         "42 31 0:37 / /sys/fs/cgroup/cpuacct rw - cgroup cgroup rw,cpuacct"],
+    )  # fmt: skip
+    acct = os.path.join(sys_root, "fs/cgroup/cpuacct/batch/job")
+    _write(os.path.join(acct, "cpuacct.usage"), str(3 * 10**9))
+    _write(os.path.join(acct, "cgroup.procs"), f"{pid}\n")
+    cg = read_cgroup(pid, proc, sys_root)
+    assert cg["version"] == 1 and cg["path"] == "/batch/job"
+    assert cg["cpu_seconds"] == pytest.approx(3.0) and cg["pids"] == [pid]
+    assert cg["memory_mib"] is None and cg["cpu_limit_cores"] is None

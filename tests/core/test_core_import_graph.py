@@ -1,0 +1,119 @@
+"""The import graph (issue 26 point 3): counting every import (module level, inside
+functions, under ``if TYPE_CHECKING:``), the package has no cycle and no arrow back up a
+layer; ``tools/check_imports.py`` says so, catches a planted cycle and a planted upward
+arrow, and its layer table is the one docs/architecture.md shows."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import textwrap
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOL = os.path.join(ROOT, "tools", "check_imports.py")
+
+
+@pytest.fixture(scope="module")
+def check():
+    spec = importlib.util.spec_from_file_location("check_imports", TOOL)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _package(root, files):
+    """A package ``resource_tracker`` under root with the given {relative path: source}."""
+    for name, text in files.items():
+        path = root / "resource_tracker" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return root
+
+
+def test_the_package_has_no_cycle_and_no_upward_import(check, capsys):
+    """The tool as `make lint` runs it (its main(), in this process): exit status 0 and
+    nothing said."""
+    assert check.main([]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_a_cycle_through_a_function_level_and_a_type_checking_import_is_caught(check, tmp_path):
+    root = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "settings.py": """\
+                def get():
+                    from .registry import COLUMNS
+                    return COLUMNS
+            """,
+            "registry.py": """\
+                from typing import TYPE_CHECKING
+                if TYPE_CHECKING:
+                    from . import settings
+                COLUMNS = ()
+            """,
+        },
+    )
+    found = check.problems(root)
+    assert found[0] == (
+        "import cycle of 2 modules: resource_tracker.registry, resource_tracker.settings"
+    )
+    assert sorted(found[1:]) == [
+        "  resource_tracker/registry.py:3: resource_tracker.registry -> resource_tracker.settings",
+        "  resource_tracker/settings.py:2: resource_tracker.settings -> resource_tracker.registry",
+    ]
+    assert check.main(["--root", str(root)]) == 1
+
+
+def test_an_upward_import_of_a_submodule_by_name_is_caught(check, tmp_path):
+    """``from . import tracker`` (a submodule named in a from-import) inside a function of a
+    foundation module: an arrow from the foundations up to the facade."""
+    root = _package(
+        tmp_path,
+        {
+            "__init__.py": "from .tracker import ResourceTracker\n",
+            "tracker.py": "from . import settings\nclass ResourceTracker: pass\n",
+            "settings.py": """\
+                import os
+
+                def default():
+                    from . import tracker
+                    return tracker.ResourceTracker
+            """,
+        },
+    )
+    found = check.problems(root)
+    assert found == [
+        "resource_tracker/settings.py:4: resource_tracker.settings (foundations) imports "
+        "resource_tracker.tracker (facade), a layer above it",
+        "import cycle of 2 modules: resource_tracker.settings, resource_tracker.tracker",
+        "  resource_tracker/settings.py:4: resource_tracker.settings -> resource_tracker.tracker",
+        "  resource_tracker/tracker.py:1: resource_tracker.tracker -> resource_tracker.settings",
+    ]
+
+
+def test_a_downward_graph_passes_and_a_module_of_no_layer_is_named(check, tmp_path):
+    root = _package(
+        tmp_path,
+        {
+            "__init__.py": "from .tracker import ResourceTracker\n",
+            "tracker.py": "from .settings import get\nfrom ..outside import x\nimport json\n",
+            "settings.py": "from . import _core\n",
+            "_core.pyi": "HAVE_PROCFS: bool\n",
+        },
+    )
+    assert check.problems(root) == []
+    (root / "resource_tracker" / "newcomer.py").write_text("from . import settings\n")
+    assert check.problems(root) == [
+        f"{root / 'resource_tracker' / 'newcomer.py'}: resource_tracker.newcomer is in no "
+        "layer of tools/check_imports.py"
+    ]
+
+
+def test_the_documented_layer_table_is_the_tools(check):
+    with open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8") as f:
+        text = f.read()
+    assert check.layer_table() in text, "regenerate it: python tools/check_imports.py --table"
