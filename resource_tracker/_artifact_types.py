@@ -6,16 +6,17 @@ the history lookup, ``recommend --metaflow`` and the dashboard read it. A test o
 Metaflow run (tests/metaflow/test_metaflow_artifact_contract.py) checks a stored artifact
 against these types, and the docs' table of keys against :class:`TrackResourcesArtifact`.
 
-Only ``typing`` is imported at run time (the tables' ``TinyDataFrame`` is named for the
-type checker only), so any layer may import this module.
+Imports only ``typing`` and the foundation's ``TinyDataFrame`` (the tables' type, so that
+``typing.get_type_hints`` resolves these classes at run time), so any layer may import it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, TypedDict
+from typing import Any, Dict, List, Optional, TypedDict
 
-if TYPE_CHECKING:
-    from .tiny_data_frame import TinyDataFrame
+from .tiny_data_frame import TinyDataFrame
+
+# Optional[...], not X | None: the class bodies below are read at run time on 3.9 too.
 
 
 class MeanMax(TypedDict):
