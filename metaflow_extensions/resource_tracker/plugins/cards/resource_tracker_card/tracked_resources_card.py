@@ -174,7 +174,8 @@ def _unreadable_page(problem: str) -> str:
 
 def render_artifact(data: Any, label: Optional[str] = None) -> str:
     """The card HTML for a @track_resources artifact dict (a page saying what is wrong when
-    the artifact cannot be read: the card never raises)."""
+    the artifact cannot be read: the card never raises). ``data``: whatever the client read
+    (any value until ``artifact_problem`` has checked it)."""
     problem = artifact_problem(data)
     if problem is not None:
         return _unreadable_page(problem)
