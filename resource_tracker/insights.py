@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import _core, settings
 from . import formatting as fmt
+from ._artifact_types import InsightEntry
 
 __all__ = [
     "Insight",
@@ -88,7 +89,7 @@ class Insight:
     message: str
     numbers: Mapping[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> InsightEntry:
         """``{"kind", "severity", "message", "numbers"}`` as plain JSON values."""
         return {
             "kind": self.kind,

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import formatting as fmt
+from ._artifact_types import TuningResult
 from .insights import THROTTLE_RISK_SHARE
 
 __all__ = [
@@ -255,7 +256,7 @@ class Tuning:
     why: str = RULE_TEXT
     basis: Dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> TuningResult:
         return {
             "runs": self.runs,
             "resources": dict(self.resources),

@@ -8,12 +8,19 @@ back with the Metaflow client, as the docs page does.
 from __future__ import annotations
 
 import os
+import re
+from typing import get_type_hints
 
 import pytest
-from mf_harness import DOCUMENTED_HISTORY, FLOWS, query, run_flow, task_of
+from mf_harness import DOCUMENTED_HISTORY, FLOWS, REPO, query, run_flow, task_of
+from typed_dict_check import assert_typed
 
 from resource_tracker import ResourceTracker, TinyDataFrame
+from resource_tracker._artifact_types import TrackResourcesArtifact
 from resource_tracker.rounding import COLUMN_DIGITS
+
+#: the artifact's keys, as the TypedDict declares them
+ARTIFACT_KEYS = set(get_type_hints(TrackResourcesArtifact))
 
 DOCUMENTED_STATS = {
     "cpu_usage": {"mean", "max"},
@@ -161,3 +168,30 @@ def test_a_trivial_step_reads_no_more_cores_than_the_machine_has(contract_runs):
         assert max(data["process_metrics"]["cpu_usage"]) <= cores
         assert data["stats"]["cpu_usage"]["max"] <= cores
         assert data["recommendations"]["resources"]["cpu"] == 1
+
+
+def test_the_artifact_has_exactly_the_typed_dicts_keys_and_types(contract_runs):
+    """Every tracked step's artifact of both runs (the second with history) is a
+    TrackResourcesArtifact: its keys are the declared ones (all of them but ``tuning``, which
+    needs tune=True), each value of its declared type, nested dicts included."""
+    for run in contract_runs:
+        for step in ("start", "work"):
+            data = _artifact(run, step)
+            assert set(data) == ARTIFACT_KEYS - {"tuning"}, (step, sorted(data))
+            assert_typed(TrackResourcesArtifact, data, f"{step} artifact")
+    history = _artifact(contract_runs[1], "work")["historical_stats"]
+    assert history["available"] is True and "lookup_cpu_s" in history  # the lookup ran
+
+
+def _documented_artifact_keys():
+    """The keys of docs/metaflow.md's table of what the artifact stores (first column)."""
+    with open(os.path.join(REPO, "docs", "metaflow.md"), encoding="utf-8") as f:
+        text = f.read()
+    section = text.split("## What it stores", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    return {key for row in rows for key in re.findall(r"`(\w+)`", row.split("|")[1])}
+
+
+def test_the_docs_table_of_artifact_keys_is_the_typed_dicts():
+    """docs/metaflow.md lists exactly the keys TrackResourcesArtifact declares."""
+    assert _documented_artifact_keys() == ARTIFACT_KEYS

@@ -17,7 +17,9 @@ import sys
 import pytest
 from mf_cgroup import Kubelet, v1_memory_root
 from mf_harness import FLOWS, hermetic_env, query, run_flow, task_of
+from typed_dict_check import assert_typed
 
+from resource_tracker._artifact_types import TrackResourcesArtifact
 from resource_tracker.tuning import resources_line
 
 FLOW = os.path.join(FLOWS, "mf_oom_tune_flow.py")
@@ -96,6 +98,7 @@ def test_a_retry_attempt_after_an_oom_kill_asks_more(tmp_path, kubelet):
         assert "oom_kill 1" in f.read()
     (run,) = query(tmp_path, "OomTuneFlow")
     data = task_of(run, "work")["artifacts"]["resource_tracker_data"]
+    assert_typed(TrackResourcesArtifact, data, "tuned artifact")  # `tuning` as declared
     tuning = data["tuning"]
     assert tuning["resources"]["memory"] == 512 and tuning["got"]["memory"] == 512
     assert "was killed (taken as an OOM kill) at 256 MiB" in tuning["note"]

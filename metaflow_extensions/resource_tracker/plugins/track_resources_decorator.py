@@ -17,22 +17,79 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    Optional,
+    Protocol,
+    Sequence,
+    Tuple,
+)
 
 from metaflow.decorators import StepDecorator
+
+if TYPE_CHECKING:
+    from metaflow.datastore import FlowDataStore, TaskDataStore
+    from metaflow.decorators import Decorator
+    from metaflow.flowspec import FlowSpec
+    from metaflow.graph import FlowGraph
+    from metaflow.metadata_provider.metadata import MetadataProvider
+    from metaflow.metaflow_environment import MetaflowEnvironment
+    from metaflow.runtime import CLIArgs
+
+    from resource_tracker import ResourceTracker
+    from resource_tracker._artifact_types import (
+        DocumentedCloudInfo,
+        DocumentedStats,
+        Overhead,
+        Recommendations,
+        StepError,
+        TrackResourcesArtifact,
+        TuningEntry,
+        TuningResult,
+    )
+    from resource_tracker.summary import RunSummary
+
+    from .track_resources_history import HistoryLookup, Stats
+    from .track_resources_live import LiveCard
+    from .track_resources_record import Record, RecordWriter
 
 CARD_TYPE = "tracked_resources"
 CARD_ID = "resource_tracker"
 LIVE_RENDER_TIMEOUT_S = 60.0
 
+#: Metaflow's logger of the step (``step_init``'s ``logger``): ``logger(text, bad=True)``
+Logger = Callable[..., None]
+#: What a step asks for (``asked_resources``): ``cpu``, ``memory`` (MiB), ``gpu``, ``source``
+Asked = Dict[str, Any]
 
-def _as_bool(value):
+
+class TrackedCard(Protocol):
+    """The @card decorator @track_resources adds (``_card_decorator_class``)."""
+
+    owner: Optional[TrackResourcesDecorator]
+    tracked_data: Optional[TrackResourcesArtifact]
+
+    def card_command(
+        self, mode: str, data_file: str, timeout: float = LIVE_RENDER_TIMEOUT_S
+    ) -> List[str]:
+        """The `card create` command line rendering the card in ``mode`` from data_file."""
+        ...
+
+
+def _as_bool(value: object) -> bool:
     """Decorator attributes arrive as str from --with: 'False', '0', 'no' mean False."""
     if isinstance(value, str):
         return value.strip().lower() not in ("false", "0", "no", "off", "")
     return bool(value)
 
 
-def _as_float(value, name):
+def _as_float(value: Any, name: str) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -42,7 +99,7 @@ def _as_float(value, name):
     return number
 
 
-def _bounded_interval(value):
+def _bounded_interval(value: float) -> float:
     """The interval within the tracker's bounds, or ValueError naming the attribute."""
     from resource_tracker._launch import _check_interval
 
@@ -52,20 +109,20 @@ def _bounded_interval(value):
         raise ValueError(f"@track_resources(interval=...): {exc}") from None
 
 
-def _check_artifact_name(name, flow):
+def _check_artifact_name(name: object, flow: FlowSpec) -> str:
     """The artifact name, or ValueError when it cannot be a data artifact of this flow."""
-    name = str(name)
-    if not name.isidentifier() or name.startswith("_") or hasattr(type(flow), name):
+    text = str(name)
+    if not text.isidentifier() or text.startswith("_") or hasattr(type(flow), text):
         raise ValueError(
-            f"@track_resources(artifact_name={name!r}): use a Python identifier that does not "
+            f"@track_resources(artifact_name={text!r}): use a Python identifier that does not "
             "start with '_' and is not an attribute or step of the flow"
         )
-    return name
+    return text
 
 
-def _check_export(value):
+def _check_export(value: Any) -> Optional[str]:
     """The export targets (None: RESOURCE_TRACKER_EXPORT decides), or ValueError naming the
-    attribute."""
+    attribute (``value``: the attribute as given, any value: parse_targets checks it)."""
     if value is None:
         return None
     from resource_tracker.export import parse_targets
@@ -73,7 +130,7 @@ def _check_export(value):
     return ",".join(parse_targets(value, "@track_resources(export=...)"))
 
 
-def _given(deco):
+def _given(deco: Decorator) -> Dict[str, Any]:
     """The options a @track_resources was given (Metaflow's record of them, else those
     that differ from the defaults)."""
     given = getattr(deco, "_user_defined_attributes", None)
@@ -82,7 +139,9 @@ def _given(deco):
     return {k: deco.attributes[k] for k in given if k in deco.attributes}
 
 
-def merged_options(deco, decorators):
+def merged_options(
+    deco: TrackResourcesDecorator, decorators: Sequence[Decorator]
+) -> Optional[Dict[str, Any]]:
     """The options of the step's @track_resources when ``deco`` is the first of them on the
     step (``decorators``): the defaults, then the options given in the code, then those of
     ``--with track_resources:...`` (the command line wins, as for Metaflow's own
@@ -97,11 +156,12 @@ def merged_options(deco, decorators):
     return options
 
 
-def _describe(exc):
+def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-class TrackResourcesDecorator(StepDecorator):
+# Metaflow's classes are untyped (pyproject.toml: metaflow is Any to mypy)
+class TrackResourcesDecorator(StepDecorator):  # type: ignore[misc]
     """Track the resource use of a step; store it as an artifact and show it in a card.
 
     Parameters
@@ -138,10 +198,11 @@ class TrackResourcesDecorator(StepDecorator):
     """
 
     name = "track_resources"
+    attributes: Dict[str, Any]  # set by Metaflow's Decorator: the options, then merged
     # Metaflow drops a `--with track_resources:...` when the step has @track_resources; allowed
     # several, the first merges the others' options into its own in step_init (merged_options)
     allow_multiple = True
-    defaults = {
+    defaults: Dict[str, Any] = {
         "interval": 1.0,
         "artifact_name": "resource_tracker_data",
         "create_card": True,
@@ -160,35 +221,46 @@ class TrackResourcesDecorator(StepDecorator):
         "max_gpu": None,
     }
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._merged = False  # a later @track_resources of the step, merged into the first
         self._tune_on = False  # set by step_init (not for a merged one)
-        self._card = None
-        self._asked = None
+        self._card: Optional[TrackedCard] = None
+        self._asked: Optional[Asked] = None
+        self._logger: Optional[Logger] = None
+        self._tuning: Optional[TuningResult] = None
         self._reset_task_state()
 
-    def _reset_task_state(self):
-        self._tracker = None
-        self._record = None
-        self._datastore = None
-        self._earlier_attempts = []
-        self._error = None
-        self._history = None
-        self._live = None
-        self._flow = None
-        self._run_id = None
-        self._pathspec = None
+    def _reset_task_state(self) -> None:
+        self._tracker: Optional[ResourceTracker] = None
+        self._record: Optional[RecordWriter] = None
+        self._datastore: Optional[TaskDataStore] = None
+        self._earlier_attempts: List[Record] = []
+        self._error: Optional[str] = None
+        self._history: Optional[HistoryLookup] = None
+        self._live: Optional[LiveCard] = None
+        self._flow: Optional[FlowSpec] = None
+        self._run_id: Optional[str] = None
+        self._pathspec: Optional[str] = None
         self._finished = False
-        self._step_error = None  # the user code's exception: {"type", "message"}
-        self._overhead = {}
+        self._step_error: Optional[StepError] = None  # the user code's exception
+        self._overhead: Overhead = {}
 
     # -- every process that loads the flow: cheap, no side effects -------------------
 
-    def step_init(self, flow, graph, step_name, decorators, environment, flow_datastore, logger):
+    def step_init(
+        self,
+        flow: FlowSpec,
+        graph: FlowGraph,
+        step_name: str,
+        decorators: List[Decorator],
+        environment: MetaflowEnvironment,
+        flow_datastore: FlowDataStore,
+        logger: Logger,
+    ) -> None:
         options = merged_options(self, decorators)
         self._merged = options is None
-        if self._merged:
+        if options is None:
             return
         self.attributes = options
         self._step_name = step_name
@@ -200,7 +272,7 @@ class TrackResourcesDecorator(StepDecorator):
         self._artifact_name = _check_artifact_name(self.attributes["artifact_name"], flow)
         self._export = _check_export(self.attributes.get("export"))
         self._tuning = None
-        self._flow_datastore = flow_datastore
+        self._flow_datastore: Optional[FlowDataStore] = flow_datastore
         self._decorators = decorators
         self._static_asked = asked_resources(decorators)
         self._tune_on = _as_bool(self.attributes["tune"])
@@ -211,18 +283,25 @@ class TrackResourcesDecorator(StepDecorator):
         if _as_bool(self.attributes["create_card"]):
             self._card = _attach_card(self, step_name, decorators)
 
-    def make_decorator_spec(self):
+    def make_decorator_spec(self) -> str:
         """The ``--with`` text Metaflow gives the task process for this decorator: the
         options given only (with the defaults too, they would hide the options the code
         gave the step's @track_resources, see merged_options)."""
         kept = self.attributes
         try:
             self.attributes = _given(self)
-            return super().make_decorator_spec()
+            spec: str = super().make_decorator_spec()
+            return spec
         finally:
             self.attributes = kept
 
-    def _tune(self, flow, step_name, decorators, records=None):
+    def _tune(
+        self,
+        flow: FlowSpec,
+        step_name: str,
+        decorators: List[Decorator],
+        records: Optional[List[Record]] = None,
+    ) -> TuningResult:
         """Tune the step's requests from its history (``records``, newest first; default:
         looked up once per process); the tuning as a dict for the artifact, or a note of
         why it could not be made."""
@@ -254,7 +333,13 @@ class TrackResourcesDecorator(StepDecorator):
 
     # -- the runtime (the process launching the tasks) ------------------------------
 
-    def runtime_step_cli(self, cli_args, retry_count, max_user_code_retries, ubf_context):
+    def runtime_step_cli(
+        self,
+        cli_args: CLIArgs,
+        retry_count: int,
+        max_user_code_retries: int,
+        ubf_context: Optional[str],
+    ) -> None:
         """A @retry attempt of a tuned step is launched with the ask tuned again, with the
         earlier attempts' records (an OOM-killed attempt raises the memory of the next one:
         @kubernetes / @batch read the attributes, or their options are updated here)."""
@@ -282,18 +367,18 @@ class TrackResourcesDecorator(StepDecorator):
 
     def task_pre_step(
         self,
-        step_name,
-        task_datastore,
-        metadata,
-        run_id,
-        task_id,
-        flow,
-        graph,
-        retry_count,
-        max_user_code_retries,
-        ubf_context,
-        inputs,
-    ):
+        step_name: str,
+        task_datastore: TaskDataStore,
+        metadata: MetadataProvider,
+        run_id: str,
+        task_id: str,
+        flow: FlowSpec,
+        graph: FlowGraph,
+        retry_count: int,
+        max_user_code_retries: int,
+        ubf_context: Optional[str],
+        inputs: Optional[List[Any]],
+    ) -> None:
         if self._merged:
             return
         began = time.perf_counter()
@@ -313,7 +398,7 @@ class TrackResourcesDecorator(StepDecorator):
             self._asked = asked_resources(self._decorators)
         self._overhead["pre_step"] = time.perf_counter() - began
 
-    def _start_history(self, flow, step_name, run_id):
+    def _start_history(self, flow: FlowSpec, step_name: str, run_id: str) -> None:
         if _as_bool(self.attributes["history"]) and self._history_runs > 0:
             try:
                 from .track_resources_history import HistoryLookup
@@ -331,13 +416,19 @@ class TrackResourcesDecorator(StepDecorator):
                 self._error = f"history lookup could not start: {_describe(exc)}"
 
     def task_decorate(
-        self, step_func, flow, graph, retry_count, max_user_code_retries, ubf_context
-    ):
+        self,
+        step_func: Callable[..., Any],
+        flow: FlowSpec,
+        graph: FlowGraph,
+        retry_count: int,
+        max_user_code_retries: int,
+        ubf_context: Optional[str],
+    ) -> Callable[..., Any]:
         if self._merged:
             return step_func
         deco = self
 
-        def step_with_resource_tracking(*args, **kwargs):
+        def step_with_resource_tracking(*args: Any, **kwargs: Any) -> Any:
             began = time.perf_counter()
             deco._start_tracking()
             deco._overhead["start"] = time.perf_counter() - began
@@ -356,11 +447,26 @@ class TrackResourcesDecorator(StepDecorator):
 
         return step_with_resource_tracking
 
-    def task_post_step(self, step_name, flow, graph, retry_count, max_user_code_retries):
+    def task_post_step(
+        self,
+        step_name: str,
+        flow: FlowSpec,
+        graph: FlowGraph,
+        retry_count: int,
+        max_user_code_retries: int,
+    ) -> None:
         if not self._merged:
             self._store(flow, failed=False)
 
-    def task_exception(self, exception, step_name, flow, graph, retry_count, max_user_code_retries):
+    def task_exception(
+        self,
+        exception: BaseException,
+        step_name: str,
+        flow: FlowSpec,
+        graph: FlowGraph,
+        retry_count: int,
+        max_user_code_retries: int,
+    ) -> None:
         if not self._merged:
             self._step_error = self._step_error or step_error(exception)
             self._store(flow, failed=True)
@@ -368,7 +474,7 @@ class TrackResourcesDecorator(StepDecorator):
 
     # -- helpers -----------------------------------------------------------------------
 
-    def _start_tracking(self):
+    def _start_tracking(self) -> None:
         try:
             from resource_tracker import ResourceTracker
 
@@ -389,7 +495,7 @@ class TrackResourcesDecorator(StepDecorator):
                 self._live = None
                 self._error = f"live card could not start: {_describe(exc)}"
 
-    def _start_record(self):
+    def _start_record(self) -> None:
         """Keep the attempt's tuning record in the datastore while the step runs."""
         if self._datastore is None:
             return
@@ -401,7 +507,7 @@ class TrackResourcesDecorator(StepDecorator):
             self._record = None
             self._error = f"tuning record could not start: {_describe(exc)}"
 
-    def _describe_run(self, failed):
+    def _describe_run(self, failed: Optional[bool]) -> None:
         """Attach what the summary needs (the ask, the history, the tuning's inputs) to the
         tracker before it stops: the export's final summary is then the card's."""
         if self._tracker is None or self._tracker.extra.get("integration"):
@@ -421,7 +527,7 @@ class TrackResourcesDecorator(StepDecorator):
                 "run": str(self._run_id),
             }
 
-    def _stop_tracking(self, failed=None):
+    def _stop_tracking(self, failed: Optional[bool] = None) -> None:
         try:
             self._describe_run(failed)
         except Exception as exc:
@@ -437,7 +543,7 @@ class TrackResourcesDecorator(StepDecorator):
             except Exception as exc:
                 self._error = f"live card could not stop: {_describe(exc)}"
 
-    def _store(self, flow, failed):
+    def _store(self, flow: FlowSpec, failed: bool) -> None:
         if self._finished:
             return
         self._finished = True
@@ -457,7 +563,7 @@ class TrackResourcesDecorator(StepDecorator):
         self._overhead["store"] = time.perf_counter() - began
         self._finish_record(artifact, failed)
         # seconds our hooks took in the task (before/after the user code; not the card render)
-        artifact["overhead_s"] = dict(self._overhead)
+        artifact["overhead_s"] = self._overhead.copy()
         if self._history is not None and isinstance(artifact.get("historical_stats"), dict):
             artifact["historical_stats"]["lookup_cpu_s"] = self._history.cpu_seconds
         if self._live is not None:
@@ -475,7 +581,7 @@ class TrackResourcesDecorator(StepDecorator):
                     bad=True,
                 )
 
-    def _finish_record(self, artifact, failed):
+    def _finish_record(self, artifact: TrackResourcesArtifact, failed: bool) -> None:
         """The attempt's last record (``final``): what the next run and a retry read."""
         if self._record is None:
             return
@@ -485,17 +591,20 @@ class TrackResourcesDecorator(StepDecorator):
                                      "errors": self._record.errors[:3]}  # fmt: skip
 
 
-_TUNED_HISTORY = {}
+#: The history records tuning read, per (flow, step, artifact name): looked up once a process
+_TUNED_HISTORY: Dict[Tuple[str, str, str], List[Record]] = {}
 
 
-def _check_bounds(attributes):
+def _check_bounds(attributes: Mapping[str, Any]) -> Dict[str, float]:
     """The tuning guardrails of the decorator's attributes (ValueError naming a bad one)."""
     from resource_tracker.tuning import BOUND_NAMES, check_bounds
 
     return check_bounds({name: attributes.get(name) for name in BOUND_NAMES})
 
 
-def _history_records(flow_name, step_name, artifact_name, max_runs, timeout):
+def _history_records(
+    flow_name: str, step_name: str, artifact_name: str, max_runs: int, timeout: float
+) -> List[Record]:
     """The tuning records of the step in the flow's latest runs (newest first; failed and
     killed runs included)."""
     from .track_resources_history import HistoryLookup
@@ -506,13 +615,19 @@ def _history_records(flow_name, step_name, artifact_name, max_runs, timeout):
     return lookup.start().tuning_records()
 
 
-def _earlier_attempts(flow_datastore, run_id, step_name, task_id, retry_count):
+def _earlier_attempts(
+    flow_datastore: Optional[FlowDataStore],
+    run_id: str,
+    step_name: str,
+    task_id: str,
+    retry_count: int,
+) -> List[Record]:
     """The records of this task's earlier attempts (a @retry), newest first."""
     if not retry_count or flow_datastore is None:
         return []
     from .track_resources_record import read_record
 
-    found = []
+    found: List[Record] = []
     for attempt in range(int(retry_count) - 1, -1, -1):
         try:
             record = read_record(flow_datastore, run_id, step_name, task_id, attempt)
@@ -523,19 +638,26 @@ def _earlier_attempts(flow_datastore, run_id, step_name, task_id, retry_count):
     return found
 
 
-def _tuning_entry(tuning, artifact, bounds):
+def _tuning_entry(
+    tuning: TuningResult, artifact: TrackResourcesArtifact, bounds: Mapping[str, float]
+) -> TuningEntry:
     """The artifact's ``tuning``: what this run was tuned to, what the pod actually got
     (its cgroup limits) and the ask of the next run (the run summary's recommendation)."""
-    entry = dict(tuning)
-    cgroup = ((artifact.get("detailed_stats") or {}).get("cgroup")) or {}
-    entry["got"] = {"cpu": cgroup.get("cpu_limit_cores"), "memory": cgroup.get("memory_limit_mib")}
-    entry["bounds"] = dict(bounds)
-    entry["next"] = ((artifact.get("recommendations") or {}).get("resources")) or None
+    detailed: Mapping[str, Any] = artifact.get("detailed_stats") or {}
+    cgroup = detailed.get("cgroup") or {}
+    recommended = artifact.get("recommendations")
+    entry: TuningEntry = {
+        **tuning,
+        "got": {"cpu": cgroup.get("cpu_limit_cores"), "memory": cgroup.get("memory_limit_mib")},
+        "bounds": dict(bounds),
+        "next": (recommended["resources"] if recommended else None) or None,
+        "next_note": None,
+    }
     try:  # what the next run's tuning says (starved or killed runs, bounds): the same rule
         from resource_tracker.tuning import next_tuning
 
         snapshot = artifact.get("tracker") or {}
-        upcoming = next_tuning(snapshot.get("extra") or {}, artifact.get("detailed_stats") or {},
+        upcoming = next_tuning(snapshot.get("extra") or {}, detailed,
                                artifact.get("server_info"))  # fmt: skip
         entry["next_note"] = upcoming.note if upcoming is not None else None
     except Exception as exc:
@@ -543,7 +665,7 @@ def _tuning_entry(tuning, artifact, bounds):
     return entry
 
 
-def _apply_tuning(decorators, resources):
+def _apply_tuning(decorators: List[Decorator], resources: Mapping[str, Any]) -> None:
     """Set the tuned values on the step's @resources, @kubernetes and @batch (Metaflow
     requests the largest among them); a @resources is added when the step has none."""
     found = False
@@ -562,7 +684,7 @@ def _apply_tuning(decorators, resources):
         decorators.append(deco)
 
 
-def step_error(exc):
+def step_error(exc: BaseException) -> StepError:
     """What the card says of a step's exception: ``{"type", "message"}`` (the summary makes
     them printable and bounds their length; the page escapes them)."""
     try:
@@ -572,7 +694,7 @@ def step_error(exc):
     return {"type": type(exc).__name__, "message": message[:2000]}
 
 
-def error_artifact(message, failed):
+def error_artifact(message: str, failed: Optional[bool]) -> TrackResourcesArtifact:
     """The artifact when there is nothing to show but an error."""
     from .track_resources_history import summarize_history
 
@@ -597,11 +719,12 @@ def error_artifact(message, failed):
 ASKING_DECORATORS = ("resources", "kubernetes", "batch")
 
 
-def asked_resources(decorators):
+def asked_resources(decorators: Iterable[Decorator]) -> Optional[Asked]:
     """What the step asks for: the largest ``cpu``, ``memory`` (MiB) and ``gpu`` among its
     @resources / @kubernetes / @batch attributes, with ``source`` naming them; None when
     the step has none of them."""
-    asked, sources = {}, []
+    asked: Dict[str, float] = {}
+    sources: List[str] = []
     for deco in decorators:
         if getattr(deco, "name", None) not in ASKING_DECORATORS:
             continue
@@ -618,7 +741,7 @@ def asked_resources(decorators):
     return {**asked, "source": " ".join(dict.fromkeys(sources))}
 
 
-def _set_schedule(tracker, history):
+def _set_schedule(tracker: ResourceTracker, history: Optional[HistoryLookup]) -> None:
     """The step's run frequency (runs a month) from the earlier runs' and this run's start
     times, for the monthly costs of the insights (unset: one run a day is assumed)."""
     from resource_tracker.insights import runs_per_month
@@ -630,7 +753,14 @@ def _set_schedule(tracker, history):
             tracker.extra["schedule"] = {"runs_per_month": per_month}
 
 
-def _describe_step(tracker, history, failed, label, asked, stats_list):
+def _describe_step(
+    tracker: ResourceTracker,
+    history: Optional[HistoryLookup],
+    failed: Optional[bool],
+    label: Optional[str],
+    asked: Optional[Mapping[str, Any]],
+    stats_list: List[Stats],
+) -> None:
     """What the summary needs to know of the step: its label, Metaflow, whether it failed,
     what it asked for, its earlier runs and how often it runs."""
     if label:
@@ -643,7 +773,7 @@ def _describe_step(tracker, history, failed, label, asked, stats_list):
     _set_schedule(tracker, history)
 
 
-def _recommendations(summary):
+def _recommendations(summary: RunSummary) -> Recommendations:
     """The artifact's ``recommendations``: resources, the best server and why there is none."""
     return {
         "resources": summary.resources,
@@ -656,7 +786,14 @@ def _recommendations(summary):
     }
 
 
-def build_artifact(tracker, history, failed, error=None, label=None, asked=None):
+def build_artifact(
+    tracker: Optional[ResourceTracker],
+    history: Optional[HistoryLookup],
+    failed: Optional[bool],
+    error: Optional[str] = None,
+    label: Optional[str] = None,
+    asked: Optional[Mapping[str, Any]] = None,
+) -> TrackResourcesArtifact:
     """The artifact dict of a stopped tracker.
 
     The keys the seeds document: ``process_metrics``, ``system_metrics`` (TinyDataFrames,
@@ -668,9 +805,6 @@ def build_artifact(tracker, history, failed, error=None, label=None, asked=None)
     ``ResourceTracker.from_snapshot(data["tracker"])`` is the tracker again (its tables are
     the same frames as ``process_metrics`` / ``system_metrics``, stored once).
     """
-    from resource_tracker.cloud import documented_cloud_info
-    from resource_tracker.rounding import documented_stats
-
     from .track_resources_history import summarize_history
 
     if history is not None:
@@ -695,9 +829,9 @@ def build_artifact(tracker, history, failed, error=None, label=None, asked=None)
     return {
         "process_metrics": process,
         "system_metrics": system,
-        "cloud_info": documented_cloud_info(summary.cloud_info),
+        "cloud_info": _cloud_entry(summary.cloud_info),
         "server_info": summary.server_info,
-        "stats": documented_stats(summary.stats),
+        "stats": _stats_entry(summary.stats),
         "detailed_stats": summary.stats,
         "historical_stats": summarize_history(stats_list, notes, runs),
         "historical_runs_stats": stats_list,
@@ -711,7 +845,41 @@ def build_artifact(tracker, history, failed, error=None, label=None, asked=None)
     }
 
 
-def _code_profile_entry(tracker):
+def _cloud_entry(info: Optional[Dict[str, Any]]) -> DocumentedCloudInfo:
+    """The artifact's ``cloud_info``: ``resource_tracker.cloud.documented_cloud_info`` under
+    its declared keys."""
+    from resource_tracker.cloud import documented_cloud_info
+
+    doc = documented_cloud_info(info)
+    return {
+        "vendor": doc["vendor"],
+        "instance_type": doc["instance_type"],
+        "region": doc["region"],
+        "discovery_time": doc["discovery_time"],
+    }
+
+
+def _stats_entry(stats: Optional[Dict[str, Any]]) -> Optional[DocumentedStats]:
+    """The artifact's ``stats``: ``resource_tracker.rounding.documented_stats`` under its
+    declared keys."""
+    from resource_tracker.rounding import documented_stats
+
+    doc = documented_stats(stats)
+    if doc is None:
+        return None
+    return {
+        "cpu_usage": doc["cpu_usage"],
+        "memory_usage": doc["memory_usage"],
+        "gpu_usage": doc["gpu_usage"],
+        "gpu_vram": doc["gpu_vram"],
+        "gpu_utilized": doc["gpu_utilized"],
+        "disk_usage": doc["disk_usage"],
+        "traffic": doc["traffic"],
+        "duration": doc["duration"],
+    }
+
+
+def _code_profile_entry(tracker: ResourceTracker) -> Dict[str, Any]:
     """The artifact's ``code_profile`` (docs/code_profile.md): top functions and lines, the
     peak's code, the timeline; a note instead when it cannot be made (never breaks the step)."""
     try:
@@ -722,7 +890,7 @@ def _code_profile_entry(tracker):
         return {"status": "error", "note": f"the code profile could not be made: {_describe(exc)}"}
 
 
-def _card_command(deco, mode, data_file, timeout):
+def _card_command(deco: Any, mode: str, data_file: str, timeout: float) -> List[str]:
     """The `card create` command line rendering the card of `deco` in `mode` from data_file."""
     import json
 
@@ -754,55 +922,80 @@ def _card_command(deco, mode, data_file, timeout):
     return cmd
 
 
-_CARD_CLASS = None
+_CARD_CLASS: Any = None
 
 
-def _card_decorator_class():
-    """A CardDecorator that renders its card also when the task failed."""
+def _card_decorator_class() -> Any:
+    """A CardDecorator that renders its card also when the task failed (a subclass of
+    Metaflow's untyped CardDecorator: Any to the checker)."""
     global _CARD_CLASS
     if _CARD_CLASS is not None:
         return _CARD_CLASS
     from metaflow.plugins.cards.card_decorator import CardDecorator
 
-    class TrackedResourcesCardDecorator(CardDecorator):
+    class TrackedResourcesCardDecorator(CardDecorator):  # type: ignore[misc]
         """@card(type='tracked_resources') added by @track_resources.
 
         Metaflow's card decorator renders only for successful tasks; this one renders also
         when the step failed, as long as our artifact was stored (it then shows the failure).
         """
 
-        owner = None
-        tracked_data = None
-        task_flow = None
+        owner: Optional[TrackResourcesDecorator] = None
+        tracked_data: Optional[TrackResourcesArtifact] = None
+        task_flow: Optional[FlowSpec] = None
 
-        def task_pre_step(self, step_name, task_datastore, metadata, run_id, task_id, flow, *args):
+        def task_pre_step(
+            self,
+            step_name: str,
+            task_datastore: TaskDataStore,
+            metadata: MetadataProvider,
+            run_id: str,
+            task_id: str,
+            flow: FlowSpec,
+            *args: Any,
+        ) -> None:
             self.task_flow = flow
             super().task_pre_step(step_name, task_datastore, metadata, run_id, task_id, flow, *args)
 
         def task_finished(
-            self, step_name, flow, graph, is_task_ok, retry_count, max_user_code_retries
-        ):
+            self,
+            step_name: str,
+            flow: FlowSpec,
+            graph: FlowGraph,
+            is_task_ok: bool,
+            retry_count: int,
+            max_user_code_retries: int,
+        ) -> None:
             render = is_task_ok or self.tracked_data is not None
             super().task_finished(
                 step_name, flow, graph, render, retry_count, max_user_code_retries
             )
 
-        def card_command(self, mode, data_file, timeout=LIVE_RENDER_TIMEOUT_S):
+        def card_command(
+            self, mode: str, data_file: str, timeout: float = LIVE_RENDER_TIMEOUT_S
+        ) -> List[str]:
             """The `card create` command line rendering this card in `mode` from data_file."""
             return _card_command(self, mode, data_file, timeout)
 
-    # @card keeps per-task state in class attributes (counters, the card creator) and sets
-    # them through classmethods; called on this subclass they would set separate copies
-    # here, which breaks the count of cards on the step when ours is not the last card.
-    # Bind every classmethod of CardDecorator to CardDecorator itself.
-    for name, value in vars(CardDecorator).items():
-        if isinstance(value, classmethod):
-            setattr(TrackedResourcesCardDecorator, name, staticmethod(getattr(CardDecorator, name)))
+    _bind_classmethods(TrackedResourcesCardDecorator, CardDecorator)
     _CARD_CLASS = TrackedResourcesCardDecorator
     return _CARD_CLASS
 
 
-def _attach_card(owner, step_name, decorators):
+def _bind_classmethods(subclass: type, base: type) -> None:
+    """Bind every classmethod of ``base`` to ``base`` itself on ``subclass``.
+
+    @card keeps per-task state in class attributes (counters, the card creator) and sets
+    them through classmethods; called on our subclass they would set separate copies there,
+    which breaks the count of cards on the step when ours is not the last card."""
+    for name, value in vars(base).items():
+        if isinstance(value, classmethod):
+            setattr(subclass, name, staticmethod(getattr(base, name)))
+
+
+def _attach_card(
+    owner: TrackResourcesDecorator, step_name: str, decorators: List[Decorator]
+) -> Optional[TrackedCard]:
     """Append our card decorator to the step (once); the card object, or None."""
     from metaflow.plugins.cards.card_decorator import CardDecorator
 
@@ -810,10 +1003,11 @@ def _attach_card(owner, step_name, decorators):
     for deco in decorators:
         if isinstance(deco, CardDecorator) and deco.attributes.get("type") == CARD_TYPE:
             if isinstance(deco, card_class):
-                deco.owner = owner
-                return deco
+                ours: TrackedCard = deco
+                ours.owner = owner
+                return ours
             return None  # the user added a plain @card of our type: it renders as usual
-    attributes = {
+    attributes: Dict[str, Any] = {
         "type": CARD_TYPE,
         "id": CARD_ID,
         "options": {"artifact_name": owner._artifact_name},
@@ -830,12 +1024,13 @@ def _attach_card(owner, step_name, decorators):
         card = card_class(attributes=attributes, statically_defined=False)
     if hasattr(card, "external_init"):
         card.external_init()
-    card.owner = owner
     decorators.append(card)
+    attached: TrackedCard = card
+    attached.owner = owner
     # Metaflow counts the @card decorators of a step when the first one runs step_init; when
     # that happened before we appended ours, correct the count so that current.card is
     # finalised after the last card's task_pre_step (the user's card keeps working).
     if step_name in CardDecorator.total_decos_on_step:
         count = sum(isinstance(deco, CardDecorator) for deco in decorators)
         CardDecorator._set_card_counts_per_step(step_name, count)
-    return card
+    return attached

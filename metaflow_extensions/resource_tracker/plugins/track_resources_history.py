@@ -10,11 +10,22 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
+
+if TYPE_CHECKING:
+    from metaflow.client import Run, Task
+
+    from resource_tracker._artifact_types import HistoricalStats
+
+    from .track_resources_record import Record
+
+#: ``ResourceTracker.stats()`` of an earlier run (as stored in its artifact)
+Stats = Dict[str, Any]
 
 STAT_KEYS = ("process_cpu_usage", "process_memory", "timestamp")
 
 
-def stats_from_artifact(data):
+def stats_from_artifact(data: object) -> Optional[Stats]:
     """The stats() dict of an earlier run's artifact, or None.
 
     Current artifacts keep it in ``detailed_stats``; earlier versions of this extension kept
@@ -35,20 +46,20 @@ def stats_from_artifact(data):
     return None
 
 
-def _from_legacy(stats):
+def _from_legacy(stats: Dict[str, Any]) -> Stats:
     """Legacy artifacts (stats with cpu_usage, memory_usage, gpu_*, duration) as stats()."""
     from resource_tracker.rounding import DOCUMENTED_PAIRS
 
-    def pair(name):
+    def pair(name: str) -> Dict[str, float]:
         value = stats.get(name) or {}
         return {"mean": float(value.get("mean", 0.0)), "max": float(value.get("max", 0.0))}
 
-    converted = {key: pair(name) for name, key in DOCUMENTED_PAIRS.items()}
+    converted: Stats = {key: pair(name) for name, key in DOCUMENTED_PAIRS.items()}
     converted["timestamp"] = {"duration": float(stats.get("duration") or 0.0), "samples": 0}
     return converted
 
 
-def artifact_record(data, status):
+def artifact_record(data: Dict[str, Any], status: str) -> Optional[Record]:
     """A tuning record made from an artifact (runs of versions that kept no record)."""
     from resource_tracker.tuning import run_record
 
@@ -60,7 +71,7 @@ def artifact_record(data, status):
     return run_record(stats, extra.get("resources_asked"), cores, status)
 
 
-def run_records(task, data):
+def run_records(task: Task, data: object) -> List[Record]:
     """The tuning records of a client Task (its attempts, newest first): the records kept
     in the datastore, else one made from its artifact."""
     from .track_resources_record import task_records
@@ -88,14 +99,14 @@ class HistoryLookup:
 
     def __init__(
         self,
-        flow_name,
-        step_name,
-        artifact_name,
-        current_run_id,
-        max_runs=5,
-        timeout=10.0,
-        max_scanned=50,
-    ):
+        flow_name: str,
+        step_name: str,
+        artifact_name: str,
+        current_run_id: object,
+        max_runs: int = 5,
+        timeout: float = 10.0,
+        max_scanned: int = 50,
+    ) -> None:
         self.flow_name = flow_name
         self.step_name = step_name
         self.artifact_name = artifact_name
@@ -103,19 +114,20 @@ class HistoryLookup:
         self.max_runs = int(max_runs)
         self.timeout = float(timeout)
         self.max_scanned = int(max_scanned)
-        self.stats = []
-        self.records = []  # tuning records of earlier runs, failed and killed ones too
+        self.stats: List[Stats] = []
+        # tuning records of earlier runs, failed and killed ones too
+        self.records: List[Record] = []
         self.record_runs = 0
-        self.notes = []
-        self.runs = []
-        self.started = []  # the runs' creation times (epoch s), for their frequency
-        self.cpu_seconds = None
+        self.notes: List[str] = []
+        self.runs: List[str] = []
+        self.started: List[float] = []  # the runs' creation times (epoch s): their frequency
+        self.cpu_seconds: Optional[float] = None
         self._lock = threading.Lock()
         self._done = threading.Event()
-        self._deadline = None
-        self._thread = None
+        self._deadline: Optional[float] = None
+        self._thread: Optional[threading.Thread] = None
 
-    def start(self):
+    def start(self) -> HistoryLookup:
         """Start the lookup in the background (returns at once)."""
         self._deadline = time.monotonic() + self.timeout
         self._thread = threading.Thread(
@@ -124,11 +136,11 @@ class HistoryLookup:
         self._thread.start()
         return self
 
-    def _note(self, text):
+    def _note(self, text: str) -> None:
         with self._lock:
             self.notes.append(text)
 
-    def _run(self):
+    def _run(self) -> None:
         began = time.thread_time()
         try:
             self._collect()
@@ -140,14 +152,14 @@ class HistoryLookup:
             self.cpu_seconds = time.thread_time() - began
             self._done.set()
 
-    def _collect(self):
+    def _collect(self) -> None:
         from metaflow import Flow
 
         scanned = 0
         for run in Flow(self.flow_name).runs():
             if self.record_runs >= self.max_runs:
                 return
-            if time.monotonic() > self._deadline:
+            if self._deadline is not None and time.monotonic() > self._deadline:
                 self._note(f"history lookup stopped at its {self.timeout:g} s limit")
                 return
             scanned += 1
@@ -159,7 +171,7 @@ class HistoryLookup:
             except Exception as exc:
                 self._note(f"run {run.id} skipped: {type(exc).__name__}: {exc}")
 
-    def _use_run(self, run):
+    def _use_run(self, run: Run) -> None:
         if str(run.id) == self.current_run_id or self.step_name not in run:
             return
         task = run[self.step_name].task
@@ -191,14 +203,14 @@ class HistoryLookup:
             if created is not None and hasattr(created, "timestamp"):
                 self.started.append(created.timestamp())
 
-    def tuning_records(self):
+    def tuning_records(self) -> List[Record]:
         """The tuning records found by the deadline (newest first)."""
         self.result()
         with self._lock:
             return list(self.records)
 
-    def result(self):
-        """(list of stats dicts, notes): what was found by the deadline."""
+    def result(self) -> Tuple[List[Stats], List[str], List[str]]:
+        """(list of stats dicts, notes, run ids): what was found by the deadline."""
         remaining = self._deadline - time.monotonic() if self._deadline else 0.0
         if not self._done.wait(max(0.0, remaining)):
             from resource_tracker.formatting import plural
@@ -211,24 +223,33 @@ class HistoryLookup:
             return list(self.stats), list(self.notes), list(self.runs)
 
 
-def summarize_history(stats_list, notes=(), runs=()):
+def summarize_history(
+    stats_list: List[Stats], notes: Iterable[str] = (), runs: Iterable[str] = ()
+) -> HistoricalStats:
     """historical_stats for the artifact: the earlier runs by the one history rule
     (``resource_tracker.summary.history_values``: mean of the means, highest of the peaks),
     under the documented keys and rounded as the seeds show them (2 decimals; memory in
     whole KiB). Its values are None without history."""
     from resource_tracker.summary import METAFLOW_HISTORY_KEYS, history_values
 
-    summary = {
+    values = history_values(stats_list) if stats_list else {}
+
+    def figure(name: str) -> Optional[float]:
+        if not stats_list:
+            return None
+        key, field = METAFLOW_HISTORY_KEYS[name]
+        value = (values.get(key) or {}).get(field) or 0.0
+        return round(value, 0 if name == "max_memory_max" else 2) + 0.0
+
+    return {
         "available": bool(stats_list),
         "runs_analyzed": len(stats_list),
-        **dict.fromkeys(METAFLOW_HISTORY_KEYS),
+        "avg_cpu_mean": figure("avg_cpu_mean"),
+        "max_memory_max": figure("max_memory_max"),
+        "avg_gpu_mean": figure("avg_gpu_mean"),
+        "max_vram_max": figure("max_vram_max"),
+        "max_gpu_count": figure("max_gpu_count"),
+        "avg_duration": figure("avg_duration"),
         "runs": list(runs),
         "notes": list(notes),
     }
-    if not stats_list:
-        return summary
-    values = history_values(stats_list)
-    for name, (key, field) in METAFLOW_HISTORY_KEYS.items():
-        value = (values.get(key) or {}).get(field) or 0.0
-        summary[name] = round(value, 0 if name == "max_memory_max" else 2) + 0.0
-    return summary

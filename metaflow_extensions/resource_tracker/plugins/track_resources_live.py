@@ -15,12 +15,16 @@ from __future__ import annotations
 import os
 import threading
 import time
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Protocol
+
+if TYPE_CHECKING:
+    from resource_tracker import ResourceTracker
 
 LIVE_RENDER_TIMEOUT_S = 60.0
 _SPAWN_DETACHED = '"$@" </dev/null >/dev/null 2>&1 & echo $!'
 
 
-def _alive(pid):
+def _alive(pid: int) -> bool:
     """True while pid runs (a zombie counts as finished)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
@@ -34,7 +38,7 @@ def _alive(pid):
     return stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3] not in (b"Z", b"X")
 
 
-def _terminate(pid, grace=2.0):
+def _terminate(pid: int, grace: float = 2.0) -> None:
     """Stop pid: SIGTERM, then SIGKILL after grace seconds."""
     import signal
 
@@ -50,19 +54,27 @@ def _terminate(pid, grace=2.0):
             return
 
 
+class RenderedCard(Protocol):
+    """The card decorator the live thread renders through (@track_resources' own)."""
+
+    def card_command(self, mode: str, data_file: str, timeout: float = ...) -> List[str]:
+        """The `card create` command line rendering the card in ``mode`` from data_file."""
+        ...
+
+
 class LiveCard:
     """Re-renders the card from the running tracker's data every interval seconds."""
 
-    def __init__(self, tracker, card, interval=5.0):
+    def __init__(self, tracker: ResourceTracker, card: RenderedCard, interval: float = 5.0) -> None:
         self.tracker = tracker
         self.card = card
         self.interval = float(interval)
         self.renders = 0
-        self.errors = []
+        self.errors: List[str] = []
         self._stop = threading.Event()
-        self._thread = None
+        self._thread: Optional[threading.Thread] = None
 
-    def start(self):
+    def start(self) -> LiveCard:
         """Start the refresh thread (returns at once)."""
         self._thread = threading.Thread(
             target=self._loop, name="resource-tracker-live-card", daemon=True
@@ -70,13 +82,13 @@ class LiveCard:
         self._thread.start()
         return self
 
-    def stop(self, timeout=5.0):
+    def stop(self, timeout: float = 5.0) -> None:
         """Stop refreshing; an unfinished render is ended. Safe to call more than once."""
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
 
-    def next_wait(self, elapsed):
+    def next_wait(self, elapsed: float) -> float:
         """Seconds until the next render: `interval` at first, slower as the step goes on.
 
         Each render costs about a second of CPU on the machine (outside the tracked tree);
@@ -85,7 +97,7 @@ class LiveCard:
         """
         return max(self.interval, min(elapsed / 12.0, 120.0))
 
-    def _loop(self):
+    def _loop(self) -> None:
         seq = 0
         started = time.monotonic()
         while not self._stop.wait(self.next_wait(time.monotonic() - started)):
@@ -102,12 +114,12 @@ class LiveCard:
                 if len(self.errors) >= 3:
                     return
 
-    def _render(self, mode, seq, user):
+    def _render(self, mode: str, seq: int, user: Dict[str, Any]) -> None:
         import json
         import subprocess
         import tempfile
 
-        data = {
+        data: Dict[str, Any] = {
             "user": user,
             "components": {},
             "render_seq": seq,

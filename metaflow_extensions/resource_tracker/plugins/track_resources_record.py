@@ -19,6 +19,17 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
+
+if TYPE_CHECKING:
+    from metaflow.client import Task
+    from metaflow.datastore import FlowDataStore, TaskDataStore
+
+    from resource_tracker import ResourceTracker
+
+#: A tuning record (``resource_tracker.tuning.run_record`` plus ``status``, ``final``,
+#: ``run``, ``attempt``): JSON values, read back from the datastore.
+Record = Dict[str, Any]
 
 RECORD_NAME = "resource_tracker_record"
 #: Seconds between two checks of the figures.
@@ -29,14 +40,16 @@ HEARTBEAT_S = 60.0
 PEAK_GROWTH = 0.1
 
 
-def machine_cores(tracker):
+def machine_cores(tracker: Optional[ResourceTracker]) -> Optional[float]:
     """The machine's cores (the tracker's ``server_info``), for telling a starved run."""
     from resource_tracker.tuning import machine_cores as cores_of
 
     return cores_of(getattr(tracker, "server_info", None) if tracker is not None else None)
 
 
-def current_record(tracker, asked, status):
+def current_record(
+    tracker: Optional[ResourceTracker], asked: Optional[Mapping[str, Any]], status: str
+) -> Record:
     """The record of the run so far (or at its end) from the tracker's statistics (while
     the step runs they hold the cgroup's figures since the start: OOM kills, throttling,
     limits)."""
@@ -50,21 +63,27 @@ class RecordWriter:
     """Writes the attempt's record to the task datastore while the step runs (a daemon
     thread; a failing write is counted, never raised)."""
 
-    def __init__(self, tracker, task_datastore, asked, extra=None):
+    def __init__(
+        self,
+        tracker: Optional[ResourceTracker],
+        task_datastore: TaskDataStore,
+        asked: Optional[Mapping[str, Any]],
+        extra: Optional[Mapping[str, Any]] = None,
+    ) -> None:
         self.tracker = tracker
         self.datastore = task_datastore
         self.asked = dict(asked or {})
         self.extra = dict(extra or {})
         self.writes = 0
-        self.errors = []
-        self._written_peak = None
-        self._written_kills = None
+        self.errors: List[str] = []
+        self._written_peak: Optional[float] = None
+        self._written_kills: Optional[Tuple[Any, bool]] = None
         self._written_at = 0.0
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._thread = None
+        self._thread: Optional[threading.Thread] = None
 
-    def start(self):
+    def start(self) -> RecordWriter:
         self.write("running")
         self._thread = threading.Thread(
             target=self._loop, name="resource-tracker-record", daemon=True
@@ -72,7 +91,7 @@ class RecordWriter:
         self._thread.start()
         return self
 
-    def _loop(self):
+    def _loop(self) -> None:
         while not self._stop.wait(CHECK_S):
             try:
                 record = current_record(self.tracker, self.asked, "running")
@@ -82,40 +101,42 @@ class RecordWriter:
             if self._worth_writing(record):
                 self.write("running", record)
 
-    def _worth_writing(self, record):
+    def _worth_writing(self, record: Mapping[str, Any]) -> bool:
         peak = record.get("memory_peak_mib") or 0.0
         grown = peak > (self._written_peak or 0.0) * (1 + PEAK_GROWTH)
-        counters = (record.get("oom_kills"), record.get("throttled_share") > 0.1)
+        counters = _counters(record)
         due = time.monotonic() - self._written_at >= HEARTBEAT_S
         return grown or counters != self._written_kills or due
 
-    def write(self, status, record=None):
+    def write(self, status: str, record: Optional[Mapping[str, Any]] = None) -> Optional[Record]:
         """Write the record now (``final`` when status is ``ok`` or ``failed``)."""
         with self._lock:
             try:
                 if record is None:
                     record = current_record(self.tracker, self.asked, status)
-                record = dict(record, status=status, final=status != "running", **self.extra)
-                self.datastore.save_metadata({RECORD_NAME: record})
+                written = dict(record, status=status, final=status != "running", **self.extra)
+                self.datastore.save_metadata({RECORD_NAME: written})
                 self.writes += 1
-                self._written_peak = record.get("memory_peak_mib") or 0.0
-                self._written_kills = (
-                    record.get("oom_kills"),
-                    (record.get("throttled_share") or 0) > 0.1,
-                )
+                self._written_peak = written.get("memory_peak_mib") or 0.0
+                self._written_kills = _counters(written)
                 self._written_at = time.monotonic()
-                return record
+                return written
             except Exception as exc:  # a datastore that refuses: less history, no failure
                 self.errors.append(f"{type(exc).__name__}: {exc}")
                 return None
 
-    def stop(self, timeout=5.0):
+    def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout)
 
 
-def _flow_datastore(task):
+def _counters(record: Mapping[str, Any]) -> Tuple[Any, bool]:
+    """What a new OOM kill or heavy throttling changes in a record: (kills, throttled)."""
+    return record.get("oom_kills"), (record.get("throttled_share") or 0) > 0.1
+
+
+def _flow_datastore(task: Task) -> Optional[FlowDataStore]:
     """The FlowDataStore holding a client Task's data (from its metadata)."""
     from metaflow.client.filecache import FileCache
     from metaflow.datastore import FlowDataStore
@@ -131,23 +152,29 @@ def _flow_datastore(task):
     )  # fmt: skip
 
 
-def read_record(flow_datastore, run_id, step, task_id, attempt):
+def read_record(
+    flow_datastore: FlowDataStore, run_id: str, step: str, task_id: str, attempt: int
+) -> Optional[Record]:
     """The stored record of one attempt (``killed`` when it never became final), or None."""
     ds = flow_datastore.get_task_datastore(
         str(run_id), step, str(task_id), attempt=int(attempt), mode="r", allow_not_done=True
     )
     if not ds.has_metadata(RECORD_NAME):
         return None
-    record = ds.load_metadata([RECORD_NAME]).get(RECORD_NAME)
-    if not isinstance(record, dict):
+    stored = ds.load_metadata([RECORD_NAME]).get(RECORD_NAME)
+    if not isinstance(stored, dict):
         return None
-    record = dict(record, run=str(run_id), attempt=int(attempt))
+    record: Record = dict(stored, run=str(run_id), attempt=int(attempt))
     if not record.get("final"):
         record["status"] = "killed"
     return record
 
 
-def task_records(task, below_attempt=None, flow_datastore=None):
+def task_records(
+    task: Task,
+    below_attempt: Optional[int] = None,
+    flow_datastore: Optional[FlowDataStore] = None,
+) -> List[Record]:
     """The records of a client Task's attempts, newest first (those before
     ``below_attempt`` only, when given)."""
     flow_datastore = flow_datastore or _flow_datastore(task)
@@ -155,7 +182,7 @@ def task_records(task, below_attempt=None, flow_datastore=None):
         return []
     run_id, step, task_id = task.path_components[1:4]
     last = task.current_attempt if below_attempt is None else below_attempt - 1
-    found = []
+    found: List[Record] = []
     for attempt in range(int(last), -1, -1):
         record = read_record(flow_datastore, run_id, step, task_id, attempt)
         if record is not None:

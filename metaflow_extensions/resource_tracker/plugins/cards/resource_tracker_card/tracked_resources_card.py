@@ -8,7 +8,15 @@ package cannot be used, a small escaped HTML summary takes its place.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
+
 from metaflow.plugins.cards.card_modules.card import MetaflowCard
+
+if TYPE_CHECKING:
+    from metaflow.client import Task
+
+    from resource_tracker import ResourceTracker
+    from resource_tracker.summary import RunSummary
 
 DEFAULT_ARTIFACT = "resource_tracker_data"
 
@@ -20,17 +28,25 @@ _LIVE_SCRIPT = (
 )
 
 
-class TrackedResourcesCard(MetaflowCard):
+# Metaflow's classes are untyped (pyproject.toml: metaflow is Any to mypy)
+class TrackedResourcesCard(MetaflowCard):  # type: ignore[misc]
     """Resource use of the step, recommendations and history (from @track_resources)."""
 
     type = "tracked_resources"
     RUNTIME_UPDATABLE = True
     RELOAD_POLICY = MetaflowCard.RELOAD_POLICY_ALWAYS
 
-    def __init__(self, options=None, components=None, graph=None, flow=None, **kwargs):
+    def __init__(
+        self,
+        options: Optional[Mapping[str, Any]] = None,
+        components: object = None,
+        graph: object = None,
+        flow: object = None,
+        **kwargs: object,
+    ) -> None:
         self._artifact_name = (options or {}).get("artifact_name") or DEFAULT_ARTIFACT
 
-    def render(self, task):
+    def render(self, task: Task) -> str:
         try:
             data = task[self._artifact_name].data
         except Exception as exc:
@@ -41,7 +57,7 @@ class TrackedResourcesCard(MetaflowCard):
             )
         return render_artifact(data, label=getattr(task, "pathspec", None))
 
-    def render_runtime(self, task, data):
+    def render_runtime(self, task: Task, data: Optional[Mapping[str, Any]]) -> str:
         user = (data or {}).get("user") or {}
         snapshot = user.get("snapshot")
         if not snapshot:
@@ -57,7 +73,7 @@ class TrackedResourcesCard(MetaflowCard):
         html = _report_html(tracker, None, banner=banner, live=True)
         return _with_script(html, _LIVE_SCRIPT)
 
-    def refresh(self, task, data):
+    def refresh(self, task: Task, data: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
         data = data or {}
         if data.get("render_seq") == "final":
             return {"status": "finished"}
@@ -65,27 +81,27 @@ class TrackedResourcesCard(MetaflowCard):
         return {"status": user.get("status", "running"), "seq": user.get("seq")}
 
 
-def _esc(value):
+def _esc(value: object) -> str:
     import html
 
     return html.escape(str(value), quote=True)
 
 
-def _page(title, body):
+def _page(title: str, body: str) -> str:
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{_esc(title)}</title></head><body>{body}</body></html>"
     )
 
 
-def _with_script(html, script):
+def _with_script(html: str, script: str) -> str:
     index = html.rfind("</body>")
     if index < 0:
         return html + script
     return html[:index] + script + html[index:]
 
 
-def _with_banner(html, banner, failed):
+def _with_banner(html: str, banner: str, failed: bool) -> str:
     color = "#b00020" if failed else "#0b5394"
     div = (
         f'<div role="status" style="padding:8px 12px;margin:0 0 8px 0;color:#fff;'
@@ -101,7 +117,7 @@ def _with_banner(html, banner, failed):
     return html[:end] + div + html[end:]
 
 
-def tracker_from_artifact(data):
+def tracker_from_artifact(data: Mapping[str, Any]) -> ResourceTracker:
     """A stopped ResourceTracker holding the data of a @track_resources artifact."""
     from resource_tracker import ResourceTracker
     from resource_tracker.tracker import SNAPSHOT_FORMAT, SNAPSHOT_VERSION
@@ -137,7 +153,7 @@ def tracker_from_artifact(data):
     )
 
 
-def artifact_problem(data):
+def artifact_problem(data: object) -> Optional[str]:
     """What makes data no @track_resources artifact the card can read (None: nothing): the
     artifact is a dict, its ``tracker`` (when there) a snapshot dict."""
     if not isinstance(data, dict):
@@ -148,7 +164,7 @@ def artifact_problem(data):
     return None
 
 
-def _unreadable_page(problem):
+def _unreadable_page(problem: str) -> str:
     return _page(
         "Resource tracking",
         "<h2>Resource tracking</h2>"
@@ -156,9 +172,10 @@ def _unreadable_page(problem):
     )
 
 
-def render_artifact(data, label=None):
+def render_artifact(data: Any, label: Optional[str] = None) -> str:
     """The card HTML for a @track_resources artifact dict (a page saying what is wrong when
-    the artifact cannot be read: the card never raises)."""
+    the artifact cannot be read: the card never raises). ``data``: whatever the client read
+    (any value until ``artifact_problem`` has checked it)."""
     problem = artifact_problem(data)
     if problem is not None:
         return _unreadable_page(problem)
@@ -181,7 +198,7 @@ def render_artifact(data, label=None):
     return _report_html(tracker, data, banner=banner, failed=failed)
 
 
-def tuning_text(tuning, failed=False):
+def tuning_text(tuning: object, failed: bool = False) -> str:
     """The line on @track_resources(tune=True): what it changed and from how many runs, or
     why it changed nothing ('' without tuning); the next run's ask from a ``failed`` step is
     marked as coming from a run cut short."""
@@ -209,7 +226,13 @@ def tuning_text(tuning, failed=False):
     )
 
 
-def _report_html(tracker, data, banner=None, failed=False, live=False):
+def _report_html(
+    tracker: ResourceTracker,
+    data: Optional[Mapping[str, Any]],
+    banner: Optional[str] = None,
+    failed: bool = False,
+    live: bool = False,
+) -> str:
     """The report HTML of the run's summary (with a banner), or a minimal page when the
     report cannot be rendered.
 
@@ -240,7 +263,12 @@ def _report_html(tracker, data, banner=None, failed=False, live=False):
     return html
 
 
-def _summary_html(tracker, summary, data, status):
+def _summary_html(
+    tracker: ResourceTracker,
+    summary: Optional[RunSummary],
+    data: Optional[Mapping[str, Any]],
+    status: str,
+) -> str:
     """A small self-contained HTML page (when the full report cannot be rendered): the
     summary's statistics of the resources the recommendation sizes, as plain numbers with
     the registry's labels and units."""
@@ -248,7 +276,7 @@ def _summary_html(tracker, summary, data, status):
     from resource_tracker._text import printable
 
     command = fmt.user_command(getattr(tracker, "command", None), "Metaflow")
-    rows = [("Status", status), ("Command", command)]
+    rows: List[Tuple[str, object]] = [("Status", status), ("Command", command)]
     step_error = (data or {}).get("step_error")
     if isinstance(step_error, dict) and step_error.get("type"):
         rows.append(("Failed with", f"{step_error['type']}: {step_error.get('message') or ''}"))
@@ -266,10 +294,11 @@ def _summary_html(tracker, summary, data, status):
             rows.append(("Recommended resources", text))
         if summary.history:
             rows.append(("Earlier runs", f"{summary.history.runs:,}"))
-    if (data or {}).get("error"):
-        rows.append(("Error", data["error"]))
-    rows = [(k, printable("n/a" if v is None else v, 2000)) for k, v in rows]
-    table = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in rows)
+    error = (data or {}).get("error")
+    if error:
+        rows.append(("Error", error))
+    shown = [(k, printable("n/a" if v is None else v, 2000)) for k, v in rows]
+    table = "".join(f"<tr><th>{_esc(k)}</th><td>{_esc(v)}</td></tr>" for k, v in shown)
     return _page(
         "Resource tracking",
         f"<h2>Resource tracking</h2><table>{table}</table>",
