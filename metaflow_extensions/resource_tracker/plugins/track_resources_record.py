@@ -55,7 +55,7 @@ def current_record(
     limits)."""
     from resource_tracker.tuning import run_record
 
-    stats = tracker.stats() if tracker is not None else {}
+    stats: Mapping[str, Any] = tracker.stats() if tracker is not None else {}
     return run_record(stats, asked, machine_cores(tracker), status)
 
 
