@@ -26,6 +26,7 @@ int rt_add_cloud(PyObject *module);
 int rt_add_catalog(PyObject *module);
 int rt_add_views(PyObject *module);
 int rt_add_jobs(PyObject *module);
+int rt_add_reader(PyObject *module);
 
 /* A Python function to run in a thread of its own, started by a C thread (py_jobs.c). */
 typedef struct PyJob PyJob;
@@ -43,6 +44,13 @@ int rt_job_spawn(void *job);
  * state: the module's (its ColumnView type). */
 struct Table;
 PyObject *rt_column_views(CoreState *state, PyObject *owner, const struct Table *table);
+
+/* Shared by the samplers' bindings (py_reader.c): a list of n floats; a table's columns as
+ * one bytes object of float64 values each (NULL with an exception); 0 for 'process', 1 for
+ * 'system' into *which, or -1 with ValueError. */
+PyObject *rt_row_list(const double *row, size_t n);
+PyObject *rt_table_bytes(const struct Table *table);
+int rt_table_from_name(PyObject *arg, int *which);
 
 /* Reads a buffer of float64 (array('d'), memoryview) or a sequence of numbers into a new C array
  * (free it with PyMem_Free): 0, or -1 with TypeError naming what. */
