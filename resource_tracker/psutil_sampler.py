@@ -41,6 +41,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from . import _core
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
+from .sampling import STOP_TIMEOUT  # noqa: F401  (the engine's stop bound, for callers)
 
 SYSTEM_REFRESH_SECONDS = 60.0
 PSS_BUDGET_SHARE = 0.005
