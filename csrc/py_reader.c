@@ -147,8 +147,7 @@ rows_from_result(PyObject *result, double *prow, double *srow)
 
 /* An EngineSource read(): the Python reader called under the interpreter lock. */
 static int
-python_read(void *arg, double mono, double wall, const EngineOwn *own, double *prow,
-            double *srow)
+python_read(void *arg, double mono, double wall, const EngineOwn *own, double *prow, double *srow)
 {
     PyObject *fn = arg, *result;
     PyGILState_STATE gil;
@@ -198,8 +197,9 @@ static const char *const state_names[] = {"new", "running", "stopped"};
 static int
 reader_init(ReaderObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"read",          "interval",     "track_processes",
-                             "track_system", "process_cores", "system_cores", NULL};
+    static char *kwlist[] = {
+        "read",         "interval", "track_processes", "track_system", "process_cores",
+        "system_cores", NULL};
     PyObject *fn;
     EngineConfig cfg = {0, 1, 1, 0, 0};
     EngineSource source = {python_read, python_free, NULL};
