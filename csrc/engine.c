@@ -20,8 +20,8 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static Engine *registry_head = NULL;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
-static double
-clock_seconds(clockid_t clock)
+double
+engine_clock(clockid_t clock)
 {
     struct timespec ts;
     clock_gettime(clock, &ts);
@@ -36,12 +36,10 @@ clock_seconds(clockid_t clock)
 #define COND_CLOCK CLOCK_REALTIME
 #endif
 
-/* Waits on cond until signalled or the monotonic deadline (at most one slice of it); a failing
- * wait sleeps a little, so that no caller's loop spins. */
-static void
-wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, double deadline)
+void
+engine_wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, double deadline)
 {
-    double now = clock_seconds(CLOCK_MONOTONIC), at;
+    double now = engine_clock(CLOCK_MONOTONIC), at;
     struct timespec ts;
     int rc;
 
@@ -49,7 +47,7 @@ wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, double deadline)
         return;
     if (deadline > now + WAIT_SLICE_SECONDS)
         deadline = now + WAIT_SLICE_SECONDS;
-    at = COND_CLOCK == CLOCK_MONOTONIC ? deadline : clock_seconds(COND_CLOCK) + (deadline - now);
+    at = COND_CLOCK == CLOCK_MONOTONIC ? deadline : engine_clock(COND_CLOCK) + (deadline - now);
     ts.tv_sec = (time_t)at;
     ts.tv_nsec = (long)((at - (double)ts.tv_sec) * 1e9);
     if (ts.tv_nsec < 0 || ts.tv_nsec > 999999999L)
@@ -63,8 +61,8 @@ wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, double deadline)
     }
 }
 
-static EngineSync *
-new_sync(void)
+EngineSync *
+engine_sync_new(void)
 {
     EngineSync *sync = calloc(1, sizeof(*sync));
     pthread_condattr_t attr;
@@ -72,7 +70,7 @@ new_sync(void)
     if (sync == NULL)
         return NULL;
     pthread_mutex_init(&sync->lock, NULL);
-    pthread_mutex_init(&sync->read_lock, NULL);
+    pthread_mutex_init(&sync->collect_lock, NULL);
     pthread_condattr_init(&attr);
 #if RT_HAVE_PROCFS
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -83,11 +81,11 @@ new_sync(void)
     return sync;
 }
 
-static void
-free_sync(EngineSync *sync)
+void
+engine_sync_free(EngineSync *sync)
 {
     pthread_mutex_destroy(&sync->lock);
-    pthread_mutex_destroy(&sync->read_lock);
+    pthread_mutex_destroy(&sync->collect_lock);
     pthread_cond_destroy(&sync->wake);
     pthread_cond_destroy(&sync->rows_changed);
     free(sync);
@@ -123,7 +121,7 @@ atfork_child(void)
     Engine *e;
 
     for (e = registry_head; e; e = e->registry_next) {
-        EngineSync *fresh = new_sync();
+        EngineSync *fresh = engine_sync_new();
         if (fresh)
             e->sync = fresh;
         else
@@ -134,7 +132,7 @@ atfork_child(void)
             e->refs = 1;
         if (e->state == ENGINE_RUNNING) {
             e->state = ENGINE_STOPPED;
-            e->stop_wall = clock_seconds(CLOCK_REALTIME);
+            e->stop_wall = engine_clock(CLOCK_REALTIME);
         }
     }
     pthread_mutex_unlock(&registry_lock);
@@ -169,7 +167,7 @@ engine_new(const EngineSource *source, const EngineConfig *cfg)
     engine = calloc(1, sizeof(*engine));
     if (engine == NULL)
         return NULL;
-    engine->sync = new_sync();
+    engine->sync = engine_sync_new();
     if (engine->sync == NULL) {
         free(engine);
         return NULL;
@@ -265,11 +263,11 @@ store_rows(Engine *engine, const double *prow, const double *srow, double dt, in
     pthread_mutex_unlock(&engine->sync->lock);
 }
 
-/* One reading now (the caller holds read_lock): 1 rows stored, 0 baseline, -1 failed. */
+/* One reading now (the caller holds collect_lock): 1 rows stored, 0 baseline, -1 failed. */
 static int
 take_sample(Engine *engine, int in_thread, int may_fold, double *prow, double *srow)
 {
-    double mono = clock_seconds(CLOCK_MONOTONIC), wall = clock_seconds(CLOCK_REALTIME);
+    double mono = engine_clock(CLOCK_MONOTONIC), wall = engine_clock(CLOCK_REALTIME);
     double dt = mono - engine->last_sample_mono;
     EngineOwn own;
     int filled;
@@ -296,9 +294,9 @@ take_sample(Engine *engine, int in_thread, int may_fold, double *prow, double *s
 static void
 thread_sample(Engine *engine, int may_fold, double *prow, double *srow)
 {
-    pthread_mutex_lock(&engine->sync->read_lock);
+    pthread_mutex_lock(&engine->sync->collect_lock);
     take_sample(engine, 1, may_fold, prow, srow);
-    pthread_mutex_unlock(&engine->sync->read_lock);
+    pthread_mutex_unlock(&engine->sync->collect_lock);
 }
 
 static void
@@ -308,7 +306,7 @@ engine_destroy(Engine *engine)
         engine->source.free(engine->source.arg);
     table_free(&engine->process);
     table_free(&engine->system);
-    free_sync(engine->sync);
+    engine_sync_free(engine->sync);
     free(engine);
 }
 
@@ -337,11 +335,11 @@ finish_thread(Engine *engine, double *prow, double *srow)
     has_rows = rows_locked(engine) > 0;
     pthread_mutex_unlock(&engine->sync->lock);
     if (!abandoned &&
-        schedule_takes_final(clock_seconds(CLOCK_MONOTONIC) - engine->last_sample_mono, has_rows))
+        schedule_takes_final(engine_clock(CLOCK_MONOTONIC) - engine->last_sample_mono, has_rows))
         thread_sample(engine, 1, prow, srow);
     pthread_mutex_lock(&engine->sync->lock);
     if (!engine->abandoned) {
-        engine->stop_wall = clock_seconds(CLOCK_REALTIME);
+        engine->stop_wall = engine_clock(CLOCK_REALTIME);
         engine->state = ENGINE_STOPPED;
     }
     engine->thread_done = 1;
@@ -359,10 +357,10 @@ engine_main(void *arg)
     thread_sample(engine, 0, prow, srow); /* baseline */
     pthread_mutex_lock(&engine->sync->lock);
     for (;;) {
-        deadline = schedule_next_tick(engine->start_mono, deadline, clock_seconds(CLOCK_MONOTONIC),
+        deadline = schedule_next_tick(engine->start_mono, deadline, engine_clock(CLOCK_MONOTONIC),
                                       engine->cfg.interval);
-        while (!engine->stop_requested && clock_seconds(CLOCK_MONOTONIC) < deadline)
-            wait_until(&engine->sync->wake, &engine->sync->lock, deadline);
+        while (!engine->stop_requested && engine_clock(CLOCK_MONOTONIC) < deadline)
+            engine_wait_until(&engine->sync->wake, &engine->sync->lock, deadline);
         if (engine->stop_requested)
             break;
         pthread_mutex_unlock(&engine->sync->lock);
@@ -387,8 +385,8 @@ engine_start(Engine *engine)
         pthread_mutex_unlock(&engine->sync->lock);
         return EBUSY;
     }
-    engine->start_wall = clock_seconds(CLOCK_REALTIME);
-    engine->start_mono = clock_seconds(CLOCK_MONOTONIC);
+    engine->start_wall = engine_clock(CLOCK_REALTIME);
+    engine->start_mono = engine_clock(CLOCK_MONOTONIC);
     engine->state = ENGINE_RUNNING;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, ENGINE_STACK_BYTES);
@@ -412,15 +410,15 @@ engine_start(Engine *engine)
 static int
 wait_thread_end(Engine *engine)
 {
-    double deadline = clock_seconds(CLOCK_MONOTONIC) + ENGINE_STOP_TIMEOUT;
+    double deadline = engine_clock(CLOCK_MONOTONIC) + ENGINE_STOP_TIMEOUT;
 
     while (!engine->thread_done && engine->state == ENGINE_RUNNING &&
-           clock_seconds(CLOCK_MONOTONIC) < deadline)
-        wait_until(&engine->sync->rows_changed, &engine->sync->lock, deadline);
+           engine_clock(CLOCK_MONOTONIC) < deadline)
+        engine_wait_until(&engine->sync->rows_changed, &engine->sync->lock, deadline);
     if (engine->state == ENGINE_RUNNING) {
         engine->abandoned = 1; /* a reading hangs: the thread ends on its own, storing nothing */
         engine->state = ENGINE_STOPPED;
-        engine->stop_wall = clock_seconds(CLOCK_REALTIME);
+        engine->stop_wall = engine_clock(CLOCK_REALTIME);
         pthread_cond_broadcast(&engine->sync->rows_changed);
     }
     return engine->thread_done;
@@ -445,7 +443,7 @@ engine_stop(Engine *engine)
     engine->thread_alive = 0;
     if (engine->state == ENGINE_NEW) {
         engine->state = ENGINE_STOPPED;
-        engine->stop_wall = clock_seconds(CLOCK_REALTIME);
+        engine->stop_wall = engine_clock(CLOCK_REALTIME);
     }
     ended = wait_thread_end(engine);
     pthread_mutex_unlock(&engine->sync->lock);
@@ -460,36 +458,35 @@ engine_sample_now(Engine *engine, double *prow, double *srow)
 {
     int filled;
 
-    pthread_mutex_lock(&engine->sync->read_lock); /* callers in several threads take turns */
+    pthread_mutex_lock(&engine->sync->collect_lock); /* callers in several threads take turns */
     pthread_mutex_lock(&engine->sync->lock);
     if (engine->thread_alive || engine->state != ENGINE_NEW) {
         pthread_mutex_unlock(&engine->sync->lock);
-        pthread_mutex_unlock(&engine->sync->read_lock);
+        pthread_mutex_unlock(&engine->sync->collect_lock);
         return -1;
     }
     if (engine->start_mono == 0) {
-        engine->start_wall = clock_seconds(CLOCK_REALTIME);
-        engine->start_mono = clock_seconds(CLOCK_MONOTONIC);
+        engine->start_wall = engine_clock(CLOCK_REALTIME);
+        engine->start_mono = engine_clock(CLOCK_MONOTONIC);
     }
     pthread_mutex_unlock(&engine->sync->lock);
     filled = take_sample(engine, 0, 0, prow, srow);
-    pthread_mutex_unlock(&engine->sync->read_lock);
+    pthread_mutex_unlock(&engine->sync->collect_lock);
     return filled < 0 ? -2 : filled;
 }
 
 int
 engine_wait_rows(Engine *engine, size_t n, double timeout)
 {
-    double deadline = clock_seconds(CLOCK_MONOTONIC) + (timeout > 0 ? timeout : 0);
+    double deadline = engine_clock(CLOCK_MONOTONIC) + (timeout > 0 ? timeout : 0);
     int reached;
 
     pthread_mutex_lock(&engine->sync->lock);
     for (;;) {
         reached = rows_locked(engine) >= n;
-        if (reached || engine->state != ENGINE_RUNNING ||
-            clock_seconds(CLOCK_MONOTONIC) >= deadline)
+        if (reached || engine->state != ENGINE_RUNNING || engine_clock(CLOCK_MONOTONIC) >= deadline)
             break;
-        wait_until(&engine->sync->rows_changed, &engine->sync->lock, deadline);
+        engine_wait_until(&engine->sync->rows_changed, &engine->sync->lock, deadline);
     }
     pthread_mutex_unlock(&engine->sync->lock);
     return reached;

@@ -15,6 +15,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "table.h"
 
@@ -56,12 +57,28 @@ typedef struct EngineFigures {
     unsigned long samples_taken, read_errors, rows_dropped;
 } EngineFigures;
 
+/* A sampling thread's locks and condition variables, on the heap: after fork() the child
+ * replaces them with a new set and leaks the old one (see atfork_child in sampler.c). Shared
+ * with the procfs sampler (sampler.c). */
 typedef struct EngineSync {
-    pthread_mutex_t lock;      /* the fields below, the tables */
-    pthread_mutex_t read_lock; /* the source: one reading at a time */
-    pthread_cond_t wake;       /* stop requests */
-    pthread_cond_t rows_changed;
+    pthread_mutex_t lock;         /* the sampler's fields, its tables */
+    pthread_mutex_t collect_lock; /* the reader: one reading at a time */
+    pthread_cond_t wake;          /* stop requests */
+    pthread_cond_t rows_changed;  /* new rows, or the thread ended */
 } EngineSync;
+
+/* A new set (the condition variables on the monotonic clock where it can be chosen), or NULL
+ * when out of memory; engine_sync_free() destroys and frees one. */
+EngineSync *engine_sync_new(void);
+void engine_sync_free(EngineSync *sync);
+
+/* Seconds on clock (CLOCK_MONOTONIC, CLOCK_REALTIME). */
+double engine_clock(clockid_t clock);
+
+/* Waits on cond (lock held) until signalled or the monotonic deadline, at most one slice of a
+ * minute; robust to any deadline and any error (a failing wait sleeps a little: no caller's
+ * loop spins). */
+void engine_wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, double deadline);
 
 typedef struct Engine {
     EngineSource source;
