@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -217,8 +218,11 @@ reader_init(ReaderObject *self, PyObject *args, PyObject *kwargs)
         return -1;
     }
     if (!(cfg.interval >= 0.0001 && cfg.interval <= 86400.0)) {
-        PyErr_Format(PyExc_ValueError, "interval must be between 0.0001 and 86400 seconds, got %R",
-                     PyTuple_GET_ITEM(args, 1));
+        char msg[160];
+        snprintf(msg, sizeof(msg),
+                 "interval must be between 0.0001 and 86400 seconds, got %g; use e.g. 1.0",
+                 cfg.interval);
+        PyErr_SetString(PyExc_ValueError, msg);
         return -1;
     }
     if (PyInterpreterState_Get() != PyInterpreterState_Main()) { /* PyGILState: main only */

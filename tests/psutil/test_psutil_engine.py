@@ -116,6 +116,8 @@ def test_sample_now_calls_the_reader_in_the_caller():
         _core.ReaderSampler(42, 1.0)
     with pytest.raises(ValueError, match="interval"):
         _core.ReaderSampler(read, 0.0)
+    with pytest.raises(ValueError, match=r"got 1e\+300"):
+        _core.ReaderSampler(read=read, interval=1e300)
 
 
 _CHILD = textwrap.dedent(
