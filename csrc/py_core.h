@@ -28,6 +28,15 @@ int rt_add_views(PyObject *module);
 int rt_add_jobs(PyObject *module);
 int rt_add_reader(PyObject *module);
 
+/* The gate of the C threads that call Python (py_gate.c): rt_gate_ready() before the first
+ * call (0, or -1 with MemoryError); rt_gate_enter() before taking the interpreter lock (0, or
+ * -1 when the interpreter is going away: do not call), rt_gate_leave() after letting it go;
+ * rt_gate_close() (the interpreter lock held) closes it for good, waiting for calls under way. */
+int rt_gate_ready(void);
+int rt_gate_enter(void);
+void rt_gate_leave(void);
+void rt_gate_close(void);
+
 /* A Python function to run in a thread of its own, started by a C thread (py_jobs.c). */
 typedef struct PyJob PyJob;
 /* A job of fn (the interpreter lock held): NULL with an exception. */

@@ -6,108 +6,17 @@
  * read is, and the thread goes on.
  *
  * The engine thread is not made by the interpreter: it takes the interpreter lock with
- * PyGILState_Ensure for each reading, which is unsafe once the interpreter finalizes. A gate
- * keeps the two apart: a reading calls Python only while the gate is open, and counts itself
- * in; close_readers(), an atexit callback (atexit callbacks run before finalization begins),
- * closes it and waits for the readings under way (READER_EXIT_WAIT_S at most). A reading that
- * finds the gate closed fails (counted). After fork() the child makes a new gate (the old one is
- * leaked: a thread of the parent may have held it; see atfork_child in sampler.c). */
+ * PyGILState_Ensure for each reading, behind the gate of py_gate.c (no call once the
+ * interpreter is going away: such a reading fails and is counted).
+ */
 #include "py_core.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "columns.h"
 #include "engine.h"
-
-#define READER_EXIT_WAIT_S 2 /* the longest close_readers() waits for a reading under way */
-
-typedef struct Gate {
-    pthread_mutex_t lock;
-    pthread_cond_t idle;
-    int busy; /* readings inside Python */
-} Gate;
-
-static Gate *gate;
-static int gate_closed;
-static pthread_once_t gate_once = PTHREAD_ONCE_INIT;
-
-static Gate *
-new_gate(void)
-{
-    Gate *g = calloc(1, sizeof(*g));
-
-    if (g != NULL) {
-        pthread_mutex_init(&g->lock, NULL);
-        pthread_cond_init(&g->idle, NULL);
-    }
-    return g;
-}
-
-static void
-gate_after_fork_in_child(void)
-{
-    Gate *fresh = new_gate();
-
-    if (fresh != NULL)
-        gate = fresh; /* the old one is leaked: see above */
-}
-
-static void
-install_gate(void)
-{
-    gate = new_gate();
-    pthread_atfork(NULL, NULL, gate_after_fork_in_child);
-}
-
-/* Counts a reading in: 0, or -1 when the gate is closed (the interpreter is going away). */
-static int
-gate_enter(Gate *g)
-{
-    int open;
-
-    pthread_mutex_lock(&g->lock);
-    open = !__atomic_load_n(&gate_closed, __ATOMIC_SEQ_CST);
-    if (open)
-        g->busy++;
-    pthread_mutex_unlock(&g->lock);
-    return open ? 0 : -1;
-}
-
-static void
-gate_leave(Gate *g)
-{
-    pthread_mutex_lock(&g->lock);
-    g->busy--;
-    pthread_cond_broadcast(&g->idle);
-    pthread_mutex_unlock(&g->lock);
-}
-
-static PyObject *
-close_readers_py(PyObject *module, PyObject *unused)
-{
-    Gate *g = gate;
-
-    (void)module, (void)unused;
-    __atomic_store_n(&gate_closed, 1, __ATOMIC_SEQ_CST);
-    if (g == NULL)
-        Py_RETURN_NONE;
-    Py_BEGIN_ALLOW_THREADS /* a reading under way needs the interpreter lock to end */
-    struct timespec deadline;
-
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += READER_EXIT_WAIT_S;
-    pthread_mutex_lock(&g->lock);
-    while (g->busy > 0 && pthread_cond_timedwait(&g->idle, &g->lock, &deadline) == 0)
-        ;
-    pthread_mutex_unlock(&g->lock);
-    Py_END_ALLOW_THREADS
-    Py_RETURN_NONE;
-}
 
 /* -- the reader ------------------------------------------------------------------------------- */
 
@@ -152,10 +61,9 @@ python_read(void *arg, double mono, double wall, const EngineOwn *own, double *p
 {
     PyObject *fn = arg, *result;
     PyGILState_STATE gil;
-    Gate *g = gate;
     int filled;
 
-    if (g == NULL || gate_enter(g) < 0)
+    if (rt_gate_enter() < 0)
         return -1;
     gil = PyGILState_Ensure();
     if (own->cpu_s >= 0)
@@ -167,7 +75,7 @@ python_read(void *arg, double mono, double wall, const EngineOwn *own, double *p
     if (filled < 0)
         PyErr_Clear(); /* counted by the engine (read_errors): never the thread's end */
     PyGILState_Release(gil);
-    gate_leave(g);
+    rt_gate_leave();
     return filled;
 }
 
@@ -176,15 +84,14 @@ python_read(void *arg, double mono, double wall, const EngineOwn *own, double *p
 static void
 python_free(void *arg)
 {
-    Gate *g = gate;
     PyGILState_STATE gil;
 
-    if (g == NULL || gate_enter(g) < 0)
+    if (rt_gate_enter() < 0)
         return;
     gil = PyGILState_Ensure();
     Py_DECREF((PyObject *)arg);
     PyGILState_Release(gil);
-    gate_leave(g);
+    rt_gate_leave();
 }
 
 /* -- the type --------------------------------------------------------------------------------- */
@@ -229,9 +136,8 @@ reader_init(ReaderObject *self, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_RuntimeError, "ReaderSampler: only in the main interpreter");
         return -1;
     }
-    pthread_once(&gate_once, install_gate);
-    if (gate == NULL)
-        return PyErr_NoMemory(), -1;
+    if (rt_gate_ready() < 0)
+        return -1;
     Py_INCREF(fn);
     source.arg = fn;
     self->engine = engine_new(&source, &cfg);
@@ -496,6 +402,14 @@ static PyType_Spec reader_spec = {
     .flags = Py_TPFLAGS_DEFAULT,
     .slots = reader_slots,
 };
+
+static PyObject *
+close_readers_py(PyObject *module, PyObject *unused)
+{
+    (void)module, (void)unused;
+    rt_gate_close();
+    Py_RETURN_NONE;
+}
 
 static PyMethodDef reader_functions[] = {
     {"close_readers", close_readers_py, METH_NOARGS,
