@@ -209,32 +209,33 @@ append_rows(Engine *engine, const double *prow, const double *srow)
     return 0;
 }
 
+/* Folds row into the last row of table (n columns of columns), by each column's rule. */
+static void
+fold_last(Table *table, const ColumnSpec *columns, int n, const double *row, double span,
+          double cores)
+{
+    double last[TABLE_MAX_COLS];
+    size_t r = table->nrows - 1;
+    int i;
+
+    for (i = 0; i < n; i++)
+        last[i] = *table_at(table, r, (size_t)i);
+    row_fold(columns, n, last, row, span, ROW_CLOCK_TICK_S, cores);
+    for (i = 0; i < n; i++)
+        *table_at(table, r, (size_t)i) = last[i];
+}
+
 /* Folds a short reading (dt s) into the last rows, by each column's rule (row_fold). */
 static void
 fold_rows(Engine *engine, const double *prow, const double *srow, double dt)
 {
     double span = engine->last_row_dt + dt;
 
-    if (engine->process.nrows) {
-        double last[PC_COUNT];
-        size_t i, r = engine->process.nrows - 1;
-        for (i = 0; i < PC_COUNT; i++)
-            last[i] = *table_at(&engine->process, r, i);
-        row_fold(process_columns, PC_COUNT, last, prow, span, ROW_CLOCK_TICK_S,
-                 engine->cfg.process_cores);
-        for (i = 0; i < PC_COUNT; i++)
-            *table_at(&engine->process, r, i) = last[i];
-    }
-    if (engine->system.nrows) {
-        double last[SC_COUNT];
-        size_t i, r = engine->system.nrows - 1;
-        for (i = 0; i < SC_COUNT; i++)
-            last[i] = *table_at(&engine->system, r, i);
-        row_fold(system_columns, SC_COUNT, last, srow, span, ROW_CLOCK_TICK_S,
-                 engine->cfg.system_cores);
-        for (i = 0; i < SC_COUNT; i++)
-            *table_at(&engine->system, r, i) = last[i];
-    }
+    if (engine->process.nrows)
+        fold_last(&engine->process, process_columns, PC_COUNT, prow, span,
+                  engine->cfg.process_cores);
+    if (engine->system.nrows)
+        fold_last(&engine->system, system_columns, SC_COUNT, srow, span, engine->cfg.system_cores);
     engine->last_row_dt = span;
 }
 
