@@ -591,7 +591,6 @@ def _row_reader(fail_every=0):
 
 
 @covers("ReaderSampler")
-@pytest.mark.valgrind
 def test_reliability_leak_reader_sampler():
     """The psutil backend's engine: created and freed, readings in the caller (failing ones
     too), its tables read, and started, stopped and freed (a thread each)."""
