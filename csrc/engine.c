@@ -102,6 +102,7 @@ atfork_prepare(void)
         pthread_mutex_lock(&e->sync->lock);
 }
 
+/* After fork() in the parent: the locks taken before it let go. */
 static void
 atfork_parent(void)
 {
@@ -138,12 +139,14 @@ atfork_child(void)
     pthread_mutex_unlock(&registry_lock);
 }
 
+/* Installs the fork handlers (once). */
 static void
 install_atfork(void)
 {
     pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
+/* Takes engine out of the fork handlers' list. */
 static void
 registry_remove(Engine *engine)
 {
@@ -239,6 +242,7 @@ fold_rows(Engine *engine, const double *prow, const double *srow, double dt)
     engine->last_row_dt = span;
 }
 
+/* Rows stored (the longer table); the caller holds the lock. */
 static size_t
 rows_locked(const Engine *engine)
 {
@@ -292,6 +296,7 @@ take_sample(Engine *engine, int in_thread, int may_fold, double *prow, double *s
     return filled;
 }
 
+/* One reading by the thread, under the read lock. */
 static void
 thread_sample(Engine *engine, int may_fold, double *prow, double *srow)
 {
@@ -300,6 +305,7 @@ thread_sample(Engine *engine, int may_fold, double *prow, double *srow)
     pthread_mutex_unlock(&engine->sync->collect_lock);
 }
 
+/* Frees everything the engine holds, the source's arg too (no thread uses it any more). */
 static void
 engine_destroy(Engine *engine)
 {
@@ -348,6 +354,7 @@ finish_thread(Engine *engine, double *prow, double *srow)
     pthread_mutex_unlock(&engine->sync->lock);
 }
 
+/* The thread: the baseline, a reading per tick until stop, the final reading. */
 static void *
 engine_main(void *arg)
 {

@@ -28,6 +28,7 @@ static Gate *gate;
 static int gate_closed;
 static pthread_once_t gate_once = PTHREAD_ONCE_INIT;
 
+/* A new gate, or NULL when out of memory. */
 static Gate *
 new_gate(void)
 {
@@ -40,6 +41,7 @@ new_gate(void)
     return g;
 }
 
+/* In a forked child: a gate of its own. */
 static void
 gate_after_fork_in_child(void)
 {
@@ -49,6 +51,7 @@ gate_after_fork_in_child(void)
         gate = fresh; /* the old one is leaked: see above */
 }
 
+/* Makes the gate (once). */
 static void
 install_gate(void)
 {
