@@ -25,11 +25,12 @@ rt_add_object(PyObject *module, const char *name, PyObject *value)
 static int
 add_platform_parts(PyObject *module)
 {
-    if (rt_add_object(module, "HAVE_PROCFS", PyBool_FromLong(RT_HAVE_PROCFS)))
+    if (rt_add_object(module, "HAVE_PROCFS", PyBool_FromLong(RT_HAVE_PROCFS)) ||
+        rt_add_views(module) || rt_add_reader(module))
         return -1;
 #if RT_HAVE_PROCFS
-    if (rt_add_views(module) || rt_add_sampler(module) || rt_add_jobs(module) ||
-        rt_add_gpu(module) || rt_add_cloud(module) || rt_add_catalog(module))
+    if (rt_add_sampler(module) || rt_add_jobs(module) || rt_add_gpu(module) ||
+        rt_add_cloud(module) || rt_add_catalog(module))
         return -1;
 #endif
     return 0;

@@ -26,6 +26,16 @@ int rt_add_cloud(PyObject *module);
 int rt_add_catalog(PyObject *module);
 int rt_add_views(PyObject *module);
 int rt_add_jobs(PyObject *module);
+int rt_add_reader(PyObject *module);
+
+/* The gate of the C threads that call Python (py_gate.c): rt_gate_ready() before the first
+ * call (0, or -1 with MemoryError); rt_gate_enter() before taking the interpreter lock (0, or
+ * -1 when the interpreter is going away: do not call), rt_gate_leave() after letting it go;
+ * rt_gate_close() (the interpreter lock held) closes it for good, waiting for calls under way. */
+int rt_gate_ready(void);
+int rt_gate_enter(void);
+void rt_gate_leave(void);
+void rt_gate_close(void);
 
 /* A Python function to run in a thread of its own, started by a C thread (py_jobs.c). */
 typedef struct PyJob PyJob;
@@ -43,6 +53,13 @@ int rt_job_spawn(void *job);
  * state: the module's (its ColumnView type). */
 struct Table;
 PyObject *rt_column_views(CoreState *state, PyObject *owner, const struct Table *table);
+
+/* Shared by the samplers' bindings (py_reader.c): a list of n floats; a table's columns as
+ * one bytes object of float64 values each (NULL with an exception); 0 for 'process', 1 for
+ * 'system' into *which, or -1 with ValueError. */
+PyObject *rt_row_list(const double *row, size_t n);
+PyObject *rt_table_bytes(const struct Table *table);
+int rt_table_from_name(PyObject *arg, int *which);
 
 /* Reads a buffer of float64 (array('d'), memoryview) or a sequence of numbers into a new C array
  * (free it with PyMem_Free): 0, or -1 with TypeError naming what. */

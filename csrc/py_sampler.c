@@ -194,26 +194,6 @@ sampler_stacks_py(SamplerObject *self, PyObject *unused)
     return stacks_record(self->stacks);
 }
 
-/* a list of floats from one row */
-static PyObject *
-row_list(const double *row, size_t n)
-{
-    PyObject *list = PyList_New((Py_ssize_t)n);
-    size_t i;
-
-    if (list == NULL)
-        return NULL;
-    for (i = 0; i < n; i++) {
-        PyObject *v = PyFloat_FromDouble(row[i]);
-        if (v == NULL) {
-            Py_DECREF(list);
-            return NULL;
-        }
-        PyList_SET_ITEM(list, (Py_ssize_t)i, v);
-    }
-    return list;
-}
-
 static PyObject *
 sampler_sample_now_py(SamplerObject *self, PyObject *unused)
 {
@@ -235,8 +215,8 @@ sampler_sample_now_py(SamplerObject *self, PyObject *unused)
     }
     if (filled == 0)
         Py_RETURN_NONE;
-    p = row_list(prow, PC_COUNT);
-    r = p ? row_list(srow, SC_COUNT) : NULL;
+    p = rt_row_list(prow, PC_COUNT);
+    r = p ? rt_row_list(srow, SC_COUNT) : NULL;
     if (r == NULL) {
         Py_XDECREF(p);
         return NULL;
@@ -279,53 +259,14 @@ static PyObject *
 sampler_columns_py(SamplerObject *self, PyObject *arg)
 {
     Sampler *s = get_sampler(self);
-    const char *name;
-    const Table *table;
-    PyObject *list = NULL;
-    size_t i;
+    PyObject *list;
     int which;
 
-    if (s == NULL)
+    if (s == NULL || rt_table_from_name(arg, &which) < 0)
         return NULL;
-    name = PyUnicode_AsUTF8(arg);
-    if (name == NULL)
-        return NULL;
-    if (strcmp(name, "process") == 0)
-        which = SAMPLER_PROCESS;
-    else if (strcmp(name, "system") == 0)
-        which = SAMPLER_SYSTEM;
-    else {
-        PyErr_Format(PyExc_ValueError, "table must be 'process' or 'system', got %R", arg);
-        return NULL;
-    }
-    table = sampler_lock_table(s, which);
-    list = PyList_New((Py_ssize_t)table->ncols);
-    for (i = 0; list && i < table->ncols; i++) {
-        PyObject *col = PyBytes_FromStringAndSize(table->nrows ? (const char *)table->cols[i] : "",
-                                                  (Py_ssize_t)(table->nrows * sizeof(double)));
-        if (col == NULL)
-            Py_CLEAR(list);
-        else
-            PyList_SET_ITEM(list, (Py_ssize_t)i, col);
-    }
+    list = rt_table_bytes(sampler_lock_table(s, which == 0 ? SAMPLER_PROCESS : SAMPLER_SYSTEM));
     sampler_unlock(s);
     return list;
-}
-
-/* 0 and which (SAMPLER_PROCESS or SAMPLER_SYSTEM) from a table name, or -1 with ValueError */
-static int
-table_from_name(PyObject *arg, int *which)
-{
-    const char *name = PyUnicode_AsUTF8(arg);
-
-    if (name == NULL)
-        return -1;
-    if (strcmp(name, "process") == 0 || strcmp(name, "system") == 0) {
-        *which = name[0] == 'p' ? SAMPLER_PROCESS : SAMPLER_SYSTEM;
-        return 0;
-    }
-    PyErr_Format(PyExc_ValueError, "table must be 'process' or 'system', got %R", arg);
-    return -1;
 }
 
 static PyObject *
@@ -336,9 +277,9 @@ sampler_column_views_py(SamplerObject *self, PyObject *arg)
     CoreState *state;
     int which;
 
-    if (s == NULL || table_from_name(arg, &which) < 0)
+    if (s == NULL || rt_table_from_name(arg, &which) < 0)
         return NULL;
-    table = sampler_final_table(s, which);
+    table = sampler_final_table(s, which == 0 ? SAMPLER_PROCESS : SAMPLER_SYSTEM);
     if (table == NULL)
         Py_RETURN_NONE;
     state = PyType_GetModuleState(Py_TYPE(self));

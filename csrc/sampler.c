@@ -15,77 +15,11 @@
 static void publish_tree_source(Sampler *sampler);
 
 #define SAMPLER_STACK_BYTES (256 * 1024)
-#define WAIT_SLICE_SECONDS 60.0       /* one timed wait at most (deadlines beyond are re-waited) */
-#define WAIT_ERROR_SLEEP_NS 10000000L /* after a failed timed wait: no busy loop */
 
 /* Every live sampler, for the fork handlers. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static Sampler *registry_head = NULL;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-
-static double
-clock_seconds(clockid_t clock)
-{
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Waits on cond until signalled or the monotonic deadline (at most one slice of it). Robust to
- * any deadline and any error: the timespec is always in range, and a failing wait sleeps a
- * little before returning, so that no caller's loop spins. */
-static void
-wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, double deadline)
-{
-    double now = clock_seconds(CLOCK_MONOTONIC);
-    struct timespec ts;
-    int rc;
-
-    if (!(deadline > now))
-        return;
-    if (deadline > now + WAIT_SLICE_SECONDS)
-        deadline = now + WAIT_SLICE_SECONDS;
-    ts.tv_sec = (time_t)deadline;
-    ts.tv_nsec = (long)((deadline - (double)ts.tv_sec) * 1e9);
-    if (ts.tv_nsec < 0 || ts.tv_nsec > 999999999L)
-        ts.tv_nsec = 0;
-    rc = pthread_cond_timedwait(cond, lock, &ts);
-    if (rc != 0 && rc != ETIMEDOUT) {
-        struct timespec pause = {0, WAIT_ERROR_SLEEP_NS};
-        pthread_mutex_unlock(lock);
-        nanosleep(&pause, NULL);
-        pthread_mutex_lock(lock);
-    }
-}
-
-/* New locks and condition variables: the address, or NULL when out of memory. */
-static SamplerSync *
-new_sync(void)
-{
-    SamplerSync *sync = calloc(1, sizeof(*sync));
-    pthread_condattr_t attr;
-
-    if (sync == NULL)
-        return NULL;
-    pthread_mutex_init(&sync->lock, NULL);
-    pthread_mutex_init(&sync->collect_lock, NULL);
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&sync->wake, &attr);
-    pthread_cond_init(&sync->rows_changed, &attr);
-    pthread_condattr_destroy(&attr);
-    return sync;
-}
-
-static void
-free_sync(SamplerSync *sync)
-{
-    pthread_mutex_destroy(&sync->lock);
-    pthread_mutex_destroy(&sync->collect_lock);
-    pthread_cond_destroy(&sync->wake);
-    pthread_cond_destroy(&sync->rows_changed);
-    free(sync);
-}
 
 /* Before fork(): hold every sampler's lock so that no table is half-written in the child. */
 static void
@@ -124,7 +58,7 @@ atfork_child(void)
     Sampler *s;
 
     for (s = registry_head; s; s = s->registry_next) {
-        SamplerSync *fresh = new_sync();
+        SamplerSync *fresh = engine_sync_new();
         if (fresh)
             s->sync = fresh; /* the old set is leaked: see above */
         else
@@ -188,7 +122,7 @@ sampler_new(const CollectorConfig *cfg, double interval)
     sampler->refs = 1;
     table_init(&sampler->process, PC_COUNT);
     table_init(&sampler->system, SC_COUNT);
-    sampler->sync = new_sync();
+    sampler->sync = engine_sync_new();
     if (sampler->sync == NULL) {
         collector_free(&sampler->collector);
         free(sampler);
@@ -361,7 +295,7 @@ sampler_use_cgroup(Sampler *sampler, const CgroupTreeConfig *cfg)
 static int
 take_sample(Sampler *sampler, int in_thread, int may_fold, double *prow, double *srow)
 {
-    double mono = clock_seconds(CLOCK_MONOTONIC), wall = clock_seconds(CLOCK_REALTIME);
+    double mono = engine_clock(CLOCK_MONOTONIC), wall = engine_clock(CLOCK_REALTIME);
     double dt = mono - sampler->last_sample_mono;
     int filled;
 
@@ -418,7 +352,7 @@ sampler_destroy(Sampler *sampler)
     table_free(&sampler->process);
     table_free(&sampler->system);
     table_free(&sampler->gpus);
-    free_sync(sampler->sync);
+    engine_sync_free(sampler->sync);
     free(sampler);
 }
 
@@ -447,8 +381,8 @@ finish_thread(Sampler *sampler, double *prow, double *srow)
     pthread_mutex_unlock(&sampler->sync->lock);
     /* a run stopped right after its baseline still gets its one row (its CPU usage is
      * measured over at least one clock tick: no division by a tiny interval) */
-    if (!abandoned && schedule_takes_final(
-                          clock_seconds(CLOCK_MONOTONIC) - sampler->last_sample_mono, !no_rows)) {
+    if (!abandoned &&
+        schedule_takes_final(engine_clock(CLOCK_MONOTONIC) - sampler->last_sample_mono, !no_rows)) {
         collector_last_reading(&sampler->collector);
         thread_sample(sampler, 1, prow, srow);
     }
@@ -457,7 +391,7 @@ finish_thread(Sampler *sampler, double *prow, double *srow)
     pthread_mutex_unlock(&sampler->sync->collect_lock);
     pthread_mutex_lock(&sampler->sync->lock);
     if (!sampler->abandoned) {
-        sampler->stop_wall = clock_seconds(CLOCK_REALTIME);
+        sampler->stop_wall = engine_clock(CLOCK_REALTIME);
         sampler->state = SAMPLER_STOPPED;
     }
     sampler->thread_done = 1;
@@ -520,10 +454,10 @@ sampler_main(void *arg)
     run_after_baseline(sampler);
     pthread_mutex_lock(&sampler->sync->lock);
     for (;;) {
-        deadline = schedule_next_tick(sampler->start_mono, deadline, clock_seconds(CLOCK_MONOTONIC),
+        deadline = schedule_next_tick(sampler->start_mono, deadline, engine_clock(CLOCK_MONOTONIC),
                                       sampler->interval);
-        while (!sampler->stop_requested && clock_seconds(CLOCK_MONOTONIC) < deadline)
-            wait_until(&sampler->sync->wake, &sampler->sync->lock, deadline);
+        while (!sampler->stop_requested && engine_clock(CLOCK_MONOTONIC) < deadline)
+            engine_wait_until(&sampler->sync->wake, &sampler->sync->lock, deadline);
         if (sampler->stop_requested)
             break;
         pthread_mutex_unlock(&sampler->sync->lock);
@@ -549,8 +483,8 @@ sampler_start(Sampler *sampler)
         pthread_mutex_unlock(&sampler->sync->lock);
         return EBUSY;
     }
-    sampler->start_wall = clock_seconds(CLOCK_REALTIME);
-    sampler->start_mono = clock_seconds(CLOCK_MONOTONIC);
+    sampler->start_wall = engine_clock(CLOCK_REALTIME);
+    sampler->start_mono = engine_clock(CLOCK_MONOTONIC);
     sampler->state = SAMPLER_RUNNING;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, SAMPLER_STACK_BYTES);
@@ -584,15 +518,15 @@ release_if_idle(Sampler *sampler)
 static int
 wait_thread_end(Sampler *sampler)
 {
-    double deadline = clock_seconds(CLOCK_MONOTONIC) + SAMPLER_STOP_TIMEOUT;
+    double deadline = engine_clock(CLOCK_MONOTONIC) + SAMPLER_STOP_TIMEOUT;
 
     while (!sampler->thread_done && sampler->state == SAMPLER_RUNNING &&
-           clock_seconds(CLOCK_MONOTONIC) < deadline)
-        wait_until(&sampler->sync->rows_changed, &sampler->sync->lock, deadline);
+           engine_clock(CLOCK_MONOTONIC) < deadline)
+        engine_wait_until(&sampler->sync->rows_changed, &sampler->sync->lock, deadline);
     if (sampler->state == SAMPLER_RUNNING) {
         sampler->abandoned = 1; /* a reading hangs: the thread ends on its own, storing nothing */
         sampler->state = SAMPLER_STOPPED;
-        sampler->stop_wall = clock_seconds(CLOCK_REALTIME);
+        sampler->stop_wall = engine_clock(CLOCK_REALTIME);
         pthread_cond_broadcast(&sampler->sync->rows_changed);
     }
     return sampler->thread_done;
@@ -610,7 +544,7 @@ sampler_stop(Sampler *sampler)
     sampler->thread_alive = 0;
     if (sampler->state == SAMPLER_NEW) {
         sampler->state = SAMPLER_STOPPED;
-        sampler->stop_wall = clock_seconds(CLOCK_REALTIME);
+        sampler->stop_wall = engine_clock(CLOCK_REALTIME);
     }
     /* a concurrent stop() handles the thread: this one waits as long, no longer */
     ended = wait_thread_end(sampler);
@@ -638,8 +572,8 @@ sampler_sample_now(Sampler *sampler, double *prow, double *srow)
         return -1;
     }
     if (sampler->start_mono == 0) {
-        sampler->start_wall = clock_seconds(CLOCK_REALTIME);
-        sampler->start_mono = clock_seconds(CLOCK_MONOTONIC);
+        sampler->start_wall = engine_clock(CLOCK_REALTIME);
+        sampler->start_mono = engine_clock(CLOCK_MONOTONIC);
     }
     pthread_mutex_unlock(&sampler->sync->lock);
     filled = take_sample(sampler, 0, 0, p, s);
@@ -668,16 +602,16 @@ rows_locked(const Sampler *sampler)
 int
 sampler_wait_rows(Sampler *sampler, size_t n, double timeout)
 {
-    double deadline = clock_seconds(CLOCK_MONOTONIC) + (timeout > 0 ? timeout : 0);
+    double deadline = engine_clock(CLOCK_MONOTONIC) + (timeout > 0 ? timeout : 0);
     int reached;
 
     pthread_mutex_lock(&sampler->sync->lock);
     for (;;) {
         reached = rows_locked(sampler) >= n;
         if (reached || sampler->state != SAMPLER_RUNNING ||
-            clock_seconds(CLOCK_MONOTONIC) >= deadline)
+            engine_clock(CLOCK_MONOTONIC) >= deadline)
             break;
-        wait_until(&sampler->sync->rows_changed, &sampler->sync->lock, deadline);
+        engine_wait_until(&sampler->sync->rows_changed, &sampler->sync->lock, deadline);
     }
     pthread_mutex_unlock(&sampler->sync->lock);
     return reached;

@@ -21,6 +21,7 @@
 #include <stddef.h>
 
 #include "collector.h"
+#include "engine.h"
 #include "table.h"
 
 #define SAMPLER_MIN_INTERVAL 0.0001  /* seconds */
@@ -42,14 +43,8 @@ enum SamplerState { SAMPLER_NEW, SAMPLER_RUNNING, SAMPLER_STOPPED };
  * i in columns 2i and 2i+1), one row per row of the system table (no columns without GPUs). */
 enum SamplerTable { SAMPLER_PROCESS, SAMPLER_SYSTEM, SAMPLER_GPUS };
 
-/* The sampler's locks and condition variables, on the heap: after fork() the child replaces
- * them with a new set and leaks the old one (see atfork_child in sampler.c). */
-typedef struct SamplerSync {
-    pthread_mutex_t lock;         /* the sampler's fields below, the tables */
-    pthread_mutex_t collect_lock; /* the collector: one reading at a time */
-    pthread_cond_t wake;          /* stop requests */
-    pthread_cond_t rows_changed;  /* new rows, or the thread ended */
-} SamplerSync;
+/* The sampler's locks and condition variables (engine.h). */
+typedef EngineSync SamplerSync;
 
 typedef struct Sampler {
     Collector collector;

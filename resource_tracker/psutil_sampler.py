@@ -2,15 +2,13 @@
 
 It is a :class:`resource_tracker.sampling.Sampler` as ``_core.Sampler`` is (plus
 ``sample_now`` for the CSV trackers) and fills the same columns with the same units. It is
-a reader: what psutil gives becomes a row; the rules are the C sampler's own code, called
-through ``_core`` (csrc/row_rules.c, csrc/schedule.c):
+a reader: what psutil gives becomes a row. The C sampling engine (``_core.ReaderSampler``,
+csrc/engine.c) calls it once per tick from its own thread (taking the interpreter lock for
+the call) and owns the rest, as the procfs sampler does: the tick grid (csrc/schedule.c), the
+rows, the final reading at stop() folded into the previous row when short (csrc/row_rules.c),
+stop() within STOP_TIMEOUT, fork and interpreter exit. A reading that raises is counted
+(``read_errors``) and gives no row. What the reader itself does:
 
-- Ticks on a fixed grid aligned to the start (tick k at start + k * interval; a late tick
-  skips ahead: ``_core.next_tick``). The thread sleeps on an Event with the remaining
-  time, so stop() wakes it at once; it then takes a last reading for the partial interval
-  (``_core.takes_final``), folded into the previous row when shorter than a quarter interval
-  (``_core.folds_into_last``) by ``_core.fold_rows``: column by column as the registry's
-  ``fold`` rule says (latest, sum, peak, or CPU usage recomputed by ``_core.cpu_rate``).
 - The workload is the root process and its descendants (``Process.children(recursive=True)``);
   a member stays a member while it lives, also after its parent exits (orphans are followed).
   A process is its pid and its creation time (psutil's identity): a process that gets the
@@ -20,7 +18,7 @@ through ``_core`` (csrc/row_rules.c, csrc/schedule.c):
   their own plus reaped children's counters (``children_user``/``children_system``), plus
   the last seen counters of members that vanished without a tracked parent to inherit them.
   The interval value is the rise of that total over its high-water mark (never negative).
-- The sampler thread's own CPU time is taken off its own process when that is tracked (off
+- The engine thread's own CPU time is taken off its own process when that is tracked (off
   the sum of user and system time, which is then split like the workload's rise), and the
   memory of its stored rows off that process's memory.
 - Memory (KiB): RSS for a single process. With several processes, pages shared inside the
@@ -38,15 +36,12 @@ psutil is imported when a PsutilSampler is created, never at package import.
 from __future__ import annotations
 
 import os
-import threading
 import time
-import weakref
-from array import array
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from . import _core
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
-from .sampling import STOP_TIMEOUT, next_tick
+from .sampling import STOP_TIMEOUT  # noqa: F401  (the engine's stop bound, for callers)
 
 SYSTEM_REFRESH_SECONDS = 60.0
 PSS_BUDGET_SHARE = 0.005
@@ -56,20 +51,6 @@ SKIPPED_DISK_PREFIXES = ("loop", "ram", "zram", "fd")
 
 _P = {name: i for i, name in enumerate(PROCESS_COLUMNS)}
 _S = {name: i for i, name in enumerate(SYSTEM_COLUMNS)}
-
-
-_ENGINES: weakref.WeakSet[_Engine] = weakref.WeakSet()
-
-
-def _own_thread_cpu() -> Tuple[float, float]:
-    """(user, system) CPU seconds of the calling thread."""
-    try:
-        import resource
-
-        ru = resource.getrusage(resource.RUSAGE_THREAD)
-        return ru.ru_utime, ru.ru_stime
-    except (ImportError, AttributeError, OSError, ValueError):
-        return time.thread_time(), 0.0  # no split available: count it all as user time
 
 
 def _is_loopback(nic: str) -> bool:
@@ -301,7 +282,7 @@ class _Collector:
         return False
 
     def _tree(
-        self, now: float, own: Optional[Tuple[float, float]], pids: Sequence[int]
+        self, now: float, own_cpu: Optional[float], pids: Sequence[int]
     ) -> Tuple[List[float], float, int, bool]:
         """(interval [user, sys, read, write], memory KiB, live members, root alive)."""
         vanished = self._discover(pids)
@@ -335,7 +316,7 @@ class _Collector:
         # The sampler thread's CPU comes off the sum of user and system time: the kernel
         # splits a thread's and a process's time between the two independently, so taking
         # it off each part would leave one part too high (and its high-water mark ratchets).
-        offset = own[0] + own[1] if own is not None and self.self_pid in members else 0.0
+        offset = own_cpu if own_cpu is not None and self.self_pid in members else 0.0
         current = [total[0] + total[1] - offset, total[2], total[3]]
         interval = [0.0, 0.0, 0.0, 0.0]
         if self.high_water is None:
@@ -536,15 +517,16 @@ class _Collector:
     # -- one reading -----------------------------------------------------------------
 
     def sample(
-        self, mono: float, wall: float, own: Optional[Tuple[float, float]], own_memory_kib: float
+        self, mono: float, wall: float, own_cpu: Optional[float], own_memory_kib: float
     ) -> Optional[Tuple[List[float], List[float]]]:
-        """(process row, system row) as lists, or None for the baseline."""
+        """The engine's reader: (process row, system row) as lists, or None for the baseline
+        (own_cpu: the engine thread's CPU seconds, None outside it)."""
         dt = mono - self.last_mono
         try:
             pids = self.ps.pids()
         except Exception:
             pids = list(self.known)
-        interval, memory, live, root_alive = self._tree(mono, own, pids)
+        interval, memory, live, root_alive = self._tree(mono, own_cpu, pids)
         if live > 0:
             self.tree_seen += 1
         elif self.track_processes and self._root_hidden():
@@ -590,172 +572,10 @@ def _process_cpus(psutil: Any, pid: int) -> int:
 _MACHINE_CPUS = os.cpu_count() or 1
 
 
-def _fold(
-    pp: Optional[List[float]],
-    ps: Optional[List[float]],
-    p: List[float],
-    s: List[float],
-    prev_dt: float,
-    part_dt: float,
-    process_cpus: int,
-) -> None:
-    """Folds a short last reading into the previous rows (in place) by the C sampler's rule
-    (``_core.fold_rows``: the process's CPU usage capped at the CPUs it may run on, the
-    machine's at its own)."""
-    if pp is not None:
-        pp[:] = _core.fold_rows("process", (pp, p), prev_dt + part_dt, float(process_cpus))
-    if ps is not None:
-        ps[:] = _core.fold_rows("system", (ps, s), prev_dt + part_dt, float(_MACHINE_CPUS))
-
-
-class _Engine:
-    """The sampler's state and thread body (the PsutilSampler wrapper may be collected)."""
-
-    def __init__(
-        self, collector: _Collector, interval: float, track_processes: bool, track_system: bool
-    ) -> None:
-        self.collector = collector
-        self.interval = interval
-        self.track_processes = track_processes
-        self.track_system = track_system
-        self._reinit_sync()
-        self.state = "new"
-        self.thread: Optional[threading.Thread] = None
-        self.start_wall = self.start_mono = self.stop_wall = 0.0
-        self.last_sample_mono = 0.0
-        self.last_row_dt = 0.0
-        self.cpu_seconds = 0.0
-        self.read_errors = 0
-        self.abandoned = False  # stop() returned before the thread: it stores nothing more
-        self.own = (0.0, 0.0)
-        self.process = [array("d") for _ in PROCESS_COLUMNS]
-        self.system = [array("d") for _ in SYSTEM_COLUMNS]
-        self.nrows_p = self.nrows_s = 0
-
-    def _reinit_sync(self) -> None:
-        self.lock = threading.Lock()
-        self.rows_changed = threading.Condition(self.lock)
-        self.wake = threading.Event()
-        self.sample_lock = threading.Lock()
-
-    def rows(self) -> int:
-        return max(self.nrows_p, self.nrows_s)
-
-    def _own_memory_kib(self) -> float:
-        return (self.nrows_p * len(PROCESS_COLUMNS) + self.nrows_s * len(SYSTEM_COLUMNS)) * 8 / 1024
-
-    def _store(self, prow: List[float], srow: List[float], dt: float, may_fold: bool) -> None:
-        with self.lock:
-            fold = _core.folds_into_last(dt, self.interval, self.rows() > 0, may_fold)
-            if fold:
-                pp = [c[-1] for c in self.process] if self.nrows_p else None
-                ps = [c[-1] for c in self.system] if self.nrows_s else None
-                _fold(pp, ps, prow, srow, self.last_row_dt, dt, self.collector.cpus)
-                if pp is not None:
-                    for c, v in zip(self.process, pp):
-                        c[-1] = v
-                if ps is not None:
-                    for c, v in zip(self.system, ps):
-                        c[-1] = v
-                self.last_row_dt += dt
-            else:
-                if self.track_processes:
-                    for c, v in zip(self.process, prow):
-                        c.append(v)
-                    self.nrows_p += 1
-                if self.track_system:
-                    for c, v in zip(self.system, srow):
-                        c.append(v)
-                    self.nrows_s += 1
-                self.last_row_dt = dt
-            self.rows_changed.notify_all()
-
-    def take_sample(
-        self, in_thread: bool, may_fold: bool
-    ) -> Optional[Tuple[List[float], List[float]]]:
-        """One reading now; stores rows unless it is the baseline. The rows, or None."""
-        with self.sample_lock:
-            mono, wall = time.monotonic(), time.time()
-            dt = mono - self.last_sample_mono
-            own = None
-            if in_thread:
-                self.own = _own_thread_cpu()
-                self.cpu_seconds = time.thread_time()
-                own = self.own
-            try:
-                rows = self.collector.sample(mono, wall, own, self._own_memory_kib())
-            except Exception:  # never let a reading kill the sampler; count it
-                self.read_errors += 1
-                rows = None
-            self.last_sample_mono = mono
-            if rows is not None and not self.abandoned:
-                self._store(rows[0], rows[1], dt, may_fold)
-            if in_thread:
-                self.cpu_seconds = time.thread_time()
-            return rows
-
-    def run(self) -> None:
-        self.take_sample(True, False)  # baseline
-        deadline = self.start_mono
-        while True:
-            deadline = next_tick(self.start_mono, deadline, time.monotonic(), self.interval)
-            if self._sleep_until(deadline):
-                break
-            self.take_sample(True, False)
-        # a run stopped right after its baseline still gets its one row
-        if not self.abandoned and _core.takes_final(
-            time.monotonic() - self.last_sample_mono, self.rows() > 0
-        ):
-            self.take_sample(True, True)
-        with self.lock:
-            if not self.abandoned:
-                self.stop_wall = time.time()
-                self.state = "stopped"
-            self.rows_changed.notify_all()
-
-    def _sleep_until(self, deadline: float) -> bool:
-        """Sleeps until the monotonic deadline or a stop request (True then). Waits in slices
-        of at most a minute, and treats any error of a wait as a short pause: no timeout
-        value can overflow, and the loop cannot spin."""
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return self.wake.is_set()
-            try:
-                if self.wake.wait(min(left, 60.0)):
-                    return True
-            except (OverflowError, ValueError):  # pragma: no cover - defensive
-                time.sleep(0.01)
-
-    def request_stop(self) -> bool:
-        """Wakes the thread; True when there is a thread to join."""
-        with self.lock:
-            self.wake.set()
-            if self.state == "new":
-                self.state = "stopped"
-                self.stop_wall = time.time()
-            return self.thread is not None
-
-    def after_fork_in_child(self) -> None:
-        """In a forked child: no sampler thread; a running sampler reads as stopped."""
-        self._reinit_sync()
-        self.thread = None
-        if self.state == "running":
-            self.state = "stopped"
-            self.stop_wall = time.time()
-
-
-def _after_fork_in_child() -> None:
-    for engine in list(_ENGINES):
-        engine.after_fork_in_child()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
 class PsutilSampler:
-    """A sampler thread built on psutil: a ``sampling.Sampler``, as ``_core.Sampler`` is.
+    """The psutil reader on the C sampling engine: a ``sampling.Sampler``, as ``_core.Sampler``
+    is. The engine (``_core.ReaderSampler``, csrc/engine.c) owns the thread, the schedule, the
+    fold, the rows, the final reading and stop(); this class gives it the reader.
 
     Args:
         pid: root process of the workload.
@@ -787,152 +607,122 @@ class PsutilSampler:
         collector = _Collector(
             psutil, pid, bool(children), bool(track_processes), bool(track_system)
         )
-        self._engine = _Engine(
-            collector, float(interval), bool(track_processes), bool(track_system)
+        self._collector = collector
+        self._engine = _core.ReaderSampler(
+            collector.sample,
+            float(interval),
+            bool(track_processes),
+            bool(track_system),
+            float(collector.cpus),
+            float(_MACHINE_CPUS),
         )
-        _ENGINES.add(self._engine)
+        _close_readers_at_exit()
 
     def start(self) -> None:
-        """Starts the sampler thread (RuntimeError when it was started before)."""
-        e = self._engine
-        with e.lock:
-            if e.state != "new":
-                raise RuntimeError(
-                    "the tracker is already running; call stop() first"
-                    if e.state == "running"
-                    else "a stopped tracker cannot be restarted; create a new one"
-                )
-            e.start_wall, e.start_mono = time.time(), time.monotonic()
-            e.state = "running"
-            e.thread = threading.Thread(target=e.run, name="resource-tracker-psutil", daemon=True)
-        e.thread.start()
+        """Starts the engine thread (RuntimeError when it was started before)."""
+        self._engine.start()
 
     def stop(self) -> None:
         """Stops the thread after a last reading and joins it, waiting at most STOP_TIMEOUT
         seconds: a reading that hangs longer is left to end on its own (idempotent)."""
-        e = self._engine
-        thread = e.thread if e.request_stop() else None
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(STOP_TIMEOUT)
-            with e.lock:
-                if thread.is_alive() and e.state == "running":
-                    e.abandoned = True
-                    e.state = "stopped"
-                    e.stop_wall = time.time()
-                    e.rows_changed.notify_all()
+        self._engine.stop()
 
     def sample_now(self) -> Optional[Tuple[List[float], List[float]]]:
         """One reading in this thread: (process_row, system_row), or None for the baseline."""
-        e = self._engine
-        with e.lock:
-            if e.thread is not None or e.state == "stopped":
-                raise RuntimeError("sample_now() needs a sampler without a background thread")
-            if e.start_mono == 0:
-                e.start_wall, e.start_mono = time.time(), time.monotonic()
-        rows = e.take_sample(False, False)
-        return None if rows is None else (list(rows[0]), list(rows[1]))
+        rows: Optional[Tuple[List[float], List[float]]] = self._engine.sample_now()
+        return rows
 
     def wait(self, n: int, timeout: float) -> bool:
         """Waits up to timeout seconds until n rows are stored: True when there are."""
-        if n < 0 or not timeout >= 0:
-            raise ValueError("wait_for_samples needs n >= 0 and timeout >= 0")
-        e = self._engine
-        deadline = time.monotonic() + timeout
-        with e.lock:
-            while e.rows() < n and e.state == "running":
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                e.rows_changed.wait(min(left, 0.1))
-            return e.rows() >= n
+        return bool(self._engine.wait(n, timeout))
 
     def columns(self, table: str) -> List[bytes]:
         """One bytes object of float64 values per column of 'process' or 'system'."""
-        e = self._engine
-        if table not in ("process", "system"):
-            raise ValueError(f"table must be 'process' or 'system', got {table!r}")
-        with e.lock:
-            cols = e.process if table == "process" else e.system
-            return [c.tobytes() for c in cols]
+        cols: List[bytes] = self._engine.columns(table)
+        return cols
 
     def column_views(self, table: str) -> Optional[List[memoryview]]:
         """Read-only float64 views of the stored columns (no copy; the rows are final from
         then on), or None while the sampler is not stopped."""
-        e = self._engine
-        if table not in ("process", "system"):
-            raise ValueError(f"table must be 'process' or 'system', got {table!r}")
-        with e.lock:
-            if e.state != "stopped" or (e.thread is not None and e.thread.is_alive()):
-                return None
-            cols = e.process if table == "process" else e.system
-            return [memoryview(c).toreadonly() for c in cols]
+        views: Optional[List[memoryview]] = self._engine.column_views(table)
+        return views
 
     @property
     def state(self) -> str:
         """'new', 'running' or 'stopped'."""
-        return self._engine.state
+        return str(self._engine.state)
 
     @property
     def n_samples(self) -> int:
         """Rows stored so far."""
-        return self._engine.rows()
+        return int(self._engine.n_samples)
 
     @property
     def start_time(self) -> float:
         """Start, seconds since the epoch (0.0 before start)."""
-        return self._engine.start_wall
+        return float(self._engine.start_time)
 
     @property
     def stop_time(self) -> float:
         """Stop, seconds since the epoch (0.0 while running)."""
-        return self._engine.stop_wall
+        return float(self._engine.stop_time)
 
     @property
     def interval(self) -> float:
         """Seconds between samples."""
-        return self._engine.interval
+        return float(self._engine.interval)
 
     @property
     def cpu_seconds(self) -> float:
-        """CPU time of the sampler thread."""
-        return self._engine.cpu_seconds
+        """CPU time of the engine thread (its readings included)."""
+        return float(self._engine.cpu_seconds)
 
     @property
     def read_errors(self) -> float:
         """Readings that failed as a whole (and gave no row)."""
-        return self._engine.read_errors
+        return float(self._engine.read_errors)
+
+    @property
+    def rows_dropped(self) -> float:
+        """Rows lost because memory ran out (each later row tries again)."""
+        return float(self._engine.rows_dropped)
 
     @property
     def io_denied(self) -> float:
         """Reads of a member's I/O counters that were refused (another user's process)."""
-        return float(self._engine.collector.io_denied)
+        return float(self._collector.io_denied)
 
     @property
     def pss_denied(self) -> float:
         """Reads of a member's PSS (memory_full_info) that were refused."""
-        return float(self._engine.collector.pss_denied)
+        return float(self._collector.pss_denied)
 
     @property
     def tree_seen(self) -> float:
         """Readings that found a live process of the tracked tree."""
-        return float(self._engine.collector.tree_seen)
+        return float(self._collector.tree_seen)
 
     @property
     def tree_missed(self) -> float:
         """Readings that found no process of the tree while its root lived (hidden)."""
-        return float(self._engine.collector.tree_missed)
+        return float(self._collector.tree_missed)
 
-    # What the psutil sampler does not measure (the Sampler interface's counters): no row is
-    # ever dropped (rows are Python arrays), and psutil has no kernel high-water mark of a
-    # process's memory (0: unknown).
-    rows_dropped: float = 0.0
+    # psutil has no kernel high-water mark of a process's memory (0: unknown).
     memory_hwm: float = 0.0
 
-    def __del__(self) -> None:
-        engine = getattr(self, "_engine", None)
-        if engine is not None and engine.state == "running":
-            # no lock here: the collector may run in any thread, even one holding it
-            engine.wake.set()  # the thread takes its last reading and ends (it holds no wrapper)
+
+_gate_registered = False
+
+
+def _close_readers_at_exit() -> None:
+    """Registers ``_core.close_readers`` with atexit once: no engine thread calls Python while
+    the interpreter finalizes."""
+    global _gate_registered
+    if not _gate_registered:
+        import atexit
+
+        atexit.register(_core.close_readers)
+        _gate_registered = True
 
 
 if TYPE_CHECKING:  # mypy proves this sampler is what sampling.py says a sampler is

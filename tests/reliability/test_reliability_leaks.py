@@ -572,3 +572,75 @@ def test_reliability_every_entry_point_has_a_leak_test():
     missing = sorted(public - COVERED)
     print(f"leak tests cover {len(public & COVERED)} of {len(public)} entry points of _core")
     assert not missing, f"entry points of _core without a leak test: {missing}"
+
+
+def _row_reader(fail_every=0):
+    """A reader for _core.ReaderSampler: rows of ones after a baseline; every fail_every-th
+    reading raises."""
+    calls = [0]
+
+    def read(mono, wall, own_cpu, own_memory_kib):
+        calls[0] += 1
+        if calls[0] == 1:
+            return None
+        if fail_every and calls[0] % fail_every == 0:
+            raise OSError("a failing reading")
+        return [1.0] * len(_core.PROCESS_COLUMNS), [1.0] * len(_core.SYSTEM_COLUMNS)
+
+    return read
+
+
+@covers("ReaderSampler")
+def test_reliability_leak_reader_sampler():
+    """The psutil backend's engine: created and freed, readings in the caller (failing ones
+    too), its tables read, and started, stopped and freed (a thread each)."""
+    assert_no_leak("ReaderSampler() + free", lambda: _core.ReaderSampler(_row_reader(), 1.0), 2000)
+    failing = _core.ReaderSampler(_row_reader(fail_every=2), 1.0)
+    assert_no_leak("ReaderSampler.sample_now", failing.sample_now, 2000)
+    assert failing.read_errors > 0 and failing.n_samples > 0
+    assert_no_leak("ReaderSampler.columns", lambda: failing.columns("process"), 2000)
+
+    def run_once():
+        s = _core.ReaderSampler(_row_reader(fail_every=3), 0.001)
+        s.start()
+        assert s.wait(2, 10.0)
+        s.stop()
+        assert s.state == "stopped" and s.column_views("system") is not None
+        assert s.n_samples >= 2 and s.interval == 0.001 and s.cpu_seconds >= 0
+        assert s.start_time <= s.stop_time and s.samples_taken >= 3 and s.rows_dropped == 0
+
+    assert_no_leak("ReaderSampler start/stop + free", run_once, 50)
+
+
+_CLOSE_READERS = r"""
+import os, sys, time
+sys.path.insert(0, sys.argv[1])
+from reliability_helpers import assert_no_leak
+from resource_tracker import _core
+
+assert_no_leak("close_readers", _core.close_readers, 2000)
+calls = []
+def read(mono, wall, own_cpu, own_memory_kib):
+    calls.append(mono)
+s = _core.ReaderSampler(read, 0.001)
+s.start()
+while s.samples_taken < 3:  # readings go on; each fails at the closed gate
+    time.sleep(0.001)
+s.stop()
+print(len(calls), s.n_samples, s.read_errors > 0)
+"""
+
+
+@covers("close_readers")
+def test_reliability_leak_close_readers():
+    """close_readers() closes the gate for good (in a process of its own): nothing leaks, and
+    no engine thread calls Python after it (its readings fail and are counted)."""
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    proc = subprocess.run(
+        [sys.executable, "-c", _CLOSE_READERS, here], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "0 0 True", proc.stdout
