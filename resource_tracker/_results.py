@@ -31,6 +31,7 @@ from ._code import CodeResults
 
 if TYPE_CHECKING:
     from ._background import Job
+    from ._stored import DecodedRun
     from .results_types import DataQuality, Resources, RunStats, ServerRecord
     from .sampler_protocol import Sampler
     from .summary import RunSummary
@@ -418,9 +419,31 @@ class TrackerResults(CodeResults):
         renders the step's page again.
         """
         from ._stored import from_snapshot
+
+        return cls._wrap(from_snapshot(snapshot))
+
+    @classmethod
+    def _wrap(cls: type[_R], run: DecodedRun) -> _R:
+        """A stopped tracker around the run data of a snapshot (``_stored.DecodedRun``)."""
         from .summary import stored_summary
 
-        return from_snapshot(cls, snapshot, stored_summary)
+        tracker = cls.__new__(cls)
+        for key, value in run.fields.items():
+            setattr(tracker, key, value)
+        tracker.discover_server = tracker.discover_cloud = False
+        tracker._settings_stored = run.settings
+        tracker.extra = run.extra
+        tracker._server_info = run.server_info
+        tracker._cloud_info = run.cloud_info
+        tracker._cloud_job = None
+        tracker._autostarted = False
+        tracker._cgroup_stored = run.cgroup_metrics
+        tracker._hwm_stored = run.memory_hwm
+        tracker._tree_source_stored = run.tree_source
+        tracker._code_stored = run.code_record
+        tracker._summary = stored_summary(run.summary)
+        tracker._sampler = run.sampler
+        return tracker
 
     def dumps(self) -> str:
         """The snapshot as compact JSON text (columns as base64 float64: lossless).
@@ -435,9 +458,8 @@ class TrackerResults(CodeResults):
     def loads(cls: type[_R], text: Union[str, bytes]) -> _R:
         """A stopped tracker from dumps() text (str or bytes)."""
         from ._stored import loads
-        from .summary import stored_summary
 
-        return loads(cls, text, stored_summary)
+        return loads(text, cls._wrap)
 
     def export_report(self) -> Optional[Dict[str, Any]]:
         """What the export did (None without export): per target the points sent, failed

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from array import array
-from typing import Any, Callable, Dict, List, Mapping, NoReturn, Sequence, Type, TypeVar, Union
+from typing import Any, Callable, Dict, List, Mapping, NoReturn, Sequence, TypeVar, Union
 
 from . import _core, _gpu_series
 from ._identity import MAX_INTERVAL, MAX_PID, SNAPSHOT_FORMAT, SNAPSHOT_VERSION
@@ -20,10 +20,9 @@ from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
 from .sampling import StoredRun as _StoredRun
 from .tiny_data_frame import TinyDataFrame
 
-_R = TypeVar("_R", bound=TrackedRun)
+_T = TypeVar("_T")
 #: Decodes a snapshot's ``summary`` entry (the summary module's stored_summary, a layer up:
 #: the facade passes it in).
-SummaryDecoder = Callable[[Any], Any]
 
 
 def snapshot(tracker: TrackedRun) -> Dict[str, Any]:
@@ -107,57 +106,75 @@ def snapshot_metadata(tracker: TrackedRun) -> Dict[str, Any]:
 _STORED_SETTINGS = ("autostart", "discover_server", "discover_cloud")
 
 
-def from_snapshot(cls: Type[_R], snapshot: Mapping[str, Any], decode_summary: SummaryDecoder) -> _R:
-    """A stopped tracker holding the data of snapshot() (report, stats, ... all work).
+#: The fields a stored run keeps as they were (the tracker's settings of that run).
+_RUN_FIELDS = (
+    "pid",
+    "children",
+    "interval",
+    "method",
+    "command",
+    "label",
+    "job",
+    "track_processes",
+    "track_system",
+)
 
-    Also takes the ``tracker`` entry of the Metaflow artifact (a snapshot whose tables
-    are the artifact's TinyDataFrames): ``from_snapshot(data["tracker"]).report()``
-    renders the step's page again.
-    """
+
+class DecodedRun:
+    """A run read back from a snapshot: its settings, its figures and its samples (a
+    ``StoredRun``). Run data, not a tracker: the facade wraps it
+    (``ResourceTracker.from_snapshot``/``loads``); ``summary`` is the stored summary's dict,
+    decoded by the analysis layer."""
+
+    __slots__ = (
+        "fields",
+        "settings",
+        "extra",
+        "server_info",
+        "cloud_info",
+        "cgroup_metrics",
+        "memory_hwm",
+        "tree_source",
+        "code_record",
+        "summary",
+        "sampler",
+    )
+
+    def __init__(self, snapshot: Mapping[str, Any]) -> None:
+        self.fields: Dict[str, Any] = {key: snapshot.get(key) for key in _RUN_FIELDS}
+        meta = snapshot.get("metadata")
+        self.settings: Dict[str, Any] = {  # the run's own (a loaded run discovers nothing)
+            key: meta[key] for key in _STORED_SETTINGS if isinstance(meta, dict) and key in meta
+        }
+        self.extra: Dict[str, Any] = dict(snapshot.get("extra") or {})
+        self.server_info: Any = snapshot.get("server_info")
+        self.cloud_info: Any = snapshot.get("cloud_info")
+        self.cgroup_metrics: Any = snapshot.get("cgroup_metrics")
+        self.memory_hwm: Any = snapshot.get("memory_hwm")
+        self.tree_source: Any = snapshot.get("tree_source")
+        self.code_record: Any = _stored_code_record(snapshot.get("code_profile"))
+        self.summary: Any = snapshot.get("summary")
+        process = _stored_table(snapshot.get("process_metrics"), PROCESS_COLUMNS)
+        system = _stored_table(snapshot.get("system_metrics"), SYSTEM_COLUMNS)
+        self.sampler = _StoredRun(
+            process,
+            system,
+            snapshot.get("start_time") or 0.0,
+            snapshot.get("stop_time") or 0.0,
+            self.fields["interval"],
+            _stored_quality(snapshot.get("data_quality")),
+        )
+        self.sampler.gpus = _gpu_series.stored(snapshot.get("gpu_devices"), len(system))
+
+
+def from_snapshot(snapshot: Mapping[str, Any]) -> DecodedRun:
+    """The run data of snapshot() (or of the ``tracker`` entry of the Metaflow artifact: a
+    snapshot whose tables are the artifact's TinyDataFrames), checked."""
     if isinstance(snapshot, dict) and "format" not in snapshot and "metadata" in snapshot:
         snapshot = from_original(snapshot)  # written by the original package (0.4/0.5)
     _check_format(snapshot)
     _validate_snapshot(snapshot)
-    tracker = cls.__new__(cls)
-    for key in (
-        "pid",
-        "children",
-        "interval",
-        "method",
-        "command",
-        "label",
-        "job",
-        "track_processes",
-        "track_system",
-    ):
-        setattr(tracker, key, snapshot.get(key))
-    tracker.discover_server = tracker.discover_cloud = False
-    meta = snapshot.get("metadata")
-    tracker._settings_stored = {  # the run's own settings (a loaded run discovers nothing)
-        key: meta[key] for key in _STORED_SETTINGS if isinstance(meta, dict) and key in meta
-    }
-    tracker.extra = dict(snapshot.get("extra") or {})
-    tracker._server_info = snapshot.get("server_info")
-    tracker._cloud_info = snapshot.get("cloud_info")
-    tracker._cloud_job = None
-    tracker._autostarted = False
-    tracker._cgroup_stored = snapshot.get("cgroup_metrics")
-    tracker._hwm_stored = snapshot.get("memory_hwm")
-    tracker._tree_source_stored = snapshot.get("tree_source")
-    tracker._code_stored = _stored_code_record(snapshot.get("code_profile"))
-    tracker._summary = decode_summary(snapshot.get("summary"))
-    process = _stored_table(snapshot.get("process_metrics"), PROCESS_COLUMNS)
-    system = _stored_table(snapshot.get("system_metrics"), SYSTEM_COLUMNS)
-    tracker._sampler = _StoredRun(
-        process,
-        system,
-        snapshot.get("start_time") or 0.0,
-        snapshot.get("stop_time") or 0.0,
-        tracker.interval,
-        _stored_quality(snapshot.get("data_quality")),
-    )
-    tracker._sampler.gpus = _gpu_series.stored(snapshot.get("gpu_devices"), len(system))
-    return tracker
+    return DecodedRun(snapshot)
 
 
 def from_original(original: Mapping[str, Any]) -> Dict[str, Any]:
@@ -251,8 +268,8 @@ def dumps(tracker: TrackedRun) -> str:
     return _core.float64_text(pieces)
 
 
-def loads(cls: Type[_R], text: Union[str, bytes], decode_summary: SummaryDecoder) -> _R:
-    """A stopped tracker from dumps() text (str or bytes; a UTF-8 BOM is allowed).
+def loads(text: Union[str, bytes], wrap: Callable[[DecodedRun], _T]) -> _T:
+    """What ``wrap`` makes of the run of dumps() text (str or bytes; a UTF-8 BOM is allowed).
 
     ValueError, and only ValueError, for anything else: text over the size limit
     (snapshot_limit()), invalid JSON, NaN or an infinity, an integer beyond 2**64, a field of
@@ -263,7 +280,7 @@ def loads(cls: Type[_R], text: Union[str, bytes], decode_summary: SummaryDecoder
             for key, _ in _TABLE_KEYS:
                 if isinstance(snapshot.get(key), dict):
                     snapshot[key] = _decode_columns(snapshot[key], consume=True)
-        return from_snapshot(cls, snapshot, decode_summary)
+        return wrap(from_snapshot(snapshot))
     except (KeyError, TypeError, AttributeError, RecursionError, OverflowError) as exc:
         raise ValueError(f"not a resource-tracker snapshot: damaged ({exc!r:.200})") from None
 
