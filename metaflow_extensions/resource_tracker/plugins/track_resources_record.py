@@ -7,7 +7,8 @@ still learns from it, @track_resources keeps a small JSON record beside the task
 disk, S3, Azure or GCS alike). It holds what tuning needs (``resource_tracker.tuning.
 run_record``: peak memory so far, CPU p90, what the attempt asked and the cgroup limits it
 got, OOM kills and throttling) and is written when the attempt starts, again whenever the
-memory peak grew by a tenth or the kernel counted an OOM kill or throttling, at least every
+memory peak grew by a tenth or the kernel counted an OOM kill or throttling (checked every
+``RESOURCE_TRACKER_RECORD_CHECK_S`` seconds, 2 by default), at least every
 :data:`HEARTBEAT_S` seconds, and a last time, ``final``, when the step ends (failed or
 not). A record that is not final belongs to an attempt that was killed.
 
@@ -21,12 +22,19 @@ import threading
 import time
 
 RECORD_NAME = "resource_tracker_record"
-#: Seconds between two checks of the figures.
-CHECK_S = 2.0
+#: The setting holding the seconds between two checks of the figures (default 2).
+CHECK_SETTING = "RESOURCE_TRACKER_RECORD_CHECK_S"
 #: A record is written at least this often while the step runs.
 HEARTBEAT_S = 60.0
 #: A peak this much higher (share) than the recorded one is written at once.
 PEAK_GROWTH = 0.1
+
+
+def check_seconds():
+    """Seconds between two checks of the figures (the setting, read when a writer starts)."""
+    from resource_tracker import settings
+
+    return settings.get(CHECK_SETTING)
 
 
 def machine_cores(tracker):
@@ -57,6 +65,7 @@ class RecordWriter:
         self.extra = dict(extra or {})
         self.writes = 0
         self.errors = []
+        self.check_s = check_seconds()
         self._written_peak = None
         self._written_kills = None
         self._written_at = 0.0
@@ -73,7 +82,7 @@ class RecordWriter:
         return self
 
     def _loop(self):
-        while not self._stop.wait(CHECK_S):
+        while not self._stop.wait(self.check_s):
             try:
                 record = current_record(self.tracker, self.asked, "running")
             except Exception as exc:
