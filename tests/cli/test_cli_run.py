@@ -27,6 +27,7 @@ from cli_helpers import (
     run_cli,
     script,
     summary_figures,
+    wait_for_child,
     wait_for_file,
     wait_pid,
 )
@@ -173,7 +174,7 @@ def test_run_sigterm_kills_a_command_without_handler(tmp_path):
         stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        time.sleep(1.0)
+        assert wait_for_child(proc.pid, "sleep"), "the command never started"
         start = time.monotonic()
         proc.terminate()
         _, err = proc.communicate(timeout=30)
