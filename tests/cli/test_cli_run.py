@@ -47,6 +47,7 @@ def test_run_burning_one_core_with_200_mib_reports_the_workload(tmp_path):
     result = run_cli(
         "run", "--interval", "0.2", "--output", str(out), "--format", "json,csv,html",
         "--", *script(BURN), "200", "2", str(truth_file),
+        timeout=600,  # 2 s of CPU: a minute of wall time beside 8 busy loops and more
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
