@@ -187,13 +187,14 @@ def pytest_sessionstart(session):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """Nothing a test does may write into the working tree: a file new or changed since the
-    session started fails the run, named (a test's output belongs in its tmp_path)."""
+    """Nothing a test does may write into the working tree: a file new, changed or removed
+    since the session started fails the run, named (a test's output belongs in its tmp_path)."""
     before = getattr(session.config, "_rt_tree", None)
     if before is None:
         return
     after = _tree_state()
     written = sorted(p for p, st in after.items() if before.get(p) != st)
+    written += sorted(f"{p} (removed)" for p in before.keys() - after.keys())
     if written:
         sys.stderr.write(
             "\nthe test run wrote into the working tree (write into tmp_path instead):\n  "

@@ -18,6 +18,26 @@ class LoopbackHTTPServer(ThreadingHTTPServer):
     def __init__(self, handler):
         super().__init__(("127.0.0.1", 0), handler)
         self._thread = threading.Thread(target=self.serve_forever, args=(0.02,), daemon=True)
+        self._handlers = []
+        self._handlers_lock = threading.Lock()
+
+    def process_request(self, request, client_address):
+        """Serves one connection in a thread of its own, kept until :meth:`settle` joins it."""
+        thread = threading.Thread(
+            target=self.process_request_thread, args=(request, client_address), daemon=True
+        )
+        with self._handlers_lock:
+            self._handlers = [t for t in self._handlers if t.is_alive()] + [thread]
+        thread.start()
+
+    def settle(self, timeout=60.0):
+        """Returns once the threads serving the connections accepted so far have ended (their
+        sockets closed): a client that got its answers sees the server at rest, however
+        slowly a busy machine runs the handlers' last steps."""
+        with self._handlers_lock:
+            handlers, self._handlers = self._handlers, []
+        for thread in handlers:
+            thread.join(timeout)
 
     @property
     def url(self):

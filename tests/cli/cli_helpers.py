@@ -201,3 +201,23 @@ def pty_run(argv):
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.execv(argv[0], argv)
     return pid, fd
+
+
+def wait_for_child(pid, name, timeout=120.0):
+    """The pid of `pid`'s child running `name` (its comm), once it runs (the parent, a
+    supervisor, is then past its set-up: a busy machine takes seconds to start Python),
+    or None after timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    comm, rest = f.read().rsplit(")", 1)
+            except OSError:
+                continue
+            if int(rest.split()[1]) == pid and comm.split("(", 1)[1] == name:
+                return int(entry)
+        time.sleep(0.02)
+    return None

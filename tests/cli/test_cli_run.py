@@ -27,6 +27,7 @@ from cli_helpers import (
     run_cli,
     script,
     summary_figures,
+    wait_for_child,
     wait_for_file,
     wait_pid,
 )
@@ -46,6 +47,7 @@ def test_run_burning_one_core_with_200_mib_reports_the_workload(tmp_path):
     result = run_cli(
         "run", "--interval", "0.2", "--output", str(out), "--format", "json,csv,html",
         "--", *script(BURN), "200", "2", str(truth_file),
+        timeout=600,  # 2 s of CPU: a minute of wall time beside 8 busy loops and more
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
@@ -173,7 +175,7 @@ def test_run_sigterm_kills_a_command_without_handler(tmp_path):
         stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        time.sleep(1.0)
+        assert wait_for_child(proc.pid, "sleep"), "the command never started"
         start = time.monotonic()
         proc.terminate()
         _, err = proc.communicate(timeout=30)

@@ -88,13 +88,17 @@ def test_two_busy_children_read_two_cores_and_two_children(backend):
     assert sum(middle) / len(middle) == pytest.approx(got, abs=0.25)
 
 
-def test_descendants_at_any_depth_are_counted(backend):
+def test_descendants_at_any_depth_are_counted(backend, tmp_path):
+    """A child and a grandchild: the grandchild says when it runs and lives until the test
+    has seen a few samples of it (however slowly a busy machine starts Pythons)."""
+    up, end = str(tmp_path / "up"), str(tmp_path / "end")
     w = Workload(
-        """
+        f"""
         import subprocess
-        leaf = "import time; time.sleep(3)"
+        leaf = ("import os, time; open({up!r}, 'w').close()\\n"
+                "while not os.path.exists({end!r}): time.sleep(0.02)")
         mid = ("import subprocess, sys; "
-               f"subprocess.Popen([sys.executable, '-c', {leaf!r}]).wait()")
+               f"subprocess.Popen([sys.executable, '-c', {{leaf!r}}]).wait()")
         top = subprocess.Popen([sys.executable, "-c", mid])
         report(started=True)
         top.wait()
@@ -104,10 +108,16 @@ def test_descendants_at_any_depth_are_counted(backend):
     try:
         w.go()
         w.read_report()
-        assert tracker.wait_for_samples(8, timeout=10)
+        deadline = time.monotonic() + 120
+        while not os.path.exists(up) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert os.path.exists(up), "the grandchild never ran"
+        assert tracker.wait_for_samples(tracker.n_samples + 3, timeout=60)
         children = max(tracker.process_metrics["children"])
+        open(end, "w").close()
         w.finish()
     finally:
+        open(end, "w").close()
         tracker.stop()
         w.kill()
     assert children == 2  # the child and the grandchild, found by parent-id scan

@@ -115,7 +115,7 @@ def test_garbage_collecting_a_running_tracker_stops_its_thread():
         threads = lambda: len(os.listdir("/proc/self/task"))
         before = threads()
         t = ResourceTracker(interval=0.01, discover_cloud=False, discover_server=False)
-        time.sleep(0.05)
+        t.wait_for_samples(2, timeout=60)  # past its start: the start's helper job done
         during = threads()
         del t
         gc.collect()

@@ -63,8 +63,10 @@ def flow_command(flow_file, *args):
     return [sys.executable, flow_file, "--no-pylint", "run", *args]
 
 
-def run_flow(root, flow_file, *args, env=None, timeout=240, preexec_fn=None):
-    """Run a flow to completion; the CompletedProcess (stdout+stderr in .stdout).
+def run_flow(root, flow_file, *args, env=None, timeout=900, preexec_fn=None):
+    """Run a flow to completion; the CompletedProcess (stdout+stderr in .stdout). The timeout
+    is a guard against a hang only: a busy machine (a shared CI runner, load 10 and more on
+    2 cores) takes minutes to run a flow's steps.
     ``preexec_fn``: run in the flow's process before it starts (e.g. to enter a cgroup)."""
     os.makedirs(str(root), exist_ok=True)
     return subprocess.run(

@@ -50,7 +50,8 @@ time.sleep(0.5)
 
 
 def _flow_runs(root, name, ask, mibs, truth, errors):
-    env = {"MF_DASH_FLOW": name, "MF_DASH_ASK": ask, "MF_DASH_TRUTH": truth}
+    env = {"MF_DASH_FLOW": name, "MF_DASH_ASK": ask, "MF_DASH_TRUTH": truth,
+           "RESOURCE_TRACKER_RECORD_CHECK_S": "0.05"}  # fmt: skip
     for i, mib in enumerate(mibs):
         fail = name == "DashSteadyFlow" and i == FAILED_RUN
         die = name == "DashGrowFlow" and i == KILLED_RUN

@@ -518,16 +518,18 @@ def test_reliability_leak_cloud(tmp_path):
 
         def ok():
             assert _core.discover_cloud(gcp, server.url, 1.0)["vendor"] == "gcp"
+            server.settle()  # the handler threads' sockets and threads are the server's
             server.requests.clear()
 
-        assert_no_leak("discover_cloud(gcp mock)", ok, 100, tolerance={"fds": 2})
+        assert_no_leak("discover_cloud(gcp mock)", ok, 100)
     with MetadataServer("gcp", behaviour="garbage") as server:
 
         def garbage():
             _core.discover_cloud(gcp, server.url, 1.0)
+            server.settle()
             server.requests.clear()
 
-        assert_no_leak("discover_cloud(garbage)", garbage, 100, tolerance={"fds": 2})
+        assert_no_leak("discover_cloud(garbage)", garbage, 100)
     assert_no_leak(
         "discover_cloud(refused)",
         lambda: _core.discover_cloud(gcp, "http://127.0.0.1:9", 1.0),

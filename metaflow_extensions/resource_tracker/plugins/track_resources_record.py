@@ -7,7 +7,8 @@ still learns from it, @track_resources keeps a small JSON record beside the task
 disk, S3, Azure or GCS alike). It holds what tuning needs (``resource_tracker.tuning.
 run_record``: peak memory so far, CPU p90, what the attempt asked and the cgroup limits it
 got, OOM kills and throttling) and is written when the attempt starts, again whenever the
-memory peak grew by a tenth or the kernel counted an OOM kill or throttling, at least every
+memory peak grew by a tenth or the kernel counted an OOM kill or throttling (checked every
+``RESOURCE_TRACKER_RECORD_CHECK_S`` seconds, 2 by default), at least every
 :data:`HEARTBEAT_S` seconds, and a last time, ``final``, when the step ends (failed or
 not). A record that is not final belongs to an attempt that was killed.
 
@@ -32,12 +33,19 @@ if TYPE_CHECKING:
 Record = Dict[str, Any]
 
 RECORD_NAME = "resource_tracker_record"
-#: Seconds between two checks of the figures.
-CHECK_S = 2.0
+#: The setting holding the seconds between two checks of the figures (default 2).
+CHECK_SETTING = "RESOURCE_TRACKER_RECORD_CHECK_S"
 #: A record is written at least this often while the step runs.
 HEARTBEAT_S = 60.0
 #: A peak this much higher (share) than the recorded one is written at once.
 PEAK_GROWTH = 0.1
+
+
+def check_seconds() -> float:
+    """Seconds between two checks of the figures (the setting, read when a writer starts)."""
+    from resource_tracker import settings
+
+    return float(settings.get(CHECK_SETTING))
 
 
 def machine_cores(tracker: Optional[ResourceTracker]) -> Optional[float]:
@@ -76,6 +84,7 @@ class RecordWriter:
         self.extra = dict(extra or {})
         self.writes = 0
         self.errors: List[str] = []
+        self.check_s = check_seconds()
         self._written_peak: Optional[float] = None
         self._written_kills: Optional[Tuple[Any, bool]] = None
         self._written_at = 0.0
@@ -92,7 +101,7 @@ class RecordWriter:
         return self
 
     def _loop(self) -> None:
-        while not self._stop.wait(CHECK_S):
+        while not self._stop.wait(self.check_s):
             try:
                 record = current_record(self.tracker, self.asked, "running")
             except Exception as exc:

@@ -6,8 +6,11 @@ MF_DASH_ASK is the step's @resources(memory=...) in MiB, cpu=1. `--fail True` ra
 holding (a failed run), `--die True` SIGKILLs the task (a killed run: its tuning record
 never becomes final). When MF_DASH_TRUTH names a
 file, the step appends its ground truth to it (one JSON line: the run id, the MiB held, the
-task process's own peak RSS, VmHWM)."""
+task process's own peak RSS, VmHWM). A killed run waits until its tuning record in the
+local datastore holds what it held (the test sets RESOURCE_TRACKER_RECORD_CHECK_S short), then
+kills itself: a condition, not a sleep past the record's check period."""
 
+import glob
 import json
 import os
 import signal
@@ -25,6 +28,29 @@ def hold(mib, seconds):
         block[i] = 1
     time.sleep(seconds)
     del block
+
+
+def record_peak_mib():
+    """The memory peak in this attempt's tuning record in the local datastore (0 before)."""
+    root = os.environ["METAFLOW_DATASTORE_SYSROOT_LOCAL"]
+    name = f"{current.retry_count}.resource_tracker_record.json"
+    pattern = os.path.join(root, "**", current.flow_name, current.run_id, current.step_name,
+                           current.task_id, name)  # fmt: skip
+    for path in glob.glob(pattern, recursive=True):
+        try:
+            with open(path) as f:
+                return json.load(f).get("memory_peak_mib") or 0.0
+        except ValueError:  # caught between the datastore's write and its rename
+            return 0.0
+    return 0.0
+
+
+def wait_for_the_record(mib, timeout=120.0):
+    """Returns once the record holds a peak of at least mib MiB (or after timeout: the test
+    then finds the killed run without its peak and fails)."""
+    deadline = time.monotonic() + timeout
+    while record_peak_mib() < mib and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def own_hwm_mib():
@@ -58,8 +84,8 @@ class _DashFlow(FlowSpec):
                 f.write(json.dumps(line) + "\n")
         if self.fail:
             raise RuntimeError("failed on purpose (the test's failed run)")
-        if self.die:  # once the tuning record holds the peak (checked every 2 s), as OOM would
-            time.sleep(2.4)
+        if self.die:  # once the tuning record holds the peak, as the OOM killer would
+            wait_for_the_record(self.mib)
             os.kill(os.getpid(), signal.SIGKILL)
         self.next(self.end)
 
