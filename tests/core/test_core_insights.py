@@ -128,7 +128,7 @@ report(release=release, switch=switch, rss=rss_kib(),
        rate1=(cpu1 - cpu0) / (release - began), rate2=(cpu2 - cpu1) / (end - release))
 """
 #: samples the tracker takes in each phase of PHASED before the test moves it on
-PHASE_SAMPLES = 8
+PHASE_SAMPLES = 12
 
 
 def _tracked_truth(body, interval):
