@@ -21,6 +21,14 @@ does. No check waits for any of these ages.
 frames_check.c (csrc/frame_table.c): the code profile's frame table: interning, the bound
 (refused and counted, nothing changed), and a simulated day at 1 s (86,400 ticks of four
 running threads in a loop) within 8 MiB.
+
+cgroup_check.c (csrc/cgroup_tree.c, cgroup_parse.c, procfs_parse.c, textbuf.c,
+proc_tree.c, fd_budget.c): the re-read age of the cgroup source, on an injected clock
+(cgroup_tree_sample takes the tick's time), over a real tree in a v2 cgroup laid out in a
+temporary directory: a stranger written into a child cgroup's cgroup.procs is not seen
+before CGROUP_PROCS_MAX_AGE (t0 + 4.9) and is after (t0 + 5.1), ending the source and named
+in its note; with the tree's own pids.current unchanged, and with a child cgroup made after
+the first reading (found again only every CGROUP_PROCS_MAX_AGE).
 """
 
 from __future__ import annotations
@@ -44,6 +52,14 @@ CHECKS = {
     ],
     "tree_check": ["csrc/proc_tree.c", "csrc/fd_budget.c", "csrc/procfs_parse.c", "csrc/textbuf.c"],
     "frames_check": ["csrc/frame_table.c"],
+    "cgroup_check": [
+        "csrc/cgroup_tree.c",
+        "csrc/cgroup_parse.c",
+        "csrc/procfs_parse.c",
+        "csrc/textbuf.c",
+        "csrc/proc_tree.c",
+        "csrc/fd_budget.c",
+    ],
 }
 
 
@@ -95,3 +111,10 @@ def test_pss_round_schedule_in_c_on_an_injected_clock(tmp_path):
 def test_frame_table_holds_a_day_at_one_second_within_8_mib(tmp_path):
     """Replaces a 24 h run: 86,400 ticks x 4 threads in a loop, no sample refused."""
     assert _run_check("frames_check", tmp_path) > 86400 * 4  # every sample checked
+
+
+@pytest.mark.skipif(_compiler() is None, reason="needs a C compiler")
+def test_cgroup_procs_read_again_by_age_in_c_on_an_injected_clock(tmp_path):
+    """Replaces waiting 5.1 s of real time for CGROUP_PROCS_MAX_AGE: the ticks before it pass
+    a stranger by, the first after it reads it."""
+    assert _run_check("cgroup_check", tmp_path) > 30  # every tick checked
