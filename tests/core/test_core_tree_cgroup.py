@@ -383,7 +383,9 @@ def test_fake_v2_member_list_read_when_the_task_count_moves(tmp_path, real_tree)
 
 def test_fake_v2_child_cgroups_are_read_too(tmp_path, real_tree):
     """The cgroup's counters include its child cgroups': their cgroup.procs are read too. A
-    member in a child cgroup is counted; a stranger there ends the cgroup source."""
+    member in a child cgroup is counted; a stranger there ends the cgroup source. (A child
+    cgroup made later is found at the next rescan, every CGROUP_PROCS_MAX_AGE: checked on an
+    injected clock by tests/core/c/cgroup_check.c.)"""
     d = str(tmp_path / "job")
     kids = _children(real_tree.pid)
     _v2_files(d, real_tree, 5.0, 100, 0)
@@ -398,8 +400,8 @@ def test_fake_v2_child_cgroups_are_read_too(tmp_path, real_tree):
     try:
         p = _row(s)
         assert p["children"] == 2 and s.tree_source()["source"] == "cgroup"
-        _write(os.path.join(d, "sub", "deeper", "cgroup.procs"), f"{stranger.pid}\n")
-        time.sleep(5.1)  # every cgroup below is found again at least every 5 s
+        _write(os.path.join(d, "sub", "cgroup.procs"), f"{kids[1]}\n{stranger.pid}\n")
+        subprocess.run(["true"], check=True)  # a task created: the cgroup.procs are read again
         _row(s)
     finally:
         stranger.kill()
