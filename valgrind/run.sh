@@ -28,8 +28,11 @@ for tool in ${VALGRIND_TOOLS:-memcheck helgrind}; do
     opts="--history-level=approx"
   fi
   start=$(date +%s)
-  # --trace-children=no: the workloads the tests start run natively
-  valgrind --tool=$tool $opts --suppressions="$SUPP" --error-exitcode=99 --num-callers=30 \
+  # --trace-children=no: the workloads the tests start run natively. --fair-sched=yes: valgrind
+  # runs one thread at a time; without a fair hand-over a thread spinning in Python takes the
+  # GIL back again and again and the others starve (a test took 1.7 s or 50 s, by chance)
+  valgrind --tool=$tool $opts --fair-sched=yes --suppressions="$SUPP" --error-exitcode=99 \
+    --num-callers=30 \
     --log-file="$log" "$PY" -m pytest -p no:cacheprovider -q -m valgrind $TESTS
   rc=$?
   errors=$(grep -E "ERROR SUMMARY" "$log" | tail -1)
