@@ -592,6 +592,7 @@ def _row_reader(fail_every=0):
     return read
 
 
+@pytest.mark.valgrind
 @covers("ReaderSampler")
 def test_reliability_leak_reader_sampler():
     """The psutil backend's engine: created and freed, readings in the caller (failing ones
