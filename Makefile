@@ -82,10 +82,10 @@ $(STAMPS)/deps-test.stamp: pyproject.toml setup.py | $(PY)
 	$(PIP_QUIET) $(PY) -m pip install -q -e '.[test]'
 	@touch $@ $(STAMPS)/deps.stamp
 
-lint: deps-test build  ## clang-format check of csrc/, ruff check and format check of Python, mypy --strict on the public API, stubtest of _core.pyi against the built extension, no Python function over 60 lines; no outside folder
+lint: deps-test build  ## clang-format check of csrc/ and the C checks of tests/, ruff check and format check of Python, mypy --strict on the whole package and metaflow_extensions, import layering (tools/check_imports.py), stubtest of _core.pyi against the built extension, no Python function over 60 lines; no outside folder
 	@if git grep -n -e '\.\.[/]shared' -- . ; then \
 	  echo "lint: the files above name the shared folder beside the repository: a clone alone must build and test; put fixtures in tests/data/" >&2; exit 1; fi
-	clang-format --dry-run --Werror csrc/*.c csrc/*.h
+	clang-format --dry-run --Werror csrc/*.c csrc/*.h tests/core/c/*.c fuzz/*.c
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy  # the modules and rules: [tool.mypy] in pyproject.toml
@@ -94,7 +94,7 @@ lint: deps-test build  ## clang-format check of csrc/, ruff check and format che
 	$(PY) tools/check_imports.py  # no import cycle, no import up a layer (docs/architecture.md)
 
 format: deps-test  ## rewrite C and Python in the project style
-	clang-format -i csrc/*.c csrc/*.h
+	clang-format -i csrc/*.c csrc/*.h tests/core/c/*.c fuzz/*.c
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
 
