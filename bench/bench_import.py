@@ -128,7 +128,11 @@ def main():
     parser.add_argument("--run-seconds", type=float, default=3.0, help="the tracked run's length")
     parser.add_argument("--json", help="also write the medians to this file")
     args = parser.parse_args()
-    results = measure(args.baseline_python, args.repeat, args.run_seconds)
+    results = measure(
+        os.path.abspath(args.baseline_python),  # its runs start in /tmp
+        args.repeat,
+        args.run_seconds,
+    )
     print(f"import and a short run (median of {args.repeat} fresh interpreters each)")
     print(table(results))
     if args.json:
