@@ -24,7 +24,9 @@ double
 engine_clock(clockid_t clock)
 {
     struct timespec ts;
-    clock_gettime(clock, &ts);
+
+    if (clock_gettime(clock, &ts) != 0)
+        return 0.0;
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
@@ -187,17 +189,6 @@ engine_new(const EngineSource *source, const EngineConfig *cfg)
     return engine;
 }
 
-/* The CPU seconds the calling thread has used. */
-static double
-thread_seconds(void)
-{
-    struct timespec ts;
-
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-        return 0.0;
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Appends a row to each tracked table (they stay aligned): 0, or -1 out of memory. */
 static int
 append_rows(Engine *engine, const double *prow, const double *srow)
@@ -278,7 +269,7 @@ take_sample(Engine *engine, int in_thread, int may_fold, double *prow, double *s
     int filled;
 
     pthread_mutex_lock(&engine->sync->lock);
-    own.cpu_s = in_thread ? thread_seconds() : -1.0;
+    own.cpu_s = in_thread ? engine_clock(CLOCK_THREAD_CPUTIME_ID) : -1.0;
     own.memory_kib =
         (double)(table_bytes_used(&engine->process) + table_bytes_used(&engine->system)) / 1024.0;
     pthread_mutex_unlock(&engine->sync->lock);
@@ -286,7 +277,7 @@ take_sample(Engine *engine, int in_thread, int may_fold, double *prow, double *s
     engine->last_sample_mono = mono;
     pthread_mutex_lock(&engine->sync->lock);
     if (in_thread)
-        engine->cpu_seconds = thread_seconds();
+        engine->cpu_seconds = engine_clock(CLOCK_THREAD_CPUTIME_ID);
     engine->samples_taken++;
     if (filled < 0)
         engine->read_errors++;

@@ -72,7 +72,8 @@ typedef struct EngineSync {
 EngineSync *engine_sync_new(void);
 void engine_sync_free(EngineSync *sync);
 
-/* Seconds on clock (CLOCK_MONOTONIC, CLOCK_REALTIME). */
+/* Seconds on clock (CLOCK_MONOTONIC, CLOCK_REALTIME, CLOCK_THREAD_CPUTIME_ID: the calling
+ * thread's CPU); 0 when the clock cannot be read. */
 double engine_clock(clockid_t clock);
 
 /* Waits on cond (lock held) until signalled or the monotonic deadline, at most one slice of a

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine.h"
 #include "frame_table.h"
 
 #define CAPTURE_STACK_BYTES (256 * 1024)
@@ -45,14 +46,6 @@ is_exiting(void)
     return __atomic_load_n(&exiting, __ATOMIC_ACQUIRE);
 }
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-
-static double
-monotonic_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* Waits on cond (lock held) for at most seconds (< 1; the wait's clock is the wall's). */
 static void
@@ -308,17 +301,6 @@ baseline_threads(StackCapture *capture)
 
 #endif /* !Py_GIL_DISABLED */
 
-/* The CPU seconds the calling thread has used. */
-static double
-thread_seconds(void)
-{
-    struct timespec ts;
-
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-        return 0.0;
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* -- the capture thread ---------------------------------------------------------------------- */
 
 /* One capture for row: takes the GIL, reads, lets it go; records the times and counts. */
@@ -327,11 +309,11 @@ capture_once(StackCapture *capture, uint32_t row, double requested_at)
 {
 #ifndef Py_GIL_DISABLED
     PyGILState_STATE gil = PyGILState_Ensure();
-    double got = monotonic_seconds(), done;
+    double got = engine_clock(CLOCK_MONOTONIC), done;
     unsigned long dropped = sample_interpreter(capture, row);
     size_t slot;
 
-    done = monotonic_seconds();
+    done = engine_clock(CLOCK_MONOTONIC);
     PyGILState_Release(gil);
     pthread_mutex_lock(&capture->lock);
     slot = capture->captures % STACKS_HOLD_RING;
@@ -339,7 +321,7 @@ capture_once(StackCapture *capture, uint32_t row, double requested_at)
     capture->wait_us[slot] = (float)((got - requested_at) * 1e6);
     capture->captures++;
     capture->dropped += dropped;
-    capture->thread_cpu_s = thread_seconds();
+    capture->thread_cpu_s = engine_clock(CLOCK_THREAD_CPUTIME_ID);
     pthread_mutex_unlock(&capture->lock);
 #else
     (void)capture, (void)row, (void)requested_at;
@@ -493,7 +475,7 @@ stacks_request(void *arg, size_t rows)
         } else {
             capture->pending = 1;
             capture->pending_row = (uint32_t)(rows - 1);
-            capture->requested_at = monotonic_seconds();
+            capture->requested_at = engine_clock(CLOCK_MONOTONIC);
             pthread_cond_signal(&capture->wake);
         }
     }
@@ -504,13 +486,13 @@ stacks_request(void *arg, size_t rows)
 void
 stacks_stop(StackCapture *capture, double wait)
 {
-    double deadline = monotonic_seconds() + wait;
+    double deadline = engine_clock(CLOCK_MONOTONIC) + wait;
     int join = 0, detach = 0;
 
     pthread_mutex_lock(&capture->lock);
     capture->stop = 1;
     pthread_cond_broadcast(&capture->wake);
-    while (capture->thread_alive && monotonic_seconds() < deadline)
+    while (capture->thread_alive && engine_clock(CLOCK_MONOTONIC) < deadline)
         wait_for(&capture->idle, &capture->lock, 0.01);
     if (!capture->settled) {
         capture->settled = 1;
@@ -541,7 +523,7 @@ static void
 wait_idle(StackCapture *capture, double deadline)
 {
     while ((capture->in_python || (capture->pending && capture->thread_alive && !is_exiting())) &&
-           monotonic_seconds() < deadline)
+           engine_clock(CLOCK_MONOTONIC) < deadline)
         wait_for(&capture->idle, &capture->lock, 0.01);
 }
 
@@ -553,7 +535,7 @@ stacks_shutdown_all(void)
     pid_t pid = getpid();
 
     Py_BEGIN_ALLOW_THREADS
-    deadline = monotonic_seconds() + STACKS_SHUTDOWN_WAIT_S;
+    deadline = engine_clock(CLOCK_MONOTONIC) + STACKS_SHUTDOWN_WAIT_S;
     pthread_mutex_lock(&registry_lock);
     __atomic_store_n(&exiting, 1, __ATOMIC_RELEASE);
     for (c = registry_head; c; c = c->next) {
@@ -688,7 +670,8 @@ stacks_record(StackCapture *capture)
 
     Py_BEGIN_ALLOW_THREADS
     pthread_mutex_lock(&capture->lock);
-    wait_idle(capture, monotonic_seconds() + STACKS_READ_WAIT_S); /* the GIL is free: it ends */
+    wait_idle(capture,
+              engine_clock(CLOCK_MONOTONIC) + STACKS_READ_WAIT_S); /* the GIL is free: it ends */
     busy = capture->in_python;
     capture->readers++; /* no capture starts until this one has read */
     pthread_mutex_unlock(&capture->lock);

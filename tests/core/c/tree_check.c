@@ -19,6 +19,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <dirent.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proc_tree.h"
@@ -85,6 +87,59 @@ idle_tree(void)
     close(ready[0]);
     close(ready[1]);
     return pid;
+}
+
+/* The minor faults of the processes of group pgid, or -1 while one of them is not asleep. */
+static long
+group_faults(pid_t pgid)
+{
+    DIR *proc = opendir("/proc");
+    struct dirent *d;
+    long total = 0;
+
+    if (proc == NULL)
+        exit(2);
+    while ((d = readdir(proc)) != NULL) {
+        char path[300], buf[512], *p, state;
+        long group, minflt;
+        FILE *f;
+
+        if (d->d_name[0] < '1' || d->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof path, "/proc/%s/stat", d->d_name);
+        if ((f = fopen(path, "r")) == NULL)
+            continue;
+        p = fgets(buf, sizeof buf, f) ? strrchr(buf, ')') : NULL;
+        fclose(f);
+        /* ") state ppid pgrp session tty tpgid flags minflt" */
+        if (p && sscanf(p, ") %c %*d %ld %*d %*d %*d %*u %ld", &state, &group, &minflt) == 3 &&
+            group == pgid) {
+            if (state != 'S')
+                total = -1;
+            if (total >= 0)
+                total += minflt;
+        }
+    }
+    closedir(proc);
+    return total;
+}
+
+/* Waits (at most 10 s) until the processes of group pgid are asleep and fault no more pages
+ * across 20 ms: a forked sleeper may still be on its way to pause() when it is first read. */
+static void
+settle(pid_t pgid)
+{
+    struct timespec pause_20ms = {0, 20000000};
+    long before = -1, now;
+    int i;
+
+    for (i = 0; i < 500; i++) {
+        now = group_faults(pgid);
+        if (now >= 0 && now == before)
+            return;
+        before = now;
+        nanosleep(&pause_20ms, NULL);
+    }
 }
 
 /* The touching tree: a parent with a sleeping child; each byte on *poke makes the parent
@@ -221,6 +276,7 @@ main(void)
     const double t0 = 1000.0; /* the injected monotonic clock */
 
     trees[0] = idle_tree();
+    settle(trees[0]);
     trees[1] = touching_tree(&poke, &done);
     CHECK(proc_tree_init(&idle, "/proc", trees[0], 1) == 0);
     CHECK(proc_tree_init(&busy, "/proc", trees[1], 1) == 0);
