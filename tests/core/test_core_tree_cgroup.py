@@ -433,7 +433,8 @@ def test_fake_v2_ancestor_in_the_cgroup_is_taken_off(tmp_path, real_tree):
     before1, _ = _own_cpu_and_anon()
     _row(s)
     after1, _ = _own_cpu_and_anon()
-    sum(i * i for i in range(3_000_000))  # this process burns some CPU meanwhile
+    while _own_cpu_and_anon()[0] - after1 < 0.1:  # this process burns 0.1 s of CPU meanwhile
+        sum(i * i for i in range(10_000))  # (measured, not a loop count: ASan runs it 10x slower)
     _v2_files(d, real_tree, 7.0, 400, 0, extra_pids=[me])
     before2, anon = _own_cpu_and_anon()
     p = _row(s)
