@@ -11,6 +11,7 @@ import sys
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from . import _core, settings
+from ._tracked import TrackedRun
 
 if TYPE_CHECKING:
     from .tiny_data_frame import TinyDataFrame
@@ -60,18 +61,8 @@ def start_stacks(tracker: Any, max_bytes: int = 0) -> Optional[Dict[str, Any]]:
     return None
 
 
-class CodeResults:
+class CodeResults(TrackedRun):
     """The code profile of a run (docs/code_profile.md)."""
-
-    if TYPE_CHECKING:
-        _sampler: Any
-        _code_stored: Optional[Dict[str, Any]]  # a stopped or stored run's record
-
-        @property
-        def running(self) -> bool: ...
-        @property
-        def start_time(self) -> Optional[float]: ...
-        def _table_columns(self, table: str) -> Dict[str, Any]: ...
 
     def _code_record(self) -> Optional[Dict[str, Any]]:
         """The raw record (the snapshot's ``code_profile``), None for a run without one."""

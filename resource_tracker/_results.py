@@ -30,10 +30,8 @@ from . import _core, settings
 from ._code import CodeResults
 
 if TYPE_CHECKING:
-    from ._background import Job
     from ._stored import DecodedRun
     from .results_types import DataQuality, Resources, RunStats, ServerRecord
-    from .sampler_protocol import Sampler
     from .summary import RunSummary
     from .tiny_data_frame import StatSpec, TinyDataFrame
 
@@ -45,45 +43,6 @@ _History = Optional[Sequence[Mapping[str, Any]]]
 class TrackerResults(CodeResults):
     """What a tracker collected (ResourceTracker's data methods; see its documentation; the
     code profile's in CodeResults)."""
-
-    if TYPE_CHECKING:  # set by ResourceTracker (or from_snapshot)
-        pid: int
-        interval: float
-        children: bool
-        method: str
-        command: str
-        label: Optional[str]
-        extra: Dict[str, Any]
-        track_system: bool
-        track_processes: bool
-        discover_server: bool
-        discover_cloud: bool
-        _autostarted: bool
-        autostart: Optional[bool]
-        _settings_stored: Dict[str, Any]
-        _sampler: Sampler
-        _server_info: Optional[Dict[str, Any]]
-        _cloud_info: Optional[Dict[str, Any]]
-        _cloud_job: Optional[Any]
-        _cgroup_job: Job
-        # set by from_snapshot() only (a stored run's figures); hasattr() tells which
-        _cgroup_stored: Optional[Dict[str, Any]]
-        _hwm_stored: Optional[float]
-        _tree_source_stored: Optional[Dict[str, Any]]
-        # the run summary once summary() made it (or a snapshot held it); Any: read through
-        # getattr, which mypy cannot narrow
-        _summary: Any
-
-        @property
-        def running(self) -> bool: ...
-        @property
-        def start_time(self) -> Optional[float]: ...
-        @property
-        def stop_time(self) -> Optional[float]: ...
-        @property
-        def status(self) -> str: ...
-        def _wait_cgroup_start(self) -> None: ...
-        def _read_cgroup(self) -> Any: ...
 
     @property
     def tree_source(self) -> Optional[Dict[str, Any]]:

@@ -19,83 +19,22 @@ from typing import (
     List,
     Mapping,
     Optional,
-    Protocol,
     Set,
     Tuple,
     TypeVar,
 )
 
 from . import _core, settings
+from ._tracked import TrackedRun
 from .code_profile import quality_note as code_quality_note
 from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABELS
 from .sampling import StoredRun
 from .tiny_data_frame import TinyDataFrame
 
 if TYPE_CHECKING:
-    from .results_types import DataQuality
-    from .sampler_protocol import Sampler
+    pass
 
 _T = TypeVar("_T")
-
-
-class TrackedRun(Protocol):
-    """What the run data reads of a tracker, live or stored (the facade,
-    ``resource_tracker.tracker.ResourceTracker``, is one; ``_stored`` makes one from a
-    snapshot): its settings, its sampler, the figures a stored run carries, and the
-    methods this layer calls back."""
-
-    pid: int
-    interval: float
-    children: bool
-    method: str
-    command: str
-    label: Optional[str]
-    extra: Dict[str, Any]
-    track_system: bool
-    track_processes: bool
-    discover_server: bool
-    discover_cloud: bool
-    _autostarted: bool
-    _settings_stored: Dict[str, Any]
-    _sampler: Sampler
-    _server_info: Optional[Dict[str, Any]]
-    _cloud_info: Optional[Dict[str, Any]]
-    _cloud_job: Optional[Any]
-    _cgroup_stored: Optional[Dict[str, Any]]
-    _hwm_stored: Optional[float]
-    _tree_source_stored: Optional[Dict[str, Any]]
-    _code_stored: Optional[Dict[str, Any]]
-    _summary: Any  # the summary module's RunSummary (a layer above), or None
-
-    @property
-    def running(self) -> bool: ...
-    @property
-    def start_time(self) -> Optional[float]: ...
-    @property
-    def stop_time(self) -> Optional[float]: ...
-    @property
-    def status(self) -> str: ...
-    @property
-    def memory_hwm(self) -> Optional[float]: ...
-    @property
-    def tree_source(self) -> Optional[Dict[str, Any]]: ...
-    @property
-    def cgroup_metrics(self) -> Optional[Dict[str, Any]]: ...
-    @property
-    def server_info(self) -> Optional[Dict[str, Any]]: ...
-    @property
-    def cloud_info(self) -> Optional[Dict[str, Any]]: ...
-    @property
-    def process_metrics(self) -> TinyDataFrame: ...
-    @property
-    def system_metrics(self) -> TinyDataFrame: ...
-    def _wait_cgroup_start(self) -> None: ...
-    def _read_cgroup(self) -> Any: ...
-    def _code_record(self) -> Optional[Dict[str, Any]]: ...
-    def _gpu_devices(self) -> List[Dict[str, Any]]: ...
-    def _table_columns(self, table: str) -> Dict[str, Any]: ...
-    def data_quality(self) -> DataQuality: ...
-    def export_report(self) -> Optional[Dict[str, Any]]: ...
 
 
 def cached(tracker: TrackedRun, what: str, compute: Callable[[], _T]) -> _T:

@@ -14,7 +14,8 @@ from typing import Any, Callable, Dict, List, Mapping, NoReturn, Sequence, TypeV
 
 from . import _core, _gpu_series
 from ._identity import MAX_INTERVAL, MAX_PID, SNAPSHOT_FORMAT, SNAPSHOT_VERSION
-from ._run_data import TrackedRun, _data_quality
+from ._run_data import _data_quality
+from ._tracked import TrackedRun
 from ._version import __version__
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
 from .sampling import StoredRun as _StoredRun

@@ -31,6 +31,7 @@ IMPORTED_WITH_THE_PACKAGE = {
     "resource_tracker._identity",
     "resource_tracker._launch",
     "resource_tracker._results",
+    "resource_tracker._tracked",
     "resource_tracker.settings",
     "resource_tracker.tracker",
 }
