@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, Typ
 from .. import settings
 from .._text import printable
 from ._base import CatalogUnavailableError, NoMatchingServerError, Server
+from ._query import column_value
 
 if TYPE_CHECKING:
     from ._query import Request
@@ -129,9 +130,8 @@ def _normalise(item: Mapping[str, Any], req: Request) -> Server:
         rec["score_per_price"] = rec["score"] / price
     rec.setdefault("selected_benchmark_score", None)
     rec.setdefault("selected_benchmark_score_per_price", None)
-    for key in ("cpu_architecture", "status"):
-        if isinstance(rec.get(key), str):
-            rec[key] = rec[key].lower()
+    for key, value in rec.items():
+        rec[key] = column_value(key, value)
     rec["catalog_source"] = "keeper"
     return rec
 

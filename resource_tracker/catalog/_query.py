@@ -798,7 +798,9 @@ def _region_count(conn: sqlite3.Connection) -> int:
     return count
 
 
-def _value(column: str, value: SqlValue) -> object:
+def column_value(column: str, value: object) -> object:
+    """A catalog column's value as records give it, from whichever source (the dump's enum
+    names and JSON text decoded): one rule for the local catalog and the Keeper's answers."""
     if value is None:
         return None
     if column in JSON_COLUMNS and isinstance(value, str):
@@ -823,7 +825,7 @@ def _record(conn: sqlite3.Connection, px: str, row: Candidate, req: Request, rat
         "SELECT * FROM server WHERE vendor_id = ? AND server_id = ?",
         (row.vendor_id, row.server_id),
     ).fetchone()
-    rec = {k: _value(k, server[k]) for k in server.keys()}
+    rec = {k: column_value(k, server[k]) for k in server.keys()}
     price = row.best_price
     score = row.score
     rec.update(
@@ -855,7 +857,7 @@ def _record(conn: sqlite3.Connection, px: str, row: Candidate, req: Request, rat
             rec["price_currency"] = b["currency"]
             break
     vendor = conn.execute("SELECT * FROM vendor WHERE vendor_id = ?", (row.vendor_id,)).fetchone()
-    rec["vendor"] = {k: _value(k, vendor[k]) for k in vendor.keys()} if vendor else None
+    rec["vendor"] = {k: column_value(k, vendor[k]) for k in vendor.keys()} if vendor else None
     return rec
 
 

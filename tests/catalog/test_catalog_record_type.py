@@ -53,3 +53,21 @@ def test_keeper_records_are_server_records(catalog_db, monkeypatch, own_cache):
     for records in found:
         assert_records(records, 3)
         assert records[0]["catalog_source"] == "keeper"
+
+
+def test_the_keeper_and_the_local_catalog_write_a_server_alike(catalog_db, monkeypatch, own_cache):
+    """The same servers from the Keeper (its stand-in answers the dump's rows, enum names such
+    as 'BURSTABLE' included) and from the local catalog: the same words for the same facts
+    (cpu_allocation 'Burstable', storage_type 'ssd', status, architecture)."""
+    server = KeeperStandIn(Reference(catalog_db))
+    try:
+        monkeypatch.setenv("RESOURCE_TRACKER_KEEPER_URL", server.url)
+        online = catalog.recommend_server(CPU_ONLY, n=3, catalog="keeper")
+    finally:
+        server.close()
+    local = catalog.recommend_server(CPU_ONLY, n=3, catalog=catalog_db)
+    assert [r["server_id"] for r in online] == [r["server_id"] for r in local]
+    keys = ("cpu_allocation", "storage_type", "status", "cpu_architecture", "gpu_count")
+    for on, lo in zip(online, local):
+        assert {k: on.get(k) for k in keys} == {k: lo.get(k) for k in keys}, on["server_id"]
+    assert {r["cpu_allocation"] for r in local} <= {"Shared", "Burstable", "Dedicated"}
