@@ -8,9 +8,9 @@ import os
 from typing import Any, Dict, Optional, Tuple
 
 from . import settings
-from ._cgroup_fs import _cgroup_places, cgroup_directory
+from ._cgroup_fs import cgroup_directory
 from ._cgroup_read import _read
-from .cgroup_usage import _under
+from .cgroup_usage import locate_cgroup
 
 
 def start_tree_source(tracker: Any) -> None:
@@ -74,12 +74,10 @@ def tree_cgroup_plan(
     every tick anyway, and its PSS-based memory is the closer one): every directory is then
     "". Whether the cgroup holds only the tree is checked by the sampler at each reading.
     """
-    found = _cgroup_places(pid, proc_root, "", extra=("blkio", "pids"))
+    found = locate_cgroup(pid, proc_root, sys_root, extra=("blkio", "pids"))
     if found is None:
         return None
     version, places = found
-    if sys_root:
-        places = {c: ((r, _under(sys_root, m)), path) for c, ((r, m), path) in places.items()}
 
     def own(controller: str) -> str:
         place = places.get(controller)

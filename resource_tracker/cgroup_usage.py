@@ -51,11 +51,15 @@ def read_cgroup(
 
 
 def locate_cgroup(
-    pid: int, proc_root: str = "/proc", sys_root: Optional[str] = None
+    pid: int,
+    proc_root: str = "/proc",
+    sys_root: Optional[str] = None,
+    extra: Tuple[str, ...] = (),
 ) -> Optional[Located]:
-    """(version, places) of pid's cgroup, or None. Located once, at start: a process that has
-    exited (a zombie) no longer shows its mounts."""
-    found = _cgroup_places(pid, proc_root, "")
+    """(version, places) of pid's cgroup, or None; `extra`: v1 controllers wanted beside cpu,
+    cpuacct and memory. Located once, at start: a process that has exited (a zombie) no
+    longer shows its mounts. A mount below /sys is read below `sys_root` when given."""
+    found = _cgroup_places(pid, proc_root, "", extra=extra)
     if found is None:
         return None
     version, places = found
