@@ -10,10 +10,12 @@ import sys
 
 import pytest
 from servers import OtlpReceiver, data_points
+from typed_dict_check import assert_typed
 from workloads import Workload
 
 from resource_tracker import ResourceTracker
 from resource_tracker.export.metrics import EXPORTED, SEMCONV
+from resource_tracker.results_types import ExportReport
 
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 
@@ -210,6 +212,8 @@ def test_otlp_final_export_counts_the_runs_findings(monkeypatch, receiver):
     time.sleep(0.5)
     tracker.stop()
     assert tracker.stats()["export"]["targets"]["otlp"]["final"] == "sent"
+    assert_typed(ExportReport, tracker.export_report(), "export_report()")  # the typed contract
+    assert tracker.stats()["export"] == tracker.export_report()
     final = _final(data_points(receiver.requests))
     got = {
         (dict(attrs)["kind"], dict(attrs)["severity"]): point["value"]

@@ -8,9 +8,11 @@ import time
 
 import pytest
 from servers import prom_query, prom_wait
+from typed_dict_check import assert_typed
 from workloads import Workload
 
 from resource_tracker import ResourceTracker
+from resource_tracker.results_types import ExportReport
 
 MIB = 1024 * 1024
 
@@ -100,6 +102,8 @@ def test_pushgateway_final_push_on_failure(prom_stack, monkeypatch, money_floor)
         if work.proc.poll() is None:
             work.proc.kill()
     assert tracker.stats()["export"]["targets"]["pushgateway"]["final"] == "sent"
+    assert_typed(ExportReport, tracker.export_report(), "export_report()")  # the typed contract
+    assert tracker.stats()["export"] == tracker.export_report()
     failed = prom_wait(prometheus, f'resource_tracker_run_failed{{pid="{work.pid}"}}')
     assert float(failed[0]["value"][1]) == 1.0
     # one push, one scrape: its findings are there with its failed flag (or none at all)
