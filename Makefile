@@ -48,7 +48,7 @@ demo: deps build  ## track a short real workload (resource-tracker run), print t
 	  $(PY) examples/workload.py
 
 test: deps-test build  ## build the extension and run the whole test suite (TEST_WORKERS processes)
-	$(PY) -m pytest $(XDIST) tests
+	$(PY) -m pytest $(XDIST) --durations=20 tests
 
 build: $(STAMPS)/build.stamp  ## (re)build the C extension in place when csrc/ changed
 
