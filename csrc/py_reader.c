@@ -110,7 +110,7 @@ reader_init(ReaderObject *self, PyObject *args, PyObject *kwargs)
         "system_cores", NULL};
     PyObject *fn;
     EngineConfig cfg = {0, 1, 1, 0, 0};
-    EngineSource source = {python_read, python_free, NULL};
+    EngineSource source = {.read = python_read, .free = python_free};
 
     if (self->engine) {
         PyErr_SetString(PyExc_RuntimeError, "ReaderSampler is already initialised");

@@ -128,10 +128,10 @@ sampler_start_py(SamplerObject *self, PyObject *unused)
     (void)unused;
     if (s == NULL)
         return NULL;
-    rc = sampler_start(s);
+    rc = engine_start(s->engine);
     if (rc == EBUSY) {
         PyErr_SetString(PyExc_RuntimeError,
-                        sampler_state(s) == SAMPLER_RUNNING
+                        engine_state(s->engine) == ENGINE_RUNNING
                             ? "the tracker is already running; call stop() first"
                             : "a stopped tracker cannot be restarted; create a new one");
         return NULL;
@@ -152,7 +152,7 @@ sampler_stop_py(SamplerObject *self, PyObject *unused)
     if (s == NULL)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
-    sampler_stop(s);
+    engine_stop(s->engine);
     if (self->stacks) /* its last request served, its thread joined (the GIL is free here) */
         stacks_stop(self->stacks, STACKS_JOIN_WAIT_S);
     Py_END_ALLOW_THREADS
@@ -172,7 +172,7 @@ sampler_record_stacks_py(SamplerObject *self, PyObject *args)
         PyErr_Format(PyExc_ValueError, "max_bytes must be >= 0, got %zd", max_bytes);
         return NULL;
     }
-    if (self->stacks || sampler_state(s) != SAMPLER_NEW) {
+    if (self->stacks || engine_state(s->engine) != ENGINE_NEW) {
         PyErr_SetString(PyExc_RuntimeError, "record_stacks() is called once, before start()");
         return NULL;
     }
@@ -206,7 +206,7 @@ sampler_sample_now_py(SamplerObject *self, PyObject *unused)
     if (s == NULL)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
-    filled = sampler_sample_now(s, prow, srow);
+    filled = engine_sample_now(s->engine, prow, srow);
     Py_END_ALLOW_THREADS
     if (filled < 0) {
         PyErr_SetString(PyExc_RuntimeError,
@@ -242,16 +242,16 @@ sampler_wait_py(SamplerObject *self, PyObject *args)
     for (;;) {
         double slice = timeout - waited < 0.1 ? timeout - waited : 0.1;
         Py_BEGIN_ALLOW_THREADS
-        reached = sampler_wait_rows(s, (size_t)n, slice);
+        reached = engine_wait_rows(s->engine, (size_t)n, slice);
         Py_END_ALLOW_THREADS
         waited += slice;
-        if (reached || waited >= timeout || sampler_state(s) != SAMPLER_RUNNING)
+        if (reached || waited >= timeout || engine_state(s->engine) != ENGINE_RUNNING)
             break;
         if (PyErr_CheckSignals() < 0)
             return NULL;
     }
     if (!reached)
-        reached = sampler_rows(s) >= (size_t)n;
+        reached = engine_rows(s->engine) >= (size_t)n;
     return PyBool_FromLong(reached);
 }
 
@@ -264,8 +264,9 @@ sampler_columns_py(SamplerObject *self, PyObject *arg)
 
     if (s == NULL || rt_table_from_name(arg, &which) < 0)
         return NULL;
-    list = rt_table_bytes(sampler_lock_table(s, which == 0 ? SAMPLER_PROCESS : SAMPLER_SYSTEM));
-    sampler_unlock(s);
+    list =
+        rt_table_bytes(engine_lock_table(s->engine, which == 0 ? SAMPLER_PROCESS : SAMPLER_SYSTEM));
+    engine_unlock(s->engine);
     return list;
 }
 
@@ -279,7 +280,7 @@ sampler_column_views_py(SamplerObject *self, PyObject *arg)
 
     if (s == NULL || rt_table_from_name(arg, &which) < 0)
         return NULL;
-    table = sampler_final_table(s, which == 0 ? SAMPLER_PROCESS : SAMPLER_SYSTEM);
+    table = engine_final_table(s->engine, which == 0 ? SAMPLER_PROCESS : SAMPLER_SYSTEM);
     if (table == NULL)
         Py_RETURN_NONE;
     state = PyType_GetModuleState(Py_TYPE(self));
@@ -291,7 +292,7 @@ sampler_get_state(SamplerObject *self, void *closure)
 {
     Sampler *s = get_sampler(self);
     (void)closure;
-    return s ? PyUnicode_FromString(state_names[sampler_state(s)]) : NULL;
+    return s ? PyUnicode_FromString(state_names[engine_state(s->engine)]) : NULL;
 }
 
 static PyObject *
@@ -299,7 +300,7 @@ sampler_get_rows(SamplerObject *self, void *closure)
 {
     Sampler *s = get_sampler(self);
     (void)closure;
-    return s ? PyLong_FromSize_t(sampler_rows(s)) : NULL;
+    return s ? PyLong_FromSize_t(engine_rows(s->engine)) : NULL;
 }
 
 /* A read-only float field of the Sampler, read under its lock. */
@@ -311,22 +312,22 @@ sampler_get_rows(SamplerObject *self, void *closure)
         (void)closure;                                                                             \
         if (s == NULL)                                                                             \
             return NULL;                                                                           \
-        pthread_mutex_lock(&s->sync->lock);                                                        \
+        engine_lock(s->engine);                                                                    \
         v = (expr);                                                                                \
-        pthread_mutex_unlock(&s->sync->lock);                                                      \
+        engine_unlock(s->engine);                                                                  \
         return PyFloat_FromDouble(v);                                                              \
     }
 
-SAMPLER_FLOAT_GETTER(start_time, s->start_wall)
-SAMPLER_FLOAT_GETTER(stop_time, s->stop_wall)
-SAMPLER_FLOAT_GETTER(interval, s->interval)
-SAMPLER_FLOAT_GETTER(cpu_seconds, s->cpu_seconds)
+SAMPLER_FLOAT_GETTER(start_time, s->engine->start_wall)
+SAMPLER_FLOAT_GETTER(stop_time, s->engine->stop_wall)
+SAMPLER_FLOAT_GETTER(interval, s->engine->cfg.interval)
+SAMPLER_FLOAT_GETTER(cpu_seconds, s->engine->cpu_seconds)
 SAMPLER_FLOAT_GETTER(pss_seconds, s->pss_seconds)
 SAMPLER_FLOAT_GETTER(pss_reads, (double)s->pss_reads)
 SAMPLER_FLOAT_GETTER(memory_hwm, s->memory_hwm_kib)
-SAMPLER_FLOAT_GETTER(samples_taken, (double)s->samples_taken)
+SAMPLER_FLOAT_GETTER(samples_taken, (double)s->engine->samples_taken)
 SAMPLER_FLOAT_GETTER(read_errors, (double)s->read_errors)
-SAMPLER_FLOAT_GETTER(rows_dropped, (double)s->rows_dropped)
+SAMPLER_FLOAT_GETTER(rows_dropped, (double)s->engine->rows_dropped)
 SAMPLER_FLOAT_GETTER(io_denied, (double)s->io_denied)
 SAMPLER_FLOAT_GETTER(tree_seen, (double)s->tree_seen)
 SAMPLER_FLOAT_GETTER(tree_missed, (double)s->tree_missed)
@@ -416,16 +417,16 @@ sampler_gpu_devices_py(SamplerObject *self, PyObject *unused)
     (void)unused;
     if (s == NULL)
         return NULL;
-    series = sampler_lock_table(s, SAMPLER_GPUS);
-    list = PyList_New((Py_ssize_t)s->gpu_count);
-    for (i = 0; list && i < s->gpu_count; i++) {
+    series = engine_lock_table(s->engine, SAMPLER_GPUS);
+    list = PyList_New((Py_ssize_t)(series->ncols / 2));
+    for (i = 0; list && i < series->ncols / 2; i++) {
         PyObject *dict = gpu_device_dict(s, series, i);
         if (dict == NULL)
             Py_CLEAR(list);
         else
             PyList_SET_ITEM(list, (Py_ssize_t)i, dict);
     }
-    sampler_unlock(s);
+    engine_unlock(s->engine);
     return list;
 }
 
@@ -440,14 +441,14 @@ sampler_tree_source_py(SamplerObject *self, PyObject *unused)
     (void)unused;
     if (s == NULL)
         return NULL;
-    pthread_mutex_lock(&s->sync->lock);
+    engine_lock(s->engine);
     memcpy(source, s->tree_source, sizeof(source));
     memcpy(columns, s->column_source, sizeof(columns));
     memcpy(note, s->tree_note, sizeof(note));
     readings = s->cgroup_readings;
     reads = s->cgroup_reads;
     walks = s->walks;
-    pthread_mutex_unlock(&s->sync->lock);
+    engine_unlock(s->engine);
     return Py_BuildValue("{s:s,s:{s:s,s:s,s:s},s:z,s:k,s:k,s:k}", "source", source, "columns",
                          "cpu", columns[CG_CPU], "memory", columns[CG_MEMORY], "io", columns[CG_IO],
                          "note", note[0] ? note : NULL, "cgroup_readings", readings, "cgroup_reads",
@@ -500,7 +501,7 @@ sampler_run_after_baseline_py(SamplerObject *self, PyObject *fn)
         return NULL;
     if (!PyCallable_Check(fn))
         return PyErr_Format(PyExc_TypeError, "run_after_baseline: fn must be callable, got %R", fn);
-    if (sampler_state(s) != SAMPLER_NEW) {
+    if (engine_state(s->engine) != ENGINE_NEW) {
         PyErr_SetString(PyExc_RuntimeError, "run_after_baseline: call it before start()");
         return NULL;
     }
@@ -641,7 +642,7 @@ rt_add_sampler(PyObject *module)
     }
     if (add_float(module, "MIN_INTERVAL", SAMPLER_MIN_INTERVAL) < 0 ||
         add_float(module, "MAX_INTERVAL", SAMPLER_MAX_INTERVAL) < 0 ||
-        add_float(module, "STOP_TIMEOUT", SAMPLER_STOP_TIMEOUT) < 0 ||
+        add_float(module, "STOP_TIMEOUT", ENGINE_STOP_TIMEOUT) < 0 ||
         PyModule_AddIntConstant(module, "GPU_SERIES_MAX", GPU_SERIES_MAX) < 0) {
         Py_DECREF(type);
         return -1;
