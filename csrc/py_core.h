@@ -96,6 +96,14 @@ PyObject *rt_engine_get(PyObject *self, void *closure);
     {                                                                                              \
         name, rt_engine_get, NULL, doc, (void *)(intptr_t)(fig)                                    \
     }
+/* The getset entries both types have alike (their cpu_seconds, read_errors and the rest are
+ * their own). */
+#define RT_ENGINE_FIGURES                                                                          \
+    RT_FIGURE("state", RT_FIG_STATE, "'new', 'running' or 'stopped'"),                             \
+        RT_FIGURE("n_samples", RT_FIG_ROWS, "rows stored so far"),                                 \
+        RT_FIGURE("start_time", RT_FIG_START, "start, seconds since the epoch"),                   \
+        RT_FIGURE("stop_time", RT_FIG_STOP, "stop (0 while running)"),                             \
+        RT_FIGURE("interval", RT_FIG_INTERVAL, "seconds between samples")
 
 /* Reads a buffer of float64 (array('d'), memoryview) or a sequence of numbers into a new C array
  * (free it with PyMem_Free): 0, or -1 with TypeError naming what. */

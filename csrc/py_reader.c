@@ -175,11 +175,7 @@ reader_stop(ReaderObject *self, PyObject *unused)
 }
 
 static PyGetSetDef reader_getset[] = {
-    RT_FIGURE("state", RT_FIG_STATE, "'new', 'running' or 'stopped'"),
-    RT_FIGURE("n_samples", RT_FIG_ROWS, "rows stored so far"),
-    RT_FIGURE("start_time", RT_FIG_START, "start, seconds since the epoch"),
-    RT_FIGURE("stop_time", RT_FIG_STOP, "stop (0 while running)"),
-    RT_FIGURE("interval", RT_FIG_INTERVAL, "seconds between samples"),
+    RT_ENGINE_FIGURES,
     RT_FIGURE("cpu_seconds", RT_FIG_CPU, "CPU time of the engine thread"),
     RT_FIGURE("samples_taken", RT_FIG_SAMPLES, "readings incl. baseline"),
     RT_FIGURE("read_errors", RT_FIG_ERRORS,

@@ -316,11 +316,7 @@ sampler_tree_source_py(SamplerObject *self, PyObject *unused)
 }
 
 static PyGetSetDef sampler_getset[] = {
-    RT_FIGURE("state", RT_FIG_STATE, "'new', 'running' or 'stopped'"),
-    RT_FIGURE("n_samples", RT_FIG_ROWS, "rows stored so far"),
-    RT_FIGURE("start_time", RT_FIG_START, "start, seconds since the epoch"),
-    RT_FIGURE("stop_time", RT_FIG_STOP, "stop (0 while running)"),
-    RT_FIGURE("interval", RT_FIG_INTERVAL, "seconds between samples"),
+    RT_ENGINE_FIGURES,
     RT_FIGURE("cpu_seconds", RT_FIG_CPU,
               "CPU time of the tracker's threads (the sampler's, the stack captures')"),
     {"pss_seconds", (getter)sampler_get_pss_seconds, NULL, "time spent in smaps_rollup reads",
