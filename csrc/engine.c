@@ -115,9 +115,16 @@ atfork_parent(void)
     pthread_mutex_unlock(&registry_lock);
 }
 
-/* In the child: no engine thread; every engine reads as stopped, with a new set of locks (the
- * old one is leaked: a lock the parent's thread held can never be unlocked here, see
- * atfork_child in sampler.c). */
+/* In the child: no engine thread exists; every engine reads as stopped, with fresh locks.
+ *
+ * The old locks and condition variables are leaked on purpose, as memray does after fork
+ * (tracking_api.cpp, Tracker::childFork): the parent's engine thread may have held the reader
+ * lock, or waited on a condition variable, at the moment of fork(). That thread does not exist
+ * in the child, so the lock can never be unlocked by its owner, and POSIX leaves
+ * re-initialising (or destroying) a locked mutex or a waited-on condition variable undefined.
+ * A new set is made instead; the old one (a few hundred bytes per engine) is never touched
+ * again. When the new set cannot be allocated the engine keeps the old one: the lock taken in
+ * atfork_prepare is released by this thread, which owns it. */
 static void
 atfork_child(void)
 {
@@ -189,10 +196,34 @@ engine_new(const EngineSource *source, const EngineConfig *cfg)
     return engine;
 }
 
-/* Appends a row to each tracked table (they stay aligned): 0, or -1 out of memory. */
+int
+engine_open_side(Engine *engine, size_t ncols)
+{
+    int rc = -1;
+
+    pthread_mutex_lock(&engine->sync->lock);
+    if (engine->cfg.track_system && !engine->tables_final && !engine->abandoned &&
+        engine->system.nrows == 0 && engine->side.ncols == 0 && ncols > 0 &&
+        ncols <= TABLE_MAX_COLS && table_init(&engine->side, ncols) == 0)
+        rc = 0;
+    pthread_mutex_unlock(&engine->sync->lock);
+    return rc;
+}
+
+/* The side series' row of the reading just made (the caller holds the lock). */
+static void
+side_row(Engine *engine, double *row)
+{
+    engine->source.side_row(engine->source.arg, row, engine->side.ncols);
+}
+
+/* Appends a row to each tracked table, all or none (they stay aligned): 0, or -1 out of
+ * memory. */
 static int
 append_rows(Engine *engine, const double *prow, const double *srow)
 {
+    double row[TABLE_MAX_COLS];
+
     if (engine->cfg.track_processes && table_append(&engine->process, prow) != 0)
         return -1;
     if (engine->cfg.track_system && table_append(&engine->system, srow) != 0) {
@@ -200,7 +231,33 @@ append_rows(Engine *engine, const double *prow, const double *srow)
             engine->process.nrows--;
         return -1;
     }
+    if (engine->side.ncols == 0)
+        return 0;
+    side_row(engine, row);
+    if (table_append(&engine->side, row) != 0) {
+        engine->system.nrows--; /* the series stays aligned with the system table */
+        if (engine->cfg.track_processes)
+            engine->process.nrows--;
+        return -1;
+    }
     return 0;
+}
+
+/* Folds the side row of a short reading (part_dt s) into the last one (prev_dt s): the mean
+ * of each column over the time each covers. */
+static void
+fold_side(Engine *engine, double prev_dt, double part_dt)
+{
+    double row[TABLE_MAX_COLS], total = prev_dt + part_dt;
+    size_t i;
+
+    if (engine->side.ncols == 0 || engine->side.nrows == 0 || !(total > 0))
+        return;
+    side_row(engine, row);
+    for (i = 0; i < engine->side.ncols; i++) {
+        double *last = table_at(&engine->side, engine->side.nrows - 1, i);
+        *last = (*last * prev_dt + row[i] * part_dt) / total;
+    }
 }
 
 /* Folds row into the last row of table (n columns of columns), by each column's rule. */
@@ -230,6 +287,7 @@ fold_rows(Engine *engine, const double *prow, const double *srow, double dt)
                   engine->cfg.process_cores);
     if (engine->system.nrows)
         fold_last(&engine->system, system_columns, SC_COUNT, srow, span, engine->cfg.system_cores);
+    fold_side(engine, engine->last_row_dt, dt);
     engine->last_row_dt = span;
 }
 
@@ -269,30 +327,54 @@ take_sample(Engine *engine, int in_thread, int may_fold, double *prow, double *s
     int filled;
 
     pthread_mutex_lock(&engine->sync->lock);
-    own.cpu_s = in_thread ? engine_clock(CLOCK_THREAD_CPUTIME_ID) : -1.0;
-    own.memory_kib =
-        (double)(table_bytes_used(&engine->process) + table_bytes_used(&engine->system)) / 1024.0;
+    own.hook_cpu_s = in_thread ? engine->hook_cpu_s : 0.0;
+    own.cpu_s = in_thread ? engine_clock(CLOCK_THREAD_CPUTIME_ID) + own.hook_cpu_s : -1.0;
+    own.memory_kib = (double)(table_bytes_used(&engine->process) +
+                              table_bytes_used(&engine->system) + table_bytes_used(&engine->side)) /
+                     1024.0;
     pthread_mutex_unlock(&engine->sync->lock);
     filled = engine->source.read(engine->source.arg, mono, wall, &own, prow, srow);
     engine->last_sample_mono = mono;
     pthread_mutex_lock(&engine->sync->lock);
     if (in_thread)
-        engine->cpu_seconds = engine_clock(CLOCK_THREAD_CPUTIME_ID);
+        engine->cpu_seconds = engine_clock(CLOCK_THREAD_CPUTIME_ID) + engine->hook_cpu_s;
     engine->samples_taken++;
     if (filled < 0)
         engine->read_errors++;
+    if (engine->source.publish)
+        engine->source.publish(engine->source.arg);
     pthread_mutex_unlock(&engine->sync->lock);
     if (filled > 0)
         store_rows(engine, prow, srow, dt, may_fold);
     return filled;
 }
 
-/* One reading by the thread, under the read lock. */
+/* One reading by the thread, under the read lock; then the after_rows hook, if any. */
 static void
 thread_sample(Engine *engine, int may_fold, double *prow, double *srow)
 {
+    int filled;
+    double hook_cpu_s;
+
     pthread_mutex_lock(&engine->sync->collect_lock);
-    take_sample(engine, 1, may_fold, prow, srow);
+    filled = take_sample(engine, 1, may_fold, prow, srow);
+    pthread_mutex_unlock(&engine->sync->collect_lock);
+    if (filled > 0 && engine->source.after_rows) {
+        hook_cpu_s = engine->source.after_rows(engine->source.arg, engine_rows(engine));
+        pthread_mutex_lock(&engine->sync->lock);
+        engine->hook_cpu_s = hook_cpu_s;
+        pthread_mutex_unlock(&engine->sync->lock);
+    }
+}
+
+/* The reader's release hook, under the reader lock (the caller holds neither lock). */
+static void
+release_source(Engine *engine)
+{
+    if (engine->source.release == NULL)
+        return;
+    pthread_mutex_lock(&engine->sync->collect_lock);
+    engine->source.release(engine->source.arg);
     pthread_mutex_unlock(&engine->sync->collect_lock);
 }
 
@@ -304,6 +386,7 @@ engine_destroy(Engine *engine)
         engine->source.free(engine->source.arg);
     table_free(&engine->process);
     table_free(&engine->system);
+    table_free(&engine->side);
     engine_sync_free(engine->sync);
     free(engine);
 }
@@ -333,8 +416,12 @@ finish_thread(Engine *engine, double *prow, double *srow)
     has_rows = rows_locked(engine) > 0;
     pthread_mutex_unlock(&engine->sync->lock);
     if (!abandoned &&
-        schedule_takes_final(engine_clock(CLOCK_MONOTONIC) - engine->last_sample_mono, has_rows))
+        schedule_takes_final(engine_clock(CLOCK_MONOTONIC) - engine->last_sample_mono, has_rows)) {
+        if (engine->source.last_reading)
+            engine->source.last_reading(engine->source.arg);
         thread_sample(engine, 1, prow, srow);
+    }
+    release_source(engine);
     pthread_mutex_lock(&engine->sync->lock);
     if (!engine->abandoned) {
         engine->stop_wall = engine_clock(CLOCK_REALTIME);
@@ -354,6 +441,8 @@ engine_main(void *arg)
     double deadline = engine->start_mono;
 
     thread_sample(engine, 0, prow, srow); /* baseline */
+    if (engine->source.after_baseline)
+        engine->source.after_baseline(engine->source.arg);
     pthread_mutex_lock(&engine->sync->lock);
     for (;;) {
         deadline = schedule_next_tick(engine->start_mono, deadline, engine_clock(CLOCK_MONOTONIC),
@@ -450,12 +539,19 @@ engine_stop(Engine *engine)
         pthread_join(engine->thread, NULL);
     else if (join)
         pthread_detach(engine->thread); /* it holds a reference: it frees what it uses */
+    if (!join && !ended && engine->source.release &&
+        pthread_mutex_trylock(&engine->sync->collect_lock) == 0) {
+        /* no thread to release the reader (sample_now() engines); a reading under way in
+         * sample_now() releases it itself when it ends */
+        engine->source.release(engine->source.arg);
+        pthread_mutex_unlock(&engine->sync->collect_lock);
+    }
 }
 
 int
 engine_sample_now(Engine *engine, double *prow, double *srow)
 {
-    int filled;
+    int filled, stopped;
 
     pthread_mutex_lock(&engine->sync->collect_lock); /* callers in several threads take turns */
     pthread_mutex_lock(&engine->sync->lock);
@@ -470,6 +566,11 @@ engine_sample_now(Engine *engine, double *prow, double *srow)
     }
     pthread_mutex_unlock(&engine->sync->lock);
     filled = take_sample(engine, 0, 0, prow, srow);
+    pthread_mutex_lock(&engine->sync->lock);
+    stopped = engine->state == ENGINE_STOPPED;
+    pthread_mutex_unlock(&engine->sync->lock);
+    if (stopped && engine->source.release) /* stop() came during this reading */
+        engine->source.release(engine->source.arg);
     pthread_mutex_unlock(&engine->sync->collect_lock);
     return filled < 0 ? -2 : filled;
 }
@@ -491,17 +592,44 @@ engine_wait_rows(Engine *engine, size_t n, double timeout)
     return reached;
 }
 
+/* The table named by which (enum EngineTable). */
+static const Table *
+table_of(const Engine *engine, int which)
+{
+    if (which == ENGINE_SIDE)
+        return &engine->side;
+    return which == ENGINE_PROCESS ? &engine->process : &engine->system;
+}
+
 const Table *
 engine_lock_table(Engine *engine, int which)
 {
     pthread_mutex_lock(&engine->sync->lock);
-    return which == ENGINE_PROCESS ? &engine->process : &engine->system;
+    return table_of(engine, which);
+}
+
+void
+engine_lock(Engine *engine)
+{
+    pthread_mutex_lock(&engine->sync->lock);
 }
 
 void
 engine_unlock(Engine *engine)
 {
     pthread_mutex_unlock(&engine->sync->lock);
+}
+
+void
+engine_lock_reader(Engine *engine)
+{
+    pthread_mutex_lock(&engine->sync->collect_lock);
+}
+
+void
+engine_unlock_reader(Engine *engine)
+{
+    pthread_mutex_unlock(&engine->sync->collect_lock);
 }
 
 const Table *
@@ -512,7 +640,7 @@ engine_final_table(Engine *engine, int which)
     pthread_mutex_lock(&engine->sync->lock);
     if (engine->state == ENGINE_STOPPED) {
         engine->tables_final = 1;
-        table = which == ENGINE_PROCESS ? &engine->process : &engine->system;
+        table = table_of(engine, which);
     }
     pthread_mutex_unlock(&engine->sync->lock);
     return table;
@@ -531,6 +659,28 @@ engine_figures(Engine *engine, EngineFigures *out)
     out->read_errors = engine->read_errors;
     out->rows_dropped = engine->rows_dropped;
     pthread_mutex_unlock(&engine->sync->lock);
+}
+
+int
+engine_state(Engine *engine)
+{
+    int state;
+
+    pthread_mutex_lock(&engine->sync->lock);
+    state = engine->state;
+    pthread_mutex_unlock(&engine->sync->lock);
+    return state;
+}
+
+size_t
+engine_rows(Engine *engine)
+{
+    size_t rows;
+
+    pthread_mutex_lock(&engine->sync->lock);
+    rows = rows_locked(engine);
+    pthread_mutex_unlock(&engine->sync->lock);
+    return rows;
 }
 
 void

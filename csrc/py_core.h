@@ -54,12 +54,56 @@ int rt_job_spawn(void *job);
 struct Table;
 PyObject *rt_column_views(CoreState *state, PyObject *owner, const struct Table *table);
 
-/* Shared by the samplers' bindings (py_reader.c): a list of n floats; a table's columns as
+/* Shared by the samplers' bindings (py_engine.c): a list of n floats; a table's columns as
  * one bytes object of float64 values each (NULL with an exception); 0 for 'process', 1 for
  * 'system' into *which, or -1 with ValueError. */
 PyObject *rt_row_list(const double *row, size_t n);
 PyObject *rt_table_bytes(const struct Table *table);
 int rt_table_from_name(PyObject *arg, int *which);
+
+/* The head of the engine types' objects (_core.Sampler, _core.ReaderSampler): the methods and
+ * getters below (py_engine.c) find the engine there (NULL before __init__). */
+struct Engine;
+typedef struct EngineObject {
+    PyObject_HEAD struct Engine *engine;
+} EngineObject;
+
+/* The engine of self, or NULL with RuntimeError when __init__ did not run. */
+struct Engine *rt_engine_of(PyObject *self);
+
+/* Methods of both types: start(), sample_now(), wait(n, timeout), columns(table),
+ * column_views(table). */
+PyObject *rt_engine_start(PyObject *self, PyObject *unused);
+PyObject *rt_engine_sample_now(PyObject *self, PyObject *unused);
+PyObject *rt_engine_wait(PyObject *self, PyObject *args);
+PyObject *rt_engine_columns(PyObject *self, PyObject *arg);
+PyObject *rt_engine_column_views(PyObject *self, PyObject *arg);
+
+/* A getter of both types: the figure named by closure (RT_FIG_*, cast to a pointer). */
+enum {
+    RT_FIG_STATE,
+    RT_FIG_ROWS,
+    RT_FIG_START,
+    RT_FIG_STOP,
+    RT_FIG_INTERVAL,
+    RT_FIG_CPU,
+    RT_FIG_SAMPLES,
+    RT_FIG_ERRORS,
+    RT_FIG_DROPPED
+};
+PyObject *rt_engine_get(PyObject *self, void *closure);
+#define RT_FIGURE(name, fig, doc)                                                                  \
+    {                                                                                              \
+        name, rt_engine_get, NULL, doc, (void *)(intptr_t)(fig)                                    \
+    }
+/* The getset entries both types have alike (their cpu_seconds, read_errors and the rest are
+ * their own). */
+#define RT_ENGINE_FIGURES                                                                          \
+    RT_FIGURE("state", RT_FIG_STATE, "'new', 'running' or 'stopped'"),                             \
+        RT_FIGURE("n_samples", RT_FIG_ROWS, "rows stored so far"),                                 \
+        RT_FIGURE("start_time", RT_FIG_START, "start, seconds since the epoch"),                   \
+        RT_FIGURE("stop_time", RT_FIG_STOP, "stop (0 while running)"),                             \
+        RT_FIGURE("interval", RT_FIG_INTERVAL, "seconds between samples")
 
 /* Reads a buffer of float64 (array('d'), memoryview) or a sequence of numbers into a new C array
  * (free it with PyMem_Free): 0, or -1 with TypeError naming what. */

@@ -96,11 +96,7 @@ python_free(void *arg)
 
 /* -- the type --------------------------------------------------------------------------------- */
 
-typedef struct {
-    PyObject_HEAD Engine *engine;
-} ReaderObject;
-
-static const char *const state_names[] = {"new", "running", "stopped"};
+typedef EngineObject ReaderObject; /* py_core.h: the shared methods find the engine there */
 
 static int
 reader_init(ReaderObject *self, PyObject *args, PyObject *kwargs)
@@ -110,7 +106,7 @@ reader_init(ReaderObject *self, PyObject *args, PyObject *kwargs)
         "system_cores", NULL};
     PyObject *fn;
     EngineConfig cfg = {0, 1, 1, 0, 0};
-    EngineSource source = {python_read, python_free, NULL};
+    EngineSource source = {.read = python_read, .free = python_free};
 
     if (self->engine) {
         PyErr_SetString(PyExc_RuntimeError, "ReaderSampler is already initialised");
@@ -164,44 +160,10 @@ reader_dealloc(ReaderObject *self)
     Py_DECREF(type);
 }
 
-static Engine *
-get_engine(ReaderObject *self)
-{
-    if (self->engine == NULL)
-        PyErr_SetString(PyExc_RuntimeError, "ReaderSampler is not initialised");
-    return self->engine;
-}
-
-static PyObject *
-reader_start(ReaderObject *self, PyObject *unused)
-{
-    Engine *e = get_engine(self);
-    EngineFigures f;
-    int rc;
-
-    (void)unused;
-    if (e == NULL)
-        return NULL;
-    rc = engine_start(e);
-    if (rc == EBUSY) {
-        engine_figures(e, &f);
-        PyErr_SetString(PyExc_RuntimeError,
-                        f.state == ENGINE_RUNNING
-                            ? "the tracker is already running; call stop() first"
-                            : "a stopped tracker cannot be restarted; create a new one");
-        return NULL;
-    }
-    if (rc != 0) {
-        errno = rc;
-        return PyErr_SetFromErrno(PyExc_OSError);
-    }
-    Py_RETURN_NONE;
-}
-
 static PyObject *
 reader_stop(ReaderObject *self, PyObject *unused)
 {
-    Engine *e = get_engine(self);
+    Engine *e = rt_engine_of((PyObject *)self);
 
     (void)unused;
     if (e == NULL)
@@ -212,171 +174,29 @@ reader_stop(ReaderObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-static PyObject *
-reader_sample_now(ReaderObject *self, PyObject *unused)
-{
-    Engine *e = get_engine(self);
-    double prow[PC_COUNT], srow[SC_COUNT];
-    PyObject *p, *s;
-    int filled;
-
-    (void)unused;
-    if (e == NULL)
-        return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    filled = engine_sample_now(e, prow, srow);
-    Py_END_ALLOW_THREADS
-    if (filled == -1) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "sample_now() needs a sampler without a background thread");
-        return NULL;
-    }
-    if (filled <= 0) /* the baseline, or a reading that failed (counted) */
-        Py_RETURN_NONE;
-    p = rt_row_list(prow, PC_COUNT);
-    s = p ? rt_row_list(srow, SC_COUNT) : NULL;
-    if (s == NULL) {
-        Py_XDECREF(p);
-        return NULL;
-    }
-    return Py_BuildValue("(NN)", p, s);
-}
-
-static PyObject *
-reader_wait(ReaderObject *self, PyObject *args)
-{
-    Engine *e = get_engine(self);
-    Py_ssize_t n;
-    double timeout, waited = 0;
-    EngineFigures f;
-    int reached = 0;
-
-    if (e == NULL || !PyArg_ParseTuple(args, "nd", &n, &timeout))
-        return NULL;
-    if (n < 0 || !(timeout >= 0)) {
-        PyErr_SetString(PyExc_ValueError, "wait_for_samples needs n >= 0 and timeout >= 0");
-        return NULL;
-    }
-    for (;;) { /* in slices, so that Ctrl-C is seen */
-        double slice = timeout - waited < 0.1 ? timeout - waited : 0.1;
-        Py_BEGIN_ALLOW_THREADS
-        reached = engine_wait_rows(e, (size_t)n, slice);
-        Py_END_ALLOW_THREADS
-        waited += slice;
-        engine_figures(e, &f);
-        if (reached || waited >= timeout || f.state != ENGINE_RUNNING)
-            break;
-        if (PyErr_CheckSignals() < 0)
-            return NULL;
-    }
-    return PyBool_FromLong(reached || f.rows >= (size_t)n);
-}
-
-static PyObject *
-reader_columns(ReaderObject *self, PyObject *arg)
-{
-    Engine *e = get_engine(self);
-    PyObject *list;
-    int which;
-
-    if (e == NULL || rt_table_from_name(arg, &which) < 0)
-        return NULL;
-    list = rt_table_bytes(engine_lock_table(e, which == 0 ? ENGINE_PROCESS : ENGINE_SYSTEM));
-    engine_unlock(e);
-    return list;
-}
-
-static PyObject *
-reader_column_views(ReaderObject *self, PyObject *arg)
-{
-    Engine *e = get_engine(self);
-    const Table *table;
-    CoreState *state;
-    int which;
-
-    if (e == NULL || rt_table_from_name(arg, &which) < 0)
-        return NULL;
-    table = engine_final_table(e, which == 0 ? ENGINE_PROCESS : ENGINE_SYSTEM);
-    if (table == NULL)
-        Py_RETURN_NONE;
-    state = PyType_GetModuleState(Py_TYPE(self));
-    return state ? rt_column_views(state, (PyObject *)self, table) : NULL;
-}
-
-static PyObject *
-reader_get_state(ReaderObject *self, void *closure)
-{
-    Engine *e = get_engine(self);
-    EngineFigures f;
-
-    (void)closure;
-    if (e == NULL)
-        return NULL;
-    engine_figures(e, &f);
-    return PyUnicode_FromString(state_names[f.state]);
-}
-
-static PyObject *
-reader_get_rows(ReaderObject *self, void *closure)
-{
-    Engine *e = get_engine(self);
-    EngineFigures f;
-
-    (void)closure;
-    if (e == NULL)
-        return NULL;
-    engine_figures(e, &f);
-    return PyLong_FromSize_t(f.rows);
-}
-
-/* A read-only float figure of the engine. */
-#define READER_FLOAT_GETTER(name, expr)                                                            \
-    static PyObject *reader_get_##name(ReaderObject *self, void *closure)                          \
-    {                                                                                              \
-        Engine *e = get_engine(self);                                                              \
-        EngineFigures f;                                                                           \
-        (void)closure;                                                                             \
-        if (e == NULL)                                                                             \
-            return NULL;                                                                           \
-        engine_figures(e, &f);                                                                     \
-        return PyFloat_FromDouble(expr);                                                           \
-    }
-
-READER_FLOAT_GETTER(start_time, f.start_wall)
-READER_FLOAT_GETTER(stop_time, f.stop_wall)
-READER_FLOAT_GETTER(interval, e->cfg.interval)
-READER_FLOAT_GETTER(cpu_seconds, f.cpu_seconds)
-READER_FLOAT_GETTER(samples_taken, (double)f.samples_taken)
-READER_FLOAT_GETTER(read_errors, (double)f.read_errors)
-READER_FLOAT_GETTER(rows_dropped, (double)f.rows_dropped)
-
 static PyGetSetDef reader_getset[] = {
-    {"state", (getter)reader_get_state, NULL, "'new', 'running' or 'stopped'", NULL},
-    {"n_samples", (getter)reader_get_rows, NULL, "rows stored so far", NULL},
-    {"start_time", (getter)reader_get_start_time, NULL, "start, seconds since the epoch", NULL},
-    {"stop_time", (getter)reader_get_stop_time, NULL, "stop (0 while running)", NULL},
-    {"interval", (getter)reader_get_interval, NULL, "seconds between samples", NULL},
-    {"cpu_seconds", (getter)reader_get_cpu_seconds, NULL, "CPU time of the engine thread", NULL},
-    {"samples_taken", (getter)reader_get_samples_taken, NULL, "readings incl. baseline", NULL},
-    {"read_errors", (getter)reader_get_read_errors, NULL,
-     "readings that failed as a whole (the reader raised or returned a bad row)", NULL},
-    {"rows_dropped", (getter)reader_get_rows_dropped, NULL,
-     "rows lost because memory ran out (each later row tries again)", NULL},
+    RT_ENGINE_FIGURES,
+    RT_FIGURE("cpu_seconds", RT_FIG_CPU, "CPU time of the engine thread"),
+    RT_FIGURE("samples_taken", RT_FIG_SAMPLES, "readings incl. baseline"),
+    RT_FIGURE("read_errors", RT_FIG_ERRORS,
+              "readings that failed as a whole (the reader raised or returned a bad row)"),
+    RT_FIGURE("rows_dropped", RT_FIG_DROPPED,
+              "rows lost because memory ran out (each later row tries again)"),
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyMethodDef reader_methods[] = {
-    {"start", (PyCFunction)reader_start, METH_NOARGS, "Start the engine thread."},
+    {"start", rt_engine_start, METH_NOARGS, "Start the engine thread."},
     {"stop", (PyCFunction)reader_stop, METH_NOARGS,
      "Stop the thread after a last reading (returns within STOP_TIMEOUT seconds)."},
-    {"sample_now", (PyCFunction)reader_sample_now, METH_NOARGS,
+    {"sample_now", rt_engine_sample_now, METH_NOARGS,
      "Take one reading in this thread: (process_row, system_row), or None for the baseline "
      "(or a reading that failed: counted in read_errors)."},
-    {"wait", (PyCFunction)reader_wait, METH_VARARGS,
+    {"wait", rt_engine_wait, METH_VARARGS,
      "wait(n, timeout) -> bool: wait until n rows are stored."},
-    {"columns", (PyCFunction)reader_columns, METH_O,
+    {"columns", rt_engine_columns, METH_O,
      "columns('process'|'system') -> list of bytes, one float64 array per column."},
-    {"column_views", (PyCFunction)reader_column_views, METH_O,
+    {"column_views", rt_engine_column_views, METH_O,
      "column_views('process'|'system') -> read-only float64 memoryviews of the stored columns "
      "(no copy; final from then on), or None while not stopped."},
     {NULL, NULL, 0, NULL},
@@ -417,55 +237,6 @@ static PyMethodDef reader_functions[] = {
      "with atexit by the psutil backend."},
     {NULL, NULL, 0, NULL},
 };
-
-/* -- shared with the procfs Sampler's binding ------------------------------------------------- */
-
-PyObject *
-rt_row_list(const double *row, size_t n)
-{
-    PyObject *list = PyList_New((Py_ssize_t)n);
-    size_t i;
-
-    for (i = 0; list && i < n; i++) {
-        PyObject *v = PyFloat_FromDouble(row[i]);
-        if (v == NULL)
-            Py_CLEAR(list);
-        else
-            PyList_SET_ITEM(list, (Py_ssize_t)i, v);
-    }
-    return list;
-}
-
-int
-rt_table_from_name(PyObject *arg, int *which)
-{
-    const char *name = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
-
-    if (name != NULL && (strcmp(name, "process") == 0 || strcmp(name, "system") == 0)) {
-        *which = name[0] == 'p' ? 0 : 1;
-        return 0;
-    }
-    if (name != NULL || !PyErr_Occurred())
-        PyErr_Format(PyExc_ValueError, "table must be 'process' or 'system', got %R", arg);
-    return -1;
-}
-
-PyObject *
-rt_table_bytes(const Table *table)
-{
-    PyObject *list = PyList_New((Py_ssize_t)table->ncols);
-    size_t i;
-
-    for (i = 0; list && i < table->ncols; i++) {
-        PyObject *col = PyBytes_FromStringAndSize(table->nrows ? (const char *)table->cols[i] : "",
-                                                  (Py_ssize_t)(table->nrows * sizeof(double)));
-        if (col == NULL)
-            Py_CLEAR(list);
-        else
-            PyList_SET_ITEM(list, (Py_ssize_t)i, col);
-    }
-    return list;
-}
 
 int
 rt_add_reader(PyObject *module)

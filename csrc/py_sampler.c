@@ -11,12 +11,11 @@
 #include "stacks.h"
 
 typedef struct {
-    PyObject_HEAD Sampler *sampler;
+    EngineObject head; /* the sampler's engine (py_core.h), for the shared methods */
+    Sampler *sampler;
     long pid;
     StackCapture *stacks; /* the code profile's captures: owned by the sampler (its row hook) */
 } SamplerObject;
-
-static const char *const state_names[] = {"new", "running", "stopped"};
 
 /* Copies an optional str argument into a fixed buffer: 0, or -1 with ValueError. */
 static int
@@ -91,6 +90,7 @@ sampler_init_py(SamplerObject *self, PyObject *args, PyObject *kwargs)
         PyErr_SetFromErrnoWithFilename(PyExc_OSError, cfg.proc_root);
         return -1;
     }
+    self->head.engine = self->sampler->engine;
     self->pid = pid;
     return 0;
 }
@@ -105,6 +105,7 @@ sampler_dealloc(SamplerObject *self)
         sampler_free(self->sampler);
         Py_END_ALLOW_THREADS
         self->sampler = NULL;
+        self->head.engine = NULL;
     }
     type->tp_free((PyObject *)self);
     Py_DECREF(type);
@@ -114,33 +115,7 @@ sampler_dealloc(SamplerObject *self)
 static Sampler *
 get_sampler(SamplerObject *self)
 {
-    if (self->sampler == NULL)
-        PyErr_SetString(PyExc_RuntimeError, "Sampler is not initialised");
-    return self->sampler;
-}
-
-static PyObject *
-sampler_start_py(SamplerObject *self, PyObject *unused)
-{
-    Sampler *s = get_sampler(self);
-    int rc;
-
-    (void)unused;
-    if (s == NULL)
-        return NULL;
-    rc = sampler_start(s);
-    if (rc == EBUSY) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        sampler_state(s) == SAMPLER_RUNNING
-                            ? "the tracker is already running; call stop() first"
-                            : "a stopped tracker cannot be restarted; create a new one");
-        return NULL;
-    }
-    if (rc != 0) {
-        errno = rc;
-        return PyErr_SetFromErrno(PyExc_OSError);
-    }
-    Py_RETURN_NONE;
+    return rt_engine_of((PyObject *)self) ? self->sampler : NULL;
 }
 
 static PyObject *
@@ -152,7 +127,7 @@ sampler_stop_py(SamplerObject *self, PyObject *unused)
     if (s == NULL)
         return NULL;
     Py_BEGIN_ALLOW_THREADS
-    sampler_stop(s);
+    engine_stop(s->engine);
     if (self->stacks) /* its last request served, its thread joined (the GIL is free here) */
         stacks_stop(self->stacks, STACKS_JOIN_WAIT_S);
     Py_END_ALLOW_THREADS
@@ -172,7 +147,7 @@ sampler_record_stacks_py(SamplerObject *self, PyObject *args)
         PyErr_Format(PyExc_ValueError, "max_bytes must be >= 0, got %zd", max_bytes);
         return NULL;
     }
-    if (self->stacks || sampler_state(s) != SAMPLER_NEW) {
+    if (self->stacks || engine_state(s->engine) != ENGINE_NEW) {
         PyErr_SetString(PyExc_RuntimeError, "record_stacks() is called once, before start()");
         return NULL;
     }
@@ -194,114 +169,6 @@ sampler_stacks_py(SamplerObject *self, PyObject *unused)
     return stacks_record(self->stacks);
 }
 
-static PyObject *
-sampler_sample_now_py(SamplerObject *self, PyObject *unused)
-{
-    Sampler *s = get_sampler(self);
-    double prow[PC_COUNT], srow[SC_COUNT];
-    PyObject *p, *r;
-    int filled;
-
-    (void)unused;
-    if (s == NULL)
-        return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    filled = sampler_sample_now(s, prow, srow);
-    Py_END_ALLOW_THREADS
-    if (filled < 0) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "sample_now() needs a sampler without a background thread");
-        return NULL;
-    }
-    if (filled == 0)
-        Py_RETURN_NONE;
-    p = rt_row_list(prow, PC_COUNT);
-    r = p ? rt_row_list(srow, SC_COUNT) : NULL;
-    if (r == NULL) {
-        Py_XDECREF(p);
-        return NULL;
-    }
-    return Py_BuildValue("(NN)", p, r);
-}
-
-static PyObject *
-sampler_wait_py(SamplerObject *self, PyObject *args)
-{
-    Sampler *s = get_sampler(self);
-    Py_ssize_t n;
-    double timeout, waited = 0;
-    int reached = 0;
-
-    if (s == NULL || !PyArg_ParseTuple(args, "nd", &n, &timeout))
-        return NULL;
-    if (n < 0 || !(timeout >= 0)) {
-        PyErr_SetString(PyExc_ValueError, "wait_for_samples needs n >= 0 and timeout >= 0");
-        return NULL;
-    }
-    /* wait in slices so that Ctrl-C is seen */
-    for (;;) {
-        double slice = timeout - waited < 0.1 ? timeout - waited : 0.1;
-        Py_BEGIN_ALLOW_THREADS
-        reached = sampler_wait_rows(s, (size_t)n, slice);
-        Py_END_ALLOW_THREADS
-        waited += slice;
-        if (reached || waited >= timeout || sampler_state(s) != SAMPLER_RUNNING)
-            break;
-        if (PyErr_CheckSignals() < 0)
-            return NULL;
-    }
-    if (!reached)
-        reached = sampler_rows(s) >= (size_t)n;
-    return PyBool_FromLong(reached);
-}
-
-static PyObject *
-sampler_columns_py(SamplerObject *self, PyObject *arg)
-{
-    Sampler *s = get_sampler(self);
-    PyObject *list;
-    int which;
-
-    if (s == NULL || rt_table_from_name(arg, &which) < 0)
-        return NULL;
-    list = rt_table_bytes(sampler_lock_table(s, which == 0 ? SAMPLER_PROCESS : SAMPLER_SYSTEM));
-    sampler_unlock(s);
-    return list;
-}
-
-static PyObject *
-sampler_column_views_py(SamplerObject *self, PyObject *arg)
-{
-    Sampler *s = get_sampler(self);
-    const Table *table;
-    CoreState *state;
-    int which;
-
-    if (s == NULL || rt_table_from_name(arg, &which) < 0)
-        return NULL;
-    table = sampler_final_table(s, which == 0 ? SAMPLER_PROCESS : SAMPLER_SYSTEM);
-    if (table == NULL)
-        Py_RETURN_NONE;
-    state = PyType_GetModuleState(Py_TYPE(self));
-    return state ? rt_column_views(state, (PyObject *)self, table) : NULL;
-}
-
-static PyObject *
-sampler_get_state(SamplerObject *self, void *closure)
-{
-    Sampler *s = get_sampler(self);
-    (void)closure;
-    return s ? PyUnicode_FromString(state_names[sampler_state(s)]) : NULL;
-}
-
-static PyObject *
-sampler_get_rows(SamplerObject *self, void *closure)
-{
-    Sampler *s = get_sampler(self);
-    (void)closure;
-    return s ? PyLong_FromSize_t(sampler_rows(s)) : NULL;
-}
-
 /* A read-only float field of the Sampler, read under its lock. */
 #define SAMPLER_FLOAT_GETTER(name, expr)                                                           \
     static PyObject *sampler_get_##name(SamplerObject *self, void *closure)                        \
@@ -311,22 +178,16 @@ sampler_get_rows(SamplerObject *self, void *closure)
         (void)closure;                                                                             \
         if (s == NULL)                                                                             \
             return NULL;                                                                           \
-        pthread_mutex_lock(&s->sync->lock);                                                        \
+        engine_lock(s->engine);                                                                    \
         v = (expr);                                                                                \
-        pthread_mutex_unlock(&s->sync->lock);                                                      \
+        engine_unlock(s->engine);                                                                  \
         return PyFloat_FromDouble(v);                                                              \
     }
 
-SAMPLER_FLOAT_GETTER(start_time, s->start_wall)
-SAMPLER_FLOAT_GETTER(stop_time, s->stop_wall)
-SAMPLER_FLOAT_GETTER(interval, s->interval)
-SAMPLER_FLOAT_GETTER(cpu_seconds, s->cpu_seconds)
 SAMPLER_FLOAT_GETTER(pss_seconds, s->pss_seconds)
 SAMPLER_FLOAT_GETTER(pss_reads, (double)s->pss_reads)
 SAMPLER_FLOAT_GETTER(memory_hwm, s->memory_hwm_kib)
-SAMPLER_FLOAT_GETTER(samples_taken, (double)s->samples_taken)
 SAMPLER_FLOAT_GETTER(read_errors, (double)s->read_errors)
-SAMPLER_FLOAT_GETTER(rows_dropped, (double)s->rows_dropped)
 SAMPLER_FLOAT_GETTER(io_denied, (double)s->io_denied)
 SAMPLER_FLOAT_GETTER(tree_seen, (double)s->tree_seen)
 SAMPLER_FLOAT_GETTER(tree_missed, (double)s->tree_missed)
@@ -416,16 +277,16 @@ sampler_gpu_devices_py(SamplerObject *self, PyObject *unused)
     (void)unused;
     if (s == NULL)
         return NULL;
-    series = sampler_lock_table(s, SAMPLER_GPUS);
-    list = PyList_New((Py_ssize_t)s->gpu_count);
-    for (i = 0; list && i < s->gpu_count; i++) {
+    series = engine_lock_table(s->engine, SAMPLER_GPUS);
+    list = PyList_New((Py_ssize_t)(series->ncols / 2));
+    for (i = 0; list && i < series->ncols / 2; i++) {
         PyObject *dict = gpu_device_dict(s, series, i);
         if (dict == NULL)
             Py_CLEAR(list);
         else
             PyList_SET_ITEM(list, (Py_ssize_t)i, dict);
     }
-    sampler_unlock(s);
+    engine_unlock(s->engine);
     return list;
 }
 
@@ -440,14 +301,14 @@ sampler_tree_source_py(SamplerObject *self, PyObject *unused)
     (void)unused;
     if (s == NULL)
         return NULL;
-    pthread_mutex_lock(&s->sync->lock);
+    engine_lock(s->engine);
     memcpy(source, s->tree_source, sizeof(source));
     memcpy(columns, s->column_source, sizeof(columns));
     memcpy(note, s->tree_note, sizeof(note));
     readings = s->cgroup_readings;
     reads = s->cgroup_reads;
     walks = s->walks;
-    pthread_mutex_unlock(&s->sync->lock);
+    engine_unlock(s->engine);
     return Py_BuildValue("{s:s,s:{s:s,s:s,s:s},s:z,s:k,s:k,s:k}", "source", source, "columns",
                          "cpu", columns[CG_CPU], "memory", columns[CG_MEMORY], "io", columns[CG_IO],
                          "note", note[0] ? note : NULL, "cgroup_readings", readings, "cgroup_reads",
@@ -455,22 +316,18 @@ sampler_tree_source_py(SamplerObject *self, PyObject *unused)
 }
 
 static PyGetSetDef sampler_getset[] = {
-    {"state", (getter)sampler_get_state, NULL, "'new', 'running' or 'stopped'", NULL},
-    {"n_samples", (getter)sampler_get_rows, NULL, "rows stored so far", NULL},
-    {"start_time", (getter)sampler_get_start_time, NULL, "start, seconds since the epoch", NULL},
-    {"stop_time", (getter)sampler_get_stop_time, NULL, "stop (0 while running)", NULL},
-    {"interval", (getter)sampler_get_interval, NULL, "seconds between samples", NULL},
-    {"cpu_seconds", (getter)sampler_get_cpu_seconds, NULL,
-     "CPU time of the tracker's threads (the sampler's, the stack captures')", NULL},
+    RT_ENGINE_FIGURES,
+    RT_FIGURE("cpu_seconds", RT_FIG_CPU,
+              "CPU time of the tracker's threads (the sampler's, the stack captures')"),
     {"pss_seconds", (getter)sampler_get_pss_seconds, NULL, "time spent in smaps_rollup reads",
      NULL},
     {"pss_reads", (getter)sampler_get_pss_reads, NULL, "smaps_rollup reads", NULL},
     {"memory_hwm", (getter)sampler_get_memory_hwm, NULL,
      "KiB: the largest resident set one process of the workload had (kernel VmHWM)", NULL},
-    {"samples_taken", (getter)sampler_get_samples_taken, NULL, "readings incl. baseline", NULL},
+    RT_FIGURE("samples_taken", RT_FIG_SAMPLES, "readings incl. baseline"),
     {"read_errors", (getter)sampler_get_read_errors, NULL, "procfs reads that failed", NULL},
-    {"rows_dropped", (getter)sampler_get_rows_dropped, NULL,
-     "rows lost because memory ran out (each later row tries again)", NULL},
+    RT_FIGURE("rows_dropped", RT_FIG_DROPPED,
+              "rows lost because memory ran out (each later row tries again)"),
     {"tree_seen", (getter)sampler_get_tree_seen, NULL,
      "readings that found a live process of the tracked tree", NULL},
     {"tree_missed", (getter)sampler_get_tree_missed, NULL,
@@ -500,7 +357,7 @@ sampler_run_after_baseline_py(SamplerObject *self, PyObject *fn)
         return NULL;
     if (!PyCallable_Check(fn))
         return PyErr_Format(PyExc_TypeError, "run_after_baseline: fn must be callable, got %R", fn);
-    if (sampler_state(s) != SAMPLER_NEW) {
+    if (engine_state(s->engine) != ENGINE_NEW) {
         PyErr_SetString(PyExc_RuntimeError, "run_after_baseline: call it before start()");
         return NULL;
     }
@@ -533,7 +390,7 @@ sampler_take_after_baseline_py(SamplerObject *self, PyObject *unused)
 }
 
 static PyMethodDef sampler_methods[] = {
-    {"start", (PyCFunction)sampler_start_py, METH_NOARGS, "Start the sampler thread."},
+    {"start", rt_engine_start, METH_NOARGS, "Start the sampler thread."},
     {"run_after_baseline", (PyCFunction)sampler_run_after_baseline_py, METH_O,
      "run_after_baseline(fn): before start(): the sampler thread starts a thread that calls "
      "fn() right after its baseline reading (not in the caller of start())."},
@@ -554,16 +411,16 @@ static PyMethodDef sampler_methods[] = {
      "record_stacks() was not called."},
     {"stop", (PyCFunction)sampler_stop_py, METH_NOARGS,
      "Stop the thread (returns within STOP_TIMEOUT seconds) and release descriptors."},
-    {"sample_now", (PyCFunction)sampler_sample_now_py, METH_NOARGS,
+    {"sample_now", rt_engine_sample_now, METH_NOARGS,
      "Take one reading in this thread: (process_row, system_row), or None for the baseline."},
-    {"wait", (PyCFunction)sampler_wait_py, METH_VARARGS,
+    {"wait", rt_engine_wait, METH_VARARGS,
      "wait(n, timeout) -> bool: wait until n rows are stored."},
-    {"columns", (PyCFunction)sampler_columns_py, METH_O,
+    {"columns", rt_engine_columns, METH_O,
      "columns('process'|'system') -> list of bytes, one float64 array per column."},
     {"gpu_devices", (PyCFunction)sampler_gpu_devices_py, METH_NOARGS,
      "One dict per GPU (up to 16): index, name, memory_total_mib, and per row of the system "
      "table its utilization (%) and memory_used_mib (float64 memoryviews)."},
-    {"column_views", (PyCFunction)sampler_column_views_py, METH_O,
+    {"column_views", rt_engine_column_views, METH_O,
      "column_views('process'|'system') -> list of read-only float64 memoryviews of the stored "
      "columns (no copy; the rows are final from then on), or None while not stopped."},
     {NULL, NULL, 0, NULL},
@@ -641,7 +498,7 @@ rt_add_sampler(PyObject *module)
     }
     if (add_float(module, "MIN_INTERVAL", SAMPLER_MIN_INTERVAL) < 0 ||
         add_float(module, "MAX_INTERVAL", SAMPLER_MAX_INTERVAL) < 0 ||
-        add_float(module, "STOP_TIMEOUT", SAMPLER_STOP_TIMEOUT) < 0 ||
+        add_float(module, "STOP_TIMEOUT", ENGINE_STOP_TIMEOUT) < 0 ||
         PyModule_AddIntConstant(module, "GPU_SERIES_MAX", GPU_SERIES_MAX) < 0) {
         Py_DECREF(type);
         return -1;
