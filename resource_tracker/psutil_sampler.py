@@ -335,18 +335,26 @@ class _Collector:
         return interval, self._memory(now, live), live, root_alive
 
     def _check_pss(self, member: _Member, now: float) -> None:
-        """Measures how much of a member's RSS is shared (RSS - PSS), within the budget."""
-        started = time.monotonic()
+        """Measures how much of a member's RSS is shared (RSS - PSS), within the budget.
+
+        psutil reads PSS (smaps_rollup) first and RSS (statm) after it: a member faulting
+        pages in between would have them counted as shared and never as its own, until the
+        next round. The RSS that goes with the PSS lies between the one read this tick
+        (before) and the one read after; the smaller is taken (as the C sampler takes both
+        from the one smaps_rollup). The cost is this thread's CPU time, as in the C sampler:
+        wall time stretches on a busy machine and would drain the budget."""
+        started = time.thread_time()
         try:
             full = member.proc.memory_full_info()
             pss = getattr(full, "pss", None)
             if pss is not None:
-                member.excess = max(0.0, (full.rss - pss) / 1024.0)
+                rss = min(full.rss / 1024.0, member.rss)
+                member.excess = max(0.0, rss - pss / 1024.0)
         except self.ps.AccessDenied:
             self.pss_denied += 1
         except (self.ps.Error, AttributeError, NotImplementedError, OSError):
             pass
-        self.pss_allowance -= time.monotonic() - started
+        self.pss_allowance -= time.thread_time() - started
         member.checked_at = now
 
     def _pss_round(self, now: float, members: List[_Member]) -> None:
@@ -676,6 +684,11 @@ class PsutilSampler:
     def cpu_seconds(self) -> float:
         """CPU time of the engine thread (its readings included)."""
         return float(self._engine.cpu_seconds)
+
+    @property
+    def samples_taken(self) -> float:
+        """Readings taken, the baseline included (as ``_core.Sampler.samples_taken``)."""
+        return float(self._engine.samples_taken)
 
     @property
     def read_errors(self) -> float:

@@ -10,7 +10,7 @@ import os
 import time
 
 import pytest
-from workloads import Workload, run_to_report, total_cpu
+from workloads import Workload, run_to_report, total_cpu, wait_for_baseline
 
 from resource_tracker import ResourceTracker
 
@@ -21,7 +21,7 @@ def _track(workload, interval=0.25, **kwargs):
     tracker = ResourceTracker(
         pid=workload.pid, interval=interval, discover_cloud=False, discover_server=False, **kwargs
     )
-    time.sleep(0.1)  # the baseline is taken at once in the sampler thread
+    wait_for_baseline(tracker)  # the workload's CPU counts from the baseline reading on
     return tracker
 
 
@@ -281,14 +281,14 @@ def test_loopback_traffic_is_not_network_traffic(backend):
     thread = threading.Thread(target=sink)
     thread.start()
     tracker = ResourceTracker(interval=0.1, discover_cloud=False, discover_server=False)
-    time.sleep(0.15)
+    wait_for_baseline(tracker)  # the traffic comes after it: in the readings
     client = socket.create_connection(server.getsockname())
     payload = b"x" * (1 << 20)
     for _ in range(30):
         client.sendall(payload)
     client.close()
     thread.join()
-    time.sleep(0.15)
+    assert tracker.wait_for_samples(tracker.n_samples + 1, 30)  # a tick after the traffic
     tracker.stop()
     server.close()
     assert received == [30 << 20]

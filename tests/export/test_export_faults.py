@@ -32,6 +32,20 @@ def endpoint(request):
     server.close()
 
 
+def _until_points_pile_up(tracker, target, fault, timeout=60.0):
+    """Returns once the live export report shows the fault at work (the queue overflowed:
+    points dropped; a failed send's error, except for the hang, whose first send never ends)
+    and the sampler stored 10 rows, however slowly a busy machine gets there."""
+    deadline = time.monotonic() + timeout
+    while True:
+        report = tracker.export_report()["targets"][target]
+        failed = fault == "hang" or report["last_error"]
+        if report["dropped_points"] > 0 and failed and tracker.n_samples >= 10:
+            return
+        assert time.monotonic() < deadline, report
+        time.sleep(0.02)
+
+
 @pytest.mark.parametrize("target", ["otlp", "pushgateway"])
 def test_faulty_endpoint_costs_the_job_nothing(target, endpoint, monkeypatch):
     fault, url = endpoint
@@ -42,7 +56,7 @@ def test_faulty_endpoint_costs_the_job_nothing(target, endpoint, monkeypatch):
     began = time.monotonic()
     tracker = ResourceTracker(interval=0.1, export=target)
     started = time.monotonic() - began
-    time.sleep(3.0)
+    _until_points_pile_up(tracker, target, fault)
     began = time.monotonic()
     tracker.stop()
     stopped = time.monotonic() - began
