@@ -125,6 +125,8 @@ class _Collector:
         self.tree_seen = 0  # readings that found a live process of the tree (0: never seen)
         self.tree_missed = 0  # readings that did not, while the root lived (hidden)
         self.pss_denied = 0  # reads of a member's PSS refused
+        if track_processes:
+            self._note_root_start()
 
     # -- the process tree ------------------------------------------------------------
 
@@ -150,6 +152,15 @@ class _Collector:
             self.members[pid] = _Member(proc)
             self.generation += 1
         return member
+
+    def _note_root_start(self) -> None:
+        """Takes the root's identity (its creation time) now, in the caller, as the C sampler
+        does: a pid handed to another process before the engine's first reading is not the
+        root. Unreadable now (already gone, hidden): the first reading that sees it decides."""
+        try:
+            self.root_created = self.ps.Process(self.pid).create_time()
+        except Exception:
+            pass
 
     def _is_root(self, proc: Any) -> bool:
         """True when proc (with the root's pid) is the root: the creation time the root had
