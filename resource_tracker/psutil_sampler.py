@@ -24,8 +24,9 @@ stop() within STOP_TIMEOUT, fork and interpreter exit. A reading that raises is 
 - Memory (KiB): RSS for a single process. With several processes, pages shared inside the
   tree are counted once: each member counts RSS minus (RSS - PSS) as last measured with
   ``memory_full_info()``, read for every member at once (a round) when members came or went
-  or the figures are 30 s old, within a time budget (a share of the wall time). Until its
-  first read, a forked copy of a member (the same command line: no exec) counts what it holds
+  or the figures are 30 s old, within a budget of this thread's CPU time (a share of the wall
+  time). The RSS paired with a PSS is the smaller of the reads around it. Until its first
+  read, a forked copy of a member (the same command line: no exec) counts what it holds
   beyond its parent, and the tree counts at least its largest RSS (as the C sampler does).
   Where psutil has no PSS (macOS, Windows), the RSS of the members is summed: shared pages
   are then counted once per process that maps them.
@@ -124,6 +125,8 @@ class _Collector:
         self.tree_seen = 0  # readings that found a live process of the tree (0: never seen)
         self.tree_missed = 0  # readings that did not, while the root lived (hidden)
         self.pss_denied = 0  # reads of a member's PSS refused
+        if track_processes:
+            self._note_root_start()
 
     # -- the process tree ------------------------------------------------------------
 
@@ -149,6 +152,15 @@ class _Collector:
             self.members[pid] = _Member(proc)
             self.generation += 1
         return member
+
+    def _note_root_start(self) -> None:
+        """Takes the root's identity (its creation time) now, in the caller, as the C sampler
+        does: a pid handed to another process before the engine's first reading is not the
+        root. Unreadable now (already gone, hidden): the first reading that sees it decides."""
+        try:
+            self.root_created = self.ps.Process(self.pid).create_time()
+        except Exception:
+            pass
 
     def _is_root(self, proc: Any) -> bool:
         """True when proc (with the root's pid) is the root: the creation time the root had
@@ -335,18 +347,26 @@ class _Collector:
         return interval, self._memory(now, live), live, root_alive
 
     def _check_pss(self, member: _Member, now: float) -> None:
-        """Measures how much of a member's RSS is shared (RSS - PSS), within the budget."""
-        started = time.monotonic()
+        """Measures how much of a member's RSS is shared (RSS - PSS), within the budget.
+
+        psutil reads PSS (smaps_rollup) first and RSS (statm) after it: a member faulting
+        pages in between would have them counted as shared and never as its own, until the
+        next round. The RSS that goes with the PSS lies between the one read this tick
+        (before) and the one read after; the smaller is taken (as the C sampler takes both
+        from the one smaps_rollup). The cost is this thread's CPU time, as in the C sampler:
+        wall time stretches on a busy machine and would drain the budget."""
+        started = time.thread_time()
         try:
             full = member.proc.memory_full_info()
             pss = getattr(full, "pss", None)
             if pss is not None:
-                member.excess = max(0.0, (full.rss - pss) / 1024.0)
+                rss = min(full.rss / 1024.0, member.rss)
+                member.excess = max(0.0, rss - pss / 1024.0)
         except self.ps.AccessDenied:
             self.pss_denied += 1
         except (self.ps.Error, AttributeError, NotImplementedError, OSError):
             pass
-        self.pss_allowance -= time.monotonic() - started
+        self.pss_allowance -= time.thread_time() - started
         member.checked_at = now
 
     def _pss_round(self, now: float, members: List[_Member]) -> None:
@@ -676,6 +696,11 @@ class PsutilSampler:
     def cpu_seconds(self) -> float:
         """CPU time of the engine thread (its readings included)."""
         return float(self._engine.cpu_seconds)
+
+    @property
+    def samples_taken(self) -> float:
+        """Readings taken, the baseline included (as ``_core.Sampler.samples_taken``)."""
+        return float(self._engine.samples_taken)
 
     @property
     def read_errors(self) -> float:

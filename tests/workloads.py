@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 
 PRELUDE = """
 import json, os, sys, time
@@ -96,6 +97,15 @@ class Workload:
             self.proc.kill()
         self.proc.wait()
         self.proc.stdout.close()
+
+
+def wait_for_baseline(tracker, timeout=30.0):
+    """Returns once the tracker's sampler took its baseline reading (the one that stores no
+    row: the first row's interval starts there), however slowly a busy machine runs it."""
+    deadline = time.monotonic() + timeout
+    while tracker._sampler.samples_taken < 1:
+        assert time.monotonic() < deadline, "the sampler took no baseline reading"
+        time.sleep(0.005)
 
 
 def total_cpu(df):

@@ -14,6 +14,7 @@ import time
 from array import array
 
 import pytest
+from workloads import wait_for_baseline
 
 from resource_tracker import ResourceTracker, registry
 from resource_tracker.cli.summary import lines_of, size, watch_line
@@ -65,6 +66,7 @@ def run(tmp_path_factory):
     entry registered."""
     path = tmp_path_factory.mktemp("roles") / "data.bin"
     with ResourceTracker(interval=0.05) as tracker:
+        wait_for_baseline(tracker)  # the writes come after it: in the rows
         with open(path, "wb") as f:
             f.write(os.urandom(1 << 21))
             f.flush()

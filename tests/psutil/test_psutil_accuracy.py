@@ -13,6 +13,7 @@ import time
 import pytest
 from build_variant import needs_procfs
 from psutil_workloads import Workload, _force_psutil, psutil_tracker, total_cpu  # noqa: F401
+from workloads import wait_for_baseline
 
 from resource_tracker import ResourceTracker
 from resource_tracker.names import SYSTEM_COLUMNS
@@ -22,8 +23,8 @@ MIB_KIB = 1024
 
 def _start(workload, interval=0.25, **kwargs):
     tracker = psutil_tracker(pid=workload.pid, interval=interval, **kwargs)
-    assert tracker.wait_for_samples(0, 1) and tracker.running
-    time.sleep(0.15)  # the baseline is taken at once in the sampler thread
+    assert tracker.running
+    wait_for_baseline(tracker)  # the workload's CPU counts from the baseline reading on
     return tracker
 
 

@@ -5,9 +5,17 @@ The sample count is RESOURCE_TRACKER_SOAK_SAMPLES (default 6,000: one minute, fo
 `make soak` runs the full 100,000 samples (about 17 minutes). Bounds stated and checked:
 - memory: RSS growth of this process <= 2 x the tables' bytes (rows x columns x 8; tables
   grow by doubling) + 16 MiB;
-- interval: ticks stay on the grid start + k x interval (they skip ahead, never drift): the
-  median offset from the grid <= 2 ms, and at least 90 % of the expected ticks are recorded
-  (the 2-core machine is busy with the fork storm);
+- interval: ticks stay on the grid start + k x interval (they skip ahead, never drift; the
+  rule itself is checked with an injected clock in tests/core/c/stats_check.c). Each tick is
+  late on its grid by what the scheduler gave the thread: from one tick to the next the
+  phase on the grid moves forward as often as back, however busy the machine is. A drifting
+  schedule (next tick one interval after the last reading) moves it forward by the reading's
+  cost every tick. Checked: at most 60 % of the phase changes are forward (a grid: 50 % give
+  or take 1 %; a drifting schedule: nearly all on a quiet machine);
+- cost: the sampler's own CPU time per reading (its thread's clock, not a share of wall
+  time, which a busy machine stretches) is under a quarter of the interval (about 0.4 ms of
+  10 ms here: a sampler costing 10 times as much fails), so every tick it loses is the
+  scheduler's; the share of ticks kept is printed;
 - no deadlock: the reader sees rows grow for the whole run; stop() <= 1 s.
 """
 
@@ -92,9 +100,14 @@ def test_reliability_soak(tmp_path):
     bound_kib = (2 * table_bytes) // 1024 + 16 * 1024
     ts = list(y["timestamp"])
     start = sampler.start_time
-    offsets = [abs((t - start) - round((t - start) / INTERVAL) * INTERVAL) for t in ts[:-1]]
+    offsets = [(t - start) % INTERVAL for t in ts[:-1]]  # how late each tick was on its grid
     median_off = statistics.median(offsets)
     p99_off = sorted(offsets)[int(len(offsets) * 0.99)]
+    # the phase change on the grid from one tick to the next: forward when below half an
+    # interval (a tick later on its grid than the tick before on its own)
+    shifts = [(b - a) % INTERVAL for a, b in zip(ts[:-2], ts[1:-1])]
+    forward = sum(1 for d in shifts if 0 < d < INTERVAL / 2) / len(shifts)
+    cpu_per_reading = sampler.cpu_seconds / sampler.samples_taken
     expected = (ts[-2] - start) / INTERVAL
     kept = (rows - 1) / expected
     print(
@@ -102,15 +115,15 @@ def test_reliability_soak(tmp_path):
         f"reaped {children} children, {seen['reads']} reader passes (longest wait for a new "
         f"row {seen['max_stall'] * 1000:.0f} ms)\n"
         f"soak: RSS growth {rss_growth} KiB (bound {bound_kib} KiB = 2 x {table_bytes // 1024}"
-        f" KiB tables + 16 MiB); grid offset median {median_off * 1000:.2f} ms, p99 "
-        f"{p99_off * 1000:.2f} ms; ticks kept {kept * 100:.1f} %; sampler CPU "
-        f"{sampler.cpu_seconds:.2f} s ({sampler.cpu_seconds / elapsed * 100:.1f} % of one core);"
-        f" stop() {stop_s:.3f} s"
+        f" KiB tables + 16 MiB); lateness on the grid median {median_off * 1000:.2f} ms, p99 "
+        f"{p99_off * 1000:.2f} ms (forward phase changes {forward * 100:.1f} %); ticks kept "
+        f"{kept * 100:.1f} %; sampler CPU {sampler.cpu_seconds:.2f} s "
+        f"({cpu_per_reading * 1000:.2f} ms a reading); stop() {stop_s:.3f} s"
     )
     assert children >= min(1000, SAMPLES // 6)
     assert rss_growth <= bound_kib
-    assert median_off <= 0.002
-    assert kept >= 0.9
+    assert forward <= 0.6
+    assert cpu_per_reading < INTERVAL / 4
     assert seen["max_stall"] < 2.0
     assert stop_s < 1.0
 
