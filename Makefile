@@ -14,9 +14,11 @@ APT_TEST  := $(APT_BUILD) chromium clang-format clang libclang-rt-14-dev valgrin
              prometheus prometheus-pushgateway
 FUZZ_SECONDS ?= 60
 # pytest-xdist workers of `make test` and `make sanitize` (0: one process); tests are handed
-# out a file at a time, so a module's fixtures (Chromium, a catalog) are made once
+# out a file at a time, so a module's fixtures (Chromium, a catalog) are made once. A worker
+# that dies (a crash in C) ends the run, naming its test: xdist 3.8 replaces a crashed worker
+# under --dist loadfile and then waits for ever (--max-worker-restart=0: no replacement)
 TEST_WORKERS ?= 2
-XDIST     := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile)
+XDIST     := $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile --max-worker-restart=0)
 BENCH_PY  := .bench-venv/bin/python
 CSRC      := $(wildcard csrc/*.c csrc/*.h)
 

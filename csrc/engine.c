@@ -349,7 +349,21 @@ take_sample(Engine *engine, int in_thread, int may_fold, double *prow, double *s
     return filled;
 }
 
-/* One reading by the thread, under the read lock; then the after_rows hook, if any. */
+/* 1 when stop() gave up on the thread (it takes no reading any more). */
+static int
+given_up(Engine *engine)
+{
+    int abandoned;
+
+    pthread_mutex_lock(&engine->sync->lock);
+    abandoned = engine->abandoned;
+    pthread_mutex_unlock(&engine->sync->lock);
+    return abandoned;
+}
+
+/* One reading by the thread, under the read lock (none once stop() gave up on it: a thread
+ * held up, by a slow reading or by the scheduler, reads nothing after it); then the
+ * after_rows hook, if any. */
 static void
 thread_sample(Engine *engine, int may_fold, double *prow, double *srow)
 {
@@ -357,7 +371,7 @@ thread_sample(Engine *engine, int may_fold, double *prow, double *srow)
     double hook_cpu_s;
 
     pthread_mutex_lock(&engine->sync->collect_lock);
-    filled = take_sample(engine, 1, may_fold, prow, srow);
+    filled = given_up(engine) ? 0 : take_sample(engine, 1, may_fold, prow, srow);
     pthread_mutex_unlock(&engine->sync->collect_lock);
     if (filled > 0 && engine->source.after_rows) {
         hook_cpu_s = engine->source.after_rows(engine->source.arg, engine_rows(engine));
@@ -487,7 +501,8 @@ engine_start(Engine *engine)
         engine->state = ENGINE_NEW;
     } else {
         engine->thread_alive = 1;
-        engine->refs++; /* the thread's */
+        engine->thread_started = 1; /* from now on only the thread releases the reader */
+        engine->refs++;             /* the thread's */
     }
     pthread_mutex_unlock(&engine->sync->lock);
     return rc;
@@ -515,7 +530,7 @@ wait_thread_end(Engine *engine)
 void
 engine_stop(Engine *engine)
 {
-    int join, ended;
+    int join, ended, threaded;
 
     pthread_mutex_lock(&engine->sync->lock);
     engine->stop_requested = 1;
@@ -534,15 +549,18 @@ engine_stop(Engine *engine)
         engine->stop_wall = engine_clock(CLOCK_REALTIME);
     }
     ended = wait_thread_end(engine);
+    threaded = engine->thread_started;
     pthread_mutex_unlock(&engine->sync->lock);
     if (join && ended)
         pthread_join(engine->thread, NULL);
     else if (join)
         pthread_detach(engine->thread); /* it holds a reference: it frees what it uses */
-    if (!join && !ended && engine->source.release &&
+    if (!threaded && engine->source.release &&
         pthread_mutex_trylock(&engine->sync->collect_lock) == 0) {
         /* no thread to release the reader (sample_now() engines); a reading under way in
-         * sample_now() releases it itself when it ends */
+         * sample_now() releases it itself when it ends. A thread given up on by an earlier
+         * stop() may still read (it may not even have taken its baseline yet): it releases
+         * the reader itself at its end (finish_thread) */
         engine->source.release(engine->source.arg);
         pthread_mutex_unlock(&engine->sync->collect_lock);
     }

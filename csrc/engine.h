@@ -7,7 +7,8 @@
  * tick skips ahead, schedule.c); a stop request wakes the thread at once, which then takes a
  * last reading for the partial interval, folded into the previous row when short (row_fold,
  * row_rules.c); engine_stop() returns within ENGINE_STOP_TIMEOUT seconds whatever a reading
- * does (a thread still inside one is left to finish on its own and stores nothing); a reading
+ * does (a thread still inside one, or held up between readings, is left to finish on its own:
+ * it takes no further reading, stores nothing, and releases the reader itself); a reading
  * that fails is counted (read_errors), never ends the thread; after fork() the child has no
  * engine thread: its engines read as stopped, with their rows. The thread holds a reference to
  * the engine, so the memory (and the source's arg) is freed by whoever lets go last. */
@@ -20,7 +21,9 @@
 
 #include "table.h"
 
+#ifndef ENGINE_STOP_TIMEOUT     /* a C check compiles the engine with a shorter bound */
 #define ENGINE_STOP_TIMEOUT 2.0 /* seconds engine_stop() waits for the thread */
+#endif
 
 enum EngineState { ENGINE_NEW, ENGINE_RUNNING, ENGINE_STOPPED };
 /* ENGINE_SIDE: the side series (engine_open_side), one row per row of the system table. */
@@ -109,6 +112,7 @@ typedef struct Engine {
     EngineSync *sync;
     pthread_t thread;
     int thread_alive, thread_done, abandoned, refs, stop_requested, state, tables_final;
+    int thread_started; /* a thread was started (it releases the reader at its end) */
     Table process, system;
     Table side; /* the side series (engine_open_side; ncols 0: none) */
     double start_wall, start_mono, stop_wall;

@@ -53,6 +53,7 @@ if [ "$WORKERS" -gt 1 ]; then
   printf '#!/bin/sh\nLD_PRELOAD="%s %s" PYTHONMALLOC=malloc exec "%s" "$@"\n' \
     "$ASAN_LIB" "$UBSAN_LIB" "$PY_PATH" >"$OUT/python-asan"
   chmod +x "$OUT/python-asan"
-  XDIST=(--dist loadfile --tx "$WORKERS*popen//python=$OUT/python-asan")
+  # a worker that an ASan report aborts ends the run (a replaced one leaves xdist waiting)
+  XDIST=(--dist loadfile --max-worker-restart=0 --tx "$WORKERS*popen//python=$OUT/python-asan")
 fi
 LD_PRELOAD="$ASAN_LIB $UBSAN_LIB" exec "$PY" -m pytest -p no:cacheprovider "${XDIST[@]}" "$@"
