@@ -101,9 +101,11 @@ def _refused(path, blob, needle):
 
 
 def _timed(path):
-    start = time.perf_counter()
+    """The CPU time of this thread for one lookup (SQLite runs in it): what the catalog costs,
+    which the other work of a busy machine does not stretch as it stretches wall time."""
+    start = time.thread_time()
     found = catalog.recommend_server(REQUEST, n=3, catalog=path)
-    return time.perf_counter() - start, found
+    return time.thread_time() - start, found
 
 
 @pytest.mark.parametrize("kind", ["db.bz2", "sql.xz"])

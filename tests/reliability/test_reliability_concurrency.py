@@ -94,8 +94,8 @@ def test_reliability_concurrency_start_stop_from_other_threads():
     deadline = time.monotonic() + 2.0  # Python threads leave /proc just after join()
     while threads() > threads0 and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert threads() == threads0
-    assert open_fds() == fds0
+    assert threads() <= threads0  # (a thread or descriptor of an earlier test may have
+    assert open_fds() <= fds0  # ended meanwhile: a leak is growth)
     print(f"concurrency: 50 x (create/start/4 concurrent stops), stop() <= {worst:.3f} s")
 
 
