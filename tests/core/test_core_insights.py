@@ -575,9 +575,9 @@ report(t1=t1, t2=t2, rss0=rss0, rss=rss_kib())
 
 def test_phases_of_a_real_idle_busy_idle_run():
     """A real workload idle, then holding 400 MiB busy on one core, then idle again, tracked
-    every 0.25 s, each part for 12 samples and at least three times as many as the allocation
-    ramp takes (the test moves it on): three phases, each boundary in the sample interval where
-    the workload's own clock says it began (the ramps a busy machine draws out counted in the
+    every 0.25 s, each part for 12 samples (the first 24) and at least three times as many
+    as the allocation ramp takes (the test moves it on): three phases, each boundary in the
+    sample interval where the workload's own clock says it began (the ramps a busy machine draws out counted in the
     phase they lead to), and the allocation ramp counted in the busy phase, not in the idle
     one before it."""
     work = Workload(IDLE_BUSY_IDLE)
@@ -589,8 +589,10 @@ def test_phases_of_a_real_idle_busy_idle_run():
         ramp = work.read_report()["ramp"]
         tracker = ResourceTracker(pid=work.pid, interval=0.25, discover_cloud=False)
         reports = []
-        for _ in range(3):  # idle, busy, idle
-            _after_samples(tracker, max(12, 3 * math.ceil(ramp / 0.25)))
+        # idle, busy, idle; the detector needs a first part of 24 samples or a third of a
+        # longer ramp than the untracked one (tried on the same shapes: ramps of 1-89 samples)
+        for least in (24, 12, 12):
+            _after_samples(tracker, max(least, 3 * math.ceil(ramp / 0.25)))
             work.send("next")
             reports.append(work.read_report())
             ramp = max(ramp, reports[-1].get("ramp", 0.0))  # the tracked one, once it is done
