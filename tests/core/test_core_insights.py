@@ -577,9 +577,9 @@ def test_phases_of_a_real_idle_busy_idle_run():
     """A real workload idle, then holding 400 MiB busy on one core, then idle again, tracked
     every 0.25 s, each part for 12 samples (the first 24) and at least three times as many
     as the allocation ramp takes (the test moves it on): three phases, each boundary in the
-    sample interval where the workload's own clock says it began (the ramps a busy machine draws out counted in the
-    phase they lead to), and the allocation ramp counted in the busy phase, not in the idle
-    one before it."""
+    sample interval where the workload's own clock says it began (the ramps a busy machine
+    draws out counted in the phase they lead to), and the allocation ramp counted in the
+    busy phase, not in the idle one before it."""
     work = Workload(IDLE_BUSY_IDLE)
     tracker = None
     try:
