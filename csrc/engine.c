@@ -429,8 +429,11 @@ finish_thread(Engine *engine, double *prow, double *srow)
     abandoned = engine->abandoned;
     has_rows = rows_locked(engine) > 0;
     pthread_mutex_unlock(&engine->sync->lock);
-    if (!abandoned &&
-        schedule_takes_final(engine_clock(CLOCK_MONOTONIC) - engine->last_sample_mono, has_rows)) {
+    /* a reader with a last reading (the C one re-reads every member's io: an idle member may
+     * have written since its io was read) takes it however soon after the last tick */
+    if (!abandoned && (engine->source.last_reading != NULL ||
+                       schedule_takes_final(
+                           engine_clock(CLOCK_MONOTONIC) - engine->last_sample_mono, has_rows))) {
         if (engine->source.last_reading)
             engine->source.last_reading(engine->source.arg);
         thread_sample(engine, 1, prow, srow);

@@ -10,7 +10,8 @@
 /* so is one this short (seconds) whatever the interval: too short to measure CPU time in clock
  * ticks (10 ms) */
 #define FOLD_MIN_SECONDS 0.1
-/* a final reading closer than this (seconds) to the last one is not taken at all */
+/* a final reading closer than this (seconds) to the last one is not taken at all (unless the
+ * reader has a last reading to make: engine.c's finish_thread) */
 #define FINAL_MIN_SECONDS 0.001
 
 /* The next tick of the grid start + k * interval (monotonic seconds): the one after previous;

@@ -44,7 +44,8 @@ FOLD_SHARE: float = _core.FOLD_SHARE
 #: so is one this short (seconds) whatever the interval: too short to measure CPU time in
 #: clock ticks (10 ms);
 FOLD_MIN_SECONDS: float = _core.FOLD_MIN_SECONDS
-#: and a final reading closer than this (seconds) to the last one is not taken at all.
+#: and a final reading closer than this (seconds) to the last one is not taken at all (by a
+#: reader without a last reading: the C sampler's re-reads idle members' io, and is taken).
 FINAL_MIN_SECONDS: float = _core.FINAL_MIN_SECONDS
 #: Seconds stop() waits for the sampler thread at most (the C sampler's value where built).
 STOP_TIMEOUT: float = float(getattr(_core, "STOP_TIMEOUT", 2.0))

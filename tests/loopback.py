@@ -5,7 +5,9 @@ sys.path through tests/conftest.py)."""
 
 from __future__ import annotations
 
+import select
 import threading
+import time
 from http.server import ThreadingHTTPServer
 
 
@@ -20,24 +22,41 @@ class LoopbackHTTPServer(ThreadingHTTPServer):
         self._thread = threading.Thread(target=self.serve_forever, args=(0.02,), daemon=True)
         self._handlers = []
         self._handlers_lock = threading.Lock()
+        self._accepted = 0  # connections accepted, their thread not started yet
+
+    def get_request(self):
+        conn = super().get_request()
+        with self._handlers_lock:
+            self._accepted += 1
+        return conn
 
     def process_request(self, request, client_address):
-        """Serves one connection in a thread of its own, kept until :meth:`settle` joins it."""
+        """Serves one connection in a thread of its own, kept until :meth:`settle` joins it
+        (started before settle can see it: a thread not started cannot be joined)."""
         thread = threading.Thread(
             target=self.process_request_thread, args=(request, client_address), daemon=True
         )
         with self._handlers_lock:
             self._handlers = [t for t in self._handlers if t.is_alive()] + [thread]
-        thread.start()
+            thread.start()
+            self._accepted -= 1
 
     def settle(self, timeout=60.0):
-        """Returns once the threads serving the connections accepted so far have ended (their
+        """Returns once the threads serving the connections made so far have ended (their
         sockets closed): a client that got its answers sees the server at rest, however
-        slowly a busy machine runs the handlers' last steps."""
-        with self._handlers_lock:
-            handlers, self._handlers = self._handlers, []
-        for thread in handlers:
-            thread.join(timeout)
+        slowly a busy machine runs the handlers' last steps. A connection the client made and
+        left (one of parallel probes) may wait in the listening queue after the client
+        returned: it is waited for too, until accepted and served."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._handlers_lock:
+                handlers, self._handlers = self._handlers, []
+                pending = self._accepted > 0 or select.select([self], [], [], 0)[0]
+            for thread in handlers:
+                thread.join(max(0.0, deadline - time.monotonic()))
+            if not pending or time.monotonic() > deadline:
+                return
+            time.sleep(0.005)  # the serving thread accepts it within its 0.02 s poll
 
     @property
     def url(self):

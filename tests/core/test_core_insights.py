@@ -552,13 +552,16 @@ IDLE_BUSY_IDLE = """
 import select
 def told():
     return select.select([0], [], [], 0)[0] and os.read(0, 64)
+t0 = time.time()
+touched(400)                    # the ramp once, untracked: how long this machine takes now
+report(ramp=time.time() - t0)
 while not select.select([0], [], [], None)[0]:  # idle until the test says "next"
     pass
 os.read(0, 64)
 rss0 = rss_kib()
 t1 = time.time()
 block = touched(400)            # the allocation ramp, then one core busy
-report(busy=time.time())
+report(busy=time.time(), ramp=time.time() - t1)
 while not told():
     pass
 t2 = time.time()
@@ -572,24 +575,33 @@ report(t1=t1, t2=t2, rss0=rss0, rss=rss_kib())
 
 def test_phases_of_a_real_idle_busy_idle_run():
     """A real workload idle, then holding 400 MiB busy on one core, then idle again, tracked
-    every 0.25 s, each part for 12 samples (the test moves it on): three phases,
-    each boundary in the sample interval where the workload's own clock says it began (the
-    ramps a busy machine draws out counted in the phase they lead to), and the allocation
-    ramp counted in the busy phase, not in the idle one before it."""
+    every 0.25 s, each part for 12 samples (the first 24) and at least three times as many
+    as the allocation ramp takes (the test moves it on): three phases, each boundary in the
+    sample interval where the workload's own clock says it began (the ramps a busy machine
+    draws out counted in the phase they lead to), and the allocation ramp counted in the
+    busy phase, not in the idle one before it."""
     work = Workload(IDLE_BUSY_IDLE)
-    tracker = ResourceTracker(pid=work.pid, interval=0.25, discover_cloud=False)
+    tracker = None
     try:
         work.go()
+        # a ramp as long as the phases is no step between them: on a busy machine the
+        # workload's own ramp (untracked, before the run) sets how long each part lasts
+        ramp = work.read_report()["ramp"]
+        tracker = ResourceTracker(pid=work.pid, interval=0.25, discover_cloud=False)
         reports = []
-        for _ in range(3):  # idle, busy, idle: each for 12 samples (longer than a ramp)
-            _after_samples(tracker, 12)
+        # idle, busy, idle; the detector needs a first part of 24 samples or a third of a
+        # longer ramp than the untracked one (tried on the same shapes: ramps of 1-89 samples)
+        for least in (24, 12, 12):
+            _after_samples(tracker, max(least, 3 * math.ceil(ramp / 0.25)))
             work.send("next")
             reports.append(work.read_report())
+            ramp = max(ramp, reports[-1].get("ramp", 0.0))  # the tracked one, once it is done
         work.finish()
         tracker.stop()
         work.reap()
     finally:
-        tracker.stop()
+        if tracker is not None:
+            tracker.stop()
         work.kill()
     (found,) = _kinds(build_summary(tracker, lookup_server=False), "phases")
     n, (busy, idle, truth) = found.numbers, reports

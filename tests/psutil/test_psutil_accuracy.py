@@ -84,10 +84,16 @@ class _ProcessCounts:
     """The ground truth of the machine-wide ``processes`` column: the pids in /proc listed by
     a thread every 20 ms, from before the trackers start until they stopped, with the
     kernel's count of forks since boot (/proc/stat ``processes``). Between two listings the
-    count was at least the pids in both and at most the first listing plus the forks since."""
+    count was at least the pids in both. A sampler counts at most the processes alive at some
+    moment of the run: the C sampler lists /proc every 5 s at most and adds the pids handed
+    out since, so a process outside the workload that exited counts until the next listing.
+    Those are the pids any listing saw, plus the forks of each 20 ms that the next listing
+    did not show as a new pid (a process that lived and died between two listings, or a
+    thread: /proc/stat counts both)."""
 
     def __init__(self):
         self.low, self.high = float("inf"), 0
+        self._seen, self._unseen_forks = set(), 0
         self._last = self._listing()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
@@ -104,7 +110,9 @@ class _ProcessCounts:
             done = self._done.wait(0.02)
             (pids0, forks0), (pids1, forks1) = self._last, self._listing()
             self.low = min(self.low, len(pids0 & pids1))
-            self.high = max(self.high, len(pids0) + forks1 - forks0)
+            self._seen |= pids0 | pids1
+            self._unseen_forks += max(0, forks1 - forks0 - len(pids1 - pids0))
+            self.high = len(self._seen) + self._unseen_forks
             self._last = pids1, forks1
             if done:
                 return
