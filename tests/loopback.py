@@ -22,13 +22,19 @@ class LoopbackHTTPServer(ThreadingHTTPServer):
         self._thread = threading.Thread(target=self.serve_forever, args=(0.02,), daemon=True)
         self._handlers = []
         self._handlers_lock = threading.Lock()
-        self._accepted = 0  # connections accepted, their thread not started yet
+        self._accepted = 0  # connections being accepted, their thread not started yet
 
-    def get_request(self):
-        conn = super().get_request()
+    def _handle_request_noblock(self):
+        """One ready connection accepted and handed to its thread: counted from before the
+        accept (while it is still in the listening queue, where settle's select sees it) until
+        its thread started, so settle never looks in between."""
         with self._handlers_lock:
             self._accepted += 1
-        return conn
+        try:
+            super()._handle_request_noblock()
+        finally:
+            with self._handlers_lock:
+                self._accepted -= 1
 
     def process_request(self, request, client_address):
         """Serves one connection in a thread of its own, kept until :meth:`settle` joins it
@@ -39,7 +45,6 @@ class LoopbackHTTPServer(ThreadingHTTPServer):
         with self._handlers_lock:
             self._handlers = [t for t in self._handlers if t.is_alive()] + [thread]
             thread.start()
-            self._accepted -= 1
 
     def settle(self, timeout=60.0):
         """Returns once the threads serving the connections made so far have ended (their
