@@ -214,7 +214,7 @@ import subprocess
 code = (OWN_WRITE_BYTES + "import os, sys, time\\nprint('ready', flush=True)\\n"
         "sys.stdin.readline()\\nfd = os.open({str(target)!r}, os.O_WRONLY | os.O_CREAT)\\n"
         "os.write(fd, b'x' * 262144); os.fsync(fd); os.close(fd)\\n"
-        "print(own_write_bytes(), flush=True); time.sleep(60)\\n")
+        "print(own_write_bytes(), flush=True); sys.stdin.readline()\\n")  # idle until killed
 kid = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                        stdout=subprocess.PIPE, text=True)
 kid.stdout.readline()

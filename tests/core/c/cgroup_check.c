@@ -26,7 +26,9 @@
 
 #include "cgroup_tree.h"
 
-static int checks;
+static void stop_all(void);
+#define CHECK_CLEANUP() stop_all()
+#include "check.h"
 static pid_t root, stranger;
 
 static void
@@ -41,16 +43,6 @@ stop_all(void)
         waitpid(stranger, NULL, 0);
     }
 }
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        checks++;                                                                                  \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond);                             \
-            stop_all();                                                                            \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static void
 write_file(const char *dir, const char *name, const char *text)

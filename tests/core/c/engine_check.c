@@ -23,16 +23,7 @@
 
 #define WAIT_LIMIT_S 30.0
 
-static int checks;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        checks++;                                                                                  \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond);                             \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 /* A reader that records what the engine did with it (its own lock: it outlives the engine). */
 typedef struct Probe {

@@ -25,17 +25,9 @@
 
 #include "proc_tree.h"
 
-static int checks;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        checks++;                                                                                  \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond);                             \
-            stop_trees();                                                                          \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+static void stop_trees(void);
+#define CHECK_CLEANUP() stop_trees()
+#include "check.h"
 
 static pid_t trees[2];
 
