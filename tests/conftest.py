@@ -18,6 +18,8 @@ with "connection refused".
 
 from __future__ import annotations
 
+import faulthandler
+import glob
 import os
 import shutil
 import sys
@@ -137,8 +139,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(getattr(pytest.mark, part))
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own faulthandler plugin: _log_faults replaces it
 def pytest_configure(config):
-    """Loopback endpoints and a private catalog cache for the whole session (all scopes)."""
+    """Loopback endpoints and a private catalog cache for the whole session (all scopes); a
+    fatal-signal log per process."""
+    _log_faults(config)
     for name, text in PART_MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
     global _SESSION_CACHE
@@ -181,6 +186,35 @@ def _tree_state():
     return state
 
 
+#: where each process of the session writes the Python stacks of all its threads if it dies
+#: of a fatal signal (a pytest-xdist worker's own stderr dies with it); made by the first
+#: process, inherited by the workers, printed at the end of the run
+FAULT_DIR_VARIABLE = "RT_TEST_FAULT_DIR"
+_fault_log = None
+
+
+def _log_faults(config):
+    """Every process of the session (controller and xdist workers) writes its fatal-signal
+    stacks, of all threads, to its own file in the session's fault folder."""
+    global _fault_log
+    folder = os.environ.get(FAULT_DIR_VARIABLE)
+    if not folder:
+        folder = tempfile.mkdtemp(prefix="rt-test-faults-")
+        os.environ[FAULT_DIR_VARIABLE] = folder
+    worker = getattr(config, "workerinput", {}).get("workerid", "main")
+    _fault_log = open(os.path.join(folder, f"{worker}-{os.getpid()}.log"), "w")
+    faulthandler.enable(file=_fault_log, all_threads=True)
+
+
+def _report_faults(folder):
+    """Prints what a process that died of a fatal signal wrote (the controller only)."""
+    for path in sorted(glob.glob(os.path.join(folder, "*.log"))):
+        with open(path, errors="replace") as f:
+            text = f.read().strip()
+        if text:
+            sys.stderr.write(f"\na test process died: {os.path.basename(path)}\n{text}\n")
+
+
 def pytest_sessionstart(session):
     if not hasattr(session.config, "workerinput"):  # the controller of a pytest-xdist run
         session.config._rt_tree = _tree_state()
@@ -207,6 +241,10 @@ def pytest_sessionfinish(session, exitstatus):
 def pytest_unconfigure(config):
     if _SESSION_CACHE:
         shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
+    if not hasattr(config, "workerinput") and _fault_log is not None:
+        faulthandler.disable()
+        _report_faults(os.environ[FAULT_DIR_VARIABLE])
+        shutil.rmtree(os.environ.pop(FAULT_DIR_VARIABLE), ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
