@@ -268,6 +268,19 @@ class Browser:
                 f.write(png)
         return png
 
+    def settled_screenshot(self, clip, tries=10):
+        """PNG bytes of clip once two screenshots in a row are the same: a page that is still
+        painting (a redraw after a click, tiles rasterized late on a loaded machine) is not
+        measured half-drawn. After `tries` screenshots, the last one."""
+        last = self.screenshot(clip=clip)
+        for _ in range(tries - 1):
+            self.pump(0.02)
+            png = self.screenshot(clip=clip)
+            if png == last:
+                break
+            last = png
+        return last
+
     def close(self):
         try:
             self._send("Browser.close", {}, None)

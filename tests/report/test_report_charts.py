@@ -142,7 +142,7 @@ def _pixels_near(b, selector, rgb, tolerance=30):
         "e.scrollIntoView({block: 'center'}); var r = e.getBoundingClientRect(); "
         "return {x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height}; })()"
     )
-    png = b.screenshot(clip=r)
+    png = b.settled_screenshot(r)
     return sum(all(abs(p[i] - rgb[i]) <= tolerance for i in range(3)) for p in png_pixels(png))
 
 
@@ -185,7 +185,8 @@ def test_process_drawn_over_system_with_bands_one_colour_per_meaning(browser, pa
 def test_legend_toggles_its_line_and_shows_min_mean_max(browser, pages, artifacts):
     b = _open(browser, pages["long"])
     sel = '#rt-chart-cpu .rt-key[data-series="System"]'
-    before = _pixels_near(b, "#rt-chart-cpu svg", SYSTEM_RGB)
+    drawn = "document.querySelector('#rt-chart-cpu svg').outerHTML"
+    before, svg_before = _pixels_near(b, "#rt-chart-cpu svg", SYSTEM_RGB), b.eval(drawn)
     b.screenshot(os.path.join(artifacts, "cpu-legend-both.png"), clip=_box(b, "#rt-chart-cpu"))
     _click(b, sel)
     assert b.eval(f"document.querySelector({sel!r}).getAttribute('aria-pressed')") == "false"
@@ -197,7 +198,8 @@ def test_legend_toggles_its_line_and_shows_min_mean_max(browser, pages, artifact
     after = _pixels_near(b, "#rt-chart-cpu svg", SYSTEM_RGB)
     b.screenshot(os.path.join(artifacts, "cpu-legend-hidden.png"), clip=_box(b, "#rt-chart-cpu"))
     assert before > 200 and after == 0, (before, after)
-    _click(b, sel)  # and back
+    _click(b, sel)  # and back: the same drawing, the same pixels
+    assert b.eval(drawn) == svg_before
     assert _pixels_near(b, "#rt-chart-cpu svg", SYSTEM_RGB) == before
     # the legend: min, mean and max in view; the whole run's mean and peak read as the
     # statistics table has them
