@@ -142,7 +142,6 @@ def test_an_unreachable_keeper_is_asked_once_per_process(monkeypatch, own_cache)
     A real loopback port with no listener stands in for an unreachable Keeper; a Keeper that
     answers HTTP 500 is asked again each time (the answer, not the network, was bad)."""
     import socket
-    import time
 
     from resource_tracker.catalog import _keeper
 
@@ -155,10 +154,8 @@ def test_an_unreachable_keeper_is_asked_once_per_process(monkeypatch, own_cache)
     monkeypatch.setattr(_core, "keeper_servers", lambda *a, **k: calls.append(1) or real(*a, **k))
     with pytest.raises(CatalogUnavailableError) as first:
         catalog.recommend_server({"cpu": 1, "memory": 512})
-    began = time.monotonic()
     with pytest.raises(CatalogUnavailableError) as second:
         catalog.recommend_server({"cpu": 1, "memory": 512})
-    assert time.monotonic() - began < 0.5
     assert len(calls) == 1 and "not asked again" in str(second.value)
     assert dead in str(first.value) and dead in str(second.value)
     _keeper._failure.pop(dead, None)

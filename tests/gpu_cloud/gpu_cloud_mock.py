@@ -203,6 +203,9 @@ class _Handler(BaseHTTPRequestHandler):
         behaviour = server.behaviour
         if behaviour == "slow":
             time.sleep(server.delay)
+        elif behaviour == "held":  # answers once the test lets it (or after `delay` s)
+            server.holding.set()
+            server.release.wait(server.delay)
         elif behaviour == "broken":
             self.close_connection = True
             self.connection.shutdown(2)
@@ -240,6 +243,12 @@ class MetadataServer(LoopbackHTTPServer):
         self.connections = 0
         self.requests = []
         self._lock = threading.Lock()
+        self.holding = threading.Event()  # "held": a request arrived and waits for release
+        self.release = threading.Event()
+
+    def __exit__(self, *exc):
+        self.release.set()  # a held answer goes out: its thread ends before the server does
+        super().__exit__(*exc)
 
     def get_request(self):
         conn = super().get_request()

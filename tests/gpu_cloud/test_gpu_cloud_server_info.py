@@ -34,7 +34,8 @@ KEYS = {
 
 
 def test_server_info_this_machine(monkeypatch):
-    """The keys of the contract, with this machine's values, in a few ms, no subprocess."""
+    """The keys of the contract, with this machine's values, in a few ms of CPU (this
+    thread's: a loaded machine stretches the wall time, not the work), no subprocess."""
 
     def no_subprocess(*args, **kwargs):
         raise AssertionError("server_info must not start a subprocess")
@@ -42,11 +43,11 @@ def test_server_info_this_machine(monkeypatch):
     monkeypatch.setattr(subprocess, "Popen", no_subprocess)
     monkeypatch.setenv("RESOURCE_TRACKER_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
     get_server_info()  # warm the imports
-    start = time.perf_counter()
+    start = time.thread_time()
     info = get_server_info()
-    elapsed = time.perf_counter() - start
+    cpu = time.thread_time() - start
     assert set(info) == KEYS
-    assert elapsed < 0.02
+    assert cpu < 0.02
     assert info["vcpus"] == os.cpu_count()
     with open("/proc/meminfo") as f:
         total_kib = int(f.readline().split()[1])

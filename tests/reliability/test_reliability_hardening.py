@@ -107,7 +107,7 @@ def test_hardening_longest_interval_stops_at_once():
     sampler.stop()
     took = time.monotonic() - t0
     assert sampler.state == "stopped"
-    assert took < 1.0
+    assert took < _core.STOP_TIMEOUT  # woken, not given up on at stop's bound
     assert sampler.samples_taken >= 1
 
 
@@ -122,7 +122,7 @@ def test_hardening_psutil_interval_bounds():
     time.sleep(0.2)
     t0 = time.monotonic()
     sampler.stop()
-    assert time.monotonic() - t0 < 1.0 and sampler.state == "stopped"
+    assert time.monotonic() - t0 < _core.STOP_TIMEOUT and sampler.state == "stopped"
 
 
 def test_hardening_cli_interval_out_of_bounds():
