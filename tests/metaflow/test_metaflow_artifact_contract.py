@@ -159,11 +159,11 @@ def test_the_docs_page_snippet_reads_the_run_level_artifact(contract_runs):
 
 
 def test_a_trivial_step_reads_no_more_cores_than_the_machine_has(contract_runs):
-    """`start` runs for a few milliseconds: its CPU usage is never more than the cores the
-    process may use, and the recommendation does not come from that artefact."""
+    """`start` does next to nothing (a few milliseconds of CPU; its wall time is whatever the
+    machine's load makes it): its CPU usage is never more than the cores the process may use,
+    and the recommendation does not come from that artefact."""
     for run in contract_runs:
         data = _artifact(run, "start")
-        assert data["detailed_stats"]["timestamp"]["duration"] < 0.5
         cores = len(os.sched_getaffinity(0))
         assert max(data["process_metrics"]["cpu_usage"]) <= cores
         assert data["stats"]["cpu_usage"]["max"] <= cores
