@@ -5,6 +5,8 @@ and where no safe capture exists (a sub-interpreter) nothing is recorded, and it
 
 from __future__ import annotations
 
+import _thread
+import gc
 import os
 import subprocess
 import sys
@@ -55,6 +57,50 @@ def test_captures_with_a_busy_thread_then_nothing_left():
     while _threads() > before and time.monotonic() < deadline:
         time.sleep(0.01)  # the capture thread ends on its own once released
     assert _threads() == before
+
+
+def _frames_then(depth: int, wait) -> None:
+    """Calls wait() under depth new frames of this thread (frames with no frame object yet)."""
+    if depth:
+        return _frames_then(depth - 1, wait)
+    wait()
+
+
+def test_no_garbage_collection_runs_in_the_capture_thread():
+    """Up to Python 3.11 a collection runs inside the allocation that crosses its threshold; in
+    the capture thread, that is a frame object it makes for a frame of the thread it walks. The
+    collection's finalizers and gc.callbacks are Python code that may let the GIL go in the
+    middle of the walk: the walked thread runs on and pops the very frames walked (the soak's
+    dead xdist worker: SIGSEGV in PyFrame_GetBack). With every allocation collecting (threshold
+    1) and this thread's frames new at each capture, no collection starts in a thread without
+    a Python frame (the capture thread); the captures still walk those frames."""
+    captures = 8
+    sampler = _core.Sampler(os.getpid(), 0.01)
+    sampler.record_stacks(threading.main_thread().ident)
+    in_c_thread = []
+
+    def watch(phase, info):
+        if phase == "start" and sys._getframe().f_back is None:  # no Python caller
+            in_c_thread.append(_thread.get_ident())
+
+    def next_rows():
+        sampler.wait(sampler.n_samples + 2, 10.0)  # the captures run meanwhile
+
+    thresholds = gc.get_threshold()
+    gc.callbacks.append(watch)
+    gc.set_threshold(1, 10**6, 10**6)  # every allocation collects the young objects
+    try:
+        sampler.start()
+        for _ in range(captures):
+            _frames_then(20, next_rows)
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.callbacks.remove(watch)
+        sampler.stop()
+    record = sampler.stacks()
+    assert record["stats"]["captures"] >= captures
+    assert "_frames_then" in {f[0] for f in record["frames"]}  # the new frames were walked
+    assert in_c_thread == [], f"{len(in_c_thread)} collections in the capture thread"
 
 
 _SUB = textwrap.dedent(
