@@ -71,9 +71,10 @@ def test_no_garbage_collection_runs_in_the_capture_thread():
     capture thread, that is a frame object it makes for a frame of the thread it walks. The
     collection's finalizers and gc.callbacks are Python code that may let the GIL go in the
     middle of the walk: the walked thread runs on and pops the very frames walked (SIGSEGV in
-    PyFrame_GetBack: the likely cause of the soak's dead xdist worker). With every allocation collecting (threshold
-    1) and this thread's frames new at each capture, no collection starts in a thread without
-    a Python frame (the capture thread), until captures have walked those frames."""
+    PyFrame_GetBack: the likely cause of the soak's dead xdist worker). With every allocation
+    collecting (threshold 1) and this thread's frames new at each capture, no collection starts
+    in a thread without a Python frame (the capture thread), until captures have walked those
+    frames."""
     sampler = _core.Sampler(os.getpid(), 0.01)
     sampler.record_stacks(threading.main_thread().ident)
     in_c_thread = []
