@@ -301,18 +301,57 @@ baseline_threads(StackCapture *capture)
 
 #endif /* !Py_GIL_DISABLED */
 
+/* -- no collection while a capture walks ------------------------------------------------------ */
+
+/* In Python 3.11 the cyclic garbage collector runs inside whichever allocation crosses its
+ * threshold, in that thread: here, making the frame objects of another thread's frames (3.11
+ * makes them on demand). A collection runs finalizers and gc.callbacks, Python code that may let
+ * the GIL go (a close(), a switch request); the thread being walked then runs on, pops the
+ * frames this walk holds pointers to, may end and free its thread state: a crash. So no
+ * collection (and no Python code) runs in this thread: the collector is off for the walk, the
+ * GIL held throughout (no other thread sees it off). Before 3.11 every frame has its object
+ * (the walk makes none) and 3.9 has no PyGC_Disable; from 3.12 a collection waits for the
+ * interpreter loop, which this thread never runs. */
+#ifndef Py_GIL_DISABLED
+/* Switches the collector off (the GIL held): 1 when it was on. */
+static int
+gc_pause(void)
+{
+#if PY_VERSION_HEX >= 0x030A0000
+    return PyGC_Disable();
+#else
+    return 0;
+#endif
+}
+
+/* Switches the collector back on when gc_pause() found it on (the GIL held). */
+static void
+gc_resume(int was_on)
+{
+#if PY_VERSION_HEX >= 0x030A0000
+    if (was_on)
+        (void)PyGC_Enable();
+#else
+    (void)was_on;
+#endif
+}
+#endif
+
 /* -- the capture thread ---------------------------------------------------------------------- */
 
-/* One capture for row: takes the GIL, reads, lets it go; records the times and counts. */
+/* One capture for row: takes the GIL, reads (no collection meanwhile), lets it go; records the
+ * times and counts. */
 static void
 capture_once(StackCapture *capture, uint32_t row, double requested_at)
 {
 #ifndef Py_GIL_DISABLED
     PyGILState_STATE gil = PyGILState_Ensure();
     double got = engine_clock(CLOCK_MONOTONIC), done;
+    int gc_was_on = gc_pause();
     unsigned long dropped = sample_interpreter(capture, row);
     size_t slot;
 
+    gc_resume(gc_was_on);
     done = engine_clock(CLOCK_MONOTONIC);
     PyGILState_Release(gil);
     pthread_mutex_lock(&capture->lock);

@@ -35,8 +35,11 @@ export PYTHONPATH=$HERE/sanitize_hook${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONMALLOC=malloc
 # quarantine_size_mb=8: freed memory is held back (use-after-free detection) up to 8 MiB, so
 # that the RSS of long loops levels off (the suite's RSS-based leak tests stay meaningful)
-export ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:quarantine_size_mb=8:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1
-export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+# The caller's options come first (ours win where both set one): e.g. ASAN_OPTIONS=log_path=/tmp/asan
+# (and UBSAN_OPTIONS=log_path=...) keeps a report in a file, where a test's captured stderr
+# would lose it when the process aborts.
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0:halt_on_error=1:quarantine_size_mb=8:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}halt_on_error=1:print_stacktrace=1
 # the extension the tests load must be the instrumented one
 LD_PRELOAD="$ASAN_LIB $UBSAN_LIB" "$PY" -c "
 import resource_tracker._core as c

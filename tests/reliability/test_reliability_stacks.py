@@ -5,6 +5,8 @@ and where no safe capture exists (a sub-interpreter) nothing is recorded, and it
 
 from __future__ import annotations
 
+import _thread
+import gc
 import os
 import subprocess
 import sys
@@ -55,6 +57,51 @@ def test_captures_with_a_busy_thread_then_nothing_left():
     while _threads() > before and time.monotonic() < deadline:
         time.sleep(0.01)  # the capture thread ends on its own once released
     assert _threads() == before
+
+
+def _frames_then(depth: int, wait) -> None:
+    """Calls wait() under depth new frames of this thread (frames with no frame object yet)."""
+    if depth:
+        return _frames_then(depth - 1, wait)
+    wait()
+
+
+def test_no_garbage_collection_runs_in_the_capture_thread():
+    """In Python 3.11 a collection runs inside the allocation that crosses its threshold; in the
+    capture thread, that is a frame object it makes for a frame of the thread it walks. The
+    collection's finalizers and gc.callbacks are Python code that may let the GIL go in the
+    middle of the walk: the walked thread runs on and pops the very frames walked (SIGSEGV in
+    PyFrame_GetBack: the likely cause of the soak's dead xdist worker). With every allocation
+    collecting (threshold 1) and this thread's frames new at each capture, no collection starts
+    in a thread without a Python frame (the capture thread), until captures have walked those
+    frames."""
+    sampler = _core.Sampler(os.getpid(), 0.01)
+    sampler.record_stacks(threading.main_thread().ident)
+    in_c_thread = []
+
+    def watch(phase, info):
+        if phase == "start" and sys._getframe().f_back is None:  # no Python caller
+            in_c_thread.append(_thread.get_ident())
+
+    def next_rows():
+        sampler.wait(sampler.n_samples + 2, 10.0)  # the captures run meanwhile
+
+    thresholds, rounds, walked = gc.get_threshold(), 0, False
+    deadline = time.monotonic() + 60.0  # only to fail: a starved capture thread takes longer
+    gc.callbacks.append(watch)
+    gc.set_threshold(1, 10**6, 10**6)  # every allocation collects the young objects
+    try:
+        sampler.start()
+        while (rounds < 3 or not walked) and time.monotonic() < deadline:
+            _frames_then(20, next_rows)  # 21 new frames, no frame object yet
+            rounds += 1
+            walked = "_frames_then" in {f[0] for f in sampler.stacks()["frames"]}
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.callbacks.remove(watch)
+        sampler.stop()
+    assert walked, sampler.stacks()["stats"]  # captures walked the new frames
+    assert in_c_thread == [], f"{len(in_c_thread)} collections in the capture thread"
 
 
 _SUB = textwrap.dedent(
