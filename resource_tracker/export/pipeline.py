@@ -256,7 +256,8 @@ class Channel:
             call()
         except Exception as exc:
             self.failures += 1
-            self.last_error = f"{type(exc).__name__}: {exc}"[:300]
+            if not (self._aborted and self.last_error):  # the endpoint's error says more than
+                self.last_error = f"{type(exc).__name__}: {exc}"[:300]  # our own stop's
             self._backoff = min(MAX_BACKOFF_S, self._backoff * 2 or 1.0)
             self._backoff_until = time.monotonic() + self._backoff
             return False

@@ -250,7 +250,8 @@ class HostileServer:
     - ``endless``: 200 with a chunked body that never ends;
     - ``huge``: 200 with a 2 GiB body (Content-Length), streamed;
     - ``drip``: the status line and a header a byte per ``drip`` seconds, never finished;
-    - ``redirect-loop``: 307 to itself; ``redirect-away``: 302 to ``location``.
+    - ``redirect-loop``: 307 to itself; ``redirect-away``: 302 to ``location``;
+    - ``redirect-then-drip``: ``redirect-away`` to the first two requests, then ``drip``.
 
     ``requests``: how many requests it has answered or begun to answer (read from its
     output), for tests that wait until the target has been tried."""
@@ -344,9 +345,14 @@ def _serve_hostile(mode: str, location: str, drip: float) -> None:
     port = listener.getsockname()[1]
     print(port, flush=True)
     own = f"http://127.0.0.1:{port}"
+    accepted = 0
     while True:
         conn, _ = listener.accept()
-        args = (conn, mode, location, drip, own)
+        accepted += 1
+        now = mode
+        if mode == "redirect-then-drip":
+            now = "redirect-away" if accepted <= 2 else "drip"
+        args = (conn, now, location, drip, own)
         threading.Thread(target=_hostile_answer, args=args, daemon=True).start()
 
 

@@ -132,6 +132,30 @@ def test_a_dripping_endpoint_leaves_no_thread_or_socket(target, monkeypatch, fas
         assert report["sent"] == 0 and report["final"] in ("failed", "timed out"), report
 
 
+def test_a_send_that_stop_cut_short_keeps_the_endpoints_error(monkeypatch):
+    """`last_error` is the endpoint's: an endpoint that redirected twice, then answered a byte
+    a second: the send under way when stop() ends the export (and the final push it refuses)
+    count as failures but leave the redirect as the error; `final` says it timed out."""
+    monkeypatch.setattr(pipeline, "MIN_PERIOD_S", 0.1)
+    monkeypatch.setattr(pipeline, "MAX_BACKOFF_S", 0.1)
+    monkeypatch.setattr(pipeline, "SEND_TIMEOUT_S", 600.0)  # the drip is still under way
+    monkeypatch.setattr(pipeline, "FINISH_TIMEOUT_S", 0.5)
+    receiver = OtlpReceiver()
+    server = HostileServer("redirect-then-drip", location=receiver.url + "/v1/metrics")
+    try:
+        _point_at(monkeypatch, "otlp", server.url)
+        tracker = ResourceTracker(interval=0.1, export="otlp")
+        server.wait_requests(3)  # two redirects, and a send that drips
+        tracker.stop()
+    finally:
+        server.close()
+        receiver.close()
+    report = tracker.stats()["export"]["targets"]["otlp"]
+    assert report["sent"] == 0 and report["failures"] >= 3, report
+    assert report["final"] == "timed out", report
+    assert "redirect" in report["last_error"], report
+
+
 @pytest.mark.parametrize("mode", ["redirect-loop", "redirect-away"])
 def test_otlp_redirects_are_failures_not_sends(mode, monkeypatch, fast):
     """A 307 loop, or a 302 to a working receiver: not followed, counted as failed (the
