@@ -173,7 +173,8 @@ def test_a_run_stopped_at_once_still_has_its_row(backend):
 def _stopped_soon_after_a_tick(interval):
     """(tracker, first rows) of a spinning workload tracked for one tick, then stopped 0.1 s
     later. A busy machine can delay the stop past a quarter interval (then the last reading is
-    its own row, as the rule says: checked): tried again, up to ten times."""
+    its own row, as the rule says: checked), or hold the sampling thread past stop()'s bound
+    (then there is no final reading): tried again, up to ten times."""
     for _ in range(10):
         w = Workload("spin(10)", preexec_fn=highest_priority)  # CPU to measure under any load
         try:
@@ -186,10 +187,13 @@ def _stopped_soon_after_a_tick(interval):
         finally:
             w.kill()
         stamps = tracker.system_metrics["timestamp"]
+        last = {"process": tracker.process_metrics, "system": tracker.system_metrics}
+        if any(last[t]["timestamp"][-1] == before[t]["timestamp"] for t in last):
+            continue  # no final reading: stop() gave up on a thread the machine held up
         if len(stamps) == 1:
             return tracker, before
         assert stamps[1] - stamps[0] > interval * 0.25, stamps  # a late stop: its own row
-    raise AssertionError("ten stops in a row came more than a quarter interval after a tick")
+    raise AssertionError("ten stops in a row came late or found the sampling thread held up")
 
 
 def test_a_short_last_interval_is_folded_by_the_registry_rules(backend):

@@ -214,7 +214,8 @@ def test_cloud_nothing_listening(sysfs, monkeypatch):
 
 def test_cloud_background_returns_at_once(sysfs, metadata):
     """start_discovery() returns at once (the service still holds its answer); result()
-    waits for the answer; discovery_time is the time from the start to the answer."""
+    waits for the answer; discovery_time spans the discovery: at least the time the test saw
+    the service hold the answer, at most the time from the start to the answer."""
     sysfs("azure")
     server = metadata("azure", behaviour="held", delay=60.0)
     start = time.perf_counter()
@@ -222,8 +223,9 @@ def test_cloud_background_returns_at_once(sysfs, metadata):
     assert not job.done()  # a thread start, nothing waited on
     assert job.result(timeout=0.01) is None  # still running
     assert server.holding.wait(30.0)  # the request is out, and held
-    assert not job.done()
-    held = time.perf_counter() - start
+    seen_held = time.perf_counter()
+    assert job.result(timeout=0.05) is None  # held: no answer, however long it waits
+    held = time.perf_counter() - seen_held
     server.release.set()
     info = job.result()
     answered = time.perf_counter() - start
