@@ -142,12 +142,14 @@ def test_a_send_that_stop_cut_short_keeps_the_endpoints_error(monkeypatch):
     monkeypatch.setattr(pipeline, "FINISH_TIMEOUT_S", 0.5)
     receiver = OtlpReceiver()
     server = HostileServer("redirect-then-drip", location=receiver.url + "/v1/metrics")
+    tracker = None
     try:
         _point_at(monkeypatch, "otlp", server.url)
         tracker = ResourceTracker(interval=0.1, export="otlp")
         server.wait_requests(3)  # two redirects, and a send that drips
-        tracker.stop()
     finally:
+        if tracker is not None:  # stopped whatever happened: it must not outlive the test
+            tracker.stop()
         server.close()
         receiver.close()
     report = tracker.stats()["export"]["targets"]["otlp"]
@@ -164,12 +166,14 @@ def test_otlp_redirects_are_failures_not_sends(mode, monkeypatch, fast):
     # error must be the redirect's, not a send timeout's
     receiver = OtlpReceiver()
     server = HostileServer(mode, location=receiver.url + "/v1/metrics")
+    tracker = None
     try:
         _point_at(monkeypatch, "otlp", server.url)
         tracker = ResourceTracker(interval=0.1, export="otlp")
         server.wait_requests(2)
-        tracker.stop()
     finally:
+        if tracker is not None:  # stopped whatever happened: it must not outlive the test
+            tracker.stop()
         server.close()
         receiver.close()
     report = tracker.stats()["export"]["targets"]["otlp"]
