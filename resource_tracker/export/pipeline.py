@@ -126,8 +126,10 @@ class RowReader:
         """The point of the rows added since the last read, or None when there are none.
 
         While sampling runs the newest row is left for the next read (the sampler may still
-        fold a short last sample into it); ``final`` takes every row."""
-        began = time.perf_counter()
+        fold a short last sample into it); ``final`` takes every row. ``read_seconds``: the
+        CPU time it took (this thread's: a loaded machine stretches its wall time, not its
+        cost)."""
+        began = time.thread_time()
         point = Point(totals=self.totals)
         for table in self._tables:
             rows = self._new_rows(table, final)
@@ -135,7 +137,7 @@ class RowReader:
                 point.rows = max(point.rows, len(rows["timestamp"]))
                 self._add(table, rows)
             (point.process if table == "process" else point.system).update(self._current[table])
-        self.read_seconds = time.perf_counter() - began
+        self.read_seconds = time.thread_time() - began
         if point.rows == 0 and not (final and (point.process or point.system)):
             return None  # nothing new (the final point repeats the newest values)
         point.totals = dict(self.totals)

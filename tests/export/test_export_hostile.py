@@ -256,6 +256,30 @@ def test_a_forked_childs_stop_returns_at_once(monkeypatch):
     assert child["took"] < pipeline.FINISH_TIMEOUT_S, child
 
 
+def test_a_read_slowed_by_the_machine_does_not_space_the_points_out(monkeypatch, fast):
+    """The exporter keeps its reading of the rows to a small share of its own CPU time: a read
+    that takes long in wall time but little CPU (a loaded machine, a lock held elsewhere) does
+    not push the next point far away (it did: 0.2 s of wall time put the next one 20 s
+    later, and a loaded machine saw 1 request in 30 s)."""
+    real = pipeline.RowReader._new_rows
+
+    def slowed(self, table, final):
+        time.sleep(0.2)  # wall time, no CPU: what a descheduled thread sees
+        return real(self, table, final)
+
+    monkeypatch.setattr(pipeline.RowReader, "_new_rows", slowed)
+    receiver = OtlpReceiver()
+    tracker = None
+    try:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.url)
+        tracker = ResourceTracker(interval=0.1, export="otlp")
+        _wait_report(tracker, lambda r: r["sent"] >= 4, timeout=30.0)
+    finally:
+        if tracker is not None:
+            tracker.stop()
+        receiver.close()
+
+
 def _wait_report(tracker, done, target: str = "otlp", timeout: float = 60.0) -> None:
     """Until done(the target's live export report) holds (a loaded machine imports the SDK
     slowly: the first send may come late)."""
