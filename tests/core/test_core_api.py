@@ -113,13 +113,18 @@ def test_garbage_collecting_a_running_tracker_stops_its_thread():
         import gc, os, time
         from resource_tracker import ResourceTracker
         threads = lambda: len(os.listdir("/proc/self/task"))
+        def settled(n):  # the start's helper job thread ends on its own (a loaded machine
+            end = time.monotonic() + 60  # may run it late): wait for it, bounded
+            while threads() > n and time.monotonic() < end:
+                time.sleep(0.01)
+            return threads()
         before = threads()
         t = ResourceTracker(interval=0.01, discover_cloud=False, discover_server=False)
-        t.wait_for_samples(2, timeout=60)  # past its start: the start's helper job done
-        during = threads()
+        t.wait_for_samples(2, timeout=60)
+        during = settled(before + 2)
         del t
         gc.collect()
-        print(before, during, threads())
+        print(before, during, settled(before))
         """
     )
     before, during, after = map(int, out.stdout.split())

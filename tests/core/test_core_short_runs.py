@@ -126,13 +126,16 @@ def test_a_final_partial_interval_is_merged_into_the_previous_row():
     test_a_short_last_interval_is_folded_by_the_registry_rules covers both backends with a
     workload in a child process."""
     for length in (0.43, 0.47, 0.52, 0.58):
-        before = time.process_time()
-        tracker = _quiet(interval=0.2)
-        _burn(length)
-        tracker.stop()
-        used = time.process_time() - before
-        times = [tracker.start_time] + tracker.process_metrics["timestamp"]
-        spans = [b - a for a, b in zip(times, times[1:])]
+        for _ in range(5):  # a loaded machine may hold the sampler thread past its ticks
+            before = time.process_time()
+            tracker = _quiet(interval=0.2)
+            _burn(length)
+            tracker.stop()
+            used = time.process_time() - before
+            times = [tracker.start_time] + tracker.process_metrics["timestamp"]
+            spans = [b - a for a, b in zip(times, times[1:])]
+            if len(spans) >= 2:
+                break
         assert len(spans) >= 2, spans
         assert min(spans[1:]) >= 0.1 - 1e-6, (length, spans)
         rows = tracker.process_metrics
