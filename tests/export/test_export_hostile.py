@@ -132,6 +132,25 @@ def test_a_dripping_endpoint_leaves_no_thread_or_socket(target, monkeypatch, fas
         assert report["sent"] == 0 and report["final"] in ("failed", "timed out"), report
 
 
+def _redirected(mode: str, requests: int, monkeypatch) -> tuple:
+    """(OTLP export report, server, receiver) of a tracker exporting to a HostileServer in
+    `mode` (redirecting to a working receiver) until the server saw `requests` requests; the
+    tracker is stopped whatever happens (it must not outlive the test)."""
+    receiver = OtlpReceiver()
+    server = HostileServer(mode, location=receiver.url + "/v1/metrics")
+    tracker = None
+    try:
+        _point_at(monkeypatch, "otlp", server.url)
+        tracker = ResourceTracker(interval=0.1, export="otlp")
+        server.wait_requests(requests)
+    finally:
+        if tracker is not None:
+            tracker.stop()
+        server.close()
+        receiver.close()
+    return tracker.stats()["export"]["targets"]["otlp"], server, receiver
+
+
 def test_a_send_that_stop_cut_short_keeps_the_endpoints_error(monkeypatch):
     """`last_error` is the endpoint's: an endpoint that redirected twice, then answered a byte
     a second: the send under way when stop() ends the export (and the final push it refuses)
@@ -140,19 +159,7 @@ def test_a_send_that_stop_cut_short_keeps_the_endpoints_error(monkeypatch):
     monkeypatch.setattr(pipeline, "MAX_BACKOFF_S", 0.1)
     monkeypatch.setattr(pipeline, "SEND_TIMEOUT_S", 600.0)  # the drip is still under way
     monkeypatch.setattr(pipeline, "FINISH_TIMEOUT_S", 0.5)
-    receiver = OtlpReceiver()
-    server = HostileServer("redirect-then-drip", location=receiver.url + "/v1/metrics")
-    tracker = None
-    try:
-        _point_at(monkeypatch, "otlp", server.url)
-        tracker = ResourceTracker(interval=0.1, export="otlp")
-        server.wait_requests(3)  # two redirects, and a send that drips
-    finally:
-        if tracker is not None:  # stopped whatever happened: it must not outlive the test
-            tracker.stop()
-        server.close()
-        receiver.close()
-    report = tracker.stats()["export"]["targets"]["otlp"]
+    report, _, _ = _redirected("redirect-then-drip", 3, monkeypatch)  # and a send that drips
     assert report["sent"] == 0 and report["failures"] >= 3, report
     assert report["final"] == "timed out", report
     assert "redirect" in report["last_error"], report
@@ -164,19 +171,7 @@ def test_otlp_redirects_are_failures_not_sends(mode, monkeypatch, fast):
     receiver gets nothing), the error naming where it pointed."""
     monkeypatch.setattr(pipeline, "SEND_TIMEOUT_S", 600.0)  # a loaded machine answers late: the
     # error must be the redirect's, not a send timeout's
-    receiver = OtlpReceiver()
-    server = HostileServer(mode, location=receiver.url + "/v1/metrics")
-    tracker = None
-    try:
-        _point_at(monkeypatch, "otlp", server.url)
-        tracker = ResourceTracker(interval=0.1, export="otlp")
-        server.wait_requests(2)
-    finally:
-        if tracker is not None:  # stopped whatever happened: it must not outlive the test
-            tracker.stop()
-        server.close()
-        receiver.close()
-    report = tracker.stats()["export"]["targets"]["otlp"]
+    report, server, receiver = _redirected(mode, 2, monkeypatch)
     assert report["sent"] == 0 and report["failures"] >= 2, report
     assert report["final"] in ("failed", "timed out"), report
     assert "redirect" in report["last_error"], report
