@@ -48,6 +48,7 @@ PORTABLE_SOURCES = [
     "csrc/stats.c",
     "csrc/table.c",
     "csrc/textbuf.c",
+    "csrc/thread_start.c",
 ]
 
 

@@ -1,7 +1,6 @@
 #include "engine.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -10,8 +9,10 @@
 #include "platform.h"
 #include "row_rules.h"
 #include "schedule.h"
+#include "thread_start.h"
 
-#define ENGINE_STACK_BYTES (256 * 1024)
+/* the psutil reader runs Python on this thread (and whatever finalizers a collection runs) */
+#define ENGINE_STACK_BYTES (1024 * 1024)
 #define WAIT_SLICE_SECONDS 60.0       /* one timed wait at most (deadlines beyond are re-waited) */
 #define WAIT_ERROR_SLEEP_NS 10000000L /* after a failed timed wait: no busy loop */
 
@@ -481,8 +482,6 @@ engine_main(void *arg)
 int
 engine_start(Engine *engine)
 {
-    pthread_attr_t attr;
-    sigset_t all, saved;
     int rc;
 
     pthread_mutex_lock(&engine->sync->lock);
@@ -493,13 +492,7 @@ engine_start(Engine *engine)
     engine->start_wall = engine_clock(CLOCK_REALTIME);
     engine->start_mono = engine_clock(CLOCK_MONOTONIC);
     engine->state = ENGINE_RUNNING;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, ENGINE_STACK_BYTES);
-    sigfillset(&all); /* signals are for the application's threads, not this one */
-    pthread_sigmask(SIG_SETMASK, &all, &saved);
-    rc = pthread_create(&engine->thread, &attr, engine_main, engine);
-    pthread_sigmask(SIG_SETMASK, &saved, NULL);
-    pthread_attr_destroy(&attr);
+    rc = rt_thread_start(&engine->thread, ENGINE_STACK_BYTES, 0, engine_main, engine);
     if (rc != 0) {
         engine->state = ENGINE_NEW;
     } else {

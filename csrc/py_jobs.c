@@ -10,6 +10,8 @@
 
 #include <pthread.h>
 
+#include "thread_start.h"
+
 struct PyJob {
     PyObject *fn; /* called with no argument; its exceptions are reported as unraisable */
 };
@@ -70,14 +72,8 @@ int
 rt_job_spawn(void *job)
 {
     pthread_t thread;
-    pthread_attr_t attr;
-    int rc;
 
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    rc = pthread_create(&thread, &attr, job_main, job); /* the sampler's signal mask: none */
-    pthread_attr_destroy(&attr);
-    return rc;
+    return rt_thread_start(&thread, 0, 1, job_main, job);
 }
 
 static PyObject *

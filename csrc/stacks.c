@@ -13,6 +13,7 @@
 
 #include "engine.h"
 #include "frame_table.h"
+#include "thread_start.h"
 
 #define CAPTURE_STACK_BYTES (256 * 1024)
 
@@ -433,18 +434,7 @@ capture_main(void *arg)
 static int
 start_thread(StackCapture *capture)
 {
-    pthread_attr_t attr;
-    sigset_t all, saved;
-    int rc;
-
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, CAPTURE_STACK_BYTES);
-    sigfillset(&all); /* signals are for the application's threads */
-    pthread_sigmask(SIG_SETMASK, &all, &saved);
-    rc = pthread_create(&capture->thread, &attr, capture_main, capture);
-    pthread_sigmask(SIG_SETMASK, &saved, NULL);
-    pthread_attr_destroy(&attr);
-    return rc;
+    return rt_thread_start(&capture->thread, CAPTURE_STACK_BYTES, 0, capture_main, capture);
 }
 
 /* -- the interface --------------------------------------------------------------------------- */

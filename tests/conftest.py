@@ -22,6 +22,8 @@ import faulthandler
 import glob
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -213,6 +215,24 @@ def _report_faults(folder):
             text = f.read().strip()
         if text:
             sys.stderr.write(f"\na test process died: {os.path.basename(path)}\n{text}\n")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """A pytest-xdist worker that went down unasked: how its process ended (a signal's name,
+    or its exit status), which its fault log cannot say when it was killed from outside."""
+    popen = getattr(getattr(getattr(node, "gateway", None), "_io", None), "popen", None)
+    if error is None or popen is None:
+        return
+    try:
+        code = popen.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        code = None
+    if code is not None and code < 0:
+        how = f"killed by {signal.Signals(-code).name}"
+    else:
+        how = f"exit status {code}"
+    sys.stderr.write(f"\na test worker went down ({node.gateway.id}): {how}\n")
 
 
 def pytest_sessionstart(session):

@@ -30,12 +30,12 @@ before CGROUP_PROCS_MAX_AGE (t0 + 4.9) and is after (t0 + 5.1), ending the sourc
 in its note; with the tree's own pids.current unchanged, and with a child cgroup made after
 the first reading (found again only every CGROUP_PROCS_MAX_AGE).
 
-engine_check.c (csrc/engine.c, schedule.c, row_rules.c, table.c, columns.c; the stop bound
-ENGINE_STOP_TIMEOUT injected as 0.05 s): a thread held up between readings, or before its
-first (as a starved thread on a loaded machine is), when stop() gives up on it: freeing the
-engine leaves the reader to the thread, which takes no further reading, releases the reader
-once itself and then frees it (before, the caller released it and the thread read on:
-the xdist worker's segfault in the soak).
+engine_check.c (csrc/engine.c, schedule.c, row_rules.c, table.c, columns.c, thread_start.c;
+the stop bound ENGINE_STOP_TIMEOUT injected as 0.05 s): a thread held up between readings, or
+before its first (as a starved thread on a loaded machine is), when stop() gives up on it:
+freeing the engine leaves the reader to the thread, which takes no further reading, releases
+the reader once itself and then frees it (before, the caller released it and the thread read
+on: the xdist worker's segfault in the soak).
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ CHECKS = {
         "csrc/row_rules.c",
         "csrc/table.c",
         "csrc/columns.c",
+        "csrc/thread_start.c",
     ],
 }
 # the engine's stop bound injected: stop() gives up on a held-up thread in 0.05 s, not 2 s

@@ -12,6 +12,9 @@
  *   gpu1_lost               every call on GPU 1 returns NVML_ERROR_GPU_IS_LOST
  *   init_fails              nvmlInit returns NVML_ERROR_DRIVER_NOT_LOADED
  *   no_gpu                  nvmlDeviceGetCount reports 0 devices
+ *   segfault                every per-device query writes through a null pointer (a driver's
+ *                           crash, in the thread that asked)
+ *   stack_overflow          every per-device query recurses until the thread's stack runs out
  * Crowd keys (the NVML duplicate-scan and impossible-reading tests): gpus=N (up to 64 devices;
  * GPUs 2.. answer as GPU 1 does), crowd=M (every device also lists M processes outside the tree,
  * pids 100000.., 1 MiB each, in both process lists and the utilisation samples), tree_bytes=B
@@ -85,6 +88,7 @@ static struct {
     unsigned int tree_pid, other_pid, gpus, crowd;
     unsigned long long tree_bytes;
     int not_supported, no_process_utilization, gpu1_lost, init_fails, no_gpu;
+    int segfault, stack_overflow;
 } ctl;
 static double ctl_read_at = -1.0;
 
@@ -127,6 +131,8 @@ load_control(void)
             ctl.gpu1_lost = strstr(line, "gpu1_lost") != NULL;
             ctl.init_fails = strstr(line, "init_fails") != NULL;
             ctl.no_gpu = strstr(line, "no_gpu") != NULL;
+            ctl.segfault = strstr(line, "segfault") != NULL;
+            ctl.stack_overflow = strstr(line, "stack_overflow") != NULL;
         }
     }
     fclose(f);
@@ -141,11 +147,32 @@ gpu_count(void)
     return ctl.gpus > STUB_MAX_GPUS ? STUB_MAX_GPUS : ctl.gpus;
 }
 
+/* Recurses with a frame the compiler cannot drop until the stack runs out. */
+__attribute__((noinline)) static unsigned long
+exhaust_stack(unsigned long depth)
+{
+    volatile char frame[1024];
+
+    frame[depth % sizeof(frame)] = (char)depth;
+    return exhaust_stack(depth + 1) + frame[(depth + 1) % sizeof(frame)];
+}
+
+/* The crash modes: a fault in the calling thread, as a broken driver's. */
+static void
+crash_if_asked(void)
+{
+    if (ctl.segfault)
+        *(volatile int *)NULL = 1;
+    if (ctl.stack_overflow)
+        (void)exhaust_stack(0);
+}
+
 /* NVML_SUCCESS when the device may be queried */
 static nvmlReturn_t
 check(nvmlDevice_t dev)
 {
     load_control();
+    crash_if_asked();
     if (init_count <= 0)
         return NVML_ERROR_UNINITIALIZED;
     if (dev == NULL || dev < &devices[0] || dev >= &devices[gpu_count()])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -249,3 +250,39 @@ def test_gpu_nvml_tracker_recommendation(nvml_stub, control, workload, monkeypat
     assert info["gpu_count"] == 2
     assert info["gpu_names"] == ["Stub NVML GPU 0", "Stub NVML GPU 1"]
     assert info["gpu_memory_mb"] == 16384 + 24576
+
+
+CRASHING_PROCESS = """
+import faulthandler, os, resource, sys, threading
+from resource_tracker import _core
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file from this deliberate crash
+faulthandler.enable()
+sampler = _core.Sampler(os.getpid(), 0.05, nvml_library=sys.argv[1])
+sampler.start()
+assert sampler.wait(2, 30.0)
+with open(sys.argv[2], "w") as f:
+    f.write("mode=" + sys.argv[3] + "\\n")
+threading.Event().wait(120)  # the sampler thread's next query of the GPU faults
+"""
+
+
+@pytest.mark.parametrize("fault", ["segfault", "stack_overflow"])
+def test_a_crash_in_the_sampler_thread_reaches_the_applications_fault_handler(
+    nvml_stub, control, fault
+):
+    """A GPU library that faults inside the sampler's own C thread (a null write, or its stack
+    run out): the process dies of SIGSEGV, and Python's faulthandler, enabled by the
+    application, writes its report first: the thread leaves the fault signals unblocked (a
+    blocked one makes the kernel kill the process past every handler) and has an alternate
+    signal stack (the handler's room once the thread's own stack is spent). The main thread's
+    stack is in the report, and no Python thread is named current: the fault was in ours."""
+    proc = subprocess.run(
+        [sys.executable, "-c", CRASHING_PROCESS, nvml_stub, control.path, fault],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == -signal.SIGSEGV, proc.stderr
+    assert "Fatal Python error: Segmentation fault" in proc.stderr
+    assert "Current thread" not in proc.stderr
+    assert 'File "<string>", line 11 in <module>' in proc.stderr

@@ -140,3 +140,36 @@ def test_a_sub_interpreter_records_nothing_and_says_so(tmp_path):
     status, note, line = out.read_text().split("|")
     assert status == "not supported" and "sub-interpreter" in note
     assert line == f"code profile: {note}"  # the report's and the CLI's data-quality line
+
+
+def _blocked_signals(tid):
+    """The signal numbers a thread of this process blocks (its SigBlk in /proc)."""
+    with open(f"/proc/self/task/{tid}/status") as f:
+        mask = int(next(line for line in f if line.startswith("SigBlk:")).split()[1], 16)
+    return {n for n in range(1, 65) if mask >> (n - 1) & 1}
+
+
+def test_the_c_threads_block_signals_for_the_application_but_not_their_own_faults():
+    """The tracker's own C threads (the engine's sampling thread, the stack capture's) leave
+    signals sent to the process to the application's threads, and keep the fault signals of
+    their own code unblocked (blocked, a fault kills the process past every handler: the test
+    of that is test_gpu_nvml.py's crash in the sampler thread)."""
+    import signal
+
+    before = set(os.listdir("/proc/self/task"))
+    tracker = ResourceTracker(interval=0.02, discover_server=False, discover_cloud=False)
+    try:
+        assert tracker.wait_for_samples(3, 30.0)
+        ours = {}
+        for tid in set(os.listdir("/proc/self/task")) - before:
+            try:
+                ours[tid] = _blocked_signals(tid)
+            except (OSError, StopIteration):
+                pass  # a thread that ended meanwhile (the start's helper job)
+    finally:
+        tracker.stop()
+    asynchronous = {signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGALRM, signal.SIGUSR1}
+    faults = {signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT}
+    assert len([blocked for blocked in ours.values() if asynchronous <= blocked]) >= 2, ours
+    for blocked in ours.values():
+        assert not blocked & faults, blocked
