@@ -216,10 +216,15 @@
   });
   function drawAll() { drawn.forEach(function (c) { draw(c[0], c[1], c[2]); }); }
   drawAll();
-  var resizeTimer = null;
+  /* The charts take their size from the page's width: a resize that leaves it alone redraws
+   * nothing. */
+  var resizeTimer = null, drawnWidth = document.documentElement.clientWidth;
   window.addEventListener("resize", function () {
     clearTimeout(resizeTimer);
-    resizeTimer = setTimeout(drawAll, 100);
+    resizeTimer = setTimeout(function () {
+      var width = document.documentElement.clientWidth;
+      if (width !== drawnWidth) { drawnWidth = width; drawAll(); }
+    }, 100);
   });
   var root = document.documentElement;
   root.setAttribute("data-rt-charts", String(drawn.length));

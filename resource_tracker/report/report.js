@@ -641,10 +641,16 @@
   printing = whenPrinting(setPrinting);
 
   if (resetButton) { resetButton.addEventListener("click", reset); }
-  var resizeTimer = null;
+  /* The charts take their size from the page's width: a resize that leaves it alone (a
+   * phone's address bar hiding as the page scrolls) redraws nothing. */
+  var resizeTimer = null, drawnWidth = document.documentElement.clientWidth;
   window.addEventListener("resize", function () {
     clearTimeout(resizeTimer);
-    resizeTimer = setTimeout(function () { if (!printing) { drawAll(); } fitFrame(); }, 100);
+    resizeTimer = setTimeout(function () {
+      var width = document.documentElement.clientWidth;
+      if (!printing && width !== drawnWidth) { drawnWidth = width; drawAll(); }
+      fitFrame();
+    }, 100);
   });
   drawAll();
   markDone(charts.length);

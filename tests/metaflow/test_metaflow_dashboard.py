@@ -248,4 +248,11 @@ def test_the_page_passes_the_reports_browser_checks(fleet, tmp_path_factory):
                 name = f"dashboard-{width}-{'dark' if dark else 'light'}.png"
                 b.screenshot(os.path.join(shots, name), clip={"x": 0, "y": 0, "width": width,
                                                               "height": 800})  # fmt: skip
+        # a resize of the height alone redraws nothing; a new width redraws at that width
+        b.resized(WIDTHS[-1], 700)  # (what the screenshot's resizes armed has run by then)
+        b.eval("window.rtLine = document.querySelector('.rt-chart svg path.rt-line'); true")
+        b.resized(WIDTHS[-1], 600)
+        assert b.eval("document.contains(window.rtLine)")
+        b.resized(WIDTHS[0], 600)
+        assert not b.eval("document.contains(window.rtLine)")
     print(f"\n[dashboard] screenshots: {shots}")

@@ -215,6 +215,31 @@ class Browser:
             features=[{"name": "prefers-color-scheme", "value": scheme}],
         )
 
+    def resized(self, width, height, timeout=60):
+        """Resizes the window and returns once the page has handled every resize event it
+        got: a resize listener added after the page's own (re)arms, at each event, a timer
+        longer than the page's 100 ms redraw timer and set after it, so it fires after it
+        (the page's clock, not a guess of the test's)."""
+        self.eval(
+            """(function () {
+  if (window.rtProbe) { return true; }
+  var t = null;
+  window.rtProbe = true;
+  window.addEventListener('resize', function () {
+    clearTimeout(t);
+    window.rtSettled = false;
+    t = setTimeout(function () { window.rtSettled = true; }, 250);
+  });
+  return true; })()"""
+        )
+        self.eval("window.rtSettled = false")
+        self._window_size(width, height)
+        deadline = time.monotonic() + timeout
+        while not self.eval("window.rtSettled"):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no resize event handled in {timeout} s")
+            self.pump(0.02)
+
     def _window_size(self, width, height):
         """Sets the size of the emulated window (CSS pixels, scale 1, not a phone)."""
         self.call(

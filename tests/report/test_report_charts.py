@@ -224,6 +224,23 @@ def test_legend_toggles_its_line_and_shows_min_mean_max(browser, pages, artifact
     assert zoomed != legend and " · mean ≈" in zoomed, zoomed
 
 
+def test_a_resize_that_keeps_the_width_redraws_nothing(browser, pages):
+    """The charts take their size from the page's width: a resize of the height alone (a
+    phone's address bar hiding as the page scrolls) leaves every drawn line in place; a new
+    width redraws them at that width."""
+    b = _open(browser, pages["long"])
+    line = "document.querySelector('#rt-chart-cpu path.rt-line')"
+    width = "document.querySelector('#rt-chart-cpu svg').getAttribute('width')"
+    b.resized(1280, 700)  # (any resize the load armed has run by then)
+    b.eval(f"window.rtLine = {line}; true")
+    wide = b.eval(width)
+    b.resized(1280, 600)
+    assert b.eval("document.contains(window.rtLine)")
+    b.resized(900, 600)
+    assert not b.eval("document.contains(window.rtLine)")
+    assert b.eval(width) != wide  # (two columns of charts at 1280 px, one at 900)
+
+
 def _box(b, selector):
     return b.eval(
         f"(function () {{ var r = document.querySelector({selector!r}).getBoundingClientRect();"
