@@ -15,21 +15,25 @@ typedef struct ThreadStart {
     void *arg;
 } ThreadStart;
 
-/* The new thread: its alternate signal stack around main(arg) (none when it cannot be had:
- * the thread runs all the same). */
+/* The new thread: its alternate signal stack around main(arg). None is made when the thread
+ * has one already (a sanitizer's runtime gives each thread its own) or when it cannot be had:
+ * the thread runs all the same. */
 static void *
 thread_trampoline(void *p)
 {
     ThreadStart start = *(ThreadStart *)p;
-    stack_t alt = {0}, off = {0};
+    stack_t alt = {0}, off = {0}, current = {0};
     void *result;
 
     free(p);
-    alt.ss_size = ALT_STACK_BYTES;
-    alt.ss_sp = malloc(ALT_STACK_BYTES);
-    if (alt.ss_sp != NULL && sigaltstack(&alt, NULL) != 0) {
-        free(alt.ss_sp);
-        alt.ss_sp = NULL;
+    if (sigaltstack(NULL, &current) == 0 && !(current.ss_flags & SS_DISABLE))
+        alt.ss_sp = NULL; /* one is there: kept */
+    else if ((alt.ss_sp = malloc(ALT_STACK_BYTES)) != NULL) {
+        alt.ss_size = ALT_STACK_BYTES;
+        if (sigaltstack(&alt, NULL) != 0) {
+            free(alt.ss_sp);
+            alt.ss_sp = NULL;
+        }
     }
     result = start.main(start.arg);
     if (alt.ss_sp != NULL) {
