@@ -346,28 +346,35 @@ class _Collector:
         self.last_split = (total[0], total[1])
         return interval, self._memory(now, live), live, root_alive
 
-    def _check_pss(self, member: _Member, now: float) -> None:
-        """Measures how much of a member's RSS is shared (RSS - PSS), within the budget.
+    def _read_excess(self, member: _Member) -> Optional[float]:
+        """How much of a member's RSS is shared (RSS - PSS, KiB), within the budget: None when
+        unreadable (gone, failed); 0.0 where psutil has no PSS (macOS, Windows) or refuses it
+        (another user's process: counted in full, an over-estimate, as the C sampler does).
 
         psutil reads PSS (smaps_rollup) first and RSS (statm) after it: a member faulting
         pages in between would have them counted as shared and never as its own, until the
         next round. The RSS that goes with the PSS lies between the one read this tick
         (before) and the one read after; the smaller is taken (as the C sampler takes both
-        from the one smaps_rollup). The cost is this thread's CPU time, as in the C sampler:
-        wall time stretches on a busy machine and would drain the budget."""
+        from the one smaps_rollup), and is the member's RSS from then on: a member that
+        exited since this tick's read holds nothing (its RSS read earlier in the tick would
+        count in full against a PSS of 0). The cost is this thread's CPU time, as in the C
+        sampler: wall time stretches on a busy machine and would drain the budget."""
         started = time.thread_time()
+        excess: Optional[float] = None
         try:
             full = member.proc.memory_full_info()
+            member.rss = min(full.rss / 1024.0, member.rss)
             pss = getattr(full, "pss", None)
-            if pss is not None:
-                rss = min(full.rss / 1024.0, member.rss)
-                member.excess = max(0.0, rss - pss / 1024.0)
+            excess = max(0.0, member.rss - pss / 1024.0) if pss is not None else 0.0
+        except self.ps.NoSuchProcess:  # a zombie too: exited since this tick's read
+            member.rss = 0.0
         except self.ps.AccessDenied:
-            self.pss_denied += 1
+            self.pss_denied += 1  # another user's process: its shared pages count in full
+            excess = 0.0
         except (self.ps.Error, AttributeError, NotImplementedError, OSError):
             pass
         self.pss_allowance -= time.thread_time() - started
-        member.checked_at = now
+        return excess
 
     def _pss_round(self, now: float, members: List[_Member]) -> None:
         """Reads PSS of every member at once, when due and the budget has something left."""
@@ -382,9 +389,13 @@ class _Collector:
         )
         if not due or self.pss_allowance <= 0:
             return
-        for m in members:
-            if m.rss > 0:
-                self._check_pss(m, now)
+        # the figures of one round take effect together; a member whose read failed keeps
+        # what it had (its last figure, or its parent's RSS off a forked copy), as in the C
+        # sampler: counting its whole RSS as its own counts the shared pages once more
+        read = [(m, self._read_excess(m)) for m in members if m.rss > 0]
+        for m, excess in read:
+            if excess is not None:
+                m.excess, m.checked_at = excess, now
         self.round_at, self.round_generation = now, self.generation
 
     def _command_line(self, member: _Member) -> Tuple[str, ...]:
