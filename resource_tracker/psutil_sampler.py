@@ -25,7 +25,9 @@ stop() within STOP_TIMEOUT, fork and interpreter exit. A reading that raises is 
   tree are counted once: each member counts RSS minus (RSS - PSS) as last measured with
   ``memory_full_info()``, read for every member at once (a round) when members came or went
   or the figures are 30 s old, within a budget of this thread's CPU time (a share of the wall
-  time). The RSS paired with a PSS is the smaller of the reads around it. Until its first
+  time). The RSS paired with a PSS is the smaller of the reads around it, and is the
+  member's RSS in that reading (a member that exited since the reading's RSS step counts
+  nothing); a member whose PSS read fails keeps its last figure. Until its first
   read, a forked copy of a member (the same command line: no exec) counts what it holds
   beyond its parent, and the tree counts at least its largest RSS (as the C sampler does).
   Where psutil has no PSS (macOS, Windows), the RSS of the members is summed: shared pages
