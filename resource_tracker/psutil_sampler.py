@@ -27,7 +27,8 @@ stop() within STOP_TIMEOUT, fork and interpreter exit. A reading that raises is 
   or the figures are 30 s old, within a budget of this thread's CPU time (a share of the wall
   time). The RSS paired with a PSS is the smaller of the reads around it, and is the
   member's RSS in that reading (a member that exited since the reading's RSS step counts
-  nothing); a member whose PSS read fails keeps its last figure. Until its first
+  nothing); a member whose PSS read fails keeps its last figure, and a round during which a
+  member forked is not used (its figures count the newcomer's share short). Until its first
   read, a forked copy of a member (the same command line: no exec) counts what it holds
   beyond its parent, and the tree counts at least its largest RSS (as the C sampler does).
   Where psutil has no PSS (macOS, Windows), the RSS of the members is summed: shared pages
@@ -395,10 +396,32 @@ class _Collector:
         # what it had (its last figure, or its parent's RSS off a forked copy), as in the C
         # sampler: counting its whole RSS as its own counts the shared pages once more
         read = [(m, self._read_excess(m)) for m in members if m.rss > 0]
+        if self._tree_grew():
+            return  # the figures mix two sharings: the last ones stay, the round stays due
         for m, excess in read:
             if excess is not None:
                 m.excess, m.checked_at = excess, now
         self.round_at, self.round_generation = now, self.generation
+
+    def _tree_grew(self) -> bool:
+        """True when a process this reading did not list has a member for parent: forked into
+        the tree while the round read PSS, it took its share of the pages it shares in the
+        members read after its fork, but is no member yet (it would count beyond its parent
+        only): such a round's figures count those pages short."""
+        ps = self.ps
+        try:
+            pids = ps.pids()
+        except Exception:
+            return False
+        for pid in pids:
+            if pid in self.known:
+                continue
+            try:
+                if ps.Process(pid).ppid() in self.members:
+                    return True
+            except ps.Error:
+                pass  # gone already
+        return False
 
     def _command_line(self, member: _Member) -> Tuple[str, ...]:
         cmdline = member.cmdline
