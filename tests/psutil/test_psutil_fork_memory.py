@@ -66,25 +66,33 @@ def _wait(condition, timeout=60.0):
         time.sleep(0.01)
 
 
+def _first_step(w):
+    """Starts the workload (it reports its workers' pids) and takes the first step of a
+    reading on its tree: the listing and every member's counters, RSS included."""
+    import psutil
+
+    from resource_tracker.psutil_sampler import _Collector
+
+    w.go()
+    workers = w.read_report()["pids"]
+    collector = _Collector(psutil, w.pid, True, True, False)
+    collector._discover(psutil.pids())
+    assert set(collector.members) == {w.pid, *workers}
+    for member in collector.members.values():
+        assert collector._read_member(member)
+    return collector, workers
+
+
 @pytest.mark.parametrize("gone", ["zombie", "reaped"])
 def test_workers_exiting_between_the_rss_and_the_pss_reads_count_nothing(gone):
     """Root + 3 forked workers sharing 64 MiB: the reading's RSS step sees all four at
     ~70 MiB, then the workers exit (zombies, or reaped) before its PSS round. The tree then
     holds the root's memory only: the reading is the root's RSS (the floor: the largest
     member's), not the workers' RSS before their exit added to it (~4x)."""
-    import psutil
-
-    from resource_tracker.psutil_sampler import _Collector
 
     w = Workload(EXITING_WORKERS)
     try:
-        w.go()
-        workers = w.read_report()["pids"]
-        collector = _Collector(psutil, w.pid, True, True, False)
-        collector._discover(psutil.pids())  # the reading's first step: list and read members
-        assert set(collector.members) == {w.pid, *workers}
-        for member in collector.members.values():
-            assert collector._read_member(member)
+        collector, workers = _first_step(w)
         assert min(m.rss for m in collector.members.values()) > 60 * KIB
         w.proc.stdin.close()  # the workers (and later the root) read EOF: they exit ...
         _wait(lambda: all(_state(p) == "Z" for p in workers))
@@ -144,18 +152,11 @@ def test_a_round_during_which_a_worker_forks_is_not_used(tmp_path, monkeypatch):
     import psutil
 
     from resource_tracker import psutil_sampler
-    from resource_tracker.psutil_sampler import _Collector
 
     monkeypatch.setattr(psutil_sampler, "PSS_BUDGET_SHARE", 0.0)  # no refill: a busy machine
     w = Workload(FORK_DURING_THE_ROUND.replace("FOLDER", repr(str(tmp_path))))
     try:
-        w.go()
-        workers = w.read_report()["pids"]
-        collector = _Collector(psutil, w.pid, True, True, False)
-        collector._discover(psutil.pids())  # the reading's first step: list and read members
-        assert set(collector.members) == {w.pid, *workers}
-        for member in collector.members.values():
-            assert collector._read_member(member)
+        collector, workers = _first_step(w)
         (tmp_path / "fork").touch()  # ... a third worker forks ...
         workers.append(w.read_report()["pid"])
         collector._memory(time.monotonic(), live=3)  # ... before the round: the second step
