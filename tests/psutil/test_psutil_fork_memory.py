@@ -41,7 +41,7 @@ signal.sigwait([signal.SIGUSR1])  # reap only when told
 for p in pids:
     os.waitpid(p, 0)
 report(reaped=True)
-sys.stdin.readline()
+signal.sigwait([signal.SIGUSR1])  # the root lives on (its stdin is closed): killed at the end
 """
 
 
