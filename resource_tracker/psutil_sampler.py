@@ -25,7 +25,10 @@ stop() within STOP_TIMEOUT, fork and interpreter exit. A reading that raises is 
   tree are counted once: each member counts RSS minus (RSS - PSS) as last measured with
   ``memory_full_info()``, read for every member at once (a round) when members came or went
   or the figures are 30 s old, within a budget of this thread's CPU time (a share of the wall
-  time). The RSS paired with a PSS is the smaller of the reads around it. Until its first
+  time). The RSS paired with a PSS is the smaller of the reads around it, and is the
+  member's RSS in that reading (a member that exited since the reading's RSS step counts
+  nothing); a member whose PSS read fails keeps its last figure, and a round during which a
+  member forked is not used (its figures count the newcomer's share short). Until its first
   read, a forked copy of a member (the same command line: no exec) counts what it holds
   beyond its parent, and the tree counts at least its largest RSS (as the C sampler does).
   Where psutil has no PSS (macOS, Windows), the RSS of the members is summed: shared pages
@@ -346,28 +349,35 @@ class _Collector:
         self.last_split = (total[0], total[1])
         return interval, self._memory(now, live), live, root_alive
 
-    def _check_pss(self, member: _Member, now: float) -> None:
-        """Measures how much of a member's RSS is shared (RSS - PSS), within the budget.
+    def _read_excess(self, member: _Member) -> Optional[float]:
+        """How much of a member's RSS is shared (RSS - PSS, KiB), within the budget: None when
+        unreadable (gone, failed); 0.0 where psutil has no PSS (macOS, Windows) or refuses it
+        (another user's process: counted in full, an over-estimate, as the C sampler does).
 
         psutil reads PSS (smaps_rollup) first and RSS (statm) after it: a member faulting
         pages in between would have them counted as shared and never as its own, until the
         next round. The RSS that goes with the PSS lies between the one read this tick
         (before) and the one read after; the smaller is taken (as the C sampler takes both
-        from the one smaps_rollup). The cost is this thread's CPU time, as in the C sampler:
-        wall time stretches on a busy machine and would drain the budget."""
+        from the one smaps_rollup), and is the member's RSS from then on: a member that
+        exited since this tick's read holds nothing (its RSS read earlier in the tick would
+        count in full against a PSS of 0). The cost is this thread's CPU time, as in the C
+        sampler: wall time stretches on a busy machine and would drain the budget."""
         started = time.thread_time()
+        excess: Optional[float] = None
         try:
             full = member.proc.memory_full_info()
+            member.rss = min(full.rss / 1024.0, member.rss)
             pss = getattr(full, "pss", None)
-            if pss is not None:
-                rss = min(full.rss / 1024.0, member.rss)
-                member.excess = max(0.0, rss - pss / 1024.0)
+            excess = max(0.0, member.rss - pss / 1024.0) if pss is not None else 0.0
+        except self.ps.NoSuchProcess:  # a zombie too: exited since this tick's read
+            member.rss = 0.0
         except self.ps.AccessDenied:
-            self.pss_denied += 1
+            self.pss_denied += 1  # another user's process: its shared pages count in full
+            excess = 0.0
         except (self.ps.Error, AttributeError, NotImplementedError, OSError):
             pass
         self.pss_allowance -= time.thread_time() - started
-        member.checked_at = now
+        return excess
 
     def _pss_round(self, now: float, members: List[_Member]) -> None:
         """Reads PSS of every member at once, when due and the budget has something left."""
@@ -382,10 +392,36 @@ class _Collector:
         )
         if not due or self.pss_allowance <= 0:
             return
-        for m in members:
-            if m.rss > 0:
-                self._check_pss(m, now)
+        # the figures of one round take effect together; a member whose read failed keeps
+        # what it had (its last figure, or its parent's RSS off a forked copy), as in the C
+        # sampler: counting its whole RSS as its own counts the shared pages once more
+        read = [(m, self._read_excess(m)) for m in members if m.rss > 0]
+        if self._tree_grew():
+            return  # the figures mix two sharings: the last ones stay, the round stays due
+        for m, excess in read:
+            if excess is not None:
+                m.excess, m.checked_at = excess, now
         self.round_at, self.round_generation = now, self.generation
+
+    def _tree_grew(self) -> bool:
+        """True when a process this reading did not list has a member for parent: forked into
+        the tree while the round read PSS, it took its share of the pages it shares in the
+        members read after its fork, but is no member yet (it would count beyond its parent
+        only): such a round's figures count those pages short."""
+        ps = self.ps
+        try:
+            pids = ps.pids()
+        except Exception:
+            return False
+        for pid in pids:
+            if pid in self.known:
+                continue
+            try:
+                if ps.Process(pid).ppid() in self.members:
+                    return True
+            except ps.Error:
+                pass  # gone already
+        return False
 
     def _command_line(self, member: _Member) -> Tuple[str, ...]:
         cmdline = member.cmdline
