@@ -1,5 +1,10 @@
 /* Starting the C core's own threads: the signal mask and the alternate signal stack
  * (thread_start.h says why). */
+#if !defined(_XOPEN_SOURCE) || _XOPEN_SOURCE < 500
+#undef _XOPEN_SOURCE
+#define _XOPEN_SOURCE 700 /* sigaltstack (XSI), also in the portable build's strict POSIX */
+#endif
+
 #include "thread_start.h"
 
 #include <errno.h>
