@@ -244,7 +244,8 @@ t0 = time.monotonic(); c0 = sum(os.times()[:2])
 threads = [threading.Thread(target=busy, args=(3.0,)) for _ in range(8)]
 for t in threads: t.start()
 for t in threads: t.join()
-report(cpu=sum(os.times()[:2]) - c0, wall=time.monotonic() - t0)
+report(cpu=sum(os.times()[:2]) - c0, wall=time.monotonic() - t0, life=sum(os.times()[:2]))
+sys.stdin.readline()  # the test stops its tracker meanwhile
 """
 
 
@@ -255,7 +256,13 @@ def test_eight_busy_threads_read_the_cores_they_get_never_more(interval):
     cores = len(os.sched_getaffinity(0))
     w = Workload(THREADS_WORKLOAD)
     tracker = _track(w.pid, interval)
-    truth = run_to_report(w, tracker)
+    try:
+        w.go()
+        truth = w.read_report()
+        tracker.stop()  # while the workload waits: its last reading has all the threads' CPU
+    finally:
+        tracker.stop()
+        w.kill()
     df = tracker.process_metrics
     measured = total_cpu(df)
     _log(
@@ -265,7 +272,10 @@ def test_eight_busy_threads_read_the_cores_they_get_never_more(interval):
         measured / truth["wall"],
         "cores",
     )
-    assert measured == pytest.approx(truth["cpu"], rel=0.05, abs=0.05)
+    # all the threads' CPU (from before they started to the report), no more than the whole
+    # life's at the report (a loaded machine may still be starting the interpreter when the
+    # tracker takes its baseline); a clock tick (10 ms) of rounding each way
+    assert 0.95 * truth["cpu"] - 0.01 <= measured <= truth["life"] + 0.02, (measured, truth)
     # one clock tick (10 ms) per row of rounding, and the rows' own timing jitter
     slack = 0.02 / interval + 0.05
     assert max(df["cpu_usage"]) <= cores + slack

@@ -110,14 +110,14 @@ def test_stats_recommendations_and_snapshot_round_trip():
         spin(1.5)
         t = os.times()
         report(since_go=t.user + t.system - t0.user - t0.system, cpu=t.user + t.system)
+        sys.stdin.readline()  # the test stops its tracker meanwhile
         """
     )
     tracker = psutil_tracker(pid=w.pid, interval=0.25)
     try:
         w.go()
         truth = w.read_report()
-        w.finish()
-        tracker.stop()
+        tracker.stop()  # while the workload waits: its last reading has all its CPU
     finally:
         tracker.stop()
         w.kill()
@@ -127,7 +127,7 @@ def test_stats_recommendations_and_snapshot_round_trip():
     # the workload's own CPU (os.times): all it used after "go" counted, no more than its
     # whole life's; one thread: never over one core
     counted = total_cpu(tracker.process_metrics)
-    assert 0.95 * truth["since_go"] <= counted <= truth["cpu"] + 0.05, (counted, truth)
+    assert 0.95 * truth["since_go"] - 0.01 <= counted <= truth["cpu"] + 0.02, (counted, truth)
     assert 0 < stats["process_cpu_usage"]["mean"] < 1.2
     assert stats["system_disk_space_used_gb"]["max"] > 0
     rec = tracker.recommend_resources()
