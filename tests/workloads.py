@@ -29,6 +29,9 @@ def touched(mib):  # a buffer of mib MiB with every page written: resident, not 
     for i in range(0, len(buf), 4096):
         buf[i] = 1
     return buf
+def wait_for(folder, name):  # until the test makes the file folder/name
+    while not os.path.exists(os.path.join(folder, name)):
+        time.sleep(0.02)
 def spin(seconds):  # this thread's CPU time, not wall time: longer on a busy machine
     end = time.thread_time() + seconds
     x = 0

@@ -60,9 +60,6 @@ def _rows_between(df, start, end):
 
 
 COW_WORKLOAD = """
-def wait_for(name):
-    while not os.path.exists(os.path.join(FOLDER, name)):
-        time.sleep(0.02)
 buf = touched(400)
 pids = []
 t_fork = time.time()
@@ -73,10 +70,10 @@ for k in range(4):
         s = 0
         for i in range(0, len(buf), 4096):
             s += buf[i]  # the workers read the whole buffer
-        wait_for("write")
+        wait_for(FOLDER, "write")
         own = touched(50)
         open(os.path.join(FOLDER, f"written-{k}"), "w").close()
-        wait_for("end")
+        wait_for(FOLDER, "end")
         os._exit(0)
     pids.append(pid)
 time.sleep(0.5)

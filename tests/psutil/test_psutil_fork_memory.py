@@ -111,24 +111,21 @@ def test_workers_exiting_between_the_rss_and_the_pss_reads_count_nothing(gone):
 
 
 FORK_DURING_THE_ROUND = """
-def wait_for(name):
-    while not os.path.exists(os.path.join(FOLDER, name)):
-        time.sleep(0.02)
 buf = touched(128)
 pids = []
 def worker(k):
     pid = os.fork()
     if pid == 0:
         s = sum(buf[i] for i in range(0, len(buf), 4096))  # a worker reads the whole buffer
-        wait_for("write")
+        wait_for(FOLDER, "write")
         own = touched(16)
         open(os.path.join(FOLDER, f"written-{k}"), "w").close()
-        wait_for("end")
+        wait_for(FOLDER, "end")
         os._exit(0)
     pids.append(pid)
 worker(0); worker(1)
 report(pids=list(pids))
-wait_for("fork")
+wait_for(FOLDER, "fork")
 worker(2)
 report(pid=pids[-1])
 for p in pids:
