@@ -31,14 +31,12 @@ thread_trampoline(void *p)
     void *result;
 
     free(p);
-    if (sigaltstack(NULL, &current) == 0 && !(current.ss_flags & SS_DISABLE))
-        alt.ss_sp = NULL; /* one is there: kept */
-    else if ((alt.ss_sp = malloc(ALT_STACK_BYTES)) != NULL) {
-        alt.ss_size = ALT_STACK_BYTES;
-        if (sigaltstack(&alt, NULL) != 0) {
-            free(alt.ss_sp);
-            alt.ss_sp = NULL;
-        }
+    if (sigaltstack(NULL, &current) != 0 || (current.ss_flags & SS_DISABLE))
+        alt.ss_sp = malloc(ALT_STACK_BYTES); /* none yet (one there already is kept) */
+    alt.ss_size = ALT_STACK_BYTES;
+    if (alt.ss_sp != NULL && sigaltstack(&alt, NULL) != 0) {
+        free(alt.ss_sp);
+        alt.ss_sp = NULL;
     }
     result = start.main(start.arg);
     if (alt.ss_sp != NULL) {
