@@ -295,6 +295,7 @@ def test_reliability_fault_processes_exit_between_listing_and_reading():
     )
     assert children > 100 and rows >= 200
     assert sampler.read_errors == 0
+    assert sampler.state == "stopped" and stop_s < _core.STOP_TIMEOUT  # woken, not given up on
     assert rows >= sampler.samples_taken - 2  # the baseline, and a final reading folded in
     # the churn's own CPU since it began (its os.times) was counted, its children's on top
     assert sum(t["utime"]) + sum(t["stime"]) >= 0.9 * own_cpu - 0.02
