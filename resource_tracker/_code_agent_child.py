@@ -66,11 +66,13 @@ def _load_core(path: str) -> Any:
 
 def _begin(forked: bool = False) -> None:
     """A C sampler of this process alone that records its stacks; its record written at
-    exit (once per process: a forked child starts its own)."""
+    exit (once per process: a forked child starts its own). The GPU library (NVML, whose
+    start can cost a GPU machine's process more than its whole run) is loaded at the first
+    row: a process that ends before its first tick never loads it."""
     core = _agent["core"]
     sampler = core.Sampler(
         os.getpid(), _agent["interval"], children=False, track_system=False,
-        nvml_library=_agent["nvml"],
+        nvml_library=_agent["nvml"], gpu_from_first_row=True,
     )  # fmt: skip
     sampler.record_stacks(_main_ident())
     sampler.start()
