@@ -24,10 +24,8 @@ import tempfile
 from typing import Any, Dict, List, Set, Tuple
 
 from . import _code_agent_child, _core, settings
-from ._code_agent_child import COLUMNS
 
 AGENT_DIR = "RESOURCE_TRACKER_CODE_AGENT_DIR"
-__all__ = ["AGENT_DIR", "COLUMNS", "collect", "prepare"]
 MAX_RECORD_BYTES = 64 << 20  # a process's record larger than this is not read
 
 #: Python 2 and 3 syntax: any interpreter of the command compiles it (and may fail to run it)
