@@ -31,23 +31,34 @@ from run import bench_env, machine, netns_prefix, progress  # noqa: E402
 
 TARGET_MS = 20.0
 
-#: The command: N bare interpreters one after the other; writes each one's wall and CPU.
+#: The command: N bare interpreters one after the other; writes each one's wall and CPU. Under
+#: ``run --code`` each is paired with one started without the agent (the agent's directory
+#: taken out of PYTHONPATH), right after it: the same load, the same tracked tree.
 STARTER = """\
 import json, os, sys, time
-children = []
-for _ in range(int(sys.argv[1])):
+agent = os.environ.get("RESOURCE_TRACKER_CODE_AGENT_DIR")
+bare_env = dict(os.environ)
+if agent:
+    path = [p for p in bare_env["PYTHONPATH"].split(os.pathsep) if p != agent]
+    bare_env["PYTHONPATH"] = os.pathsep.join(path)
+def child(env):
     start = time.monotonic()
-    pid = os.posix_spawn(sys.executable, [sys.executable, "-c", "pass"], os.environ)
+    pid = os.posix_spawn(sys.executable, [sys.executable, "-c", "pass"], env)
     _, status, usage = os.wait4(pid, 0)
-    children.append([time.monotonic() - start, usage.ru_utime + usage.ru_stime, status])
+    return [time.monotonic() - start, usage.ru_utime + usage.ru_stime, status]
+found = {"children": [], "bare": []}
+for _ in range(int(sys.argv[1])):
+    found["children"].append(child(os.environ))
+    if agent:
+        found["bare"].append(child(bare_env))
 with open(sys.argv[2], "w") as f:
-    json.dump(children, f)
+    json.dump(found, f)
 """
 
 
 def run_mode(mode, n, env, netns, spy, tmp):
-    """The children's (wall s, CPU s) of one run, and the tool's own CPU-seconds (py-spy's;
-    None for the others)."""
+    """The children's (wall s, CPU s) of one run, the tool's own CPU-seconds (py-spy's; None
+    for the others), and each child's (wall s, CPU s) less its bare pair's (run --code)."""
     starter = os.path.join(tmp, "starter.py")
     out = os.path.join(tmp, "children.json")
     command = [sys.executable, starter, str(n), out]
@@ -65,13 +76,15 @@ def run_mode(mode, n, env, netns, spy, tmp):
     if proc.returncode != 0:
         raise RuntimeError(f"{mode}: the command failed ({proc.returncode})")
     with open(out) as f:
-        children = json.load(f)
-    if any(status for _, _, status in children):
+        found = json.load(f)
+    children, bare = found["children"], found["bare"]
+    if any(status for _, _, status in children + bare):
         raise RuntimeError(f"{mode}: a child failed")
     own = None
     if mode == "py-spy":  # its own CPU: its rusage, less the command it ran (its child)
         own = usage.ru_utime + usage.ru_stime - sum(cpu for _, cpu, _ in children)
-    return [(wall, cpu) for wall, cpu, _ in children], own
+    paired = [(a[0] - b[0], a[1] - b[1]) for a, b in zip(children, bare)]
+    return [(wall, cpu) for wall, cpu, _ in children], own, paired
 
 
 def measure(args):
@@ -83,18 +96,21 @@ def measure(args):
         progress("py-spy is not installed (pip install py-spy): its row stays empty")
     results = {"machine": machine(), "load_before": os.getloadavg(), "n": args.children}
     found = {mode: {"wall": [], "cpu": [], "own": []} for mode in modes}
+    paired = {"wall": [], "cpu": []}  # run --code: each child less its bare pair
     with tempfile.TemporaryDirectory(prefix="rt-bench-children-") as tmp:
         with open(os.path.join(tmp, "starter.py"), "w") as f:
             f.write(STARTER)
         for k in range(max(1, args.repeat)):
             for mode in modes:  # interleaved: a change of load touches every mode alike
                 progress(f"{args.children} x `python -c pass`, {mode}, run {k + 1}")
-                children, own = run_mode(mode, args.children, env, netns, spy, tmp)
+                children, own, pairs = run_mode(mode, args.children, env, netns, spy, tmp)
                 found[mode]["wall"] += [w for w, _ in children]
                 found[mode]["cpu"] += [c for _, c in children]
+                paired["wall"] += [w for w, _ in pairs]
+                paired["cpu"] += [c for _, c in pairs]
                 if own is not None:
                     found[mode]["own"].append(own / args.children)
-    results["modes"] = found
+    results["modes"], results["paired"] = found, paired
     results["load_after"] = os.getloadavg()
     return results
 
@@ -116,34 +132,35 @@ def render(results):
         + f"; {results['n']} children a run, medians per child",
         "",
         "| how the command ran | wall per child | CPU per child | tool's own CPU per child "
-        "| added to a child (wall / CPU) against `run` | verdict |",
-        "|---|---|---|---|---|---|",
+        "| against `run` (wall / CPU, the tool's own CPU included) |",
+        "|---|---|---|---|---|",
     ]
     for mode, m in median.items():
-        added_wall, added_cpu = m["wall"] - base["wall"], m["cpu"] - base["cpu"]
-        spy_cpu = m["own"]
-        added = f"{_ms(added_wall)} / {_ms(added_cpu + (spy_cpu or 0.0))}"
-        verdict = ""
-        if mode == "run --code":
-            ok = added_wall * 1000 <= TARGET_MS and added_cpu * 1000 <= TARGET_MS
-            verdict = f"{'pass' if ok else 'FAIL'} (<= {TARGET_MS:g} ms each)"
+        added = f"{_ms(m['wall'] - base['wall'])} / {_ms(m['cpu'] - base['cpu'] + (m['own'] or 0))}"
         lines.append(
-            f"| {mode} | {_ms(m['wall'])} | {_ms(m['cpu'])} | {_ms(spy_cpu)} | "
-            f"{added if mode != 'run' else '-'} | {verdict} |"
+            f"| {mode} | {_ms(m['wall'])} | {_ms(m['cpu'])} | {_ms(m['own'])} | "
+            f"{added if mode != 'run' else '-'} |"
         )
+    return "\n".join(lines + [""] + _paired_lines(results, median))
+
+
+def _paired_lines(results, median):
+    """The verdict: what the agent adds to a child, against its pair without the agent
+    started right after it in the same run (the load and the tracked tree alike)."""
+    wall, cpu = (statistics.median(results["paired"][k]) for k in ("wall", "cpu"))
+    ok = wall * 1000 <= TARGET_MS and cpu * 1000 <= TARGET_MS
     bare = median["alone"]["cpu"]
-    code = median["run --code"]["cpu"] - base["cpu"]
-    lines.append("")
-    lines.append(
-        f"The agent adds {code / bare:.2f}x a bare interpreter's own CPU ({_ms(bare)})"
-        + (
-            f"; py-spy's own CPU per child is {median['py-spy']['own'] / max(code, 1e-9):.1f}x "
-            "the agent's added CPU"
-            if "py-spy" in median and median["py-spy"]["own"] is not None
-            else ""
+    lines = [
+        f"`run --code`, each child against its pair without the agent: +{_ms(wall)} wall, "
+        f"+{_ms(cpu)} CPU (target <= {TARGET_MS:g} ms each: {'pass' if ok else 'FAIL'}); "
+        f"{cpu / bare:.2f}x a bare interpreter's own CPU ({_ms(bare)})"
+    ]
+    spy = median.get("py-spy", {}).get("own")
+    if spy is not None:
+        lines.append(
+            f"py-spy's own CPU per child: {_ms(spy)} ({spy / max(cpu, 1e-9):.1f}x the agent's)"
         )
-    )
-    return "\n".join(lines)
+    return lines
 
 
 def main():
