@@ -45,7 +45,7 @@ def start(site_file: str, core_path: str, interval: float, nvml_library: str | N
     _agent.update(core=core, directory=directory, interval=interval, nvml=nvml_library)
     _begin()
     if hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=lambda: _begin(forked=True))
+        os.register_at_fork(after_in_child=_begin_in_fork_child)
     if "--multiprocessing-fork" in sys.argv:  # a spawn worker: it ends with os._exit
         _on_multiprocessing_exit()
 
@@ -82,6 +82,15 @@ def _begin(forked: bool = False) -> None:
         from multiprocessing import util
 
         util.register_after_fork(_agent_key, lambda _: _on_multiprocessing_exit())
+
+
+def _begin_in_fork_child() -> None:
+    """The agent of a forked child; a child where it cannot start runs without it (no
+    "Exception ignored" on the command's stderr)."""
+    try:
+        _begin(forked=True)
+    except Exception:
+        _agent["pid"] = None  # the parent's sampler is not this process's: nothing to write
 
 
 def _main_ident() -> int:
@@ -137,6 +146,8 @@ def write() -> None:
     _agent["written"] = _agent["writing"] = True
     try:
         _write_record(_agent["core"], _agent["sampler"], _agent["directory"])
+    except Exception:
+        pass  # this process's profile is lost, not its exit (no "Exception ignored")
     finally:
         _agent["writing"] = False
     if _agent.get("term_pending"):
@@ -167,9 +178,6 @@ def _write_record(core: Any, sampler: _core.Sampler, directory: str) -> None:
     import json
 
     path = os.path.join(directory, f"{os.getpid()}.json")
-    try:
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            json.dump(record, f, separators=(",", ":"))
-        os.replace(path + ".tmp", path)
-    except OSError:
-        pass  # a full disk, a removed directory: this process's profile is lost, not the run
+    with open(path + ".tmp", "w", encoding="utf-8") as f:  # a full disk: caught by write()
+        json.dump(record, f, separators=(",", ":"))
+    os.replace(path + ".tmp", path)
