@@ -176,3 +176,38 @@ def test_a_child_ended_before_its_first_tick_never_loads_the_gpu_library(tmp_pat
     done = _cli([*args, sys.executable, "-c", check], env=env, cwd=str(tmp_path))
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout == "False\n"
+
+
+def test_samples_taken_while_the_agent_starts_are_left_out(tmp_path):
+    """A real agent directory and a child's real record, plus the samples a tick makes when
+    it lands in the agent's own start (a stack holding the agent's module, or the agent's
+    sitecustomize): the CLI keeps the child's samples and leaves those out."""
+    from resource_tracker import code_agent
+
+    env, directory = code_agent.prepare(0.05)
+    burn = "import time\nend = time.thread_time() + 0.3\nwhile time.thread_time() < end: pass\n"
+    subprocess.run([sys.executable, "-c", burn], env=env, check=True, timeout=60)
+    (name,) = [n for n in os.listdir(directory) if n.endswith(".json")]
+    path = os.path.join(directory, name)
+    with open(path) as f:
+        record = json.load(f)
+
+    def top_file(sample):
+        return record["frames"][record["stacks"][sample[2]][1]][1]
+
+    burning = [s for s in record["samples"] if top_file(s) == "<string>"]  # the child's code
+    assert burning
+    agent_module = os.path.join(os.path.dirname(code_agent.__file__), "_code_agent_child.py")
+    for function, file in [("start", agent_module), ("<module>", f"{directory}/sitecustomize.py")]:
+        record["frames"].append([function, file, 40, 35])
+        record["stacks"].append([-1, len(record["frames"]) - 1])
+        record["samples"].append([0, 0, len(record["stacks"]) - 1, 1000])
+    with open(path, "w") as f:
+        json.dump(record, f)
+    tracker = ResourceTracker(interval=0.05, discover_server=False, discover_cloud=False)
+    tracker.stop()
+    (read,) = code_agent.collect(tracker, directory)
+    assert all(sample in read["samples"] for sample in burning)
+    injected = {len(record["stacks"]) - 1, len(record["stacks"]) - 2}
+    assert not [sample for sample in read["samples"] if sample[2] in injected]
+    assert not os.path.exists(directory)
