@@ -298,7 +298,12 @@ collector_sample(Collector *collector, double mono, double wall, const OwnUsage 
     memset(&sys, 0, sizeof(sys));
     if (collector->cfg.track_system)
         system_stats_sample(&collector->system, mono, &sys);
-    read_gpus(collector, &gpu_system, &gpu_process);
+    if (collector->has_baseline || !collector->cfg.gpu_from_first_row) {
+        read_gpus(collector, &gpu_system, &gpu_process);
+    } else { /* a process that ends before its first row never loads the GPU library */
+        memset(&gpu_system, 0, sizeof(gpu_system));
+        memset(&gpu_process, 0, sizeof(gpu_process));
+    }
     collector->gpu_last = gpu_system;
     collector->last_mono = mono;
     if (!collector->has_baseline) {

@@ -33,14 +33,14 @@ copy_path(const char *arg, const char *fallback, char *dst, size_t size, const c
 static int
 sampler_init_py(SamplerObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"pid",          "interval",  "children", "track_processes",
-                             "track_system", "proc_root", "sys_root", "nvml_library",
-                             "adopted_by",   NULL};
+    static char *kwlist[] = {"pid",          "interval",           "children", "track_processes",
+                             "track_system", "proc_root",          "sys_root", "nvml_library",
+                             "adopted_by",   "gpu_from_first_row", NULL};
     PyObject *pid_obj;
     long pid, adopted_by = 0;
     int overflow = 0;
     double interval;
-    int children = 1, track_processes = 1, track_system = 1;
+    int children = 1, track_processes = 1, track_system = 1, gpu_from_first_row = 0;
     const char *proc_root = NULL, *sys_root = NULL, *nvml = NULL;
     CollectorConfig cfg;
 
@@ -48,9 +48,9 @@ sampler_init_py(SamplerObject *self, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_RuntimeError, "Sampler is already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Od|pppzzzl", kwlist, &pid_obj, &interval,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Od|pppzzzlp", kwlist, &pid_obj, &interval,
                                      &children, &track_processes, &track_system, &proc_root,
-                                     &sys_root, &nvml, &adopted_by))
+                                     &sys_root, &nvml, &adopted_by, &gpu_from_first_row))
         return -1;
     if (!(interval >= SAMPLER_MIN_INTERVAL && interval <= SAMPLER_MAX_INTERVAL)) {
         char msg[160];
@@ -81,6 +81,7 @@ sampler_init_py(SamplerObject *self, PyObject *args, PyObject *kwargs)
     cfg.follow_children = children;
     cfg.track_processes = track_processes;
     cfg.track_system = track_system;
+    cfg.gpu_from_first_row = gpu_from_first_row;
     if (copy_path(proc_root, "/proc", cfg.proc_root, sizeof(cfg.proc_root), "proc_root") ||
         copy_path(sys_root, "", cfg.sys_root, sizeof(cfg.sys_root), "sys_root") ||
         copy_path(nvml, "", cfg.nvml_library, sizeof(cfg.nvml_library), "nvml_library"))

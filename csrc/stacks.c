@@ -166,6 +166,23 @@ native_id(PyThreadState *tstate)
 #endif
 }
 
+/* 1 for a thread state that another thread is still making: PyGILState_Ensure in a thread
+ * without Python (another capture's, a C library's callback thread) links its new state
+ * first in the interpreter's list, under the runtime's lock that this walk cannot take and
+ * without the GIL, and only then fills it in (3.11, 3.12: its frame pointer is NULL until
+ * then, and reading its frame would crash; found with many captures in one process). */
+static int
+being_made(PyThreadState *tstate)
+{
+    if (__atomic_load_n(&tstate->thread_id, __ATOMIC_ACQUIRE) == 0)
+        return 1;
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030D0000
+    return __atomic_load_n(&tstate->cframe, __ATOMIC_ACQUIRE) == NULL;
+#else
+    return 0;
+#endif
+}
+
 /* The id of a str in the table (its UTF-8), or -1. */
 static int64_t
 intern_str(FrameTable *table, PyObject *str)
@@ -274,7 +291,7 @@ sample_interpreter(StackCapture *capture, uint32_t row)
 
     for (tstate = PyInterpreterState_ThreadHead(interp); tstate;
          tstate = PyThreadState_Next(tstate))
-        if (tstate != self && sample_thread(capture, tstate, row) < 0)
+        if (tstate != self && !being_made(tstate) && sample_thread(capture, tstate, row) < 0)
             dropped++;
     PyErr_Clear();
     return dropped;
@@ -293,6 +310,8 @@ baseline_threads(StackCapture *capture)
 
     for (tstate = PyInterpreterState_ThreadHead(interp); tstate;
          tstate = PyThreadState_Next(tstate)) {
+        if (being_made(tstate))
+            continue;
         thread = ft_thread(&capture->table, tstate->thread_id, native_id(tstate),
                            tstate->thread_id == capture->main_ident);
         if (thread >= 0)

@@ -36,7 +36,10 @@ class Sampler:
         sys_root: Optional[str] = ...,
         nvml_library: Optional[str] = ...,
         adopted_by: int = ...,
-    ) -> None: ...
+        gpu_from_first_row: bool = ...,
+    ) -> None:
+        """gpu_from_first_row: the GPU library loaded at the first row, not at the baseline
+        (a process that ends before its first tick never loads it: the code agent's)."""
     def start(self) -> None: ...
     def run_after_baseline(self, fn: Callable[[], object], /) -> None:
         """Before start(): the sampler thread starts a thread that calls fn() right after its

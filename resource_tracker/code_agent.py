@@ -1,52 +1,61 @@
 """The code profile of a command's other Python processes: ``resource-tracker run --code``.
 
 The CLI makes a private directory holding a ``sitecustomize.py`` and puts it first on the
-command's ``PYTHONPATH`` (``prepare``). Every Python process of the command that can import
-this package then runs the same stack sampler on itself (``start``), also in the children it
-forks (multiprocessing's fork workers) and in multiprocessing's spawn workers, and writes its
-record to ``<pid>.json`` in that directory as it exits. ``collect`` reads them into the
-tracker (the snapshot's ``code_profile.processes``), merged by function in its views.
+command's ``PYTHONPATH`` (``prepare``). Every Python process of the command whose interpreter
+can load this package's C core then runs the agent (``_code_agent_child``, loaded by its path
+with the C core, nothing else of the package): a stack sampler of its own process, also in the
+children it forks (multiprocessing's fork workers) and in multiprocessing's spawn workers,
+that writes its record to ``<pid>.json`` in that directory as it exits. ``collect`` reads them
+into the tracker (the snapshot's ``code_profile.processes``), merged by function in its views.
 
-A child that cannot load it (another Python, an old one, ``-I``, ``-S``, a broken import)
-runs as before: the ``sitecustomize.py`` catches everything, and then loads the
-``sitecustomize`` it shadows, if any.
+A child that cannot load it (another Python, ``-I``, ``-S``, a broken file) runs as before:
+the ``sitecustomize.py`` catches everything. Then it runs the command's own
+``sitecustomize``, if any, as Python would: imported from the rest of ``sys.path`` (its own
+``__file__``, ``sys.modules["sitecustomize"]``), its errors reported by ``site`` ("Error in
+sitecustomize; set PYTHONVERBOSE for traceback:").
 """
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import shutil
-import sys
 import tempfile
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Set, Tuple
 
-from . import settings
+from . import _code_agent_child, _core, settings
 
 AGENT_DIR = "RESOURCE_TRACKER_CODE_AGENT_DIR"
-#: the record columns an agent keeps of its own process table (the attribution's)
-COLUMNS = ("timestamp", "utime", "stime", "memory", "gpu_usage")
 MAX_RECORD_BYTES = 64 << 20  # a process's record larger than this is not read
 
+#: Python 2 and 3 syntax: any interpreter of the command compiles it (and may fail to run it)
 SITECUSTOMIZE = """\
 # resource-tracker's code profile agent (resource-tracker run --code). Never breaks a run.
+import sys as _rt_sys
 try:
-    import resource_tracker.code_agent as _rt_agent
-    _rt_agent.start(%(interval)r)
+    from importlib.machinery import SourceFileLoader as _rt_loader
+    _rt_agent = type(_rt_sys)("_resource_tracker_agent")
+    _rt_agent.__file__ = %(agent)r
+    _rt_loader(_rt_agent.__name__, %(agent)r).exec_module(_rt_agent)
+    _rt_sys.modules[_rt_agent.__name__] = _rt_agent
+    _rt_agent.start(__file__, %(core)r, %(interval)r, %(nvml)r)
 except Exception:
     pass
-try:  # then the sitecustomize this one shadows, if any
-    import os as _rt_os, sys as _rt_sys
-    from importlib.machinery import PathFinder as _rt_finder
+_rt_own = None
+try:  # then the sitecustomize this one shadows, if any, as site.py would run it
+    import os as _rt_os
     _rt_here = _rt_os.path.dirname(_rt_os.path.abspath(__file__))
-    _rt_path = [p for p in _rt_sys.path if _rt_os.path.abspath(p or ".") != _rt_here]
-    _rt_spec = _rt_finder.find_spec("sitecustomize", _rt_path)
-    if _rt_spec is not None and _rt_spec.origin and _rt_spec.origin.endswith(".py"):
-        with open(_rt_spec.origin) as _rt_file:
-            exec(compile(_rt_file.read(), _rt_spec.origin, "exec"), globals())
+    _rt_sys.path[:] = [p for p in _rt_sys.path if _rt_os.path.abspath(p or ".") != _rt_here]
+    _rt_own = _rt_sys.modules.pop(__name__)
 except Exception:
     pass
+if _rt_own is not None:
+    try:
+        import sitecustomize  # its errors go to site.py, which reports them as without us
+    except ImportError as _rt_error:
+        if getattr(_rt_error, "name", None) != "sitecustomize":
+            raise
+        _rt_sys.modules[__name__] = _rt_own  # there is none: this one stays
 """
 
 
@@ -55,7 +64,15 @@ def prepare(interval: float) -> Tuple[Dict[str, str], str]:
     environment that loads it: ``(env, directory)``. Remove the directory with collect()."""
     directory = tempfile.mkdtemp(prefix="resource-tracker-code-")
     with open(os.path.join(directory, "sitecustomize.py"), "w", encoding="utf-8") as f:
-        f.write(SITECUSTOMIZE % {"interval": float(interval)})
+        f.write(
+            SITECUSTOMIZE
+            % {
+                "agent": _code_agent_child.AGENT_FILE,
+                "core": os.path.abspath(_core.__file__ or ""),
+                "interval": float(interval),
+                "nvml": settings.get("RESOURCE_TRACKER_NVML_LIBRARY"),
+            }
+        )
     path = settings.foreign("PYTHONPATH")
     changes = {"PYTHONPATH": directory + (os.pathsep + path if path else ""), AGENT_DIR: directory}
     return settings.child_environment(changes), directory
@@ -67,6 +84,7 @@ def collect(tracker: Any, directory: str) -> List[Dict[str, Any]]:
     from .code_profile import validate_record
 
     records = []
+    agent_files = {_code_agent_child.AGENT_FILE, os.path.join(directory, "sitecustomize.py")}
     try:
         names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
     except OSError:
@@ -79,7 +97,7 @@ def collect(tracker: Any, directory: str) -> List[Dict[str, Any]]:
             with open(path, encoding="utf-8") as f:
                 record = json.load(f)
             if isinstance(record, dict) and record.get("version") == 1:
-                records.append(validate_record(record))
+                records.append(_workload_only(validate_record(record), agent_files))
         except (OSError, ValueError):
             continue
     shutil.rmtree(directory, ignore_errors=True)
@@ -88,105 +106,13 @@ def collect(tracker: Any, directory: str) -> List[Dict[str, Any]]:
     return records
 
 
-# -- in the command's Python processes --------------------------------------------------------
-
-_agent: Dict[str, Any] = {}
-
-
-def start(interval: float) -> None:
-    """Starts the agent in this process (from the sitecustomize), when the CLI asked for it."""
-    directory = settings.get(AGENT_DIR)
-    if not directory or not os.path.isdir(directory):
-        return
-    _begin(directory, interval)
-    if hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=lambda: _begin(directory, interval, forked=True))
-    if "--multiprocessing-fork" in sys.argv:  # a spawn worker: it ends with os._exit
-        _on_multiprocessing_exit()
-
-
-def _begin(directory: str, interval: float, forked: bool = False) -> None:
-    """A tracker of this process alone, recording its stacks; its record written at exit."""
-    from .tracker import ResourceTracker
-
-    tracker = ResourceTracker(
-        interval=interval, children=False, track_system=False, discover_server=False,
-        discover_cloud=False, code_profile=True,
-    )  # fmt: skip
-    _agent.update(tracker=tracker, pid=os.getpid(), directory=directory, written=False)
-    atexit.register(write)
-    if forked and "multiprocessing.util" in sys.modules:  # a fork worker: os._exit too
-        from multiprocessing import util
-
-        util.register_after_fork(_agent_key, lambda _: _on_multiprocessing_exit())
-
-
-class _Key:
-    """An object that lives as long as the process (multiprocessing's after-fork registry
-    holds it weakly)."""
-
-
-_agent_key = _Key()
-
-
-def _on_multiprocessing_exit() -> None:
-    """A multiprocessing worker ends with os._exit (no atexit), after its finalizers, or by
-    SIGTERM (Pool.terminate(), Pool's ``with`` block): the record is written at both; the
-    signal then takes its default course (the same exit status as without the agent)."""
-    import signal
-    from multiprocessing import util
-
-    util.Finalize(None, write, exitpriority=-100)
-    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-
-        def on_term(signum: int, frame: Any) -> None:
-            if _agent.get("writing"):  # the worker's own exit is writing: it ends after that
-                _agent["term_pending"] = True
-                return
-            write()
-            _terminate()
-
-        signal.signal(signal.SIGTERM, on_term)
-
-
-def _terminate() -> None:
-    """SIGTERM's default course, as without the agent."""
-    import signal
-
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
-
-
-def write() -> None:
-    """Stops this process's agent tracker and writes its record (once, in its own process)."""
-    if _agent.get("written") or _agent.get("pid") != os.getpid():
-        return
-    _agent["written"] = _agent["writing"] = True
-    try:
-        _write_record(_agent["tracker"], _agent["directory"])
-    finally:
-        _agent["writing"] = False
-    if _agent.get("term_pending"):
-        _terminate()
-
-
-def _write_record(tracker: Any, directory: str) -> None:
-    tracker.stop()
-    record = tracker._code_record()
-    if not record or record.get("status") != "recorded":
-        return
-    columns = tracker._table_columns("process")
-    record = dict(
-        record,
-        pid=os.getpid(),
-        command=list(sys.argv)[:20],
-        start_time=tracker.start_time,
-        columns={name: [float(v) for v in columns[name]] for name in COLUMNS},
-    )
-    path = os.path.join(directory, f"{os.getpid()}.json")
-    try:
-        with open(path + ".tmp", "w", encoding="utf-8") as f:
-            json.dump(record, f, separators=(",", ":"))
-        os.replace(path + ".tmp", path)
-    except OSError:
-        pass  # a full disk, a removed directory: this process's profile is lost, not the run
+def _workload_only(record: Dict[str, Any], agent_files: Set[str]) -> Dict[str, Any]:
+    """The record without the samples taken while the agent itself ran (a stack with a frame
+    of ``agent_files``: the agent starting, in a fork child too): the agent's work is not
+    the workload's. Its ids stay as they are (frames and stacks are kept)."""
+    frames, stacks = record.get("frames") or [], record.get("stacks") or []
+    agent: List[bool] = []  # per stack: a frame of the agent on it (a parent precedes its children)
+    for parent, frame in stacks:
+        agent.append(frames[frame][1] in agent_files or (parent >= 0 and agent[parent]))
+    record["samples"] = [s for s in record.get("samples") or [] if not agent[s[2]]]
+    return record

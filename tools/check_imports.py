@@ -103,6 +103,7 @@ LAYERS: Tuple[Tuple[str, str, Tuple[str, ...]], ...] = (
             "resource_tracker._cgroup_v1",
             "resource_tracker._tree_cgroup",
             "resource_tracker._background",
+            "resource_tracker._code_agent_child",
         ),
     ),
     (

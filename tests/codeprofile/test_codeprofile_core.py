@@ -301,3 +301,38 @@ def test_the_interpreter_exits_while_sampling_without_a_crash():
         )
         assert done.returncode == 3, done.stderr[-2000:]
         assert done.stdout.strip() == "True"
+
+
+_MANY_CAPTURES = """
+import _thread, os, sys, time
+from resource_tracker import _core
+
+samplers = []
+for _ in range(40):
+    sampler = _core.Sampler(os.getpid(), 0.001, children=False, track_system=False)
+    sampler.record_stacks(_thread.get_ident())
+    sampler.start()
+    samplers.append(sampler)
+
+def down(n):
+    return 0 if n == 0 else down(n - 1)
+
+end = time.monotonic() + 1.0
+while time.monotonic() < end:
+    down(50)
+_core.stop_stacks()
+for sampler in samplers:
+    sampler.stop()
+print(sum(s.stacks()["stats"]["captures"] for s in samplers) > 0, flush=True)
+"""
+
+
+def test_captures_walk_past_a_thread_state_being_made():
+    """Each capture makes its thread state at each tick (PyGILState_Ensure, without the GIL)
+    while another capture walks the interpreter's threads: a state linked but not yet filled
+    in is skipped, not read (40 captures at 1 ms: on the unfixed walk, a crash every run)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _MANY_CAPTURES], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "True"

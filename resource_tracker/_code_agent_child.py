@@ -1,0 +1,183 @@
+"""The code profile agent inside each Python process of ``resource-tracker run --code``.
+
+The agent's ``sitecustomize.py`` (``code_agent.prepare``) loads this file by its path and
+the C core by its path: nothing of the package is imported (its ``__init__`` alone costs more
+than a bare interpreter's start), and this module imports only what a bare interpreter has
+loaded already (``json`` at exit, when there is a record to write). A child costs its
+interpreter a C sampler of its own process that records its stacks (``start``), and at exit
+the record written to ``<pid>.json`` in the agent's directory (``write``); the CLI reads the
+records with the full package (``code_agent.collect``).
+
+The agent's own work is not the workload's: the stack capture stops before the exit work, and
+the CLI drops the samples taken while the agent started (``AGENT_FILE`` on their stack).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+
+TYPE_CHECKING = False  # typing is not imported here (its start-up cost); mypy takes it as True
+if TYPE_CHECKING:
+    from typing import Any, Dict
+
+    from . import _core
+
+#: the record columns an agent keeps of its own process table (the attribution's)
+COLUMNS = ("timestamp", "utime", "stime", "memory", "gpu_usage")
+#: this file, as the stack samples name it (``code_agent.collect`` drops their samples)
+AGENT_FILE = os.path.abspath(__file__)
+
+_agent: Dict[str, Any] = {}
+
+
+def start(site_file: str, core_path: str, interval: float, nvml_library: str | None) -> None:
+    """Starts the agent in this process (from the agent's sitecustomize, ``site_file``), with
+    the C core at ``core_path``. Nothing happens when this interpreter cannot load that core
+    (another Python version or build) or the run is over (its directory removed)."""
+    directory = os.path.dirname(os.path.abspath(site_file))
+    if not os.path.isdir(directory):
+        return
+    core = _load_core(core_path)
+    if core is None or not core.HAVE_PROCFS or core.stacks_unsupported() is not None:
+        return
+    _agent.update(core=core, directory=directory, interval=interval, nvml=nvml_library)
+    _begin()
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_begin_in_fork_child)
+    if "--multiprocessing-fork" in sys.argv:  # a spawn worker: it ends with os._exit
+        _on_multiprocessing_exit()
+
+
+def _load_core(path: str) -> Any:
+    """The C core at ``path``, loaded under its own name but not put in ``sys.modules`` (the
+    command's own ``import resource_tracker`` loads its own); None when this interpreter's
+    extension suffixes do not fit it."""
+    from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader, ModuleSpec
+
+    if not path.endswith(tuple(EXTENSION_SUFFIXES)):
+        return None
+    loader = ExtensionFileLoader("resource_tracker._core", path)
+    module = loader.create_module(ModuleSpec("resource_tracker._core", loader, origin=path))
+    loader.exec_module(module)
+    return module
+
+
+def _begin(forked: bool = False) -> None:
+    """A C sampler of this process alone that records its stacks; its record written at
+    exit (once per process: a forked child starts its own). The GPU library (NVML, whose
+    start can cost a GPU machine's process more than its whole run) is loaded at the first
+    row: a process that ends before its first tick never loads it."""
+    core = _agent["core"]
+    sampler = core.Sampler(
+        os.getpid(), _agent["interval"], children=False, track_system=False,
+        nvml_library=_agent["nvml"], gpu_from_first_row=True,
+    )  # fmt: skip
+    sampler.record_stacks(_main_ident())
+    sampler.start()
+    _agent.update(sampler=sampler, pid=os.getpid(), written=False)
+    atexit.register(write)
+    if forked and "multiprocessing.util" in sys.modules:  # a fork worker: os._exit too
+        from multiprocessing import util
+
+        util.register_after_fork(_agent_key, lambda _: _on_multiprocessing_exit())
+
+
+def _begin_in_fork_child() -> None:
+    """The agent of a forked child; a child where it cannot start runs without it (no
+    "Exception ignored" on the command's stderr)."""
+    try:
+        _begin(forked=True)
+    except Exception:
+        _agent["pid"] = None  # the parent's sampler is not this process's: nothing to write
+
+
+def _main_ident() -> int:
+    """The interpreter's main thread (as resource_tracker._code sees it)."""
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        return int(threading.main_thread().ident or 0)
+    import _thread
+
+    return _thread.get_ident()
+
+
+class _Key:
+    """An object that lives as long as the process (multiprocessing's after-fork registry
+    holds it weakly)."""
+
+
+_agent_key = _Key()
+
+
+def _on_multiprocessing_exit() -> None:
+    """A multiprocessing worker ends with os._exit (no atexit), after its finalizers, or by
+    SIGTERM (Pool.terminate(), Pool's ``with`` block): the record is written at both; the
+    signal then takes its default course (the same exit status as without the agent)."""
+    import signal
+    from multiprocessing import util
+
+    util.Finalize(None, write, exitpriority=-100)
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+
+        def on_term(signum: int, frame: object) -> None:
+            if _agent.get("writing"):  # the worker's own exit is writing: it ends after that
+                _agent["term_pending"] = True
+                return
+            write()
+            _terminate()
+
+        signal.signal(signal.SIGTERM, on_term)
+
+
+def _terminate() -> None:
+    """SIGTERM's default course, as without the agent."""
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def write() -> None:
+    """Stops this process's sampler and writes its record (once, in its own process)."""
+    if _agent.get("written") or _agent.get("pid") != os.getpid():
+        return
+    _agent["written"] = _agent["writing"] = True
+    try:
+        _write_record(_agent["core"], _agent["sampler"], _agent["directory"])
+    except Exception:
+        pass  # this process's profile is lost, not its exit (no "Exception ignored")
+    finally:
+        _agent["writing"] = False
+    if _agent.get("term_pending"):
+        _terminate()
+
+
+def _write_record(core: Any, sampler: _core.Sampler, directory: str) -> None:
+    """The record of this process to ``<pid>.json``: nothing for a process whose stacks were
+    never sampled (it ended before its first tick: nothing to attribute)."""
+    core.stop_stacks()  # first: the exit work is not sampled
+    sampler.stop()
+    record = sampler.stacks()
+    if not record or not record.get("samples"):
+        return
+    views = sampler.column_views("process")
+    if views is None:  # not stopped (stop() gave up on its thread): no final rows to write
+        return
+    columns = dict(zip(core.PROCESS_COLUMNS, views))
+    record.update(
+        status="recorded",
+        note=None,
+        processes=[],
+        pid=os.getpid(),
+        command=list(sys.argv)[:20],
+        start_time=sampler.start_time or None,
+        columns={name: columns[name].tolist() for name in COLUMNS},
+    )
+    import json
+
+    path = os.path.join(directory, f"{os.getpid()}.json")
+    with open(path + ".tmp", "w", encoding="utf-8") as f:  # a full disk: caught by write()
+        json.dump(record, f, separators=(",", ":"))
+    os.replace(path + ".tmp", path)
