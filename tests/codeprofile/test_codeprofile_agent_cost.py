@@ -185,6 +185,10 @@ def test_samples_taken_while_the_agent_starts_are_left_out(tmp_path):
     from resource_tracker import code_agent
 
     env, directory = code_agent.prepare(0.05)
+    # under `make sanitize` the agent's core is this process's ASan build: its runtime first
+    preload = os.environ.get("RESOURCE_TRACKER_SANITIZE_PRELOAD")
+    if preload:
+        env = dict(env, LD_PRELOAD=preload)
     burn = "import time\nend = time.thread_time() + 0.3\nwhile time.thread_time() < end: pass\n"
     subprocess.run([sys.executable, "-c", burn], env=env, check=True, timeout=60)
     (name,) = [n for n in os.listdir(directory) if n.endswith(".json")]

@@ -33,5 +33,7 @@ class _SanitizedCore(importlib.abc.MetaPathFinder):
 
 if _SO and _asan_loaded():
     sys.meta_path.insert(0, _SanitizedCore())
+    # kept for a test whose child loads this process's (instrumented) core by its path
+    os.environ["RESOURCE_TRACKER_SANITIZE_PRELOAD"] = os.environ.get("LD_PRELOAD", "")
     os.environ.pop("LD_PRELOAD", None)
     os.environ.pop("PYTHONMALLOC", None)  # children keep CPython's own allocator
