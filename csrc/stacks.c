@@ -132,55 +132,45 @@ install_atfork(void)
 
 #ifndef Py_GIL_DISABLED
 
-/* The CPU nanoseconds the thread of tstate has used (0 when its clock cannot be read). */
+/* The CPU clock of the thread ident (its pthread_t) and its kernel id: 0, or -1 when the clock
+ * cannot be had. Only for a thread seen with a Python frame by this thread, which has held the
+ * GIL since: such a thread is alive (to end it must leave its frames, which takes the GIL). */
+static int
+thread_clock(unsigned long ident, clockid_t *cid, uint64_t *native)
+{
+    if (pthread_getcpuclockid((pthread_t)ident, cid) != 0)
+        return -1;
+    /* Linux's clock id of a thread's CPU time is ~tid * 8 | 6 (per-thread, scheduler time) */
+    *native = (uint64_t)(uint32_t)(~(*cid >> 3));
+    return 0;
+}
+
+/* The CPU nanoseconds used by the thread of a clock. */
 static uint64_t
-thread_cpu_ns(PyThreadState *tstate)
+clock_ns(clockid_t cid)
 {
     struct timespec ts;
-    clockid_t cid;
 
-#if PY_VERSION_HEX >= 0x030B0000
-    /* Linux's per-thread CPU clock of a thread id (as glibc's pthread_getcpuclockid makes
-     * it): safe for a thread that has ended (EINVAL), unlike a stale pthread_t */
-    cid = (clockid_t)((~(clockid_t)tstate->native_thread_id) * 8) | 6;
-#else
-    /* 3.9, 3.10: no native id in the thread state; its thread is alive while its state is in
-     * the interpreter's list and the GIL is held (a thread deletes its state before it ends) */
-    if (pthread_getcpuclockid((pthread_t)tstate->thread_id, &cid) != 0)
-        return 0;
-#endif
     if (clock_gettime(cid, &ts) != 0)
         return 0;
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The kernel's id of a thread state's thread, 0 where the thread state has none (3.9, 3.10). */
-static uint64_t
-native_id(PyThreadState *tstate)
+/* The threads that run Python: {ident: top frame}, a new dict (NULL with an exception). The
+ * GIL held.
+ *
+ * CPython's own walk (the one of sys._current_frames), never the thread-state list read here: a
+ * thread that is not Python's (a C thread calling PyGILState_Ensure: this module's job threads,
+ * a library's callback threads) makes its thread state WITHOUT the GIL, under the runtime's
+ * thread-list lock only; 3.11 links the new state at the head of the list before filling it in
+ * (its frame pointer still NULL). A walk holding the GIL but not that lock read it: a NULL
+ * dereference in PyThreadState_GetFrame (the worker killed by SIGSEGV of issue 41). Only this
+ * call takes the lock for us. It raises the audit event sys._current_frames first (a Python hook
+ * runs here, before the walk: no frame is held then). */
+static PyObject *
+python_threads(void)
 {
-#if PY_VERSION_HEX >= 0x030B0000
-    return (uint64_t)tstate->native_thread_id;
-#else
-    (void)tstate;
-    return 0;
-#endif
-}
-
-/* 1 for a thread state that another thread is still making: PyGILState_Ensure in a thread
- * without Python (another capture's, a C library's callback thread) links its new state
- * first in the interpreter's list, under the runtime's lock that this walk cannot take and
- * without the GIL, and only then fills it in (3.11, 3.12: its frame pointer is NULL until
- * then, and reading its frame would crash; found with many captures in one process). */
-static int
-being_made(PyThreadState *tstate)
-{
-    if (__atomic_load_n(&tstate->thread_id, __ATOMIC_ACQUIRE) == 0)
-        return 1;
-#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030D0000
-    return __atomic_load_n(&tstate->cframe, __ATOMIC_ACQUIRE) == NULL;
-#else
-    return 0;
-#endif
+    return _PyThread_CurrentFrames();
 }
 
 /* The id of a str in the table (its UTF-8), or -1. */
@@ -255,68 +245,117 @@ intern_stack(FrameTable *table, PyFrameObject *frame)
     return stack;
 }
 
-/* Samples one thread state for row: 1 sampled, 0 skipped (idle, no Python), -1 dropped. */
+/* The table's entry of the thread ident (added when new) and its CPU clock now (*cpu_ns, 0 when
+ * it cannot be read): the entry's index, or -1 when the table's bound is reached. */
+static int64_t
+thread_entry(StackCapture *capture, unsigned long ident, uint64_t *cpu_ns)
+{
+    clockid_t cid;
+    uint64_t native = 0;
+
+    *cpu_ns = thread_clock(ident, &cid, &native) == 0 ? clock_ns(cid) : 0;
+    return ft_thread(&capture->table, ident, native, ident == capture->main_ident);
+}
+
+/* Samples the thread ident, frame its top frame (borrowed), for row: 1 sampled, 0 skipped
+ * (idle), -1 dropped. */
 static int
-sample_thread(StackCapture *capture, PyThreadState *tstate, uint32_t row)
+sample_thread(StackCapture *capture, unsigned long ident, PyObject *frame, uint32_t row)
 {
     FrameTable *table = &capture->table;
-    unsigned long ident = tstate->thread_id;
-    int is_main = ident == capture->main_ident;
-    PyFrameObject *frame;
-    int64_t thread, stack;
+    uint64_t cpu_ns;
+    int64_t thread = thread_entry(capture, ident, &cpu_ns), stack;
     uint32_t cpu_us;
 
-    thread = ft_thread(table, ident, native_id(tstate), is_main);
     if (thread < 0)
         return -1;
-    cpu_us = ft_thread_cpu_delta(table, (uint32_t)thread, thread_cpu_ns(tstate));
-    if (cpu_us == 0 && !is_main)
+    cpu_us = ft_thread_cpu_delta(table, (uint32_t)thread, cpu_ns);
+    if (cpu_us == 0 && ident != capture->main_ident)
         return 0; /* it did not run: nothing to attribute to it */
-    frame = PyThreadState_GetFrame(tstate);
-    if (frame == NULL)
-        return 0;
-    stack = intern_stack(table, frame);
+    Py_INCREF(frame);
+    stack = intern_stack(table, (PyFrameObject *)frame);
     if (stack < 0 || ft_sample(table, row, (uint32_t)thread, (uint32_t)stack, cpu_us) != 0)
         return -1;
     return 1;
 }
 
-/* Reads every thread's stack for row (the GIL held by this thread): the samples dropped. */
+/* The thread ident of a key of python_threads() (0 for a key that is not one). */
+static unsigned long
+ident_of(PyObject *key)
+{
+    unsigned long ident = PyLong_Check(key) ? PyLong_AsUnsignedLong(key) : 0;
+
+    if (ident == (unsigned long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return ident;
+}
+
+/* 1 when frame, a top frame of python_threads(), runs in the interpreter of builtins (each
+ * interpreter has builtins of its own): python_threads() lists every interpreter's threads, and
+ * the profile is this one's. */
+static int
+in_interpreter(PyObject *frame, PyObject *builtins)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    PyObject *own = PyFrame_GetBuiltins((PyFrameObject *)frame);
+
+    Py_DECREF(own); /* compared by identity only */
+    return own == builtins;
+#else
+    return ((PyFrameObject *)frame)->f_builtins == builtins;
+#endif
+}
+
+/* Reads the stack of every Python thread of this interpreter for row (the GIL held by this
+ * thread, which runs no Python frame): the samples dropped (1 when the threads could not be
+ * listed). */
 static unsigned long
 sample_interpreter(StackCapture *capture, uint32_t row)
 {
-    PyThreadState *self = PyThreadState_Get(), *tstate;
-    PyInterpreterState *interp = PyThreadState_GetInterpreter(self);
-    unsigned long dropped = 0;
+    PyObject *threads = python_threads(), *key, *frame;
+    PyObject *builtins = PyEval_GetBuiltins(); /* the interpreter's: this thread has no frame */
+    Py_ssize_t pos = 0;
+    unsigned long dropped = 0, ident;
 
-    for (tstate = PyInterpreterState_ThreadHead(interp); tstate;
-         tstate = PyThreadState_Next(tstate))
-        if (tstate != self && !being_made(tstate) && sample_thread(capture, tstate, row) < 0)
+    if (threads == NULL) {
+        PyErr_Clear();
+        return 1;
+    }
+    while (PyDict_Next(threads, &pos, &key, &frame)) {
+        if (!PyFrame_Check(frame) || !in_interpreter(frame, builtins))
+            continue;
+        ident = ident_of(key);
+        if (ident == 0 || sample_thread(capture, ident, frame, row) < 0)
             dropped++;
+    }
+    Py_DECREF(threads);
     PyErr_Clear();
     return dropped;
 }
 
-/* Registers the interpreter's threads with the CPU each has used so far (the GIL held), so a
+/* Registers the threads that run Python with the CPU each has used so far (the GIL held), so a
  * thread's first sample counts its CPU since the capture began, not since the thread began:
  * a tracker started late in a long-lived process (a notebook kernel, a test runner) must not
  * give the hours before it to the first stack it sees. */
 static void
 baseline_threads(StackCapture *capture)
 {
-    PyInterpreterState *interp = PyThreadState_GetInterpreter(PyThreadState_Get());
-    PyThreadState *tstate;
+    PyObject *threads = python_threads(), *key, *frame;
+    Py_ssize_t pos = 0;
+    unsigned long ident;
+    uint64_t cpu_ns;
     int64_t thread;
 
-    for (tstate = PyInterpreterState_ThreadHead(interp); tstate;
-         tstate = PyThreadState_Next(tstate)) {
-        if (being_made(tstate))
-            continue;
-        thread = ft_thread(&capture->table, tstate->thread_id, native_id(tstate),
-                           tstate->thread_id == capture->main_ident);
-        if (thread >= 0)
-            (void)ft_thread_cpu_delta(&capture->table, (uint32_t)thread, thread_cpu_ns(tstate));
+    if (threads == NULL) {
+        PyErr_Clear();
+        return;
     }
+    while (PyDict_Next(threads, &pos, &key, &frame))
+        if ((ident = ident_of(key)) != 0 && (thread = thread_entry(capture, ident, &cpu_ns)) >= 0)
+            (void)ft_thread_cpu_delta(&capture->table, (uint32_t)thread, cpu_ns);
+    Py_DECREF(threads);
 }
 
 #endif /* !Py_GIL_DISABLED */

@@ -21,11 +21,14 @@ from __future__ import annotations
 import faulthandler
 import glob
 import os
+import re
+import resource
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -206,6 +209,78 @@ def _log_faults(config):
     worker = getattr(config, "workerinput", {}).get("workerid", "main")
     _fault_log = open(os.path.join(folder, f"{worker}-{os.getpid()}.log"), "w")
     faulthandler.enable(file=_fault_log, all_threads=True)
+    if worker != "main" and os.environ.get(CORES_VARIABLE) == "1":
+        hard = resource.getrlimit(resource.RLIMIT_CORE)[1]  # a dead worker leaves a core,
+        resource.setrlimit(resource.RLIMIT_CORE, (hard, hard))  # which the controller keeps
+
+
+#: RT_TEST_CORES=1: the workers write a core dump when a fatal signal kills them (the limit
+#: raised to the hard one), and the controller moves it, and any other core a test's process
+#: left in the checkout, to a folder that stays, printing the crashing thread's C frames (the
+#: limit is inherited by the tests' own processes, some of which crash on purpose: off by
+#: default)
+CORES_VARIABLE = "RT_TEST_CORES"
+#: the kernel's name for a core dump (a path, relative to the dying process's folder, or a
+#: "|handler" it is piped to)
+CORE_PATTERN = "/proc/sys/kernel/core_pattern"
+_SESSION_START = time.time()
+
+
+def _core_pattern():
+    try:
+        with open(CORE_PATTERN) as f:
+            return f.read().strip()
+    except OSError:
+        return "core"
+
+
+def _new_cores(pid=None):
+    """Core dumps written since the session started in the current folder (those of pid, or all)."""
+    pattern = _core_pattern()
+    if pattern.startswith("|"):
+        return []
+    names = glob.glob(re.sub(r"%.", "*", pattern)) + glob.glob("core.*")
+    if pid is not None:  # the plain name "core" may be any process's: the newest is taken
+        names = [n for n in names if str(pid) in os.path.basename(n) or "%p" not in pattern]
+    return sorted(
+        (n for n in set(names) if os.path.isfile(n) and os.path.getmtime(n) >= _SESSION_START),
+        key=os.path.getmtime,
+    )
+
+
+def _move_core(core):
+    """Moves a core dump to a folder of its own that stays: a sentence saying where, with the
+    crashing thread's C frames when gdb is here."""
+    kept = shutil.move(core, tempfile.mkdtemp(prefix="rt-test-core-"))
+    return f"core dump: {kept} (gdb {sys.executable} {kept})\n{_crash_frames(kept)}"
+
+
+def _keep_core(pid):
+    """Where the core dump of the dead worker pid is kept (a sentence), or why there is none."""
+    if os.environ.get(CORES_VARIABLE) != "1":
+        return f"no core dump kept ({CORES_VARIABLE}=1 keeps one)"
+    pattern = _core_pattern()
+    if pattern.startswith("|"):
+        return f"its core dump was piped to {pattern[1:].split()[0]} (coredumpctl, or its folder)"
+    if resource.getrlimit(resource.RLIMIT_CORE)[1] == 0:
+        return "no core dump: the hard core size limit is 0 (ulimit -Hc)"
+    cores = _new_cores(pid)
+    return "its " + _move_core(cores[-1]) if cores else f"no core dump found ({pattern!r})"
+
+
+def _crash_frames(core):
+    """The crashing thread's C frames in a core (gdb's backtrace), or "" without gdb."""
+    if shutil.which("gdb") is None:
+        return ""
+    try:
+        out = subprocess.run(
+            ["gdb", "-q", "-batch", "-ex", "bt 25", sys.executable, core],
+            capture_output=True, text=True, timeout=120,
+        ).stdout  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    frames = dict.fromkeys(line for line in out.splitlines() if line.startswith("#"))
+    return "\n".join(frames)  # gdb names the current frame before the backtrace: once
 
 
 def _report_faults(folder):
@@ -230,6 +305,8 @@ def pytest_testnodedown(node, error):
         code = None
     if code is not None and code < 0:
         how = f"killed by {signal.Signals(-code).name}"
+        if -code in (signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGILL, signal.SIGFPE):
+            how += "; " + _keep_core(popen.pid)
     else:
         how = f"exit status {code}"
     sys.stderr.write(f"\na test worker went down ({node.gateway.id}): {how}\n")
@@ -242,10 +319,14 @@ def pytest_sessionstart(session):
 
 def pytest_sessionfinish(session, exitstatus):
     """Nothing a test does may write into the working tree: a file new, changed or removed
-    since the session started fails the run, named (a test's output belongs in its tmp_path)."""
+    since the session started fails the run, named (a test's output belongs in its tmp_path).
+    With RT_TEST_CORES=1 the core dumps the tests' processes left are moved out first, named."""
     before = getattr(session.config, "_rt_tree", None)
     if before is None:
         return
+    if os.environ.get(CORES_VARIABLE) == "1":
+        for core in _new_cores():
+            sys.stderr.write(f"\na test's process left a {_move_core(core)}\n")
     after = _tree_state()
     written = sorted(p for p, st in after.items() if before.get(p) != st)
     written += sorted(f"{p} (removed)" for p in before.keys() - after.keys())

@@ -6,6 +6,7 @@ and where no safe capture exists (a sub-interpreter) nothing is recorded, and it
 from __future__ import annotations
 
 import _thread
+import ctypes
 import gc
 import os
 import subprocess
@@ -173,3 +174,67 @@ def test_the_c_threads_block_signals_for_the_application_but_not_their_own_fault
     assert len([blocked for blocked in ours.values() if asynchronous <= blocked]) >= 2, ours
     for blocked in ours.values():
         assert not blocked & faults, blocked
+
+
+class _NativeThreads:
+    """Threads that are not Python's entering Python again and again, as a library's callback
+    threads do: each round a new C thread (pthread_create through ctypes) whose entry is a
+    ctypes callback, which takes the GIL with PyGILState_Ensure; that makes the thread's state
+    without the GIL, and ends it after the call."""
+
+    def __init__(self) -> None:
+        libc = ctypes.CDLL(None)
+        self._create, self._join = libc.pthread_create, libc.pthread_join
+        self._create.argtypes = [ctypes.POINTER(ctypes.c_ulong)] + [ctypes.c_void_p] * 3
+        self._join.argtypes = [ctypes.c_ulong, ctypes.c_void_p]
+        self._entry = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(self._entered)
+        self.entries = 0  # callbacks run (under the GIL)
+
+    def _entered(self, _arg):
+        self.entries += 1
+
+    def churn(self, stop: threading.Event) -> None:
+        thread, entry = ctypes.c_ulong(), ctypes.cast(self._entry, ctypes.c_void_p)
+        while not stop.is_set():
+            if self._create(ctypes.byref(thread), None, entry, None) == 0:
+                self._join(thread.value, None)  # ctypes lets the GIL go meanwhile
+
+
+def _python_churn(stop: threading.Event) -> None:
+    """Python threads that start, run 60 frames deep and end, one after the other."""
+    while not stop.is_set():
+        worker = threading.Thread(target=_frames_then, args=(60, lambda: sum(range(300))))
+        worker.start()
+        worker.join()
+
+
+def test_captures_beside_threads_that_enter_python_and_end():
+    """The SIGSEGV of issue 41 (an xdist worker dead in test_a_run_stopped_at_once_...): a thread
+    that is not Python's (the tracker's own after-baseline job thread, a library's callback
+    thread) makes its thread state without the GIL, under the runtime's thread-list lock; 3.11
+    links it at the head of the list before filling it in. The capture walked that list with
+    the GIL only and read the half-made state's frame pointer (NULL). 300 trackers (interval 1
+    ms: half stopped at once, half after 10 rows, each with a capture per row) beside 3 threads
+    making such C threads and 1 making Python threads 60 frames deep: the old build died within
+    ~1 s in 6 runs of 6. Every tracker's profile is recorded; C threads entered Python meanwhile."""
+    native, stop = _NativeThreads(), threading.Event()
+    churners = [threading.Thread(target=native.churn, args=(stop,)) for _ in range(3)]
+    churners.append(threading.Thread(target=_python_churn, args=(stop,)))
+    for churner in churners:
+        churner.start()
+    statuses, captures = set(), 0
+    try:
+        for i in range(300):
+            tracker = ResourceTracker(interval=0.001, discover_server=False, discover_cloud=False)
+            if i % 2:
+                assert tracker.wait_for_samples(10, timeout=60)
+            tracker.stop()
+            status = tracker.code_profile_status()
+            statuses.add(status["status"])
+            captures += status["captures"]
+    finally:
+        stop.set()
+        for churner in churners:
+            churner.join()
+    assert statuses == {"recorded"}
+    assert captures >= 150 and native.entries > 0, (captures, native.entries)
