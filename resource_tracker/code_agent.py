@@ -4,8 +4,9 @@ The CLI makes a private directory holding a ``sitecustomize.py`` and puts it fir
 command's ``PYTHONPATH`` (``prepare``). Every Python process of the command that can import
 this package then runs the same stack sampler on itself (``start``), also in the children it
 forks (multiprocessing's fork workers) and in multiprocessing's spawn workers, and writes its
-record to ``<pid>.json`` in that directory as it exits. ``collect`` reads them into the
-tracker (the snapshot's ``code_profile.processes``), merged by function in its views.
+record to ``<pid>.json`` in that directory as it exits. The CLI reads them back
+(``cli/code_records.py``) into the tracker (the snapshot's ``code_profile.processes``),
+merged by function in its views.
 
 A child that cannot load it (another Python, an old one, ``-I``, ``-S``, a broken import)
 runs as before: the ``sitecustomize.py`` catches everything, and then loads the
@@ -17,17 +18,15 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import shutil
 import sys
 import tempfile
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, Tuple
 
 from . import settings
 
 AGENT_DIR = "RESOURCE_TRACKER_CODE_AGENT_DIR"
 #: the record columns an agent keeps of its own process table (the attribution's)
 COLUMNS = ("timestamp", "utime", "stime", "memory", "gpu_usage")
-MAX_RECORD_BYTES = 64 << 20  # a process's record larger than this is not read
 
 SITECUSTOMIZE = """\
 # resource-tracker's code profile agent (resource-tracker run --code). Never breaks a run.
@@ -52,40 +51,14 @@ except Exception:
 
 def prepare(interval: float) -> Tuple[Dict[str, str], str]:
     """A private directory with the agent's ``sitecustomize.py``, and the command's
-    environment that loads it: ``(env, directory)``. Remove the directory with collect()."""
+    environment that loads it: ``(env, directory)`` (``cli/code_records.collect`` reads the
+    records and removes it)."""
     directory = tempfile.mkdtemp(prefix="resource-tracker-code-")
     with open(os.path.join(directory, "sitecustomize.py"), "w", encoding="utf-8") as f:
         f.write(SITECUSTOMIZE % {"interval": float(interval)})
     path = settings.foreign("PYTHONPATH")
     changes = {"PYTHONPATH": directory + (os.pathsep + path if path else ""), AGENT_DIR: directory}
     return settings.child_environment(changes), directory
-
-
-def collect(tracker: Any, directory: str) -> List[Dict[str, Any]]:
-    """Reads the agents' records into the tracker (``code_profile.processes``) and removes the
-    directory: the records read (a record that cannot be read is skipped)."""
-    from .code_profile import validate_record
-
-    records = []
-    try:
-        names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
-    except OSError:
-        names = []
-    for name in names:
-        try:
-            path = os.path.join(directory, name)
-            if os.path.getsize(path) > MAX_RECORD_BYTES:
-                continue
-            with open(path, encoding="utf-8") as f:
-                record = json.load(f)
-            if isinstance(record, dict) and record.get("version") == 1:
-                records.append(validate_record(record))
-        except (OSError, ValueError):
-            continue
-    shutil.rmtree(directory, ignore_errors=True)
-    tracker._code_processes = records
-    tracker.__dict__.pop("_code_stored", None)  # read again, with them
-    return records
 
 
 # -- in the command's Python processes --------------------------------------------------------

@@ -24,11 +24,15 @@ examples:
   {PROG} dashboard --metaflow TrainFlow --check   (for cron or CI: exit 1 on an alert)
 
 Exit status: 0 (with --check: 0 when no step is at risk or trending to its limit, 1 when
-one is, one line each); 1 when no run was found; 2 for a bad option value.
+one is, one line each; 3 when no run could be read, so nothing was judged); 1 when no run
+was found; 2 for a bad option value.
 """
 
 #: Skipped runs named on stderr (the rest are counted).
 SKIPPED_SHOWN = 10
+#: --check's exit status when no run could be read: nothing was judged (not "no alert": a
+#: broken source must not read as healthy, nor as an alert).
+NOT_JUDGED = 3
 #: The page written when no --output is given.
 DEFAULT_OUTPUT = "resource-tracker-dashboard.html"
 #: --since units, in seconds.
@@ -76,7 +80,8 @@ def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
     dash.add_argument("--browse", action="store_true", help="open the page in a web browser")
     dash.add_argument("--catalog", metavar="PATH", help="a Spare Cores SQLite catalog file")
     dash.add_argument("--check", action="store_true", help="print one line per step at risk or "
-                      "trending to its limit; exit 1 when there is one")  # fmt: skip
+                      "trending to its limit; exit 1 when there is one, 3 when no run could "
+                      "be read")  # fmt: skip
     dash.add_argument("--json", action="store_true", help="print the fleet as JSON (with "
                       "--check: the JSON instead of the lines, the same exit status)")  # fmt: skip
     return dash
@@ -154,7 +159,7 @@ def main(args: argparse.Namespace) -> int:
         for line in check_lines(fleet):
             out(line)
     if args.check:
-        return 1 if fleet.alerting else 0
+        return NOT_JUDGED if not fleet.steps else 1 if fleet.alerting else 0
     return 0 if fleet.steps else 1
 
 

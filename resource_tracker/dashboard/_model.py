@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional
 
+from .._text import well_formed
+
 __all__ = ["RunRecord", "Loaded", "STATUSES", "SOURCES"]
 
 #: A run's status: finished, failed (an exception), killed (no final record: SIGKILL, OOM).
@@ -54,6 +56,14 @@ class RunRecord:
     throttled_share: float = 0.0
     machine_cores: Optional[float] = None
     labels: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Its texts well formed (a file name that is not UTF-8, a label from a server: no
+        lone surrogate reaches the page or the JSON)."""
+        object.__setattr__(self, "step", well_formed(self.step))
+        object.__setattr__(self, "run_id", well_formed(self.run_id))
+        labels = {well_formed(str(k)): well_formed(str(v)) for k, v in self.labels.items()}
+        object.__setattr__(self, "labels", labels)
 
     def change_metrics(self) -> Dict[str, float]:
         """The figures ``insights.changed`` compares (the names of ``run_metrics``)."""

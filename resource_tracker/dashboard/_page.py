@@ -96,8 +96,9 @@ def step_data(view: StepView, number: int) -> Dict[str, Any]:
 def _with_trend(chart: Dict[str, Any], view: StepView, cid: str) -> Dict[str, Any]:
     trend = view.trends.get(cid)
     if trend is not None:
-        chart["trend"] = {"growth": trend.growth, "level": trend.level, "runs": trend.runs,
-                          "to_line": trend.runs_to_line, "line": trend.line}  # fmt: skip
+        chart["trend"] = {"growth": _round(trend.growth, 6), "level": _round(trend.level, 6),
+                          "runs": trend.runs, "to_line": trend.runs_to_line,
+                          "line": _round(trend.line, 6)}  # fmt: skip
     return chart
 
 

@@ -1,0 +1,63 @@
+"""`run --code`: the agents' records read back from their directory (``code_agent.prepare``
+made it; every Python process of the command writes ``<pid>.json`` there as it exits).
+
+The directory is written by the command's processes, so what is in it is outside input: only
+regular files are read (a FIFO or a device named ``*.json`` is refused unopened:
+``_regular_file.read_regular``), each up to :data:`MAX_RECORD_BYTES`, parsed strictly (no
+NaN, no overflowing number, nesting bounded) and checked (``code_profile.validate_record``:
+ids in range, stack chains no deeper than a capture makes them). A record that cannot be read
+is skipped with one line saying why; the others are kept.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any, Dict, List, Tuple
+
+from .._regular_file import read_regular
+from .._stored import strict_json
+from .._text import printable
+from ..code_profile import validate_record
+
+#: A process's record larger than this is not read (bytes).
+MAX_RECORD_BYTES = 64 << 20
+#: The record format an agent writes (``code_agent._write_record``).
+RECORD_VERSION = 1
+
+
+def read_record(path: str) -> Dict[str, Any]:
+    """The checked record of one agent's file; OSError or ValueError saying why not."""
+    text = read_regular(path, MAX_RECORD_BYTES).decode("utf-8")
+    record = strict_json(text)
+    if not isinstance(record, dict) or record.get("version") != RECORD_VERSION:
+        raise ValueError("not an agent's record (no version 1)")
+    return validate_record(record)
+
+
+def read_records(directory: str) -> Tuple[List[Dict[str, Any]], List[str]]:
+    """The records of the ``*.json`` files of directory (by name), and one printable line per
+    file skipped (``NAME: why``)."""
+    records: List[Dict[str, Any]] = []
+    skipped: List[str] = []
+    try:
+        names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
+    except OSError:
+        names = []
+    for name in names:
+        try:
+            records.append(read_record(os.path.join(directory, name)))
+        except (OSError, ValueError) as exc:  # UnicodeDecodeError among them
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            skipped.append(printable(f"{name}: {why}", 300))
+    return records, skipped
+
+
+def collect(tracker: Any, directory: str) -> List[str]:
+    """Reads the agents' records into the tracker (``code_profile.processes``) and removes the
+    directory: one line per record skipped."""
+    records, skipped = read_records(directory)
+    shutil.rmtree(directory, ignore_errors=True)
+    tracker._code_processes = records
+    tracker.__dict__.pop("_code_stored", None)  # read again, with them
+    return skipped
