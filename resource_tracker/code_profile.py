@@ -116,6 +116,11 @@ def validate_record(record: Dict[str, Any]) -> Dict[str, Any]:
         raise _bad("processes", "a list of records")
     for i, child in enumerate(processes):
         _check_process_columns(i, child.get("columns"))
+        start = child.get("start_time")
+        if start is not None and not (
+            isinstance(start, (int, float)) and not isinstance(start, bool) and start >= 0
+        ):
+            raise _bad(f"processes[{i}].start_time", "seconds since the epoch (or null)")
         validate_record(child)
     return record
 
@@ -131,6 +136,14 @@ def _check_stack_chains(stacks: List[Any], frames: int) -> None:
         depth[i] = 1 + (depth[parent] if parent >= 0 else 0)
         if depth[i] > STACK_MAX_DEPTH + 1:
             raise _bad(f"stacks[{i}]", f"a chain of at most {STACK_MAX_DEPTH + 1} frames")
+
+
+def validate_agent_record(record: Dict[str, Any]) -> Dict[str, Any]:
+    """An agent's record (``run --code``) checked as the run's snapshot will hold it: as
+    ``processes[0]`` of the run's record, its columns included; ValueError naming the first
+    bad entry."""
+    validate_record({"processes": [record]})
+    return record
 
 
 #: the columns an agent's record must hold: its samples' times and its memory (the code at

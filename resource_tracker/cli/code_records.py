@@ -4,9 +4,10 @@ made it; every Python process of the command writes ``<pid>.json`` there as it e
 The directory is written by the command's processes, so what is in it is outside input: only
 regular files are read (a FIFO or a device named ``*.json`` is refused unopened:
 ``_regular_file.read_regular``), each up to :data:`MAX_RECORD_BYTES`, parsed strictly (no
-NaN, no overflowing number, nesting bounded) and checked (``code_profile.validate_record``:
-ids in range, stack chains no deeper than a capture makes them). A record that cannot be read
-is skipped with one line saying why; the others are kept.
+NaN, no overflowing number, nesting bounded) and checked as the run's snapshot will hold it
+(``code_profile.validate_agent_record``: ids in range, stack chains no deeper than a capture
+makes them, its columns). A record that cannot be read is skipped with one line saying why;
+the others are kept.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, Dict, List, Tuple
 from .._regular_file import read_regular
 from .._stored import strict_json
 from .._text import printable
-from ..code_profile import validate_record
+from ..code_profile import validate_agent_record
 
 #: A process's record larger than this is not read (bytes).
 MAX_RECORD_BYTES = 64 << 20
@@ -32,7 +33,7 @@ def read_record(path: str) -> Dict[str, Any]:
     record = strict_json(text)
     if not isinstance(record, dict) or record.get("version") != RECORD_VERSION:
         raise ValueError("not an agent's record (no version 1)")
-    return validate_record(record)
+    return validate_agent_record(record)
 
 
 def read_records(directory: str) -> Tuple[List[Dict[str, Any]], List[str]]:
