@@ -22,14 +22,13 @@ happened; a run whose figures cannot be read is skipped with one line saying why
 from __future__ import annotations
 
 import math
-import sys
 import time
 import urllib.parse
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .._stored import TooDeep, strict_json
 from .._text import printable
-from ._model import Loaded, RunRecord
+from ._model import Loaded, RunRecord, check_figures
 
 #: seconds all the queries of one load may take together
 TIMEOUT_S = 30.0
@@ -42,12 +41,6 @@ LIVE_METRIC = "resource_tracker_last_sample_timestamp_seconds"
 #: a run whose live series stopped this long before the window's end and that never pushed
 #: its summary was killed (SIGKILL, an OOM kill); a quieter one may still be running
 KILLED_AFTER_S = 600.0
-#: the largest figure taken as read, in the record's unit (2**53: past it a float64 no longer
-#: holds every whole number; 8 PiB of memory, 285 million years): a larger one overflows the
-#: money and the page's sums, it is no measurement
-MAX_FIGURE = 2.0**53
-#: the figures that are counts: whole numbers
-COUNTS = ("oom_kills", "failed")
 _MIB = 1024.0 * 1024.0
 
 Key = FrozenSet[Tuple[str, str]]
@@ -137,9 +130,7 @@ def _killed(query: _Query, runs: Mapping[Key, float], group_by: Sequence[str]) -
         first_seen = first.get(key, end)
         try:
             figures = {"end_time": end, "start_time": first_seen}
-            check_figures(
-                dict(figures, peak_memory_mib=memory.get(key), peak_cpu_cores=cpu.get(key))
-            )
+            _check(dict(figures, peak_memory_mib=memory.get(key), peak_cpu_cores=cpu.get(key)))
         except ValueError as exc:
             loaded.skipped.append(f"Prometheus series {_describe(labels)}: {exc}")
             continue
@@ -160,22 +151,13 @@ def _killed(query: _Query, runs: Mapping[Key, float], group_by: Sequence[str]) -
     return loaded
 
 
-def check_figures(figures: Mapping[str, Optional[float]]) -> None:
-    """ValueError naming the first figure that is no measurement: an infinity, one above
-    :data:`MAX_FIGURE` (1.797e308 would overflow the sums and the page), a subnormal one
-    (5e-324: not a count, not a size), a negative one, a count that is not whole. None (no
-    figure) passes."""
+def _check(figures: Mapping[str, Optional[float]]) -> None:
+    """ValueError naming the first figure that is negative or no measurement
+    (``_model.check_figures``)."""
     for name, value in figures.items():
-        if value is None:
-            continue
-        if not abs(value) <= MAX_FIGURE:
-            raise ValueError(f"{name} is out of range ({value:g}; at most 2**53)")
-        if value < 0:
+        if value is not None and value < 0:
             raise ValueError(f"{name} is negative ({value:g})")
-        if 0 < value < sys.float_info.min:
-            raise ValueError(f"{name} is subnormal ({value:g}): no measured figure")
-        if name in COUNTS and not value.is_integer():
-            raise ValueError(f"{name} is not a whole count ({value:g})")
+    check_figures(figures)
 
 
 class _Query:
@@ -223,7 +205,7 @@ def answer_values(body: bytes, base: str, scale: float = 1.0) -> Dict[Key, float
     """{labels (without the name): the last value of the series, scaled} of one query_range
     answer (a value that is no number, NaN among them, is no figure: left out); ValueError
     when the answer is no query_range result. The figures are checked by the record
-    (check_figures)."""
+    (_check)."""
     found: Dict[Key, float] = {}
     for series in _result(body, base):
         labels, values = _series(series)
@@ -269,7 +251,7 @@ def _series(series: Any) -> Tuple[Dict[str, str], List[Any]]:
 
 def _number(text: Any) -> Optional[float]:
     """The value of a sample (Prometheus writes it as text): None for no number or NaN (no
-    figure); an infinity is kept for check_figures to refuse."""
+    figure); an infinity is kept for _check to refuse."""
     if not isinstance(text, str) or len(text) > 64:
         return None
     try:
@@ -313,7 +295,7 @@ def _record(
     duration = got.get("duration_s")
     if duration is None:
         raise ValueError("no duration (a summary pushed by another tool?)")
-    check_figures(dict(got, end_time=end))
+    _check(dict(got, end_time=end))
     ask = {k: got[f"ask_{k}"] for k in ("cpu", "memory_mib", "gpu") if got.get(f"ask_{k}")}
     return RunRecord(
         step=group_key(labels, group_by),

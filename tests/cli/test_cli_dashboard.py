@@ -205,6 +205,26 @@ def test_check_lines_hold_no_bidi_override(saved, tmp_path):
     assert "\u202e" not in done.stdout + done.stderr and "\u200d" not in done.stdout
 
 
+def test_a_subnormal_or_overflowing_oom_count_is_no_alert(saved, tmp_path):
+    """Snapshots whose cgroup figures say ``oom_kills`` 5e-324 (the old check: exit 1, an
+    at-risk alert for a kill that never was) or 1.797e308 (refused by loads()): each skipped
+    with one line naming the figure; the real run is judged alone (no alert: exit 0)."""
+    folder = tmp_path / "runs"
+    snap = json.loads((saved["root"] / "real" / "resource-tracker.json").read_text())
+    _a_run(saved, folder, b"real.json")
+    for name, kills in ((b"tiny.json", 5e-324), (b"huge.json", 1.797e308)):
+        _a_run(saved, folder, name, cgroup_metrics=dict(snap["cgroup_metrics"] or {},
+                                                        oom_kills=kills))  # fmt: skip
+    done = _cli("--runs", str(folder), "--check", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert [s["runs"] for s in data["steps"]] == [1] and data["alerting"] == 0
+    assert data["skipped"] == ["huge.json: not a resource-tracker snapshot: cgroup_metrics."
+                               "oom_kills must be a number (or null), got 1.797e+308",
+                               "tiny.json: oom_kills is subnormal (4.94066e-324): no measured "
+                               "figure"]  # fmt: skip
+
+
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed")
 def test_a_file_name_that_is_not_utf8_reaches_page_and_json_as_a_replacement(saved, tmp_path):
     """A snapshot named b"\\xff\\xfe.json" (not UTF-8: Python reads it with lone surrogates):
