@@ -38,15 +38,11 @@ class FileTooLarge(OSError):
         self.size = size
 
 
-def kind_of(mode: int) -> str:
-    """ "a FIFO", "a character device", ... for a mode that is no regular file's."""
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
-
-
 def _check_regular(mode: int) -> None:
+    """NotRegularFile saying what a file of this ``stat`` mode is, unless it is regular."""
     if not stat.S_ISREG(mode):
-        kind = kind_of(mode)
-        raise NotRegularFile(f"not a regular file ({kind})" if kind[0] == "a" else kind)
+        kind = next((name for test, name in _KINDS if test(mode)), "of another kind")
+        raise NotRegularFile(f"not a regular file ({kind})")
 
 
 def read_regular(path: str, limit: int) -> bytes:
