@@ -41,3 +41,9 @@ def printable(text: object, limit: Optional[int] = 2000) -> str:
     newline stay), lone surrogates as U+FFFD, at most limit characters (None: no limit)."""
     cleaned = well_formed(_CONTROL.sub("", str(text)))
     return cleaned if limit is None or len(cleaned) <= limit else cleaned[:limit] + "..."
+
+
+def one_line(text: object, limit: Optional[int] = 2000) -> str:
+    """printable(text) on one line: its newlines and tabs as spaces (a file or step name
+    holding a newline cannot split a line that is one per thing)."""
+    return printable(str(text).replace("\n", " ").replace("\t", " "), limit)

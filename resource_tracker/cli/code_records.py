@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Tuple
 
 from .._regular_file import read_regular
 from .._stored import strict_json
-from .._text import printable
+from .._text import one_line
 from ..code_profile import validate_agent_record
 
 #: A process's record larger than this is not read (bytes).
@@ -50,7 +50,7 @@ def read_records(directory: str) -> Tuple[List[Dict[str, Any]], List[str]]:
             records.append(read_record(os.path.join(directory, name)))
         except (OSError, ValueError) as exc:  # UnicodeDecodeError among them
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            skipped.append(printable(f"{name}: {why}", 300))
+            skipped.append(one_line(f"{name}: {why}", 300))
     return records, skipped
 
 

@@ -7,6 +7,7 @@ import argparse
 import re
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
+from .._text import one_line
 from .common import PROG, CliError, json_text, out, say, write_text
 from .parser import FORMATTER, positive_int
 
@@ -145,7 +146,7 @@ def main(args: argparse.Namespace) -> int:
     loaded = load(args)
     fleet = build_fleet(loaded.records, price_for(args.catalog), loaded.skipped)
     for line in loaded.skipped[:SKIPPED_SHOWN]:
-        say(f"{PROG}: dashboard: skipped {line}")
+        say(f"{PROG}: dashboard: skipped {one_line(line, 500)}")
     if len(loaded.skipped) > SKIPPED_SHOWN:
         say(f"{PROG}: dashboard: ... and {len(loaded.skipped) - SKIPPED_SHOWN} more skipped "
             "(all of them: --json, or the end of the page)")  # fmt: skip
@@ -181,10 +182,9 @@ def _sources(args: argparse.Namespace) -> List[str]:
 
 
 def check_lines(fleet: Fleet) -> List[str]:
-    """One printable line per step with an alert (``STEP: alert; alert``)."""
-    from .._text import printable
-
-    return [printable(f"{s.step}: {'; '.join(s.alerts)}", 500) for s in fleet.alerting]
+    """One printable line per step with an alert (``STEP: alert; alert``; a newline in a
+    step's name is a space)."""
+    return [one_line(f"{s.step}: {'; '.join(s.alerts)}", 500) for s in fleet.alerting]
 
 
 def fleet_json(fleet: Fleet) -> Dict[str, Any]:

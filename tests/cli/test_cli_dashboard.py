@@ -192,17 +192,22 @@ def test_check_says_when_nothing_could_be_read(tmp_path):
             assert "no tracked run found" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_check_lines_hold_no_bidi_override(saved, tmp_path):
-    """A job name with a right-to-left override (U+202E) and a zero-width joiner: the --check
-    line shows the name without them (the old line carried U+202E to the terminal)."""
+def test_check_lines_hold_no_bidi_override_and_stay_one_line(saved, tmp_path):
+    """A job name with a right-to-left override (U+202E), a zero-width joiner and a newline:
+    the --check line shows the name without them, on one line (the old line carried U+202E to
+    the terminal, and the newline split it); a file named with a newline is one skipped
+    line."""
     folder = tmp_path / "runs"
     peak = saved["peak"]
-    _a_run(saved, folder, b"r.json", label="evil\u202etxt.exe\u200d job",
+    _a_run(saved, folder, b"r.json", label="evil\u202etxt.exe\u200d\nrisky job",
            extra={"resources_asked": {"memory": peak * 1.05, "cpu": 1}})  # fmt: skip
+    (folder / "bad\nname.json").write_text("{}")
     done = _cli("--runs", str(folder), "--check")
     assert done.returncode == 1, done.stderr
-    assert done.stdout.startswith("eviltxt.exe job: at risk: Peak memory"), done.stdout
+    assert len(done.stdout.splitlines()) == 1, done.stdout
+    assert done.stdout.startswith("eviltxt.exe risky job: at risk: Peak memory"), done.stdout
     assert "\u202e" not in done.stdout + done.stderr and "\u200d" not in done.stdout
+    assert "resource-tracker: dashboard: skipped bad name.json: " in done.stderr, done.stderr
 
 
 def test_a_subnormal_or_overflowing_oom_count_is_no_alert(saved, tmp_path):
