@@ -5,7 +5,8 @@
 C targets (fuzz_*.c, libFuzzer + ASan + UBSan, built with clang) fuzz the procfs parsers of
 csrc/procfs_parse.c and the metadata answer parsers of csrc/cloud.c (and the catalog parser of
 csrc/keeper.c when it exists); Python targets (fuzz_*.py, atheris) fuzz the cgroup file parsers
-of resource_tracker/server_info.py, snapshot loading and the catalog loader. Each run starts
+of resource_tracker/server_info.py, snapshot loading, the catalog loader, the `run --code`
+agents' folder reader and the dashboard's Prometheus answer reader. Each run starts
 from a seed corpus written at fuzz time into a temporary directory from this machine's real
 files, plus the committed regression inputs of fuzz/regressions/<target>/ (every crash found is
 kept there and replayed by tests/reliability/test_reliability_fuzz.py, which runs no random
