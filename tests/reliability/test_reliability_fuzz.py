@@ -2,7 +2,8 @@
 fuzzing is `make fuzz`, fuzz/run.py). Every input that once crashed a target (kept in
 fuzz/regressions/<target>/) and this machine's seed files run once through each target: the
 C targets (ASan + UBSan, libFuzzer with -runs=0) and the Python targets (cgroup files,
-snapshot loading, the catalog loader). Nothing is written into the working tree: the fuzzer
+snapshot loading, the catalog loader, the `run --code` agents' folder, Prometheus answers).
+Nothing is written into the working tree: the fuzzer
 binaries are built in a cache outside it, a crash input lands in the test's temporary
 directory."""
 
