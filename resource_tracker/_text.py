@@ -13,7 +13,7 @@ go through it too."""
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Any, Optional
 
 # C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI), and the rest of
 # an escape sequence's introducer once ESC is gone ("[31m" after ESC stays readable text);
@@ -34,6 +34,18 @@ def well_formed(text: str) -> str:
     """text with every lone surrogate as U+FFFD: valid Unicode, so valid UTF-8 and JSON that
     every reader takes (the other characters kept: data, not a terminal line)."""
     return _SURROGATE.sub("\ufffd", text)
+
+
+def well_formed_data(value: Any) -> Any:
+    """value with every text in it well formed (the keys and items of its dicts, lists and
+    tuples, at any depth); other values as they are. For JSON written into a page."""
+    if isinstance(value, str):
+        return well_formed(value)
+    if isinstance(value, dict):
+        return {well_formed_data(k): well_formed_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [well_formed_data(v) for v in value]
+    return value
 
 
 def printable(text: object, limit: Optional[int] = 2000) -> str:

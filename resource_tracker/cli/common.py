@@ -57,15 +57,19 @@ def out(text: str) -> None:
 
 def json_text(value: object, sort_keys: bool = False) -> str:
     """value as strict JSON for stdout: NaN and infinities (a column with gaps, a damaged
-    figure) as null, what JSON has no type for as its str()."""
+    figure) as null, lone surrogates as U+FFFD, what JSON has no type for as its str()."""
     import json
     import math
+
+    from .._text import well_formed
 
     def finite(v: object) -> object:
         if isinstance(v, float):
             return v if math.isfinite(v) else None
+        if isinstance(v, str):  # no lone surrogate (a file name that is not UTF-8)
+            return well_formed(v)
         if isinstance(v, dict):
-            return {str(k): finite(x) for k, x in v.items()}
+            return {well_formed(str(k)): finite(x) for k, x in v.items()}
         if isinstance(v, (list, tuple)):
             return [finite(x) for x in v]
         return v

@@ -17,7 +17,7 @@ import time
 from typing import Any, Dict, List, Optional, Sequence
 
 from .. import formatting as fmt
-from .._text import printable
+from .._text import printable, well_formed_data
 from ..report._render import _LOGO, _SCRIPT_ESCAPES, Report, _resource
 from ..report._render import _esc as _html
 from ..tuning import resources_line
@@ -217,7 +217,7 @@ def render_dashboard(fleet: Fleet, sources: Sequence[str], now: Optional[float] 
     """The page (a Report: save(), browse())."""
     now = time.time() if now is None else now
     data = {"steps": [step_data(v, n) for n, v in enumerate(fleet.steps)]}
-    text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+    text = json.dumps(well_formed_data(data), separators=(",", ":"), allow_nan=False)
     for char, escaped in _SCRIPT_ESCAPES:
         text = text.replace(char, escaped)
     body = _header(fleet, sources, now) + _tiles(fleet) + _fleet_table(fleet)
