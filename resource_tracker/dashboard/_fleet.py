@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .. import formatting as fmt
-from .._text import well_formed
 from ..insights import (
     DEFAULT_RUNS_PER_MONTH,
     MEMORY_RISK_SHARE,
@@ -130,7 +129,7 @@ def build_fleet(
     """The fleet of ``records``; ``price_for`` prices a need (None: no money)."""
     views = [step_view(name, runs, price_for) for name, runs in group(records).items()]
     views.sort(key=lambda v: (-(v.waste_usd_month or 0.0), not v.alerts, v.step))
-    return Fleet(views, [well_formed(line) for line in skipped])  # no lone surrogate in JSON
+    return Fleet(views, list(skipped))
 
 
 def step_view(name: str, runs: List[RunRecord], price_for: Optional[PriceFor]) -> StepView:

@@ -16,8 +16,6 @@ import sys
 from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Mapping, Optional
 
-from .._text import well_formed
-
 __all__ = ["RunRecord", "Loaded", "STATUSES", "SOURCES", "check_figures", "MAX_FIGURE"]
 
 #: A run's status: finished, failed (an exception), killed (no final record: SIGKILL, OOM).
@@ -81,16 +79,11 @@ class RunRecord:
 
     def __post_init__(self) -> None:
         """Its figures checked (check_figures: ValueError, the source skips the run with a
-        line) and its texts well formed (a file name that is not UTF-8, a label from a
-        server: no lone surrogate reaches the page or the JSON)."""
+        line)."""
         values = [getattr(self, name) for name in _FIGURES] + list(self.ask.values())
         if not all(v is None or _PLAIN_MIN <= abs(v) <= MAX_FIGURE or v == 0 for v in values):
             check_figures({name: getattr(self, name) for name in _FIGURES})
             check_figures({f"ask {key}": value for key, value in self.ask.items()})
-        object.__setattr__(self, "step", well_formed(self.step))
-        object.__setattr__(self, "run_id", well_formed(self.run_id))
-        labels = {well_formed(str(k)): well_formed(str(v)) for k, v in self.labels.items()}
-        object.__setattr__(self, "labels", labels)
 
     def change_metrics(self) -> Dict[str, float]:
         """The figures ``insights.changed`` compares (the names of ``run_metrics``)."""
