@@ -22,7 +22,11 @@ _KINDS = (
     (stat.S_ISDIR, "a directory"),
     (stat.S_ISSOCK, "a socket"),
 )
-_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+#: Open flags: read-only, non-blocking, not inherited, never a controlling terminal (those a
+#: platform lacks are 0; O_BINARY: no newline translation where there is one).
+_FLAGS = os.O_RDONLY
+for _flag in ("O_NONBLOCK", "O_CLOEXEC", "O_NOCTTY", "O_BINARY"):
+    _FLAGS |= getattr(os, _flag, 0)
 
 
 class NotRegularFile(OSError):
