@@ -500,7 +500,8 @@ rt_add_sampler(PyObject *module)
     if (add_float(module, "MIN_INTERVAL", SAMPLER_MIN_INTERVAL) < 0 ||
         add_float(module, "MAX_INTERVAL", SAMPLER_MAX_INTERVAL) < 0 ||
         add_float(module, "STOP_TIMEOUT", ENGINE_STOP_TIMEOUT) < 0 ||
-        PyModule_AddIntConstant(module, "GPU_SERIES_MAX", GPU_SERIES_MAX) < 0) {
+        PyModule_AddIntConstant(module, "GPU_SERIES_MAX", GPU_SERIES_MAX) < 0 ||
+        PyModule_AddIntConstant(module, "STACKS_MAX_DEPTH", STACKS_MAX_DEPTH) < 0) {
         Py_DECREF(type);
         return -1;
     }

@@ -5,7 +5,8 @@
 C targets (fuzz_*.c, libFuzzer + ASan + UBSan, built with clang) fuzz the procfs parsers of
 csrc/procfs_parse.c and the metadata answer parsers of csrc/cloud.c (and the catalog parser of
 csrc/keeper.c when it exists); Python targets (fuzz_*.py, atheris) fuzz the cgroup file parsers
-of resource_tracker/server_info.py, snapshot loading and the catalog loader. Each run starts
+of resource_tracker/server_info.py, snapshot loading, the catalog loader, the `run --code`
+agents' folder reader and the dashboard's Prometheus answer reader. Each run starts
 from a seed corpus written at fuzz time into a temporary directory from this machine's real
 files, plus the committed regression inputs of fuzz/regressions/<target>/ (every crash found is
 kept there and replayed by tests/reliability/test_reliability_fuzz.py, which runs no random
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import json
 import os
 import re
 import shutil
@@ -45,7 +47,7 @@ C_TARGETS = {
     "stats": ["stats.c", "columns.c"],
     "cgroup_files": ["cgroup_parse.c"],
 }
-PY_TARGETS = ["cgroup", "snapshot", "catalog"]
+PY_TARGETS = ["cgroup", "snapshot", "catalog", "agent_records", "prometheus_answer"]
 LIBS = {"cloud": ["-lcjson"], "keeper": ["-lcjson"]}
 
 
@@ -243,6 +245,47 @@ def _cgroup_file_seeds():
     ]
 
 
+def _agent_record_seeds():
+    """The record an agent wrote in a real `run --code` of a short Python command (the
+    snapshot's code_profile.processes[0]), and small hostile ones."""
+    with tempfile.TemporaryDirectory(prefix="fuzz-seed-") as out:
+        code = "import time\nend = time.process_time() + 0.3\n"
+        code += "while time.process_time() < end: pass\n"
+        cmd = [sys.executable, "-m", "resource_tracker", "run", "--code", "-q", "-f", "json",
+               "-o", out, "--interval", "0.02", "--", sys.executable, "-c", code]  # fmt: skip
+        env = dict(os.environ, RESOURCE_TRACKER_METADATA_URL="http://127.0.0.1:9")
+        proc = subprocess.run(cmd, capture_output=True, cwd=ROOT, env=env, timeout=120)
+        found = []
+        if proc.returncode == 0:
+            with open(os.path.join(out, "resource-tracker.json"), encoding="utf-8") as f:
+                processes = json.load(f)["code_profile"].get("processes") or []
+            found = [json.dumps(p).encode() for p in processes[:1]]
+    chain = {"version": 1, "frames": [["f", "f.py", 1, 1]],
+             "stacks": [[i - 1, 0] for i in range(200)], "threads": [[1, 0]],
+             "samples": [[0, 0, 199, 1]],
+             "columns": {"timestamp": [1.0], "memory": [1.0]}}  # fmt: skip
+    return found + [json.dumps(chain).encode(), b"[" * 5000, b'{"version": 1, "x": NaN}', b"{}"]
+
+
+def _prometheus_answer_seeds():
+    """query_range answers in Prometheus's format (matrix results, values as text)."""
+
+    def matrix(series):
+        result = [{"metric": dict(labels, __name__="m"), "values": [[1000.0, value]]}
+                  for labels, value in series]  # fmt: skip
+        data = {"resultType": "matrix", "result": result}
+        return json.dumps({"status": "success", "data": data}).encode()
+
+    mf = {"flow": "TrainFlow", "step": "train", "run_id": "12", "task_id": "3", "job": "mf"}
+    return [
+        matrix([({"job": "etl", "pid": "1"}, "990"), ({"job": "etl", "pid": "2"}, "1.5e9")]),
+        matrix([(mf, "1048576"), ({"job": "x\u202e", "instance": "h:1"}, "NaN")]),
+        matrix([({"job": "a"}, "+Inf"), ({"job": "b"}, "5e-324"), ({"job": "c"}, "1.797e308")]),
+        b'{"status":"error","errorType":"bad_data","error":"parse error"}',
+        b"[" * 3000,
+    ]
+
+
 def seeds(name):
     """The seed inputs of target name, from this machine's real files."""
     stat = _read("/proc/stat") or b""
@@ -262,6 +305,8 @@ def seeds(name):
         "stats": _stats_seeds,
         "cgroup_files": _cgroup_file_seeds,
         "catalog": _catalog_seeds,
+        "agent_records": _agent_record_seeds,
+        "prometheus_answer": _prometheus_answer_seeds,
     }
     return [s for s in table[name]() if s is not None]
 

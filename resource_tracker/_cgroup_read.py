@@ -14,11 +14,11 @@ figure above the machine's RAM, ``plausible_bytes``).
 from __future__ import annotations
 
 import os
-import stat
 import time
 from typing import Dict, List, Optional
 
 from . import _core
+from ._regular_file import read_regular
 
 MIB = 1024 * 1024
 #: Limits at or above this are "no limit" (cgroup v1 writes it as a page-aligned 2**63 - 1).
@@ -38,30 +38,12 @@ RAM_MARGIN = 4
 
 def _read(path: str, limit: int = MAX_LIST_BYTES) -> Optional[str]:
     """The text of the regular file ``path``, or None: not a regular file (FIFO, device,
-    directory), larger than ``limit`` bytes, or unreadable. Opened non-blocking; invalid
-    UTF-8 is replaced."""
+    directory), larger than ``limit`` bytes, or unreadable (``_regular_file.read_regular``:
+    opened non-blocking). Invalid UTF-8 is replaced."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # never open a device (side effects)
-            return None
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+        return read_regular(path, limit).decode("utf-8", "replace")
     except (OSError, ValueError):  # ValueError: a NUL in the path (found by fuzz_cgroup.py)
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced between stat() and open()
-            return None
-        chunks: List[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, min(65536, limit + 1 - size))
-            if not chunk:
-                return b"".join(chunks).decode("utf-8", "replace")
-            chunks.append(chunk)
-            size += len(chunk)
-        return None  # larger than any real file of its kind: damaged, not read
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def read_fields(path: str) -> List[str]:

@@ -14,6 +14,7 @@ MIN_INTERVAL: float  # seconds: 0.0001
 MAX_INTERVAL: float  # seconds: 86400 (one day)
 STOP_TIMEOUT: float  # seconds stop() waits for the thread at most: 2.0
 GPU_SERIES_MAX: int  # GPUs of Sampler.gpu_devices() at most: 16 (the first 16 of a machine)
+STACKS_MAX_DEPTH: int  # frames a captured stack keeps at most: 128 (then a <truncated> root)
 SHORT_RUN_S: float  # seconds: a shorter run has no measurable CPU usage (csrc/stats.c)
 
 _Values = Union[Sequence[float], memoryview, Any]

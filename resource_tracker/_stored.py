@@ -309,29 +309,42 @@ def too_large(size: int, limit: int) -> str:
 
 
 def _parse(text: Union[str, bytes]) -> Any:
-    """The JSON value of a snapshot's text, strictly: only numbers JSON has (no NaN or
-    Infinity, none that overflows a float64, integers up to 2**64), within the size limit."""
+    """The JSON value of a snapshot's text, strictly (strict_json), within the size limit."""
     limit = snapshot_limit()
     if len(text) > limit:
         raise ValueError(f"not a resource-tracker snapshot: {too_large(len(text), limit)}")
     try:
         if isinstance(text, (bytes, bytearray)):
             text = bytes(text).decode(json.detect_encoding(text), "surrogatepass")
-        start = _after_space(text, 1 if text.startswith("\ufeff") else 0)  # a BOM skipped
-        snapshot, end = _DECODER.raw_decode(text, start)
-        if _after_space(text, end) != len(text):
-            raise ValueError(f"extra data after the JSON value at character {end}")
-        return snapshot
+        return strict_json(text)
+    except TooDeep:
+        raise ValueError(
+            "not a resource-tracker snapshot: JSON nested too deeply to be one"
+        ) from None
     except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError among them
         raise ValueError(
             f"not a resource-tracker snapshot: invalid JSON ({str(exc):.200})"
         ) from None
     except TypeError:
         raise ValueError("not a resource-tracker snapshot: expected text (str or bytes)") from None
+
+
+class TooDeep(ValueError):
+    """JSON nested deeper than the parser's recursion allows."""
+
+
+def strict_json(text: str) -> Any:
+    """The JSON value of text (a leading UTF-8 BOM skipped), strictly: only numbers JSON has
+    (no NaN or Infinity, none that overflows a float64, integers up to 2**64). ValueError
+    saying what is wrong (TooDeep for nesting deeper than the parser's recursion allows)."""
+    try:
+        start = _after_space(text, 1 if text.startswith("\ufeff") else 0)  # a BOM skipped
+        value, end = _DECODER.raw_decode(text, start)
     except RecursionError:
-        raise ValueError(
-            "not a resource-tracker snapshot: JSON nested too deeply to be one"
-        ) from None
+        raise TooDeep("JSON nested too deeply") from None
+    if _after_space(text, end) != len(text):
+        raise ValueError(f"extra data after the JSON value at character {end}")
+    return value
 
 
 def _json_int(text: str) -> int:

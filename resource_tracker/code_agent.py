@@ -5,8 +5,9 @@ command's ``PYTHONPATH`` (``prepare``). Every Python process of the command whos
 can load this package's C core then runs the agent (``_code_agent_child``, loaded by its path
 with the C core, nothing else of the package): a stack sampler of its own process, also in the
 children it forks (multiprocessing's fork workers) and in multiprocessing's spawn workers,
-that writes its record to ``<pid>.json`` in that directory as it exits. ``collect`` reads them
-into the tracker (the snapshot's ``code_profile.processes``), merged by function in its views.
+that writes its record to ``<pid>.json`` in that directory as it exits. The CLI reads them
+back (``cli/code_records.py``) into the tracker (the snapshot's ``code_profile.processes``),
+merged by function in its views.
 
 A child that cannot load it (another Python, ``-I``, ``-S``, a broken file) runs as before:
 the ``sitecustomize.py`` catches everything. Then it runs the command's own
@@ -17,16 +18,13 @@ sitecustomize; set PYTHONVERBOSE for traceback:").
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import tempfile
-from typing import Any, Dict, List, Set, Tuple
+from typing import Dict, Tuple
 
 from . import _code_agent_child, _core, settings
 
 AGENT_DIR = "RESOURCE_TRACKER_CODE_AGENT_DIR"
-MAX_RECORD_BYTES = 64 << 20  # a process's record larger than this is not read
 
 #: Python 2 and 3 syntax: any interpreter of the command compiles it (and may fail to run it)
 SITECUSTOMIZE = """\
@@ -61,7 +59,8 @@ if _rt_own is not None:
 
 def prepare(interval: float) -> Tuple[Dict[str, str], str]:
     """A private directory with the agent's ``sitecustomize.py``, and the command's
-    environment that loads it: ``(env, directory)``. Remove the directory with collect()."""
+    environment that loads it: ``(env, directory)``. ``cli/code_records.collect`` reads the
+    records and removes it."""
     directory = tempfile.mkdtemp(prefix="resource-tracker-code-")
     with open(os.path.join(directory, "sitecustomize.py"), "w", encoding="utf-8") as f:
         f.write(
@@ -76,43 +75,3 @@ def prepare(interval: float) -> Tuple[Dict[str, str], str]:
     path = settings.foreign("PYTHONPATH")
     changes = {"PYTHONPATH": directory + (os.pathsep + path if path else ""), AGENT_DIR: directory}
     return settings.child_environment(changes), directory
-
-
-def collect(tracker: Any, directory: str) -> List[Dict[str, Any]]:
-    """Reads the agents' records into the tracker (``code_profile.processes``) and removes the
-    directory: the records read (a record that cannot be read is skipped)."""
-    from .code_profile import validate_record
-
-    records = []
-    agent_files = {_code_agent_child.AGENT_FILE, os.path.join(directory, "sitecustomize.py")}
-    try:
-        names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
-    except OSError:
-        names = []
-    for name in names:
-        try:
-            path = os.path.join(directory, name)
-            if os.path.getsize(path) > MAX_RECORD_BYTES:
-                continue
-            with open(path, encoding="utf-8") as f:
-                record = json.load(f)
-            if isinstance(record, dict) and record.get("version") == 1:
-                records.append(_workload_only(validate_record(record), agent_files))
-        except (OSError, ValueError):
-            continue
-    shutil.rmtree(directory, ignore_errors=True)
-    tracker._code_processes = records
-    tracker.__dict__.pop("_code_stored", None)  # read again, with them
-    return records
-
-
-def _workload_only(record: Dict[str, Any], agent_files: Set[str]) -> Dict[str, Any]:
-    """The record without the samples taken while the agent itself ran (a stack with a frame
-    of ``agent_files``: the agent starting, in a fork child too): the agent's work is not
-    the workload's. Its ids stay as they are (frames and stacks are kept)."""
-    frames, stacks = record.get("frames") or [], record.get("stacks") or []
-    agent: List[bool] = []  # per stack: a frame of the agent on it (a parent precedes its children)
-    for parent, frame in stacks:
-        agent.append(frames[frame][1] in agent_files or (parent >= 0 and agent[parent]))
-    record["samples"] = [s for s in record.get("samples") or [] if not agent[s[2]]]
-    return record

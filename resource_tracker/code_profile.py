@@ -37,6 +37,10 @@ COLUMNS = (
     "samples",
 )
 TIMELINE_COLUMNS = ("timestamp", "function", "file", "line", "cpu_seconds", "memory")
+#: The frames a captured stack keeps at most (the C capture's ``STACKS_MAX_DEPTH``, also
+#: ``_core.STACKS_MAX_DEPTH`` where the capture is built): a deeper stack keeps those nearest
+#: the running code under one ``<truncated>`` frame, so no real chain is longer than this + 1.
+STACK_MAX_DEPTH = 128
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _LIBRARY_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 
@@ -101,9 +105,7 @@ def validate_record(record: Dict[str, Any]) -> Dict[str, Any]:
     frames = _check_rows(record, "frames", (str, str, int, int))
     stacks = _check_rows(record, "stacks", (int, int))
     threads = _check_rows(record, "threads", (int, int))
-    for i, (parent, frame) in enumerate(stacks):
-        if not (-1 <= parent < i and 0 <= frame < len(frames)):
-            raise _bad(f"stacks[{i}]", "[an earlier stack or -1, a frame id]")
+    _check_stack_chains(stacks, len(frames))
     for i, (row, thread, stack, cpu_us) in enumerate(_check_rows(record, "samples", (int,) * 4)):
         if not (
             row >= 0 and 0 <= thread < len(threads) and 0 <= stack < len(stacks) and cpu_us >= 0
@@ -114,7 +116,33 @@ def validate_record(record: Dict[str, Any]) -> Dict[str, Any]:
         raise _bad("processes", "a list of records")
     for i, child in enumerate(processes):
         _check_process_columns(i, child.get("columns"))
+        start = child.get("start_time")
+        if start is not None and not (
+            isinstance(start, (int, float)) and not isinstance(start, bool) and start >= 0
+        ):
+            raise _bad(f"processes[{i}].start_time", "seconds since the epoch (or null)")
         validate_record(child)
+    return record
+
+
+def _check_stack_chains(stacks: List[Any], frames: int) -> None:
+    """Each stack names an earlier stack (or -1) and a frame, in a chain no longer than a
+    capture makes (:data:`STACK_MAX_DEPTH` frames and a ``<truncated>`` one): a forged
+    longer chain would exhaust the recursion of the views."""
+    depth = [0] * len(stacks)
+    for i, (parent, frame) in enumerate(stacks):
+        if not (-1 <= parent < i and 0 <= frame < frames):
+            raise _bad(f"stacks[{i}]", "[an earlier stack or -1, a frame id]")
+        depth[i] = 1 + (depth[parent] if parent >= 0 else 0)
+        if depth[i] > STACK_MAX_DEPTH + 1:
+            raise _bad(f"stacks[{i}]", f"a chain of at most {STACK_MAX_DEPTH + 1} frames")
+
+
+def validate_agent_record(record: Dict[str, Any]) -> Dict[str, Any]:
+    """An agent's record (``run --code``) checked as the run's snapshot will hold it: as
+    ``processes[0]`` of the run's record, its columns included; ValueError naming the first
+    bad entry."""
+    validate_record({"processes": [record]})
     return record
 
 

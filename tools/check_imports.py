@@ -118,6 +118,7 @@ LAYERS: Tuple[Tuple[str, str, Tuple[str, ...]], ...] = (
             "resource_tracker.rounding",
             "resource_tracker._renamed",
             "resource_tracker._text",
+            "resource_tracker._regular_file",
             "resource_tracker._version",
             "resource_tracker.results_types",
             "resource_tracker._artifact_types",

@@ -57,15 +57,19 @@ def out(text: str) -> None:
 
 def json_text(value: object, sort_keys: bool = False) -> str:
     """value as strict JSON for stdout: NaN and infinities (a column with gaps, a damaged
-    figure) as null, what JSON has no type for as its str()."""
+    figure) as null, lone surrogates as U+FFFD, what JSON has no type for as its str()."""
     import json
     import math
+
+    from .._text import well_formed
 
     def finite(v: object) -> object:
         if isinstance(v, float):
             return v if math.isfinite(v) else None
+        if isinstance(v, str):  # no lone surrogate (a file name that is not UTF-8)
+            return well_formed(v)
         if isinstance(v, dict):
-            return {str(k): finite(x) for k, x in v.items()}
+            return {well_formed(str(k)): finite(x) for k, x in v.items()}
         if isinstance(v, (list, tuple)):
             return [finite(x) for x in v]
         return v
@@ -91,22 +95,22 @@ def short(text: str, width: int = 60) -> str:
 
 def load_snapshot(path: str) -> ResourceTracker:
     """The tracker saved in path; CliError (one line) when it cannot be read. A file larger
-    than the snapshot size limit (RESOURCE_TRACKER_MAX_SNAPSHOT_MIB) is refused unread."""
+    than the snapshot size limit (RESOURCE_TRACKER_MAX_SNAPSHOT_MIB) is refused unread, and so
+    is a FIFO or a device (``_regular_file.read_regular``: never opened, never blocks)."""
+    from .._regular_file import FileTooLarge, read_regular
     from .._stored import snapshot_limit, too_large
     from ..tracker import ResourceTracker
 
     try:
         limit = snapshot_limit()
-        with open(path, encoding="utf-8-sig") as f:  # a UTF-8 BOM is taken off
-            size = os.fstat(f.fileno()).st_size
-            if size > limit:
-                raise CliError(f"cannot read {path}: {too_large(size, limit)}")
-            text = f.read(limit + 1)  # bounded: a file that grows after fstat
+        text = read_regular(path, limit).decode("utf-8-sig")  # a UTF-8 BOM is taken off
+    except FileTooLarge as exc:
+        raise CliError(f"cannot read {path}: {too_large(exc.size, limit)}") from None
     except OSError as exc:
         raise CliError(f"cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
         raise CliError(f"cannot read {path}: not a resource-tracker snapshot (not text)") from None
-    except ValueError as exc:  # an invalid RESOURCE_TRACKER_MAX_SNAPSHOT_MIB
+    except ValueError as exc:  # an invalid RESOURCE_TRACKER_MAX_SNAPSHOT_MIB, a NUL in path
         raise CliError(str(exc).splitlines()[0]) from None
     try:
         return ResourceTracker.loads(text)

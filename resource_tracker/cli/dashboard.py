@@ -7,6 +7,7 @@ import argparse
 import re
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
+from .._text import one_line
 from .common import PROG, CliError, json_text, out, say, write_text
 from .parser import FORMATTER, positive_int
 
@@ -24,11 +25,15 @@ examples:
   {PROG} dashboard --metaflow TrainFlow --check   (for cron or CI: exit 1 on an alert)
 
 Exit status: 0 (with --check: 0 when no step is at risk or trending to its limit, 1 when
-one is, one line each); 1 when no run was found; 2 for a bad option value.
+one is, one line each; 3 when no run could be read, so nothing was judged); 1 when no run
+was found; 2 for a bad option value.
 """
 
 #: Skipped runs named on stderr (the rest are counted).
 SKIPPED_SHOWN = 10
+#: --check's exit status when no run could be read: nothing was judged (not "no alert": a
+#: broken source must not read as healthy, nor as an alert).
+NOT_JUDGED = 3
 #: The page written when no --output is given.
 DEFAULT_OUTPUT = "resource-tracker-dashboard.html"
 #: --since units, in seconds.
@@ -76,7 +81,8 @@ def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
     dash.add_argument("--browse", action="store_true", help="open the page in a web browser")
     dash.add_argument("--catalog", metavar="PATH", help="a Spare Cores SQLite catalog file")
     dash.add_argument("--check", action="store_true", help="print one line per step at risk or "
-                      "trending to its limit; exit 1 when there is one")  # fmt: skip
+                      "trending to its limit; exit 1 when there is one, 3 when no run could "
+                      "be read")  # fmt: skip
     dash.add_argument("--json", action="store_true", help="print the fleet as JSON (with "
                       "--check: the JSON instead of the lines, the same exit status)")  # fmt: skip
     return dash
@@ -140,7 +146,7 @@ def main(args: argparse.Namespace) -> int:
     loaded = load(args)
     fleet = build_fleet(loaded.records, price_for(args.catalog), loaded.skipped)
     for line in loaded.skipped[:SKIPPED_SHOWN]:
-        say(f"{PROG}: dashboard: skipped {line}")
+        say(f"{PROG}: dashboard: skipped {one_line(line, 500)}")
     if len(loaded.skipped) > SKIPPED_SHOWN:
         say(f"{PROG}: dashboard: ... and {len(loaded.skipped) - SKIPPED_SHOWN} more skipped "
             "(all of them: --json, or the end of the page)")  # fmt: skip
@@ -154,7 +160,7 @@ def main(args: argparse.Namespace) -> int:
         for line in check_lines(fleet):
             out(line)
     if args.check:
-        return 1 if fleet.alerting else 0
+        return NOT_JUDGED if not fleet.steps else 1 if fleet.alerting else 0
     return 0 if fleet.steps else 1
 
 
@@ -176,10 +182,9 @@ def _sources(args: argparse.Namespace) -> List[str]:
 
 
 def check_lines(fleet: Fleet) -> List[str]:
-    """One printable line per step with an alert (``STEP: alert; alert``)."""
-    from .._text import printable
-
-    return [printable(f"{s.step}: {'; '.join(s.alerts)}", 500) for s in fleet.alerting]
+    """One printable line per step with an alert (``STEP: alert; alert``; a newline in a
+    step's name is a space)."""
+    return [one_line(f"{s.step}: {'; '.join(s.alerts)}", 500) for s in fleet.alerting]
 
 
 def fleet_json(fleet: Fleet) -> Dict[str, Any]:

@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from ..tracker import ResourceTracker
     from .parser import SubParsers
 
+#: Records of --code's agents that could not be read named on stderr (the rest are counted).
+SKIPPED_SHOWN = 10
+
 EXAMPLES = f"""\
 examples:
   {PROG} run -- python train.py --epochs 3
@@ -128,11 +131,17 @@ def _code_agent(args: argparse.Namespace) -> Tuple[Optional[Dict[str, str]], Opt
 
 
 def _collect_code(tracker: Optional[ResourceTracker], agent_dir: str) -> None:
-    """The agents' records into the tracker (nothing when tracking did not start)."""
-    from ..code_agent import collect
+    """The agents' records into the tracker (nothing when tracking did not start); one line
+    per record that could not be read (at most SKIPPED_SHOWN, then a count)."""
+    from .code_records import collect
 
-    if tracker is not None:
-        collect(tracker, agent_dir)
+    if tracker is None:
+        return
+    skipped = collect(tracker, agent_dir)
+    for line in skipped[:SKIPPED_SHOWN]:
+        say(f"{PROG} run: --code: skipped the record {line}")
+    if len(skipped) > SKIPPED_SHOWN:
+        say(f"{PROG} run: --code: ... and {len(skipped) - SKIPPED_SHOWN} more records skipped")
 
 
 def _command(args: argparse.Namespace) -> List[str]:

@@ -12,15 +12,37 @@ money in US dollars. ``None`` means unknown (never 0).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import sys
+from dataclasses import dataclass, field, fields
 from typing import Any, Dict, List, Mapping, Optional
 
-__all__ = ["RunRecord", "Loaded", "STATUSES", "SOURCES"]
+__all__ = ["RunRecord", "Loaded", "STATUSES", "SOURCES", "check_figures", "MAX_FIGURE"]
 
 #: A run's status: finished, failed (an exception), killed (no final record: SIGKILL, OOM).
 STATUSES = ("ok", "failed", "killed")
 #: Where a record came from.
 SOURCES = ("metaflow", "prometheus", "runs")
+#: The largest figure a record takes, in its unit (2**53: past it a float64 no longer holds
+#: every whole number; 8 PiB of memory, 285 million years): a larger one (1.797e308) overflows
+#: the money and the page's sums, it is no measurement.
+MAX_FIGURE = 2.0**53
+#: The figures that are counts: whole numbers (an ``oom_kills`` of 5e-324 is no kill).
+COUNTS = ("oom_kills", "failed")
+
+
+def check_figures(figures: Mapping[str, Any]) -> None:
+    """ValueError naming the first figure that is no measurement: an infinity or one above
+    :data:`MAX_FIGURE`, a subnormal one (5e-324: not a count, not a size), a count that is not
+    whole. None and NaN (unknown) pass, and so does what is no number."""
+    for name, value in figures.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            continue
+        if not abs(value) <= MAX_FIGURE:
+            raise ValueError(f"{name} is out of range ({value:g}; at most 2**53)")
+        if 0 < abs(value) < sys.float_info.min:
+            raise ValueError(f"{name} is subnormal ({value:g}): no measured figure")
+        if name in COUNTS and not float(value).is_integer():
+            raise ValueError(f"{name} is not a whole count ({value:g})")
 
 
 @dataclass(frozen=True)
@@ -54,6 +76,14 @@ class RunRecord:
     throttled_share: float = 0.0
     machine_cores: Optional[float] = None
     labels: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Its figures checked (check_figures: ValueError, the source skips the run with a
+        line)."""
+        values = [getattr(self, name) for name in _FIGURES] + list(self.ask.values())
+        if not all(v is None or _PLAIN_MIN <= abs(v) <= MAX_FIGURE or v == 0 for v in values):
+            check_figures({name: getattr(self, name) for name in _FIGURES})
+            check_figures({f"ask {key}": value for key, value in self.ask.items()})
 
     def change_metrics(self) -> Dict[str, float]:
         """The figures ``insights.changed`` compares (the names of ``run_metrics``)."""
@@ -89,6 +119,12 @@ class RunRecord:
             "updated": self.started + self.duration_s,
             "measured": self.peak_memory_mib is not None or self.mean_cpu_cores is not None,
         }
+
+
+#: The smallest normal float: what lies between it and 0 is subnormal.
+_PLAIN_MIN = sys.float_info.min
+#: The number fields of a RunRecord.
+_FIGURES = tuple(f.name for f in fields(RunRecord) if f.type in ("float", "Optional[float]"))
 
 
 @dataclass

@@ -17,7 +17,7 @@ import time
 from typing import Any, Dict, List, Optional, Sequence
 
 from .. import formatting as fmt
-from .._text import printable
+from .._text import printable, well_formed_data
 from ..report._render import _LOGO, _SCRIPT_ESCAPES, Report, _resource
 from ..report._render import _esc as _html
 from ..tuning import resources_line
@@ -96,8 +96,9 @@ def step_data(view: StepView, number: int) -> Dict[str, Any]:
 def _with_trend(chart: Dict[str, Any], view: StepView, cid: str) -> Dict[str, Any]:
     trend = view.trends.get(cid)
     if trend is not None:
-        chart["trend"] = {"growth": trend.growth, "level": trend.level, "runs": trend.runs,
-                          "to_line": trend.runs_to_line, "line": trend.line}  # fmt: skip
+        chart["trend"] = {"growth": _round(trend.growth, 6), "level": _round(trend.level, 6),
+                          "runs": trend.runs, "to_line": trend.runs_to_line,
+                          "line": _round(trend.line, 6)}  # fmt: skip
     return chart
 
 
@@ -216,7 +217,7 @@ def render_dashboard(fleet: Fleet, sources: Sequence[str], now: Optional[float] 
     """The page (a Report: save(), browse())."""
     now = time.time() if now is None else now
     data = {"steps": [step_data(v, n) for n, v in enumerate(fleet.steps)]}
-    text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+    text = json.dumps(well_formed_data(data), separators=(",", ":"), allow_nan=False)
     for char, escaped in _SCRIPT_ESCAPES:
         text = text.replace(char, escaped)
     body = _header(fleet, sources, now) + _tiles(fleet) + _fleet_table(fleet)

@@ -21,14 +21,14 @@ happened; a run whose figures cannot be read is skipped with one line saying why
 
 from __future__ import annotations
 
-import json
 import math
 import time
 import urllib.parse
 from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple, Union
 
+from .._stored import TooDeep, strict_json
 from .._text import printable
-from ._model import Loaded, RunRecord
+from ._model import Loaded, RunRecord, check_figures
 
 #: seconds all the queries of one load may take together
 TIMEOUT_S = 30.0
@@ -100,7 +100,7 @@ def load_prometheus(
     query = _Query(base, time.time() if now is None else float(now), since_s, timeout, max_bytes)
     runs = query.values(END_METRIC, 1.0)
     figures = {name: query.values(*spec) for name, spec in _figures().items()}
-    loaded = Loaded(records=_killed(query, runs, labels))
+    loaded = _killed(query, runs, labels)
     for key, end in sorted(runs.items(), key=lambda item: item[1]):
         try:
             loaded.records.append(_record(dict(key), end, figures, labels))
@@ -109,7 +109,7 @@ def load_prometheus(
     return loaded
 
 
-def _killed(query: _Query, runs: Mapping[Key, float], group_by: Sequence[str]) -> List[RunRecord]:
+def _killed(query: _Query, runs: Mapping[Key, float], group_by: Sequence[str]) -> Loaded:
     """The runs whose live series stopped at least :data:`KILLED_AFTER_S` before the
     window's end without a summary: killed, with their peaks from the live gauges (the
     values pushed while they ran) and their span from the live samples' times Prometheus
@@ -118,17 +118,24 @@ def _killed(query: _Query, runs: Mapping[Key, float], group_by: Sequence[str]) -
 
     last = query.values(LIVE_METRIC, 1.0)
     quiet = {k: t for k, t in last.items() if k not in runs and query.now - t >= KILLED_AFTER_S}
+    loaded = Loaded()
     if not quiet:
-        return []
+        return loaded
     live = {m.column.name: m.prometheus_name for m in exported(["process"])}
     first = query.values(LIVE_METRIC, 1.0, "min_over_time")
     memory = query.values(live["memory"], 1 / _MIB, "max_over_time")
     cpu = query.values(live["cpu_usage"], 1.0, "max_over_time")
-    records = []
     for key, end in sorted(quiet.items(), key=lambda item: item[1]):
         labels = dict(key)
-        started = min(first.get(key, end), end)
-        records.append(
+        first_seen = first.get(key, end)
+        try:
+            figures = {"end_time": end, "start_time": first_seen}
+            _check(dict(figures, peak_memory_mib=memory.get(key), peak_cpu_cores=cpu.get(key)))
+        except ValueError as exc:
+            loaded.skipped.append(f"Prometheus series {_describe(labels)}: {exc}")
+            continue
+        started = min(first_seen, end)
+        loaded.records.append(
             RunRecord(
                 step=group_key(labels, group_by),
                 run_id=_run_id(labels, end),
@@ -141,7 +148,16 @@ def _killed(query: _Query, runs: Mapping[Key, float], group_by: Sequence[str]) -
                 labels={k: printable(v, 200) for k, v in labels.items()},
             )
         )
-    return records
+    return loaded
+
+
+def _check(figures: Mapping[str, Optional[float]]) -> None:
+    """ValueError naming the first figure that is negative or no measurement
+    (``_model.check_figures``)."""
+    for name, value in figures.items():
+        if value is not None and value < 0:
+            raise ValueError(f"{name} is negative ({value:g})")
+    check_figures(figures)
 
 
 class _Query:
@@ -166,16 +182,10 @@ class _Query:
             "end": f"{self.now:.3f}",
             "step": "1",
         }
-        data = self._get("/api/v1/query_range?" + urllib.parse.urlencode(params))
-        found: Dict[Key, float] = {}
-        for series in data:
-            labels, values = _series(series)
-            value = _number(values[-1][1]) if values else None
-            if value is not None:
-                found[frozenset(labels.items())] = value * scale
-        return found
+        body = self._get("/api/v1/query_range?" + urllib.parse.urlencode(params))
+        return answer_values(body, self.base, scale)
 
-    def _get(self, path: str) -> List[Any]:
+    def _get(self, path: str) -> bytes:
         from ..export.transport import SendError
 
         left = self.deadline - time.monotonic()
@@ -188,20 +198,36 @@ class _Query:
             raise ValueError(
                 f"--prometheus {self.base}: the server could not be read ({reason})"
             ) from None
-        return _result(body, self.base)
+        return body
+
+
+def answer_values(body: bytes, base: str, scale: float = 1.0) -> Dict[Key, float]:
+    """{labels (without the name): the last value of the series, scaled} of one query_range
+    answer (a value that is no number, NaN among them, is no figure: left out); ValueError
+    when the answer is no query_range result. The figures are checked by the record
+    (_check)."""
+    found: Dict[Key, float] = {}
+    for series in _result(body, base):
+        labels, values = _series(series)
+        value = _number(values[-1][1]) if values else None
+        if value is not None:
+            found[frozenset(labels.items())] = value * scale
+    return found
 
 
 def _result(body: bytes, base: str) -> List[Any]:
     """The ``data.result`` list of a query_range answer, or ValueError saying what it is."""
     try:
-        answer = json.loads(body)
+        answer = strict_json(body.decode("utf-8"))
         data = answer["data"]
         if answer.get("status") != "success" or data.get("resultType") != "matrix":
             raise ValueError
         result = data["result"]
         if not isinstance(result, list):
             raise ValueError
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except TooDeep:
+        raise ValueError(f"--prometheus {base}: the answer is nested too deeply") from None
+    except (ValueError, KeyError, TypeError, AttributeError):  # UnicodeDecodeError among them
         raise ValueError(
             f"--prometheus {base}: the answer is not a Prometheus query_range result "
             "(give the server's base URL, e.g. http://prometheus:9090)"
@@ -214,9 +240,9 @@ def _series(series: Any) -> Tuple[Dict[str, str], List[Any]]:
         return {}, []
     metric, values = series.get("metric"), series.get("values")
     labels = {
-        str(k): str(v)
+        k: v
         for k, v in (metric.items() if isinstance(metric, Mapping) else ())
-        if k != "__name__"
+        if k != "__name__" and isinstance(v, str)
     }
     if not isinstance(values, list) or not all(isinstance(v, list) and len(v) == 2 for v in values):
         return labels, []
@@ -224,11 +250,15 @@ def _series(series: Any) -> Tuple[Dict[str, str], List[Any]]:
 
 
 def _number(text: Any) -> Optional[float]:
+    """The value of a sample (Prometheus writes it as text): None for no number or NaN (no
+    figure); an infinity is kept for _check to refuse."""
+    if not isinstance(text, str) or len(text) > 64:
+        return None
     try:
         value = float(text)
-    except (TypeError, ValueError):
+    except ValueError:
         return None
-    return value if math.isfinite(value) else None
+    return None if math.isnan(value) else value
 
 
 def _describe(labels: Mapping[str, str]) -> str:
@@ -265,9 +295,7 @@ def _record(
     duration = got.get("duration_s")
     if duration is None:
         raise ValueError("no duration (a summary pushed by another tool?)")
-    for name, value in dict(got, end_time=end).items():
-        if value < 0:
-            raise ValueError(f"{name} is negative ({value:g})")
+    _check(dict(got, end_time=end))
     ask = {k: got[f"ask_{k}"] for k in ("cpu", "memory_mib", "gpu") if got.get(f"ask_{k}")}
     return RunRecord(
         step=group_key(labels, group_by),

@@ -47,6 +47,9 @@ def load_snapshots(folder: str) -> Loaded:
         except CliError as exc:  # "cannot read PATH: why": the name once
             loaded.skipped.append(f"{name}: {str(exc).replace(f'cannot read {path}: ', '', 1)}")
             continue
+        except ValueError as exc:  # a figure that is no measurement (RunRecord)
+            loaded.skipped.append(f"{name}: {exc}")
+            continue
         except Exception as exc:  # one odd snapshot: skip it, say why, read the others
             loaded.skipped.append(f"{name}: {type(exc).__name__}: {exc}")
             continue

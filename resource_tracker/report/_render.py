@@ -28,6 +28,7 @@ from typing import (
 )
 
 from .. import formatting as fmt
+from .._text import well_formed, well_formed_data
 from ..cloud import found_cloud_info
 from ..registry import by_chart
 from ..registry import columns as table_columns
@@ -118,7 +119,7 @@ def _esc(value: object) -> str:
     """value as text safe inside HTML elements and attribute values."""
     from html import escape
 
-    return escape("" if value is None else str(value), quote=True)
+    return escape("" if value is None else well_formed(str(value)), quote=True)
 
 
 def _num(value: object, digits: int = 3) -> str:
@@ -302,7 +303,9 @@ def _page_html(
         return f"@@RAW{len(raws) - 1}@@"
 
     chart_data, downsampled = _chart_data(view.s, process, system, gpus)
-    data = json.dumps(chart_data, separators=(",", ":"), allow_nan=False, default=raw)
+    data = json.dumps(
+        well_formed_data(chart_data), separators=(",", ":"), allow_nan=False, default=raw
+    )
     for i, text in enumerate(raws):
         data = data.replace(f'"@@RAW{i}@@"', text, 1)
     body = _header(view) + _headline.headline(view.s) + _charts(view.s, downsampled)

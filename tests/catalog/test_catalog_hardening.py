@@ -300,3 +300,19 @@ def test_printable_strips_escapes():
     assert printable("\x1b[1;31mred\x1b[0m\x07\x00ok\tend\n") == "redok\tend\n"
     assert printable("\x1b]0;title\x07x") == "x"
     assert printable("a" * 50, limit=10) == "a" * 10 + "..."
+
+
+def test_printable_takes_out_every_format_character_and_lone_surrogate():
+    """Every character this Python's Unicode database calls a format character (Cf: the
+    bidi overrides U+202E, U+2066-U+2069, zero-width ones, BOM, tags...) or a line or paragraph
+    separator is taken out, every lone surrogate becomes U+FFFD (the old rule kept them: a
+    name could be shown in another order than it is); other text, emoji included, stays."""
+    import unicodedata
+
+    odd = [chr(c) for c in range(0x110000)
+           if unicodedata.category(chr(c)) in ("Cf", "Zl", "Zp")]  # fmt: skip
+    assert "\u202e" in odd and len(odd) > 150
+    assert printable("a" + "".join(odd) + "b", None) == "ab"
+    assert printable("file\udcff\ud800.json") == "file\ufffd\ufffd.json"
+    kept = "héllo 世界 🙂 ½ ×\t\n"
+    assert printable(kept) == kept

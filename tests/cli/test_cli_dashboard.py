@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
 import subprocess
 import sys
 
@@ -30,9 +32,9 @@ time.sleep(0.5)
 """
 
 
-def _cli(*args, cwd=None):
+def _cli(*args, cwd=None, timeout=120):
     return subprocess.run([sys.executable, "-m", "resource_tracker", "dashboard", *args],
-                          capture_output=True, text=True, timeout=120, cwd=cwd)  # fmt: skip
+                          capture_output=True, text=True, timeout=timeout, cwd=cwd)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -147,3 +149,106 @@ def test_downsampling_keeps_every_anomaly_on_its_run():
         assert data["runs"][a["i"]] == a["run"]
         assert charts["memory"]["v"][a["i"]] == pytest.approx(run.peak_memory_mib)
         assert charts["duration"]["v"][a["i"]] == pytest.approx(run.duration_s)
+
+
+def _a_run(saved, folder, name, **changes):
+    """A copy of the real snapshot in folder/name (bytes: a name need not be UTF-8), edited."""
+    snap = json.loads((saved["root"] / "real" / "resource-tracker.json").read_text())
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(os.fsencode(folder), name), "w") as f:
+        json.dump(dict(snap, **changes), f)
+
+
+def test_runs_refuses_a_fifo_and_a_device_named_json_unopened(saved, tmp_path):
+    """A FIFO named *.json (the old reader: blocked for ever in open()) and a symlink to
+    /dev/zero (read without end): each skipped with one line, the real run read. The deadline
+    makes a regression fail instead of hanging the suite."""
+    folder = tmp_path / "runs"
+    _a_run(saved, folder, b"real.json")
+    os.mkfifo(folder / "a-fifo.json")
+    os.symlink("/dev/zero", folder / "zero.json")
+    done = _cli("--runs", str(folder), "--json", timeout=60)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert [s["runs"] for s in data["steps"]] == [1]
+    assert data["skipped"] == ["a-fifo.json: not a regular file (a FIFO)",
+                               "zero.json: not a regular file (a character device)"]  # fmt: skip
+    assert "Traceback" not in done.stderr
+
+
+def test_check_says_when_nothing_could_be_read(tmp_path):
+    """--check (and --check --json) over sources that gave no run (an empty folder, only
+    damaged files): exit 3, not 0 ("OK": monitoring green while its source is broken) nor 1
+    (an alert)."""
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "cut.json").write_text('{"format": "resource-tracker-snapshot", "proc')
+    (damaged / "other.json").write_text("[1, 2, 3]")
+    (tmp_path / "empty").mkdir()
+    for folder in ("empty", "damaged"):
+        for extra in ((), ("--json",)):
+            done = _cli("--runs", str(tmp_path / folder), "--check", *extra)
+            assert done.returncode == 3, (folder, extra, done.stderr)
+            assert "no tracked run found" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_check_lines_hold_no_bidi_override_and_stay_one_line(saved, tmp_path):
+    """A job name with a right-to-left override (U+202E), a zero-width joiner and a newline:
+    the --check line shows the name without them, on one line (the old line carried U+202E to
+    the terminal, and the newline split it); a file named with a newline is one skipped
+    line."""
+    folder = tmp_path / "runs"
+    peak = saved["peak"]
+    _a_run(saved, folder, b"r.json", label="evil\u202etxt.exe\u200d\nrisky job",
+           extra={"resources_asked": {"memory": peak * 1.05, "cpu": 1}})  # fmt: skip
+    (folder / "bad\nname.json").write_text("{}")
+    done = _cli("--runs", str(folder), "--check")
+    assert done.returncode == 1, done.stderr
+    assert len(done.stdout.splitlines()) == 1, done.stdout
+    assert done.stdout.startswith("eviltxt.exe risky job: at risk: Peak memory"), done.stdout
+    assert "\u202e" not in done.stdout + done.stderr and "\u200d" not in done.stdout
+    assert "resource-tracker: dashboard: skipped bad name.json: " in done.stderr, done.stderr
+
+
+def test_a_subnormal_or_overflowing_oom_count_is_no_alert(saved, tmp_path):
+    """Snapshots whose cgroup figures say ``oom_kills`` 5e-324 (the old check: exit 1, an
+    at-risk alert for a kill that never was) or 1.797e308 (refused by loads()): each skipped
+    with one line naming the figure; the real run is judged alone (no alert: exit 0)."""
+    folder = tmp_path / "runs"
+    snap = json.loads((saved["root"] / "real" / "resource-tracker.json").read_text())
+    _a_run(saved, folder, b"real.json")
+    for name, kills in ((b"tiny.json", 5e-324), (b"huge.json", 1.797e308)):
+        _a_run(saved, folder, name, cgroup_metrics=dict(snap["cgroup_metrics"] or {},
+                                                        oom_kills=kills))  # fmt: skip
+    done = _cli("--runs", str(folder), "--check", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert [s["runs"] for s in data["steps"]] == [1] and data["alerting"] == 0
+    assert data["skipped"] == ["huge.json: not a resource-tracker snapshot: cgroup_metrics."
+                               "oom_kills must be a number (or null), got 1.797e+308",
+                               "tiny.json: oom_kills is subnormal (4.94066e-324): no measured "
+                               "figure"]  # fmt: skip
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed")
+def test_a_file_name_that_is_not_utf8_reaches_page_and_json_as_a_replacement(saved, tmp_path):
+    """A snapshot named b"\\xff\\xfe.json" (not UTF-8: Python reads it with lone surrogates):
+    the page and the JSON show U+FFFD; a real headless Chromium dumps the page's DOM (the old
+    page held the surrogates in its data and Chromium died of SIGILL, exit -4)."""
+    folder = tmp_path / "runs"
+    _a_run(saved, folder, b"\xff\xfe.json")
+    page = tmp_path / "page.html"
+    done = _cli("--runs", str(folder), "--json", "-o", str(page))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["steps"][0]["runs"] == 1
+    html = page.read_text(encoding="utf-8")
+    assert "\\udcff" not in html and "\\udcfe" not in html
+    dom = subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu",
+         f"--user-data-dir={tmp_path / 'profile'}", "--proxy-server=127.0.0.1:9",
+         "--host-resolver-rules=MAP * ~NOTFOUND", "--no-first-run", "--dump-dom",
+         page.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert dom.returncode == 0, dom.returncode
+    assert "\ufffd\ufffd.json" in dom.stdout

@@ -78,7 +78,7 @@ def test_binary_file_and_directory_as_snapshot(tmp_path):
     binary = tmp_path / "snap.bin"
     binary.write_bytes(b"\xff\xfe\x00\x81" * 10)
     assert_one_line_error(run_cli("stats", str(binary)), "not a resource-tracker snapshot")
-    assert_one_line_error(run_cli("stats", str(tmp_path)), "Is a directory")
+    assert_one_line_error(run_cli("stats", str(tmp_path)), "not a regular file (a directory)")
 
 
 def test_catalog_update_without_network_or_module_is_one_line():

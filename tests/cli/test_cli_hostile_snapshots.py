@@ -290,3 +290,17 @@ def test_a_snapshot_with_a_utf8_bom_loads(recorded, tmp_path):
         assert run_cli(*command, str(bom)).returncode in (0, 1)
     tracker = ResourceTracker.loads("\ufeff" + recorded)
     assert tracker.stats() == ResourceTracker.loads(b"\xef\xbb\xbf" + recorded.encode()).stats()
+
+
+def test_lone_surrogates_of_a_snapshot_reach_the_report_as_replacements(recorded, tmp_path):
+    """A label, a job and a command holding lone surrogates (a name that is not UTF-8, as
+    Python decodes it; in JSON "\\udcff"): `report` writes its page with U+FFFD in their place
+    (the old one stopped: "cannot render ...: surrogates not allowed", no page)."""
+    snap = json.loads(recorded)
+    snap.update(label="night\udcffly", job="etl\udcfe", command="python \udcffjob.py")
+    path = _write(tmp_path, snap)
+    page = tmp_path / "r.html"
+    done = run_cli("report", "-o", str(page), path)
+    assert done.returncode == 0, done.stderr
+    html = page.read_bytes().decode("utf-8")  # strict: no surrogate written
+    assert "night\ufffdly" in html and "\\udcff" not in html and "\\udcfe" not in html

@@ -267,3 +267,60 @@ def test_an_agent_record_without_its_memory_is_refused_by_name(memory_run, damag
     damage(snapshot["code_profile"]["processes"][0]["columns"])
     with pytest.raises(ValueError, match=re.escape(f"code_profile.{name} must be")):
         ResourceTracker.loads(json.dumps(snapshot))
+
+
+HOSTILE = textwrap.dedent(
+    """
+    import json, os, sys, time
+    folder = os.environ["RESOURCE_TRACKER_CODE_AGENT_DIR"]
+    def put(name, text):
+        with open(os.path.join(folder, name), "w") as f:
+            f.write(text)
+    os.mkfifo(os.path.join(folder, "fifo.json"))
+    os.symlink("/dev/zero", os.path.join(folder, "zero.json"))
+    put("deep.json", "[" * 200000)
+    put("nan.json", '{"version": 1, "frames": [], "stacks": [], "threads": [], "samples": [],'
+        ' "start_time": NaN}')
+    now = time.time()
+    put("4242.json", json.dumps({  # a forged stack chain 300,000 deep
+        "version": 1, "status": "recorded", "frames": [["forged", "forged.py", 1, 1]],
+        "stacks": [[i - 1, 0] for i in range(300000)], "threads": [[1, 0]],
+        "samples": [[0, 0, 299999, 1000]], "pid": 4242, "start_time": now,
+        "columns": {"timestamp": [now], "memory": [1.0]}}))
+    def spin():
+        end = time.process_time() + 0.3
+        while time.process_time() < end:
+            pass
+    spin()
+    """
+)
+
+
+def test_run_code_skips_what_is_no_agent_record_with_one_line_each(tmp_path):
+    """The agents' directory is written by the command: a FIFO named *.json (the old reader
+    blocked for ever in open()), a symlink to /dev/zero (it read without end), JSON 200,000
+    deep, NaN, a forged stack chain 300,000 deep: each skipped with one line saying why, the
+    command's own record kept, its exit status 0; the script's name holds U+202E, which no
+    line shows. The deadline makes a regression fail instead of hanging the suite."""
+    job = tmp_path / "job\u202egpj.py"
+    job.write_text(HOSTILE)
+    out = tmp_path / "out"
+    args = ["run", "--code", "-f", "json", "-o", str(out), "--interval", "0.05", "--"]
+    done = _cli([*args, sys.executable, str(job)])
+    assert done.returncode == 0, done.stderr[-3000:]
+    skipped = [line for line in done.stderr.splitlines() if "skipped the record" in line]
+    assert skipped == [
+        "resource-tracker run: --code: skipped the record 4242.json: not a resource-tracker "
+        "snapshot: code_profile.stacks[129] must be a chain of at most 129 frames",
+        "resource-tracker run: --code: skipped the record deep.json: JSON nested too deeply",
+        "resource-tracker run: --code: skipped the record fifo.json: not a regular file (a FIFO)",
+        "resource-tracker run: --code: skipped the record nan.json: NaN is not a JSON number",
+        "resource-tracker run: --code: skipped the record zero.json: not a regular file (a "
+        "character device)",
+    ], done.stderr
+    assert "Traceback" not in done.stderr and "\u202e" not in done.stderr
+    assert "in spin() at jobgpj.py:" in done.stderr, done.stderr
+    tracker = ResourceTracker.loads((out / "resource-tracker.json").read_text())
+    pids = [p["pid"] for p in tracker._code_record()["processes"]]
+    assert len(pids) == 1 and pids[0] != 4242, pids  # the command's own record alone
+    assert "spin" in {row["function"] for row in tracker.code_profile().rows()}

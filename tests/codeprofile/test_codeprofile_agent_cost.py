@@ -183,6 +183,7 @@ def test_samples_taken_while_the_agent_starts_are_left_out(tmp_path):
     it lands in the agent's own start (a stack holding the agent's module, or the agent's
     sitecustomize): the CLI keeps the child's samples and leaves those out."""
     from resource_tracker import code_agent
+    from resource_tracker.cli import code_records
 
     env, directory = code_agent.prepare(0.05)
     # under `make sanitize` the agent's core is this process's ASan build: its runtime first
@@ -210,7 +211,8 @@ def test_samples_taken_while_the_agent_starts_are_left_out(tmp_path):
         json.dump(record, f)
     tracker = ResourceTracker(interval=0.05, discover_server=False, discover_cloud=False)
     tracker.stop()
-    (read,) = code_agent.collect(tracker, directory)
+    assert code_records.collect(tracker, directory) == []
+    (read,) = tracker._code_processes
     assert all(sample in read["samples"] for sample in burning)
     injected = {len(record["stacks"]) - 1, len(record["stacks"]) - 2}
     assert not [sample for sample in read["samples"] if sample[2] in injected]

@@ -106,6 +106,38 @@ def test_recursion_500_deep_counts_each_function_once_per_stack(run):
     assert "<truncated>" in frames  # kept the 128 frames nearest the running code
 
 
+def _chain_lengths(stacks):
+    lengths = []
+    for parent, _ in stacks:
+        lengths.append(1 + (lengths[parent] if parent >= 0 else 0))
+    return lengths
+
+
+@pytest.mark.parametrize("longer", [1, 300_000])
+def test_loads_refuses_a_stack_chain_longer_than_a_capture_makes(run, longer):
+    """The real capture of recursion 500 deep stops at its deepest chain (STACKS_MAX_DEPTH
+    frames under one <truncated> frame) and loads; a forged chain one frame longer, or
+    300,000 longer (the old loads() took it and code_profile() then raised RecursionError),
+    is one ValueError naming the stack."""
+    from resource_tracker import code_profile
+
+    tracker, _ = run
+    snapshot = json.loads(tracker.dumps())
+    stacks = snapshot["code_profile"]["stacks"]
+    lengths = _chain_lengths(stacks)
+    assert len(ResourceTracker.loads(json.dumps(snapshot)).code_profile()) > 0
+    deepest = lengths.index(max(lengths))
+    for _ in range(longer):
+        stacks.append([deepest, 0])
+        deepest = len(stacks) - 1
+    snapshot["code_profile"]["samples"].append([0, 0, deepest, 1])
+    first_bad = len(stacks) - longer
+    with pytest.raises(ValueError, match=rf"code_profile\.stacks\[{first_bad}\] must be a chain"):
+        ResourceTracker.loads(json.dumps(snapshot))
+    # the bound is the capture's: its constant, and the deepest chain the capture made
+    assert max(lengths) - 1 == code_profile.STACK_MAX_DEPTH == _core.STACKS_MAX_DEPTH
+
+
 def test_a_generator_is_charged_where_it_runs(run):
     tracker, truth = run
     gen = _row(tracker, "numbers")

@@ -115,3 +115,60 @@ def test_a_bad_run_is_skipped_the_others_kept():
         ("etl", 960.0, 30.0, None)
     ]
     assert loaded.skipped == ['Prometheus series {job="etl",pid="2"}: duration_s is negative (-5)']
+
+
+def test_a_deeply_nested_answer_is_one_error():
+    """An answer 200,000 arrays deep (the old reader: an uncaught RecursionError)."""
+    body = b"[" * 200_000 + b"]" * 200_000
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    with LoopbackHTTPServer(Handler) as server:
+        with pytest.raises(ValueError, match="the answer is nested too deeply"):
+            load_prometheus(server.url, 3600)
+
+
+@pytest.mark.parametrize(
+    "metric, value, fault",
+    [
+        ("memory_peak", "1.797e308", "peak_memory_mib is out of range"),
+        ("memory_peak", "+Inf", "peak_memory_mib is out of range (inf"),
+        ("duration", "1e300", "duration_s is out of range"),
+        ("oom_kills", "5e-324", "oom_kills is subnormal (4.94066e-324)"),
+        ("oom_kills", "1.5", "oom_kills is not a whole count (1.5)"),
+    ],
+)
+def test_an_overflowing_or_subnormal_figure_skips_its_run_with_one_line(metric, value, fault):
+    """A figure of 1.797e308 (the old page writer: "Out of range float values are not JSON
+    compliant", and "The kernel killed 179,769,313,... processes"), an infinity, an
+    ``oom_kills`` of 5e-324 (the old fleet: a false at-risk alert): the run is skipped with a
+    line naming the figure, the good run of the same answer kept without an alert."""
+    from resource_tracker.dashboard._fleet import build_fleet
+
+    good, bad = {"job": "etl", "pid": "1"}, {"job": "etl", "pid": "2"}
+
+    def answer(query):
+        if END_METRIC in query:
+            return _matrix([(good, "990"), (bad, "995")])
+        if "duration" in query:
+            return _matrix([(good, "30"), (bad, value if metric == "duration" else "30")])
+        if metric in query:
+            return _matrix([(good, "0" if metric == "oom_kills" else "1048576"), (bad, value)])
+        return _matrix([])
+
+    with _answering(answer) as server:
+        loaded = load_prometheus(server.url, 3600)
+    assert [r.labels["pid"] for r in loaded.records] == ["1"]
+    assert len(loaded.skipped) == 1 and loaded.skipped[0].startswith(
+        'Prometheus series {job="etl",pid="2"}: ' + fault
+    ), loaded.skipped
+    fleet = build_fleet(loaded.records, None, loaded.skipped)
+    assert not fleet.alerting and len(fleet.steps) == 1

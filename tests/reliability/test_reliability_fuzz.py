@@ -2,7 +2,8 @@
 fuzzing is `make fuzz`, fuzz/run.py). Every input that once crashed a target (kept in
 fuzz/regressions/<target>/) and this machine's seed files run once through each target: the
 C targets (ASan + UBSan, libFuzzer with -runs=0) and the Python targets (cgroup files,
-snapshot loading, the catalog loader). Nothing is written into the working tree: the fuzzer
+snapshot loading, the catalog loader, the `run --code` agents' folder, Prometheus answers).
+Nothing is written into the working tree: the fuzzer
 binaries are built in a cache outside it, a crash input lands in the test's temporary
 directory."""
 
@@ -41,7 +42,9 @@ def _regressions(target):
     return sorted(glob.glob(os.path.join(FUZZ, "regressions", target, "*")))
 
 
-@pytest.mark.parametrize("target", ["cgroup", "snapshot", "catalog"])
+@pytest.mark.parametrize(
+    "target", ["cgroup", "snapshot", "catalog", "agent_records", "prometheus_answer"]
+)
 def test_reliability_fuzz_python_targets(target):
     """Regression inputs and the seeds of this machine replay cleanly."""
     module = _load(f"fuzz_{target}")
