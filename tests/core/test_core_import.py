@@ -36,8 +36,9 @@ IMPORTED_WITH_THE_PACKAGE = {
     "resource_tracker.tracker",
 }
 #: What a run adds: the cgroup readers, imported by the worker thread that reads the start
-#: figures (and ``_cgroup_v1`` on a cgroup v1 host).
+#: figures (and ``_cgroup_v1`` on a cgroup v1 host), and their bounded reader of regular files.
 LOADED_BY_A_RUN = {
+    "resource_tracker._regular_file",
     "resource_tracker._cgroup_fs",
     "resource_tracker._cgroup_read",
     "resource_tracker._cgroup_limits",
