@@ -1,7 +1,8 @@
 """Runs that end without their summary, against a real Pushgateway and a real Prometheus
 (Debian's packages, loopback) loading docs/prometheus/*.yml, each test with its own pair:
 
-- a run asking 512 MiB in a real cgroup v1 memory cgroup limited to 512 MiB, holding 275 MiB,
+- a run asking 512 MiB and 1 CPU in real cgroup v1 cgroups limited to 512 MiB and 2 cores,
+  holding 275 MiB,
   whose worker the kernel OOM-kills, then killed itself (as a kubelet kills the pod): its
   live gauges carry its ask, its limit and the kill the cgroup counted; the dashboard lists
   it as killed within seconds and sizes the step above the 512 MiB that was killed; the
@@ -87,32 +88,58 @@ def servers(tmp_path):
     pushgateway.stop()
 
 
+def _own_v1_cpu_cgroup():
+    """This process's v1 cpu cgroup directory, or None (not mounted, not writable)."""
+    place = mount = None
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            parts = line.strip().split(":", 2)
+            if len(parts) == 3 and "cpu" in parts[1].split(","):
+                place = parts[2]
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            fields, _, super_part = line.partition(" - ")
+            if super_part.startswith("cgroup ") and "cpu" in super_part.split()[2].split(","):
+                mount = fields.split()[4]
+    if place is None or mount is None:
+        return None
+    directory = os.path.join(mount, place.strip("/"))
+    return directory if os.access(directory, os.W_OK) else None
+
+
 @pytest.fixture
 def limited_cgroup():
-    """A real cgroup v1 memory cgroup limited to 512 MiB (a kubelet's, at the ask)."""
+    """Real cgroup v1 cgroups as a kubelet makes them at the ask: memory limited to 512 MiB,
+    CPU to 2 cores (a CFS quota of 200 ms per 100 ms); [memory cgroup, cpu cgroup]."""
     root, why = own_v1_memory_cgroup()
-    if root is None:
-        pytest.skip(why)
-    path = os.path.join(root, f"rt-prom-killed-{os.getpid()}-{time.monotonic_ns()}")
-    os.mkdir(path)
-    with open(os.path.join(path, "memory.limit_in_bytes"), "w") as f:
-        f.write(str(512 * MIB))
-    yield path
-    remove_cgroup(path)
+    cpu_root = _own_v1_cpu_cgroup()
+    if root is None or cpu_root is None:
+        pytest.skip(why or "no writable cgroup v1 cpu controller")
+    name = f"rt-prom-killed-{os.getpid()}-{time.monotonic_ns()}"
+    paths = [os.path.join(root, name), os.path.join(cpu_root, name)]
+    for path, (knob, value) in zip(paths, (("memory.limit_in_bytes", 512 * MIB),
+                                           ("cpu.cfs_quota_us", 200000))):  # fmt: skip
+        os.mkdir(path)
+        with open(os.path.join(path, knob), "w") as f:
+            f.write(str(value))
+    yield paths
+    for path in paths:
+        remove_cgroup(path)
 
 
 def _env(pushgateway) -> dict:
     return dict(os.environ, RESOURCE_TRACKER_PUSHGATEWAY_URL=pushgateway.url, **NO_CATALOG)
 
 
-def _run(script: str, args: list, env: dict, cgroup: str = "") -> subprocess.CompletedProcess:
+def _run(script: str, args: list, env: dict, cgroups=()) -> subprocess.CompletedProcess:
     def enter() -> None:
-        with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
-            f.write(str(os.getpid()))
+        for cgroup in cgroups:
+            with open(os.path.join(cgroup, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
 
     return subprocess.run(
         [sys.executable, "-c", script, *args], env=env, capture_output=True, text=True,
-        timeout=180, preexec_fn=enter if cgroup else None,
+        timeout=180, preexec_fn=enter if cgroups else None,
     )  # fmt: skip
 
 
@@ -131,12 +158,14 @@ def test_an_oom_killed_run_is_known_and_sized_from_what_it_had(servers, limited_
     started = time.time()
     done = _run(OOM_KILLED, ["oom-killed"], _env(pushgateway), limited_cgroup)
     assert done.returncode == -9 and "pushed" in done.stdout, done.stderr[-3000:]
-    with open(os.path.join(limited_cgroup, "memory.oom_control")) as f:
+    with open(os.path.join(limited_cgroup[0], "memory.oom_control")) as f:
         assert "oom_kill 1" in f.read()  # the kernel's own count: the worker only
     # the live gauges carry what the run had and the kill its cgroup counted
     job = '{job="oom-killed"}'
     for name, value in (("resource_tracker_asked_memory_bytes", 512 * MIB),
                         ("resource_tracker_limit_memory_bytes", 512 * MIB),
+                        ("resource_tracker_asked_cpu_cores", 1.0),
+                        ("resource_tracker_limit_cpu_cores", 2.0),
                         ("resource_tracker_oom_kills", 1.0)):  # fmt: skip
         assert float(prom_wait(prometheus, name + job)[0]["value"][1]) == value, name
     # listed as killed once it missed its pushes: seconds, not the 10 minutes of before
@@ -147,7 +176,8 @@ def test_an_oom_killed_run_is_known_and_sized_from_what_it_had(servers, limited_
     assert time.time() - started < 150
     (record,) = loaded.records
     assert record.status == "killed" and record.step == "oom-killed", loaded
-    assert record.ask["memory_mib"] == 512 and record.limit_memory_mib == 512
+    assert record.ask == {"memory_mib": 512, "cpu": 1} and record.limit_memory_mib == 512
+    assert record.limit_cpu_cores == 2
     assert record.oom_kills == 1
     assert record.peak_memory_mib is not None and record.peak_memory_mib < 512
     # sized from what it had, not from its last reading: more than the 512 MiB killed
