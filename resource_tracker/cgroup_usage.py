@@ -80,6 +80,20 @@ def read_cgroup_at(found: Optional[Located]) -> Optional[Dict[str, Any]]:
     return _read_v2(places["unified"])
 
 
+def oom_kills_at(found: Optional[Located]) -> Optional[float]:
+    """The OOM kills the cgroup located by locate_cgroup() counted so far (one file read:
+    the export's live reading), or None (no cgroup, no memory controller, not readable)."""
+    if found is None:
+        return None
+    version, places = found
+    place = places.get("memory" if version == 1 else "unified")
+    if place is None or (version == 1 and not place[1].strip("/")):  # v1 at the root: the
+        return None  # machine's, not the container's (as read_v1 leaves it out)
+    name = "memory.oom_control" if version == 1 else "memory.events"
+    kills = read_keyed(os.path.join(cgroup_directory(*place), name)).get("oom_kill")
+    return None if kills is None else float(kills)
+
+
 def _under(sys_root: str, mount_point: str) -> str:
     """A mount point below /sys, moved below sys_root."""
     if mount_point == "/sys" or mount_point.startswith("/sys/"):

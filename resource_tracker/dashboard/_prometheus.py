@@ -2,10 +2,13 @@
 Prometheus's HTTP API.
 
 Every run pushes its summary once, at its end, into a Pushgateway group of its own (job,
-instance and the Metaflow ids, else the pid); Prometheus scrapes it from then on. A run
-killed before its end (SIGKILL, an OOM kill) leaves only its live gauges: when they stopped
-:data:`KILLED_AFTER_S` before the window's end, it is listed as ``killed`` with the peaks
-they show. One
+instance and the Metaflow ids with the ``@retry`` attempt, else the pid); Prometheus scrapes
+it from then on. A run that ended without its summary leaves only its live gauges: once it
+missed two live pushes (:data:`MISSED_PUSHES`, its period pushed live), it is listed as
+``killed`` when they show an OOM kill's evidence (its cgroup counted one, or its last memory
+reading was near its limit), with what it had (ask, limits) and the peaks they show; without
+evidence (a final push that failed, a kill that was no OOM kill) it is one skipped line, not
+a kill. One
 ``query_range`` per summary metric, evaluated at the end of the window, asks for
 ``last_over_time(METRIC[SINCE])``: every series seen within ``--since`` once, with its final
 value (the answer grows with the runs, not with the window's length or the scrape interval).
@@ -38,10 +41,25 @@ MAX_ANSWER_BYTES = 64 * 1024 * 1024
 END_METRIC = "resource_tracker_run_end_timestamp_seconds"
 #: the newest live sample's time: one series per run, finished or not
 LIVE_METRIC = "resource_tracker_last_sample_timestamp_seconds"
-#: a run whose live series stopped this long before the window's end and that never pushed
-#: its summary was killed (SIGKILL, an OOM kill); a quieter one may still be running
+#: the Pushgateway's own gauge of each group's last push
+PUSH_TIME_METRIC = "push_time_seconds"
+#: a live group without a summary that missed this many pushes (its period, pushed live,
+#: each; plus the send timeout) stopped: the run ended without its summary
+MISSED_PUSHES = 2
+#: the same for a run of a version that pushed no period
 KILLED_AFTER_S = 600.0
+#: a stopped run whose last memory reading was at this share of its limit (else its ask)
+#: was OOM killed (the tuning rule's evidence, tuning.py)
+NEAR_LIMIT = 0.8
 _MIB = 1024.0 * 1024.0
+#: the live gauges of what a run had: (metrics.SIZING key, figure, scale to the record's unit)
+LIVE_FIGURES = (
+    ("asked_cpu", "ask_cpu", 1.0),
+    ("asked_memory", "ask_memory_mib", 1 / _MIB),
+    ("limit_cpu", "limit_cpu_cores", 1.0),
+    ("limit_memory", "limit_memory_mib", 1 / _MIB),
+    ("oom_kills", "oom_kills", 1.0),
+)
 
 Key = FrozenSet[Tuple[str, str]]
 
@@ -110,45 +128,104 @@ def load_prometheus(
 
 
 def _killed(query: _Query, runs: Mapping[Key, float], group_by: Sequence[str]) -> Loaded:
-    """The runs whose live series stopped at least :data:`KILLED_AFTER_S` before the
-    window's end without a summary: killed, with their peaks from the live gauges (the
-    values pushed while they ran) and their span from the live samples' times Prometheus
-    scraped (at least as long as that: the first push may not have been scraped)."""
-    from ..export.metrics import exported
-
+    """The runs whose live pushes stopped without a summary (:func:`_stopped`): killed when
+    their live gauges show the evidence of an OOM kill (:func:`_oom_evidence`), with what
+    they had (ask, limits), their peaks from the live gauges and their span from the live
+    samples' times; the others (a final push that failed, a kill with no sign of an OOM
+    kill) and those whose figures are no measurements one line each, not counted."""
     last = query.values(LIVE_METRIC, 1.0)
-    quiet = {k: t for k, t in last.items() if k not in runs and query.now - t >= KILLED_AFTER_S}
+    silent = {k: t for k, t in last.items() if k not in runs}
+    stopped = _stopped(query, silent) if silent else {}
     loaded = Loaded()
-    if not quiet:
+    if not stopped:
         return loaded
-    live = {m.column.name: m.prometheus_name for m in exported(["process"])}
-    first = query.values(LIVE_METRIC, 1.0, "min_over_time")
-    memory = query.values(live["memory"], 1 / _MIB, "max_over_time")
-    cpu = query.values(live["cpu_usage"], 1.0, "max_over_time")
-    for key, end in sorted(quiet.items(), key=lambda item: item[1]):
-        labels = dict(key)
-        first_seen = first.get(key, end)
+    live = _live_figures(query)
+    for key, end in sorted(stopped.items(), key=lambda item: item[1]):
+        got = {name: values[key] for name, values in live.items() if key in values}
         try:
-            figures = {"end_time": end, "start_time": first_seen}
-            _check(dict(figures, peak_memory_mib=memory.get(key), peak_cpu_cores=cpu.get(key)))
+            _check(dict(got, end_time=end))
         except ValueError as exc:
-            loaded.skipped.append(f"Prometheus series {_describe(labels)}: {exc}")
+            loaded.skipped.append(f"Prometheus series {_describe(dict(key))}: {exc}")
             continue
-        started = min(first_seen, end)
-        loaded.records.append(
-            RunRecord(
-                step=group_key(labels, group_by),
-                run_id=_run_id(labels, end),
-                started=started,
-                duration_s=end - started,
-                status="killed",
-                source="prometheus",
-                peak_memory_mib=memory.get(key),
-                peak_cpu_cores=cpu.get(key),
-                labels={k: printable(v, 200) for k, v in labels.items()},
+        if not _oom_evidence(got):
+            loaded.skipped.append(
+                f"Prometheus series {_describe(dict(key))}: its live pushes stopped "
+                f"{query.now - end:.0f} s ago without a run summary or a sign of an OOM kill "
+                "(its final push failed, or it was stopped otherwise): not counted as killed"
             )
-        )
+            continue
+        loaded.records.append(_killed_record(dict(key), end, got, group_by))
     return loaded
+
+
+def _stopped(query: _Query, silent: Mapping[Key, float]) -> Dict[Key, float]:
+    """The live groups (without a summary) whose pushes stopped: no push for
+    :data:`MISSED_PUSHES` of their push period plus the send timeout (the Pushgateway's own
+    ``push_time_seconds``, else the newest sample's time); a run of a version that pushed no
+    period: :data:`KILLED_AFTER_S`. {key: the newest live sample's time}."""
+    from ..export.metrics import EXPORT_PERIOD
+    from ..export.pipeline import SEND_TIMEOUT_S
+
+    pushed = query.values(PUSH_TIME_METRIC, 1.0)
+    period = query.values(EXPORT_PERIOD[0], 1.0)
+    stopped = {}
+    for key, newest in silent.items():
+        every = period.get(key)
+        quiet = KILLED_AFTER_S if every is None else MISSED_PUSHES * every + SEND_TIMEOUT_S
+        if query.now - max(pushed.get(key, newest), newest) >= quiet:
+            stopped[key] = newest
+    return stopped
+
+
+def _live_figures(query: _Query) -> Dict[str, Dict[Key, float]]:
+    """{figure: {live group: value}} of the live gauges a killed run is judged by."""
+    from ..export.metrics import exported, live_metric
+
+    live = {m.column.name: m.prometheus_name for m in exported(["process"])}
+    figures = {
+        "start_time": query.values(LIVE_METRIC, 1.0, "min_over_time"),
+        "peak_memory_mib": query.values(live["memory"], 1 / _MIB, "max_over_time"),
+        "last_memory_mib": query.values(live["memory"], 1 / _MIB),
+        "peak_cpu_cores": query.values(live["cpu_usage"], 1.0, "max_over_time"),
+    }
+    for key, name, scale in LIVE_FIGURES:
+        figures[name] = query.values(live_metric(key), scale)
+    return figures
+
+
+def _oom_evidence(got: Mapping[str, float]) -> str:
+    """Why a stopped run counts as OOM killed ('' when nothing says so): its cgroup counted
+    an OOM kill, or its last memory reading was at :data:`NEAR_LIMIT` of its limit (else
+    of its ask)."""
+    if got.get("oom_kills", 0.0) > 0:
+        return "its cgroup counted an OOM kill"
+    had = got.get("limit_memory_mib") or got.get("ask_memory_mib")
+    last = got.get("last_memory_mib")
+    if had and last is not None and last >= NEAR_LIMIT * had:
+        return "its last memory reading was near its limit"
+    return ""
+
+
+def _killed_record(
+    labels: Dict[str, str], end: float, got: Mapping[str, float], group_by: Sequence[str]
+) -> RunRecord:
+    started = min(got.get("start_time", end), end)
+    ask = {k: got[f"ask_{k}"] for k in ("cpu", "memory_mib") if got.get(f"ask_{k}")}
+    return RunRecord(
+        step=group_key(labels, group_by),
+        run_id=_run_id(labels, end),
+        started=started,
+        duration_s=end - started,
+        status="killed",
+        source="prometheus",
+        peak_memory_mib=got.get("peak_memory_mib"),
+        peak_cpu_cores=got.get("peak_cpu_cores"),
+        ask=ask,
+        limit_memory_mib=got.get("limit_memory_mib"),
+        limit_cpu_cores=got.get("limit_cpu_cores"),
+        oom_kills=got.get("oom_kills", 0.0),
+        labels={k: printable(v, 200) for k, v in labels.items()},
+    )
 
 
 def _check(figures: Mapping[str, Optional[float]]) -> None:
@@ -278,7 +355,9 @@ def group_key(labels: Mapping[str, str], group_by: Sequence[str]) -> str:
 def _run_id(labels: Mapping[str, str], end: float) -> str:
     ids = [labels.get(k) for k in ("flow", "run_id", "step", "task_id")]
     if all(ids):
-        return printable("/".join(str(i) for i in ids), 300)
+        attempt = labels.get("attempt")
+        tail = f" (attempt {attempt})" if attempt and attempt != "0" else ""
+        return printable("/".join(str(i) for i in ids) + tail, 300)
     where = "/".join(labels.get(k) or "?" for k in ("job", "instance", "pid"))
     return printable(f"{where}@{end:.0f}", 300)
 

@@ -41,12 +41,15 @@ if TYPE_CHECKING:
         def _sampler(self) -> Sampler: ...
 
 
-#: Metaflow id -> (Prometheus label, OpenTelemetry resource attribute, metaflow.current field)
+#: Metaflow id -> (Prometheus label, OpenTelemetry resource attribute, metaflow.current field);
+#: ``attempt`` (0 first, then one more per ``@retry``): each attempt is a run of its own
+#: (its own Pushgateway group: a killed attempt is not replaced by the next one)
 METAFLOW_FIELDS = (
     ("flow", "metaflow.flow_name", "flow_name"),
     ("run_id", "metaflow.run_id", "run_id"),
     ("step", "metaflow.step_name", "step_name"),
     ("task_id", "metaflow.task_id", "task_id"),
+    ("attempt", "metaflow.retry_count", "retry_count"),
 )
 
 

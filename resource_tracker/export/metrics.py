@@ -270,3 +270,16 @@ SIZING = {
                             "resource_tracker.run.cpu.throttled", "1", 1.0,
                             "Share of the run the CPU was throttled (cgroup)"),
 }  # fmt: skip
+
+
+#: The SIZING keys the live gauges carry too (what the run has while it runs: a run killed
+#: before its summary leaves them), under :func:`live_metric` 's names.
+LIVE_SIZING = ("asked_cpu", "asked_memory", "limit_cpu", "limit_memory", "oom_kills")
+#: The live gauge of the seconds between two live pushes (a run that missed two is stopped).
+EXPORT_PERIOD = ("resource_tracker_export_period_seconds", "Seconds between two live pushes")
+
+
+def live_metric(key: str) -> str:
+    """The live gauge's name of a SIZING key: the run summary's name without ``run_``
+    (``resource_tracker_limit_memory_bytes``)."""
+    return SIZING[key][0].replace(f"{PROMETHEUS_PREFIX}_run_", f"{PROMETHEUS_PREFIX}_", 1)

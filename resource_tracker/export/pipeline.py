@@ -45,6 +45,7 @@ from typing import (
 from ..names import PROCESS_COLUMNS, SYSTEM_COLUMNS
 from ..registry import columns
 from .metrics import fold_rows
+from .summary import live_sizing
 from .transport import Sender
 
 if TYPE_CHECKING:
@@ -89,12 +90,16 @@ LOOKUP_SHARE = 0.5
 class Point:
     """What the tables looked like at one moment: per table the folded values of the rows
     since the previous point ({column: value}, the column's own unit), the running totals
-    of the ``sum`` columns since the start ({stats key: total}) and how many rows it holds."""
+    of the ``sum`` columns since the start ({stats key: total}) and how many rows it holds;
+    ``sizing``: what the run has now (summary.live_sizing: ask, limits, OOM kills);
+    ``period``: the seconds until the next point (0: none follows)."""
 
     process: Dict[str, float] = field(default_factory=dict)
     system: Dict[str, float] = field(default_factory=dict)
     totals: Dict[str, float] = field(default_factory=dict)
     rows: int = 0
+    sizing: Dict[str, float] = field(default_factory=dict)
+    period: float = 0.0
 
     def table(self, name: str) -> Dict[str, float]:
         return self.process if name == "process" else self.system
@@ -355,16 +360,17 @@ class Exporter:
         wait = self.period
         while not self._stop.wait(wait):
             try:
-                self._poll(final=False)
+                # reading every row costs more as the run grows: keep it a small share
+                wait = max(self.period, self._reader.read_seconds / READ_SHARE)
+                self._poll(final=False, period=wait)
             except Exception as exc:
                 self._error = f"{type(exc).__name__}: {exc}"[:300]
-            # reading every row costs more as the run grows: keep it a small share
-            wait = max(self.period, self._reader.read_seconds / READ_SHARE)
 
-    def _poll(self, final: bool) -> Optional[Point]:
+    def _poll(self, final: bool, period: float = 0.0) -> Optional[Point]:
         with self._lock:
             point = self._reader.read(final=final)
         if point is not None and not final:
+            point.sizing, point.period = live_sizing(self._tracker), period
             for channel in self._channels:
                 channel.offer(point)
         return point

@@ -2,10 +2,14 @@
 
 Every point replaces the run's group on the Pushgateway (HTTP PUT, prometheus-client's
 ``push_to_gateway``, its request made by our bounded transport.Sender): live gauges of the
-newest values and cumulative counters while the job runs; the final push adds the run
-summary (duration, peaks, means, totals, recommendation, whether it failed, rows the export
-dropped). The group is ``job`` (the tracker's job name) and ``instance`` (the host name), plus
-the Metaflow ids (flow, run_id, step, task_id) inside a Metaflow task, else the tracked pid.
+newest values, cumulative counters, what the run has (its ask, its cgroup's limits, the OOM
+kills its cgroup counted: a run killed before its summary leaves them as its evidence) and
+the live push period while the job runs. The final push replaces them with the run summary
+(duration, peaks, means, totals, recommendation, whether it failed, rows the export
+dropped): no live series of a finished run is left on the Pushgateway. The group is ``job``
+(the tracker's job name) and ``instance`` (the host name), plus the Metaflow ids (flow,
+run_id, step, task_id and the ``@retry`` attempt) inside a Metaflow task, else the tracked
+pid.
 """
 
 from __future__ import annotations
@@ -14,7 +18,17 @@ from typing import TYPE_CHECKING, Callable, Dict, Iterable, Iterator, List, Mapp
 
 from ..registry import column
 from .context import Identity
-from .metrics import INSIGHTS, RECOMMENDATION, SIZING, SUMMARY_FIELDS, exported, summary_metric
+from .metrics import (
+    EXPORT_PERIOD,
+    INSIGHTS,
+    LIVE_SIZING,
+    RECOMMENDATION,
+    SIZING,
+    SUMMARY_FIELDS,
+    exported,
+    live_metric,
+    summary_metric,
+)
 from .transport import Sender
 
 if TYPE_CHECKING:
@@ -66,9 +80,11 @@ class PushgatewaySink:
         timeout: float,
         report: Optional[Mapping[str, object]] = None,
     ) -> None:
-        families = self._point_families(point) if point is not None else []
-        if summary is not None:
+        families: List[Metric] = []
+        if summary is not None:  # replaces the live gauges (the run is over)
             families += self._summary_families(summary)
+        elif point is not None:  # no summary: the newest values at least
+            families += self._point_families(point)
         if report is not None:
             families.append(
                 self._gauge(
@@ -140,6 +156,17 @@ class PushgatewaySink:
                     stamp,
                 )
             )
+        return families + self._live_sizing_families(point)
+
+    def _live_sizing_families(self, point: Point) -> List[Metric]:
+        """What the run has (ask, limits, OOM kills) and the push period, as live gauges."""
+        families = []
+        for key in LIVE_SIZING:
+            if key in point.sizing:
+                scale, doc = SIZING[key][3], f"{SIZING[key][4]} (live)"
+                families.append(self._gauge(live_metric(key), doc, point.sizing[key] * scale))
+        if point.period > 0:
+            families.append(self._gauge(*EXPORT_PERIOD, point.period))
         return families
 
     def _summary_families(self, summary: RunSummary) -> List[Metric]:

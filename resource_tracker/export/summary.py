@@ -91,6 +91,30 @@ def sizing(
     return {k: float(v) for k, v in values.items() if _num(v)}
 
 
+def live_sizing(tracker: ExportedRun) -> Dict[str, float]:
+    """What the run has while it runs (the keys of metrics.LIVE_SIZING, the known ones): its
+    ask as :func:`sizing` judges it, its cgroup's limits (the start reading) and the OOM
+    kills its cgroup counted since the start. One file read (the OOM counter): the export's
+    reader thread calls it once a period, never the job's."""
+    from ..cgroup_usage import oom_kills_at
+    from ..summary import _asked
+
+    start = getattr(tracker, "_cgroup_start", None)
+    start = start if isinstance(start, dict) else {}
+    asked = _asked(tracker, {"cgroup": start}) or {}
+    values = {
+        "asked_cpu": asked.get("cpu"),
+        "asked_memory": asked.get("memory"),
+        "limit_cpu": start.get("cpu_limit_cores"),
+        "limit_memory": start.get("memory_limit_mib"),
+    }
+    before = start.get("oom_kills")
+    if _num(before):
+        now = oom_kills_at(getattr(tracker, "_cgroup_place", None))
+        values["oom_kills"] = max(0.0, now - before) if now is not None else None
+    return {k: float(v) for k, v in values.items() if _num(v)}
+
+
 def insight_counts(insights: Optional[Iterable[Insight]]) -> Dict[Tuple[str, str], int]:
     """How many findings of each (kind, severity)."""
     counts: Dict[Tuple[str, str], int] = {}

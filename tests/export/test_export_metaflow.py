@@ -57,9 +57,8 @@ def test_metaflow_step_series_carry_the_task_ids(prom_stack, tmp_path):
         peak = stats["process_memory"]["max"] * 1024
         assert float(series["value"][1]) == pytest.approx(peak, rel=0.01)
         assert peak > 100 * MIB
-    # the live gauges carry the same labels
-    live = prom_query(prometheus, 'resource_tracker_process_memory_bytes{flow="ExportFlow"}')
-    assert {s["metric"]["run_id"] for s in live} == set(tasks)
+    # the final push replaced the live gauges: no live series of a finished task is left
+    assert prom_query(prometheus, 'resource_tracker_process_memory_bytes{flow="ExportFlow"}') == []
 
     last_30 = prom_query(prometheus, LAST_RUNS.format(n=30))
     assert {s["metric"]["run_id"] for s in last_30} == set(tasks)
@@ -122,3 +121,54 @@ def test_metaflow_with_options_merge_into_the_steps_decorator(prom_stack, tmp_pa
     assert float(peak["value"][1]) == pytest.approx(
         data["detailed_stats"]["process_memory"]["max"] * 1024, rel=0.01
     )
+
+
+def _groups(pushgateway, flow: str):
+    """The Pushgateway's groups of a flow: {attempt: metric names}."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(pushgateway.url + "/api/v1/metrics", timeout=10) as answer:
+        groups = json.load(answer)["data"]
+    return {
+        g["labels"].get("attempt"): {k for k in g if k.startswith("resource_tracker_")}
+        for g in groups
+        if g["labels"].get("flow") == flow
+    }
+
+
+def test_metaflow_retry_attempts_keep_their_own_series(prom_stack, tmp_path):
+    """A real @retry: the first attempt of ``train`` is SIGKILLed once its live gauges went
+    out, the second goes through. Each attempt keeps its own Pushgateway group (the
+    ``attempt`` label): the killed one its live gauges, the finished one its summary only
+    (its live gauges replaced). The dashboard reads the attempt that went through as a run
+    of its own, and the killed one (no sign of an OOM kill) as one skipped line."""
+    import time
+
+    from resource_tracker.dashboard._prometheus import load_prometheus
+
+    pushgateway, prometheus = prom_stack
+    flow = os.path.join(os.path.dirname(FLOW), "mf_retry_export_flow.py")
+    started = time.time()
+    done = run_flow(tmp_path, flow, env={"RESOURCE_TRACKER_PUSHGATEWAY_URL": pushgateway.url})
+    assert done.returncode == 0, done.stdout[-4000:]
+    (run,) = query(tmp_path, "RetryExportFlow")
+    task = task_of(run, "train")
+    export = task["artifacts"]["resource_tracker_data"]["detailed_stats"]["export"]
+    assert export["targets"]["pushgateway"]["final"] == "sent", export
+    groups = _groups(pushgateway, "RetryExportFlow")
+    assert set(groups) == {"0", "1"}, groups
+    assert "resource_tracker_process_memory_bytes" in groups["0"]
+    assert "resource_tracker_run_end_timestamp_seconds" not in groups["0"]
+    assert "resource_tracker_run_end_timestamp_seconds" in groups["1"]
+    assert "resource_tracker_process_memory_bytes" not in groups["1"]  # replaced at the end
+    assert "resource_tracker_export_period_seconds" not in groups["1"]
+    prom_wait(prometheus, 'resource_tracker_run_end_timestamp_seconds{flow="RetryExportFlow"}')
+    prom_wait(prometheus, 'resource_tracker_export_period_seconds{flow="RetryExportFlow"}')
+    later = time.time() + 601  # both attempts long over (the clock given)
+    loaded = load_prometheus(prometheus.url, later - started + 60, [], now=later)
+    mine = [r for r in loaded.records if r.labels.get("flow") == "RetryExportFlow"]
+    assert [(r.status, r.labels["attempt"]) for r in mine] == [("ok", "1")]
+    assert mine[0].run_id == f"RetryExportFlow/{run['id']}/train/{task['id']} (attempt 1)"
+    lost = [line for line in loaded.skipped if "RetryExportFlow" in line]
+    assert len(lost) == 1 and 'attempt="0"' in lost[0] and "not counted as killed" in lost[0]

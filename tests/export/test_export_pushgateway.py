@@ -74,7 +74,7 @@ def test_pushgateway_live_gauges_and_final_summary_reach_prometheus(prom_stack, 
     got = _series(prometheus, "resource_tracker_recommended_memory_bytes", work.pid)
     assert float(got[0]["value"][1]) == recommended
     sent = stats["process_read_bytes"]["sum"]
-    got = _series(prometheus, "resource_tracker_process_read_bytes_total", work.pid)
+    got = _series(prometheus, "resource_tracker_run_process_read_total_bytes", work.pid)
     assert float(got[0]["value"][1]) == pytest.approx(sent, abs=1)
 
 

@@ -41,7 +41,8 @@ def stack(tmp_path_factory):
         assert all(expected[job] >= n for job, n in RUNS.items()), expected
         runs_held = sum(expected.values())
         _wait_count(prometheus, "resource_tracker_run_end_timestamp_seconds", runs_held)
-        _wait_count(prometheus, "resource_tracker_process_memory_bytes", runs_held + 1)
+        # the final push replaced the live gauges: only the killed run's are left
+        _wait_count(prometheus, "resource_tracker_process_memory_bytes", 1)
         yield Stack(pushgateway, prometheus, runs, dict(expected), started, killed, FORGOTTEN)
     finally:
         prometheus.stop()

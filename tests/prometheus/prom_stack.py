@@ -11,8 +11,9 @@ The runs (0.4 s each, sampled every 0.1 s, up to 4 at a time):
 - ``score-lib``: 10 runs asking 4 GiB and 4 cores, using a fraction (over-provisioned);
 - ``risky-lib``: 4 runs asking 64 MiB, one after the other, the newest peaking above it (at
   risk);
-- ``killed-lib``: one process tracking itself that SIGKILLs itself once two live points
-  went out (no summary: only its live gauges stay).
+- ``killed-lib``: one process tracking itself, its memory at what it asks, that
+  SIGKILLs itself once two live points went out (no summary: only its live gauges stay,
+  with the evidence of an OOM kill: its last reading near its ask).
 
 Prometheus loads docs/prometheus/*.yml and evaluates them every second. Nothing waits on a
 constant: the fixture (conftest.py) polls Prometheus until the data is there (a deadline).
@@ -73,14 +74,17 @@ class Run:
     asked: Dict[str, float] = field(default_factory=dict)
 
 
-# A process tracking itself with export on, holding 40 MiB, killed by SIGKILL (by itself)
-# once two live points went out; it prints its VmHWM (KiB) first.
+# A process tracking itself with export on, holding 40 MiB, asking (as an integration asks)
+# what its RSS then is (at its ask), killed by SIGKILL (by itself) once two live points went out;
+# it prints its VmHWM (KiB) first.
 KILLED = (
     "import os, signal, time\n"
     "from resource_tracker import ResourceTracker\n"
     "t = ResourceTracker(interval=0.1, export='pushgateway', job='killed-lib',"
     " discover_cloud=False)\n"
     "b = bytearray(40 << 20); b[::4096] = b'x' * len(b[::4096])\n"
+    "rss = [l for l in open('/proc/self/status') if l.startswith('VmRSS:')][0]\n"
+    "t.extra['resources_asked'] = {'memory': int(rss.split()[1]) / 1024}\n"
     "deadline = time.monotonic() + 60\n"
     "while t.export_report()['targets']['pushgateway']['sent'] < 2:\n"
     "    assert time.monotonic() < deadline, t.export_report()\n"

@@ -53,6 +53,23 @@ def test_rules_fire_on_the_right_steps_only(tmp_path):
     assert "SUCCESS" in done.stdout
 
 
+def test_every_shipped_rule_has_a_promtool_case():
+    """Each alert of docs/prometheus has an alert_rule_test in rules_test.yml, each
+    recording rule a promql_expr_test reading it (promtool runs them above)."""
+    with open(os.path.join(HERE, "rules_test.yml")) as f:
+        tests = f.read()
+    alerts = set(re.findall(r"^\s+alertname: (\S+)$", tests, re.M))
+    exprs = " ".join(re.findall(r"^\s+- expr: (.+)$", tests, re.M))
+    text = _rules_text()
+    shipped = re.findall(r"^\s+- (alert|record): (\S+)$", text, re.M)
+    assert len(shipped) == len(re.findall(r"^\s+expr:", text, re.M)) > 0
+    for kind, name in shipped:
+        if kind == "alert":
+            assert name in alerts, name
+        else:
+            assert re.search(re.escape(name) + r"(?![\w:])", exprs), name
+
+
 def _rules_text() -> str:
     return "".join(open(path).read() for path in RULES)
 
@@ -60,6 +77,8 @@ def _rules_text() -> str:
 def test_rule_thresholds_are_resource_trackers():
     """The numbers in the rules are insights.py's and settings.py's defaults."""
     from resource_tracker import insights, settings
+    from resource_tracker.dashboard import _prometheus
+    from resource_tracker.export.pipeline import SEND_TIMEOUT_S
 
     text = _rules_text()
     over_mib = settings.SETTINGS["RESOURCE_TRACKER_OVER_MIN_MIB"].default
@@ -72,6 +91,11 @@ def test_rule_thresholds_are_resource_trackers():
         f"(resource_tracker:run_memory_ask_gap_bytes) >= {int(over_mib * MIB)}",
         f"(resource_tracker:run_cpu_ask_ratio) <= {insights.OVER_SHARE:g}",
         f"(resource_tracker:run_cpu_ask_gap_cores) >= {over_cores:g}",
+        # a killed run: as the dashboard's Prometheus source judges it
+        f"> {_prometheus.MISSED_PUSHES} * resource_tracker_export_period_seconds "
+        f"+ {SEND_TIMEOUT_S:g}",
+        f"(resource_tracker_limit_memory_bytes or resource_tracker_asked_memory_bytes)\n"
+        f"            >= {_prometheus.NEAR_LIMIT:g}",
     ]
     for expression in wanted:
         assert expression in text, expression
@@ -80,11 +104,14 @@ def test_rule_thresholds_are_resource_trackers():
 def _pushed_names():
     """Every metric name the Pushgateway export can push."""
     from resource_tracker.export.metrics import (
+        EXPORT_PERIOD,
         INSIGHTS,
+        LIVE_SIZING,
         RECOMMENDATION,
         SIZING,
         SUMMARY_FIELDS,
         exported,
+        live_metric,
         summary_metric,
     )
     from resource_tracker.registry import stat_columns
@@ -94,6 +121,7 @@ def _pushed_names():
     names |= {v[0] for v in RECOMMENDATION.values()} | {v[0] for v in SIZING.values()}
     names |= {INSIGHTS[0], "resource_tracker_export_dropped_rows"}
     names |= {f"resource_tracker_run_{n}" for n in ("duration_seconds", "failed")}
+    names |= {live_metric(k) for k in LIVE_SIZING} | {EXPORT_PERIOD[0]}
     return names | {"resource_tracker_run_end_timestamp_seconds"}
 
 

@@ -35,11 +35,9 @@ def test_every_path_pushes_its_job_label(stack):
         stack.prometheus, "count by (job) (resource_tracker_run_end_timestamp_seconds)"
     )
     assert {r["metric"]["job"]: int(r["value"][1]) for r in result} == stack.expected
+    # the final push replaced each finished run's live gauges: the killed run's are left
     live = prom_query(stack.prometheus, "count by (job) (resource_tracker_process_memory_bytes)")
-    assert {r["metric"]["job"]: int(r["value"][1]) for r in live} == {
-        **stack.expected,
-        "killed-lib": 1,
-    }
+    assert {r["metric"]["job"]: int(r["value"][1]) for r in live} == {"killed-lib": 1}
     failed = prom_query(stack.prometheus, "resource_tracker_run_failed == 1")
     assert [r["metric"]["job"] for r in failed] == ["etl-cli"]
 
@@ -48,8 +46,8 @@ def test_prometheus_source_reads_every_run(stack):
     """load_prometheus: one record per run, grouped by job, with the run's own figures (the
     tracker's peak memory, the ask) and the failed status."""
     loaded = load_prometheus(stack.prometheus.url, _since(stack), [])
-    assert loaded.skipped == []
-    assert Counter(r.step for r in loaded.records) == stack.expected
+    _only_forgotten_skipped(stack, loaded.skipped)
+    assert Counter(r.step for r in loaded.records) == {**stack.expected, "killed-lib": 1}
     by_pid = {r.labels.get("pid"): r for r in loaded.records}
     for run in (r for r in stack.runs if r.peak_mib is not None):
         record = by_pid[str(run.pid)]
@@ -73,18 +71,27 @@ def test_prometheus_source_reads_every_run(stack):
     assert len({r.run_id for r in train}) == stack.expected["train-lib"]
 
 
+def _only_forgotten_skipped(stack, skipped) -> None:
+    """The skipped lines are those of runs made again on a busy machine (their summaries
+    never arrived: not killed, no sign of an OOM kill)."""
+    for line in skipped:
+        assert "not counted as killed" in line, line
+        assert any(f'pid="{r.pid}"' in line for r in stack.forgotten), line
+
+
 def test_prometheus_source_lists_a_killed_run(stack):
-    """A run SIGKILLed before its summary: not listed while it may still be running; once
-    its live series stopped KILLED_AFTER_S ago (the clock injected), listed as killed with
-    the peak its live gauges showed (its own VmHWM within 15%)."""
+    """A run SIGKILLed before its summary at its ask: listed as killed (its last reading
+    near its ask), with the peak its live gauges showed (its own VmHWM within 15%) and its
+    ask, ten minutes on (the clock injected) as now."""
     now = time.time() + KILLED_AFTER_S + 1
     loaded = load_prometheus(stack.prometheus.url, now - stack.started + 60, [], now=now)
     killed = {(r.step, r.labels["pid"]): r for r in loaded.records if r.status == "killed"}
     record = killed.pop(("killed-lib", str(stack.killed.pid)))
     assert record.peak_memory_mib == pytest.approx(stack.killed.maxrss_mib, rel=0.15)
+    assert record.ask["memory_mib"] == pytest.approx(stack.killed.maxrss_mib, rel=0.15)
     assert record.duration_s >= 0 and record.started >= stack.started  # from its scrapes
-    # the others: runs made again on a busy machine (their summaries never arrived)
-    assert set(killed) <= {(r.job, str(r.pid)) for r in stack.forgotten}
+    assert killed == {}
+    _only_forgotten_skipped(stack, loaded.skipped)
     assert Counter(r.step for r in loaded.records if r.status != "killed") == stack.expected
 
 
@@ -94,7 +101,9 @@ def test_prometheus_source_groups_by_another_label(stack):
     loaded = load_prometheus(stack.prometheus.url, _since(stack), ["instance"])
     hosts = {r.labels["instance"] for r in loaded.records}
     assert Counter(r.step for r in loaded.records) == {
-        f"{job} [instance={host}]": n for job, n in stack.expected.items() for host in hosts
+        f"{job} [instance={host}]": n
+        for job, n in {**stack.expected, "killed-lib": 1}.items()
+        for host in hosts
     }
     later = load_prometheus(stack.prometheus.url, 1, [], now=time.time() + 3600)
     assert later.records == []
@@ -102,19 +111,22 @@ def test_prometheus_source_groups_by_another_label(stack):
 
 def test_dashboard_cli_lists_every_job(stack):
     """``resource-tracker dashboard --prometheus URL --json``: every job with its number of
-    runs; ``--check`` names the at-risk job only, and exits 1."""
+    runs, the killed one within seconds of its kill; ``--check`` names the at-risk jobs
+    only (risky-lib's newest run above its ask, killed-lib's OOM kill), and exits 1."""
     cli = [sys.executable, "-m", "resource_tracker", "dashboard", "--prometheus"]
     cli += [stack.prometheus.url, "--since", f"{int(_since(stack))}s"]
     done = subprocess.run(cli + ["--json"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     fleet = json.loads(done.stdout)
-    assert {s["step"]: s["runs"] for s in fleet["steps"]} == stack.expected
-    assert {s["step"]: s["failed_or_killed"] for s in fleet["steps"]}["etl-cli"] == 1
+    assert {s["step"]: s["runs"] for s in fleet["steps"]} == {**stack.expected, "killed-lib": 1}
+    failed = {s["step"]: s["failed_or_killed"] for s in fleet["steps"]}
+    assert failed["etl-cli"] == 1 and failed["killed-lib"] == 1
     risky = {s["step"]: s["at_risk_runs"] for s in fleet["steps"]}
-    assert risky == {**{job: 0 for job in stack.expected}, "risky-lib": 1}
+    assert risky == {**{job: 0 for job in stack.expected}, "risky-lib": 1, "killed-lib": 1}
     check = subprocess.run(cli + ["--check"], capture_output=True, text=True, timeout=120)
     assert check.returncode == 1, check.stderr
-    assert [line.split(":")[0] for line in check.stdout.splitlines()] == ["risky-lib"]
+    named = sorted(line.split(":")[0] for line in check.stdout.splitlines())
+    assert named == ["killed-lib", "risky-lib"]
 
 
 def _panel_queries():
@@ -171,10 +183,12 @@ def _firing(stack):
 
 def test_alerting_rules_fire_on_the_right_jobs(stack):
     """Prometheus evaluating docs/prometheus/*.yml over the runs: memory at risk fires for
-    risky-lib only (its run peaking above the ask), over-provisioned for score-lib only."""
+    risky-lib only (its run peaking above the ask), over-provisioned for score-lib only, OOM
+    killed for killed-lib only (killed at its ask)."""
     wanted = {
         ("ResourceTrackerMemoryAtRisk", "risky-lib"),
         ("ResourceTrackerOverProvisioned", "score-lib"),
+        ("ResourceTrackerOomKilled", "killed-lib"),
     }
     deadline = time.monotonic() + 30
     while not wanted <= _firing(stack) and time.monotonic() < deadline:
