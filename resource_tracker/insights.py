@@ -39,6 +39,7 @@ __all__ = [
     "KINDS",
     "over_provisioned",
     "at_risk",
+    "was_throttled",
     "above_ask",
     "changed",
     "phases",
@@ -55,8 +56,11 @@ _SEVERITIES = ("info", "warning", "critical")
 DEFAULT_RUNS_PER_MONTH = 30.0
 #: Memory at or above this share of the limit is at risk.
 MEMORY_RISK_SHARE = 0.85
-#: CPU throttled for more than this share of the run (periods, else seconds) is at risk.
+#: CPU throttled for more than this share of the run (periods, else seconds) is at risk ...
 THROTTLE_RISK_SHARE = 0.10
+#: ... when it was throttled this many seconds at least (the kernel's throttled time): a
+#: short burst in an idle step crosses the share of periods and costs the step nothing.
+THROTTLE_FLOOR_S = 1.0
 #: A resource is over-provisioned when its peak use is at most this share of the ask ...
 OVER_SHARE = 0.5
 #: ... and the gap is at least this much (the settings of the memory and CPU floors; GPUs).
@@ -304,7 +308,8 @@ def _gap_cost(
 def at_risk(cgroup: Optional[Mapping[str, Any]], duration_s: Optional[float]) -> List[Insight]:
     """Findings from the container's cgroup figures (``stats()["cgroup"]``): an OOM kill
     (critical), peak memory at or above 85% of the limit, CPU throttled more than 10% of
-    the run (by periods; by seconds against the duration when periods are unknown)."""
+    the run (by periods; by seconds against the duration when periods are unknown) for a
+    second at least (:func:`was_throttled`)."""
     if not isinstance(cgroup, Mapping):
         return []
     found = []
@@ -392,11 +397,22 @@ def throttled_share(
     return None
 
 
+def was_throttled(share: Any, seconds: Any) -> bool:
+    """The rule of a run held back by its CPU limit (the insight, tuning, the tuning record):
+    throttled in more than :data:`THROTTLE_RISK_SHARE` of the run (``share``: of its CPU
+    periods, see :func:`throttled_share`) for :data:`THROTTLE_FLOOR_S` seconds at least
+    (``seconds``: the kernel's throttled time; the share alone when it is unknown)."""
+    share, seconds = _num(share), _num(seconds)
+    if share is None or share <= THROTTLE_RISK_SHARE:
+        return False
+    return seconds is None or seconds >= THROTTLE_FLOOR_S
+
+
 def _throttle_risk(cgroup: Mapping[str, Any], duration_s: Optional[float]) -> List[Insight]:
     periods, throttled = _num(cgroup.get("cpu_periods")), _num(cgroup.get("cpu_throttled_periods"))
     seconds = _num(cgroup.get("cpu_throttled_seconds"))
     found = throttled_share(cgroup, duration_s)
-    if found is None or found[0] <= THROTTLE_RISK_SHARE:
+    if found is None or not was_throttled(found[0], seconds):
         return []
     share, basis = found
     limit = _num(cgroup.get("cpu_limit_cores"))
