@@ -69,6 +69,9 @@ OVER_FLOOR_SETTINGS = {
     "cpu": "RESOURCE_TRACKER_OVER_MIN_CORES",
 }
 OVER_FLOOR_GPUS = 1.0
+#: An ask at least this many times what the run needs is a finding whatever its gap costs:
+#: it holds capacity other jobs of the cluster could use (a short step costs little a month).
+OVER_RATIO = 4.0
 #: The fewest earlier runs a change is judged against.
 MIN_HISTORY = 3
 #: A change must exceed this many robust standard deviations (1.4826 MAD) ...
@@ -201,16 +204,46 @@ def _over(resource: str, asked: Optional[float], peak: Optional[float]) -> bool:
     return peak <= OVER_SHARE * asked and asked - peak >= floor
 
 
-def _gap_severity(cost: Mapping[str, Any]) -> Optional[str]:
+def _gap_severity(cost: Mapping[str, Any], far_over: bool) -> Optional[str]:
     """The severity of a gap by what it costs a month: None (not worth a finding) when it
-    costs nothing or less than ``RESOURCE_TRACKER_OVER_MIN_USD_MONTH``, a warning from
+    costs nothing or less than ``RESOURCE_TRACKER_OVER_MIN_USD_MONTH`` and the ask is not
+    ``far_over`` (:data:`OVER_RATIO` times the need: info whatever it costs), a warning from
     ``RESOURCE_TRACKER_WARN_USD_MONTH``, else info (also when the gap is not priced)."""
     per_month = cost.get("gap_usd_per_month")
     if per_month is None:
         return "info"
     if per_month <= 0 or per_month < settings.get("RESOURCE_TRACKER_OVER_MIN_USD_MONTH"):
-        return None
+        return "info" if far_over else None
     return "warning" if per_month >= settings.get("RESOURCE_TRACKER_WARN_USD_MONTH") else "info"
+
+
+def _over_part(key: str, asked: Any, peak: Any, numbers: Dict[str, Any]) -> str:
+    """The finding's words on one over-provisioned resource (its figures into numbers)."""
+    share = peak / asked
+    numbers.update({f"asked_{key}": asked, f"peak_{key}": peak, f"{key}_used_share": share})
+    if key == "memory":
+        return f"asked {_gib(asked)} memory, peak {_gib(peak)} ({fmt.percent(share)})"
+    unit = "cores" if key == "cpu" else "GPUs"
+    return (
+        f"asked {fmt.quantity(asked, unit)}, peak {fmt.quantity(peak, unit)} ({fmt.percent(share)})"
+    )
+
+
+def _ask_ratio(
+    over: Sequence[str],
+    ask: Mapping[str, Optional[float]],
+    peak: Mapping[str, Optional[float]],
+    needed: Optional[Mapping[str, Any]],
+) -> float:
+    """The highest ask / need of the over-provisioned resources (the need: the
+    recommendation, else the peak; 0 when no need is known)."""
+    ratios = [0.0]
+    for k in over:
+        need = _num((needed or {}).get(k))
+        need = need if need is not None else peak[k]
+        if need and ask[k]:
+            ratios.append(ask[k] / need)  # type: ignore[operator]
+    return max(ratios)
 
 
 def over_provisioned(
@@ -243,23 +276,14 @@ def over_provisioned(
         return []
     source = str(asked.get("source") or "the request")
     numbers: Dict[str, Any] = {"source": source}
-    parts = []
-    for k in over:
-        share = peak[k] / ask[k]  # type: ignore[operator]
-        numbers.update({f"asked_{k}": ask[k], f"peak_{k}": peak[k], f"{k}_used_share": share})
-        if k == "memory":
-            parts.append(
-                f"asked {_gib(ask[k])} memory, peak {_gib(peak[k])} ({fmt.percent(share)})"
-            )
-        else:
-            unit = "cores" if k == "cpu" else "GPUs"
-            parts.append(
-                f"asked {fmt.quantity(ask[k], unit)}, peak {fmt.quantity(peak[k], unit)} "
-                f"({fmt.percent(share)})"
-            )
+    parts = [_over_part(k, ask[k], peak[k], numbers) for k in over]
     message = f"Over-provisioned ({source}): " + "; ".join(parts)
+    ratio = _ask_ratio(over, ask, peak, needed)
+    if ratio >= OVER_RATIO:  # a finding whatever it costs
+        numbers["ask_need_ratio"] = ratio
+        message += f"; it asks {ratio:.0f}x what it needs, capacity other jobs could use"
     cost = _gap_cost(ask, peak, needed, duration_s, pricing, runs_per_month)
-    severity = _gap_severity(cost)
+    severity = _gap_severity(cost, ratio >= OVER_RATIO)
     if severity is None:
         return []
     numbers.update(cost)
