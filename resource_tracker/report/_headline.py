@@ -230,9 +230,16 @@ def _server(summary: RunSummary) -> str:
         f'fitting server</div><div class="rt-answer-value">{server_name(best)}</div>'
         f"<div>{server_shape(best)} · <b>{server_price(best)}</b></div>"
         f'<div class="rt-caveats">{server_caveats(best, summary)}</div>'
+        + _alternative(summary)
         + (f'<div class="rt-tile-sub">Prices: {_esc(source)}</div>' if source else "")
         + "</div>"
     )
+
+
+def _alternative(summary: RunSummary) -> str:
+    """The other architecture's cheaper server, when there is one (HTML)."""
+    text = fmt.alternative_server(getattr(summary.server, "alternative", None))
+    return f'<div class="rt-tile-sub" id="rt-alternative">{_esc(text)}</div>' if text else ""
 
 
 def _cost(summary: RunSummary) -> str:
