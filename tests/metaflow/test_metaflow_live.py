@@ -70,6 +70,9 @@ def test_metaflow_live_card_changes_while_the_step_runs(tmp_path):
         token = re.search(r'METAFLOW_RELOAD_TOKEN = "([^"]+)"', html).group(1)
         tokens.add(token)
         assert token.startswith("render-seq-")
+        # rendered in the task process: no catalog asked, no server tile, no warning of it
+        assert 'id="rt-best-server"' not in html and "Server prices" not in html
+        assert "The final report, with server prices, replaces this page" in html
     assert len(tokens) >= 3
     dom, errors, _ = chromium_check(seen[counts[-1]], tmp_path)
     assert errors == [] and "Live view" in dom

@@ -9,6 +9,7 @@ package cannot be used, a small escaped HTML summary takes its place.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from metaflow.plugins.cards.card_modules.card import MetaflowCard
@@ -69,7 +70,8 @@ class TrackedResourcesCard(MetaflowCard):  # type: ignore[misc]
         tracker = ResourceTracker.loads(snapshot)
         banner = (
             f"Live view: the step is running ({plural(tracker.n_samples, 'sample')} so far, "
-            f"update {user.get('seq')}). The final report replaces this page when it ends."
+            f"update {user.get('seq')}). The final report, with server prices, replaces this "
+            "page when it ends."
         )
         html = _report_html(tracker, None, banner=banner, live=True)
         return _with_script(html, _LIVE_SCRIPT)
@@ -271,6 +273,14 @@ def tuning_banner(tuning: object, failed: bool = False) -> Tuple[str, List[str]]
     return sentence, details
 
 
+def _live_summary(tracker: ResourceTracker, history: object) -> RunSummary:
+    """The summary of a live render: no catalog asked (no I/O in the step's process), and
+    no warning about it (the live banner says the final report brings the prices)."""
+    summary = tracker.summary(historical_stats=history, lookup_server=False)
+    kept = tuple(w for w in summary.warnings if w.topic != "catalog")
+    return replace(summary, warnings=kept)
+
+
 def _report_html(
     tracker: ResourceTracker,
     data: Optional[Mapping[str, Any]],
@@ -283,8 +293,8 @@ def _report_html(
     report cannot be rendered.
 
     The summary stored with the artifact (in its ``tracker`` snapshot) is rendered as it
-    is: the card asks no catalog. Artifacts without one (earlier versions, live renders)
-    get a summary built here.
+    is: the card asks no catalog. Artifacts without one (earlier versions) get a summary
+    built here; live renders (in the task process) one without servers and prices.
     """
     history = (data or {}).get("historical_runs_stats") or None
     summary = None
@@ -294,7 +304,7 @@ def _report_html(
 
         summary = stored_summary(((data or {}).get("tracker") or {}).get("summary"))
         if summary is None:
-            summary = tracker.summary(historical_stats=history)
+            summary = _live_summary(tracker, history) if live else tracker.summary(history)
         html = str(render_report(tracker, summary=summary, integration="Metaflow"))
         note = None
         if failed and not live:
