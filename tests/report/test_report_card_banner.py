@@ -78,7 +78,8 @@ def test_a_tuned_cards_banner_is_one_sentence_and_the_phone_sees_the_answer(tmp_
     # one sentence: what changed and the one reason
     assert sentence.endswith(".") and ". " not in sentence and "; " not in sentence, sentence
     assert all(change in sentence for change in tuning.changes), sentence
-    assert "starved by a saturated machine" in sentence
+    assert "runs 100 to 106 were starved by a saturated machine" in sentence
+    assert len(sentence) <= 200, sentence  # was 900 characters, the note seven times
     # the details are folded, each note once (the seven runs' note is one line)
     assert seen["open"] is False and "Details" in seen["shown"]
     assert "Why it may differ" not in seen["shown"]
@@ -89,3 +90,21 @@ def test_a_tuned_cards_banner_is_one_sentence_and_the_phone_sees_the_answer(tmp_
     assert seen["bannerBottom"] < seen["height"] / 4, seen
     assert seen["recBottom"] <= seen["height"], seen
     assert errors == []
+
+
+def test_each_tuning_note_once_its_runs_named_in_a_few_words():
+    """The same note on several runs is one line naming the runs briefly (Metaflow's run ids
+    are timestamps: never twelve of them in a line); other notes stay, each once, in order."""
+    pytest.importorskip("metaflow")
+    from metaflow_extensions.resource_tracker.plugins.cards.resource_tracker_card import (
+        tracked_resources_card as card,
+    )
+
+    starved = "starved by a saturated machine: its CPU does not lower the ask"
+    runs = ["1733571234", "1733574321", "1733579999", "1733580000", "1733590001"]
+    note = "; ".join(f"run {r} was {starved}" for r in runs) + "; memory held at max_memory=4096"
+    assert card.distinct_notes(note, f"run 7 was {starved}; memory held at max_memory=4096") == [
+        f"runs 1733571234, 1733574321, 1733579999 and 3 more were {starved}",
+        "memory held at max_memory=4096",
+    ]
+    assert card.distinct_notes("run 7 had x; run 8 had x") == ["runs 7 and 8 had x"]

@@ -239,9 +239,23 @@ def distinct_notes(*notes: object) -> List[str]:
         if len(ids) <= 1:
             out.append(f"run {ids[0]} {verb} {rest}" if ids else rest)
         else:
-            names = ", ".join(ids[:-1]) + f" and {ids[-1]}"
-            out.append(f"runs {names} {'were' if verb == 'was' else verb} {rest}")
+            out.append(f"runs {run_names(ids)} {'were' if verb == 'was' else verb} {rest}")
     return out
+
+
+def run_names(ids: Sequence[str]) -> str:
+    """Several run ids in a few words: '7 and 8', '100 to 106' (consecutive numbers, as
+    Metaflow's local runs), '3, 9, 12 and 5 more' (more than four otherwise)."""
+    numbers = [int(i) for i in ids if i.isdigit()]
+    if (
+        len(ids) > 2
+        and len(numbers) == len(ids)
+        and numbers == list(range(numbers[0], numbers[0] + len(ids)))
+    ):
+        return f"{ids[0]} to {ids[-1]}"
+    if len(ids) > 4:
+        return f"{', '.join(ids[:3])} and {len(ids) - 3} more"
+    return ", ".join(ids[:-1]) + f" and {ids[-1]}"
 
 
 def tuning_banner(tuning: object, failed: bool = False) -> Tuple[str, List[str]]:
