@@ -13,6 +13,16 @@ import pytest
 from resource_tracker import ResourceTracker, catalog
 from resource_tracker import formatting as fmt
 
+try:  # the Metaflow card renders the same report (when the extension's dependency is here)
+    from metaflow_extensions.resource_tracker.plugins.cards.resource_tracker_card import (
+        tracked_resources_card as card,
+    )
+    from metaflow_extensions.resource_tracker.plugins.track_resources_decorator import (
+        build_artifact,
+    )
+except ImportError:
+    card = None
+
 
 @pytest.fixture(scope="module")
 def snapshot(tmp_path_factory):
@@ -144,6 +154,12 @@ def test_cli_run_summary_names_the_cheapest_server_and_the_cost(catalog_db, tmp_
         tile = tile[: tile.index('id="rt-cost"')]
         assert f"<code>{want['server_id']}</code>" in tile
         assert f'<div class="rt-tile-sub" id="rt-alternative">{text}' in tile
+        if card is not None:  # the Metaflow card of the same run: the same two servers
+            data = build_artifact(saved, None, failed=False, label="Flow/1/step/2")
+            page = card.render_artifact(data, label="Flow/1/step/2")
+            tile = page[page.index('id="rt-best-server"') : page.index('id="rt-cost"')]
+            assert f"<code>{want['server_id']}</code>" in tile
+            assert f'<div class="rt-tile-sub" id="rt-alternative">{text}' in tile
     else:
         assert "or" not in lines
     # numbers as resource_tracker.formatting shows them: prices with 3 digits, money

@@ -22,6 +22,12 @@ import pytest
 from mf_cgroup import cpu_stat, started_kubelet, v1_cpu_root
 from mf_harness import FLOWS, card_files, chromium_check, query, run_flow, start_flow, task_of
 
+from resource_tracker.insights import was_throttled
+
+#: Throttled periods a loaded machine adds to a run by chance (seen: 1, of 81, with
+#: live=False); a `card create` process per refresh added 33 of 81.
+NOISE = 2
+
 
 def _data_updates(root, step):
     """The card data updates (JSON) of step in the local datastore."""
@@ -104,7 +110,10 @@ def cpu_kubelet():
 def test_the_live_card_costs_a_1_core_step_no_throttled_period(tmp_path, cpu_kubelet):
     """The same step (a worker at ~0.4 core) in the same 1-core cgroup, live card on
     (refreshed every second) and off: the kernel's throttled periods during the step are
-    the same, and so are the tracker's."""
+    the same, and so are the tracker's, up to the noise of a loaded machine (a period or
+    two throttled for a few ms either way, in the live=False run as well: NOISE), far from
+    the third of the periods a `card create` process per refresh got throttled. Neither run
+    counts as throttled (insights.was_throttled: the share and the time floor)."""
     seen = {}
     for live in ("1", "0"):
         root = tmp_path / f"live{live}"
@@ -120,9 +129,14 @@ def test_the_live_card_costs_a_1_core_step_no_throttled_period(tmp_path, cpu_kub
     assert cpu_stat(cpu_kubelet.child)["nr_periods"] > 0
     (kernel_on, data_on), (kernel_off, data_off) = seen["1"], seen["0"]
     assert min(kernel_on["nr_periods"], kernel_off["nr_periods"]) >= 40  # a busy 4 s at least
-    assert kernel_on["nr_throttled"] == kernel_off["nr_throttled"], (kernel_on, kernel_off)
+    assert kernel_on["nr_throttled"] <= kernel_off["nr_throttled"] + NOISE, (kernel_on, kernel_off)
     assert data_on["live_card"]["renders"] >= 3 and data_on["live_card"]["errors"] == []
     assert "live_card" not in data_off
     tracked = [d["detailed_stats"]["cgroup"] for d in (data_on, data_off)]
     assert all(cg["cpu_limit_cores"] == 1 for cg in tracked)
-    assert tracked[0]["cpu_throttled_periods"] == tracked[1]["cpu_throttled_periods"], tracked
+    assert tracked[0]["cpu_throttled_periods"] <= tracked[1]["cpu_throttled_periods"] + NOISE, (
+        tracked
+    )
+    for cg in tracked:  # the tracker's verdict: not throttled, with the live card or without
+        share = cg["cpu_throttled_periods"] / cg["cpu_periods"]
+        assert not was_throttled(share, cg.get("cpu_throttled_seconds")), cg
