@@ -79,6 +79,7 @@ def test_metaflow_live_card_changes_while_the_step_runs(tmp_path):
         # rendered in the task process: no catalog asked, no server tile, no warning of it
         assert 'id="rt-best-server"' not in html and "Server prices" not in html
         assert "The final report, with server prices, replaces this page" in html
+        assert 'class="rt-status rt-status-running"' in html  # never 'Finished' while it runs
     assert len(tokens) >= 3
     dom, errors, _ = chromium_check(seen[counts[-1]], tmp_path)
     assert errors == [] and "Live view" in dom
@@ -87,6 +88,7 @@ def test_metaflow_live_card_changes_while_the_step_runs(tmp_path):
     task = task_of(run, "long_step")
     (card,) = [c for c in task["cards"] if c["type"] == "tracked_resources"]
     assert "Live view" not in card["html"]  # the final render replaced the live ones
+    assert 'class="rt-status rt-status-finished"' in card["html"]
     data = task["artifacts"]["resource_tracker_data"]
     assert data["live_card"]["renders"] >= 3 and data["live_card"]["errors"] == []
     assert max(data["process_metrics"]["children"]) == 0  # a refresh starts no process

@@ -319,7 +319,8 @@ def _report_html(
         summary = stored_summary(((data or {}).get("tracker") or {}).get("summary"))
         if summary is None:
             summary = _live_summary(tracker, history) if live else tracker.summary(history)
-        html = str(render_report(tracker, summary=summary, integration="Metaflow"))
+        shown = "running" if live else None  # a snapshot of a running tracker loads as stopped
+        html = str(render_report(tracker, summary=summary, status=shown, integration="Metaflow"))
         note = None
         if failed and not live:
             banner = None  # the report opens with "The step failed after ...", said once
