@@ -47,7 +47,7 @@ def _starved_runs(n=7):
     ]  # fmt: skip
 
 
-def _tuned_card(tmp_path):
+def _tuned_card(tmp_path, failed=False):
     pytest.importorskip("metaflow")
     from metaflow_extensions.resource_tracker.plugins.cards.resource_tracker_card import (
         tracked_resources_card as card,
@@ -59,7 +59,7 @@ def _tuned_card(tmp_path):
     tuning = tune_resources(_starved_runs(), {"cpu": 1, "memory": 4096})
     assert tuning.changes and tuning.note.count("starved by a saturated machine") == 7
     tracker = ResourceTracker.from_snapshot(long_run_snapshot(rows=600))
-    data = build_artifact(tracker, None, failed=False, label="Flow/1/train/2")
+    data = build_artifact(tracker, None, failed=failed, label="Flow/1/train/2")
     data["tuning"] = {**tuning.to_dict(), "next": {"cpu": 1, "memory": 512},
                       "next_note": tuning.note}  # fmt: skip
     path = tmp_path / "card.html"
@@ -67,8 +67,10 @@ def _tuned_card(tmp_path):
     return str(path), tuning
 
 
-def test_a_tuned_cards_banner_is_one_sentence_and_the_phone_sees_the_answer(tmp_path):
-    path, tuning = _tuned_card(tmp_path)
+@pytest.mark.parametrize("failed", [False, True], ids=["finished", "failed"])
+def test_a_tuned_cards_banner_is_one_sentence_and_the_phone_sees_the_answer(tmp_path, failed):
+    """Also for a step that failed (its report says so once, the tuning banner stays)."""
+    path, tuning = _tuned_card(tmp_path, failed)
     with Browser(*PHONE) as b:
         b.viewport(*PHONE)
         b.load("file://" + path, READY)
@@ -84,7 +86,9 @@ def test_a_tuned_cards_banner_is_one_sentence_and_the_phone_sees_the_answer(tmp_
     assert seen["open"] is False and "Details" in seen["shown"]
     assert "Why it may differ" not in seen["shown"]
     assert seen["text"].count("starved by a saturated machine") == 1, seen["folded"]
-    assert any(item.startswith("Next run: ") for item in seen["folded"])
+    (upcoming,) = [item for item in seen["folded"] if item.startswith("Next run: ")]
+    assert ("cut short by its failure" in upcoming) == failed
+    assert seen["text"].count("The step failed") == (1 if failed else 0)
     assert len(seen["folded"]) == len(set(seen["folded"]))
     # the first screen: the banner, then the recommendation, whole
     assert seen["bannerBottom"] < seen["height"] / 4, seen

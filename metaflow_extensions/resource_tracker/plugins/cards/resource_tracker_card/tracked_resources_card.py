@@ -194,10 +194,7 @@ def render_artifact(data: Any, label: Optional[str] = None) -> str:
     if problem is not None:
         return _unreadable_page(problem)
     failed = bool(data.get("step_failed"))
-    banner = "The step failed: resource use up to the failure." if failed else None
     tuning, details = tuning_banner(data.get("tuning"), failed=failed)
-    if tuning:
-        banner = f"{banner} {tuning}" if banner else tuning
     if data.get("process_metrics") is None:
         body = "<h2>Resource tracking</h2>"
         if failed:
@@ -209,8 +206,11 @@ def render_artifact(data: Any, label: Optional[str] = None) -> str:
     except Exception as exc:  # a damaged snapshot or table: say so, never raise
         return _unreadable_page(f"{type(exc).__name__}: {exc}")
     tracker.label = tracker.label or label
-    return _report_html(tracker, data, banner=banner, failed=failed, details=details)
+    return _report_html(tracker, data, banner=tuning or None, failed=failed, details=details)
 
+
+#: The banner of a failed step whose report cannot be rendered (the report says it itself)
+_FAILED_LINE = "The step failed: resource use up to the failure."
 
 _RUN_NOTE = re.compile(r"run (\S+) (was|had) (.+)")
 
@@ -321,16 +321,17 @@ def _report_html(
             summary = _live_summary(tracker, history) if live else tracker.summary(history)
         shown = "running" if live else None  # a snapshot of a running tracker loads as stopped
         html = str(render_report(tracker, summary=summary, status=shown, integration="Metaflow"))
-        note = None
-        if failed and not live:
-            banner = None  # the report opens with "The step failed after ...", said once
+        note = None  # a failed step's report opens with "The step failed after ...": once
     except Exception as exc:  # the report package is missing or broke: still show the data
         status = "running" if live else ("failed" if failed else "finished")
         html = _summary_html(tracker, summary, data, status)
         note = f"(full report unavailable: {type(exc).__name__}: {exc})"
+        if failed:
+            banner = " ".join(t for t in (_FAILED_LINE, banner) if t)
     if banner or note:
         text = " ".join(t for t in (banner, note) if t)
-        html = _with_banner(html, text, failed, details)
+        alarm = failed and note is not None  # red: only the banner says the step failed
+        html = _with_banner(html, text, alarm, details)
     return html
 
 
