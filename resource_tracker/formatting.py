@@ -28,6 +28,7 @@ __all__ = [
     "NA",
     "OTHER_ARCHITECTURE",
     "alternative_server",
+    "price_allocation",
     "CHANGE_MIN_RATIO",
     "CHANGE_FLOORS",
     "Change",
@@ -302,14 +303,22 @@ def server_caveats(
     return parts, mismatch
 
 
+def price_allocation(server: object) -> str:
+    """A catalog record's price type as a reader says it ('spot', 'on-demand'; '' unknown)."""
+    allocation = server.get("price_allocation") if isinstance(server, dict) else None
+    return str(allocation or "").lower().replace("ondemand", "on-demand")
+
+
 def alternative_server(server: object) -> str:
     """The other architecture's cheaper server in one line ('' for none): 'arm64 instead:
-    aws t4g.nano at $0.00126/h, 11% less ($0.00015/h): if the code runs on arm64'."""
+    aws t4g.nano at $0.00126/h (spot), 11% less ($0.00015/h): if the code runs on arm64'."""
     if not isinstance(server, dict):
         return ""
     arch = architecture(server.get("cpu_architecture")) or "the other architecture"
     name = f"{server.get('vendor_id', '?')} {server.get('server_id', '?')}"
     text = f"{arch} instead: {name} at {money(server.get('price'), 'h')}"
+    if price_allocation(server):  # as the best server's price says it: spot or on-demand
+        text += f" ({price_allocation(server)})"
     share, saving = _finite(server.get("saving_share")), _finite(server.get("saving_usd_per_hour"))
     if share is not None and saving is not None:
         text += f", {percent(share)} less ({money(saving, 'h')})"

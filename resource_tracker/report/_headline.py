@@ -190,9 +190,8 @@ def _price(server: object) -> Optional[float]:
 def server_price(server: object) -> str:
     """The hourly price of a catalog record, with its allocation (spot/on-demand)."""
     text = _esc(fmt.money(_price(server), "h"))
-    allocation = server.get("price_allocation") if isinstance(server, dict) else None
-    if allocation and text != fmt.NA:
-        kind = _esc(str(allocation).lower().replace("ondemand", "on-demand"))
+    kind = _esc(fmt.price_allocation(server))
+    if kind and text != fmt.NA:
         text += f' <span class="rt-nowrap">({kind})</span>'
     return f'<span class="rt-nowrap">{text}</span>' if " " not in text else text
 

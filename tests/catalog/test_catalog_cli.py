@@ -142,10 +142,11 @@ def test_cli_run_summary_names_the_cheapest_server_and_the_cost(catalog_db, tmp_
     assert "not the" not in lines["server"]  # of the run's architecture
     other = fmt.OTHER_ARCHITECTURE[run_arch]
     alt = catalog.recommend_server(resources, catalog=catalog_db, architecture=other)
-    if alt["price"] < want["price"]:  # x86_64 here: the arm64 t4g is cheaper
+    if alt["price"] < want["price"]:  # x86_64 here: the arm64 t4g is cheaper (spot, as best)
+        assert alt["price_allocation"] == want["price_allocation"] == "spot"
         saving = fmt.money(want["price"] - alt["price"], "h")
         text = (f"{other} instead: {alt['vendor_id']} {alt['server_id']} at "
-                f"{fmt.money(alt['price'], 'h')}, "
+                f"{fmt.money(alt['price'], 'h')} ({alt['price_allocation']}), "
                 f"{fmt.percent(1 - alt['price'] / want['price'])} less ({saving})")  # fmt: skip
         assert text in lines["or"]
         monkeypatch.setenv("RESOURCE_TRACKER_CATALOG", catalog_db)
