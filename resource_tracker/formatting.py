@@ -26,6 +26,9 @@ from typing import List, Optional, Tuple, Union
 
 __all__ = [
     "NA",
+    "OTHER_ARCHITECTURE",
+    "alternative_server",
+    "price_allocation",
     "CHANGE_MIN_RATIO",
     "CHANGE_FLOORS",
     "Change",
@@ -261,6 +264,8 @@ def catalog_problem(text: str) -> str:
 
 #: Other names of the two CPU architectures the catalog knows.
 ARCHITECTURE_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "aarch64": "arm64", "arm": "arm64"}
+#: The other of the two: the alternative architecture a run is shown.
+OTHER_ARCHITECTURE = {"x86_64": "arm64", "arm64": "x86_64"}
 
 
 def architecture(name: object) -> Optional[str]:
@@ -296,3 +301,25 @@ def server_caveats(
     if arch and run_arch and arch != run_arch:
         mismatch = f"not the {run_arch} this run used: its code and wheels must run on {arch}"
     return parts, mismatch
+
+
+def price_allocation(server: object) -> str:
+    """A catalog record's price type as a reader says it ('spot', 'on-demand'; '' unknown)."""
+    allocation = server.get("price_allocation") if isinstance(server, dict) else None
+    return str(allocation or "").lower().replace("ondemand", "on-demand")
+
+
+def alternative_server(server: object) -> str:
+    """The other architecture's cheaper server in one line ('' for none): 'arm64 instead:
+    aws t4g.nano at $0.00126/h (spot), 11% less ($0.00015/h): if the code runs on arm64'."""
+    if not isinstance(server, dict):
+        return ""
+    arch = architecture(server.get("cpu_architecture")) or "the other architecture"
+    name = f"{server.get('vendor_id', '?')} {server.get('server_id', '?')}"
+    text = f"{arch} instead: {name} at {money(server.get('price'), 'h')}"
+    if price_allocation(server):  # as the best server's price says it: spot or on-demand
+        text += f" ({price_allocation(server)})"
+    share, saving = _finite(server.get("saving_share")), _finite(server.get("saving_usd_per_hour"))
+    if share is not None and saving is not None:
+        text += f", {percent(share)} less ({money(saving, 'h')})"
+    return f"{text}: if the code runs on {arch}"

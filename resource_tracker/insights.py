@@ -39,6 +39,7 @@ __all__ = [
     "KINDS",
     "over_provisioned",
     "at_risk",
+    "was_throttled",
     "above_ask",
     "changed",
     "phases",
@@ -55,8 +56,11 @@ _SEVERITIES = ("info", "warning", "critical")
 DEFAULT_RUNS_PER_MONTH = 30.0
 #: Memory at or above this share of the limit is at risk.
 MEMORY_RISK_SHARE = 0.85
-#: CPU throttled for more than this share of the run (periods, else seconds) is at risk.
+#: CPU throttled for more than this share of the run (periods, else seconds) is at risk ...
 THROTTLE_RISK_SHARE = 0.10
+#: ... when it was throttled this many seconds at least (the kernel's throttled time): a
+#: short burst in an idle step crosses the share of periods and costs the step nothing.
+THROTTLE_FLOOR_S = 1.0
 #: A resource is over-provisioned when its peak use is at most this share of the ask ...
 OVER_SHARE = 0.5
 #: ... and the gap is at least this much (the settings of the memory and CPU floors; GPUs).
@@ -65,6 +69,9 @@ OVER_FLOOR_SETTINGS = {
     "cpu": "RESOURCE_TRACKER_OVER_MIN_CORES",
 }
 OVER_FLOOR_GPUS = 1.0
+#: An ask at least this many times what the run needs is a finding whatever its gap costs:
+#: it holds capacity other jobs of the cluster could use (a short step costs little a month).
+OVER_RATIO = 4.0
 #: The fewest earlier runs a change is judged against.
 MIN_HISTORY = 3
 #: A change must exceed this many robust standard deviations (1.4826 MAD) ...
@@ -197,16 +204,46 @@ def _over(resource: str, asked: Optional[float], peak: Optional[float]) -> bool:
     return peak <= OVER_SHARE * asked and asked - peak >= floor
 
 
-def _gap_severity(cost: Mapping[str, Any]) -> Optional[str]:
+def _gap_severity(cost: Mapping[str, Any], far_over: bool) -> Optional[str]:
     """The severity of a gap by what it costs a month: None (not worth a finding) when it
-    costs nothing or less than ``RESOURCE_TRACKER_OVER_MIN_USD_MONTH``, a warning from
+    costs nothing or less than ``RESOURCE_TRACKER_OVER_MIN_USD_MONTH`` and the ask is not
+    ``far_over`` (:data:`OVER_RATIO` times the need: info whatever it costs), a warning from
     ``RESOURCE_TRACKER_WARN_USD_MONTH``, else info (also when the gap is not priced)."""
     per_month = cost.get("gap_usd_per_month")
     if per_month is None:
         return "info"
     if per_month <= 0 or per_month < settings.get("RESOURCE_TRACKER_OVER_MIN_USD_MONTH"):
-        return None
+        return "info" if far_over else None
     return "warning" if per_month >= settings.get("RESOURCE_TRACKER_WARN_USD_MONTH") else "info"
+
+
+def _over_part(key: str, asked: Any, peak: Any, numbers: Dict[str, Any]) -> str:
+    """The finding's words on one over-provisioned resource (its figures into numbers)."""
+    share = peak / asked
+    numbers.update({f"asked_{key}": asked, f"peak_{key}": peak, f"{key}_used_share": share})
+    if key == "memory":
+        return f"asked {_gib(asked)} memory, peak {_gib(peak)} ({fmt.percent(share)})"
+    unit = "cores" if key == "cpu" else "GPUs"
+    return (
+        f"asked {fmt.quantity(asked, unit)}, peak {fmt.quantity(peak, unit)} ({fmt.percent(share)})"
+    )
+
+
+def _ask_ratio(
+    over: Sequence[str],
+    ask: Mapping[str, Optional[float]],
+    peak: Mapping[str, Optional[float]],
+    needed: Optional[Mapping[str, Any]],
+) -> float:
+    """The highest ask / need of the over-provisioned resources (the need: the
+    recommendation, else the peak; 0 when no need is known)."""
+    ratios = [0.0]
+    for k in over:
+        need = _num((needed or {}).get(k))
+        need = need if need is not None else peak[k]
+        if need and ask[k]:
+            ratios.append(ask[k] / need)  # type: ignore[operator]
+    return max(ratios)
 
 
 def over_provisioned(
@@ -239,23 +276,14 @@ def over_provisioned(
         return []
     source = str(asked.get("source") or "the request")
     numbers: Dict[str, Any] = {"source": source}
-    parts = []
-    for k in over:
-        share = peak[k] / ask[k]  # type: ignore[operator]
-        numbers.update({f"asked_{k}": ask[k], f"peak_{k}": peak[k], f"{k}_used_share": share})
-        if k == "memory":
-            parts.append(
-                f"asked {_gib(ask[k])} memory, peak {_gib(peak[k])} ({fmt.percent(share)})"
-            )
-        else:
-            unit = "cores" if k == "cpu" else "GPUs"
-            parts.append(
-                f"asked {fmt.quantity(ask[k], unit)}, peak {fmt.quantity(peak[k], unit)} "
-                f"({fmt.percent(share)})"
-            )
+    parts = [_over_part(k, ask[k], peak[k], numbers) for k in over]
     message = f"Over-provisioned ({source}): " + "; ".join(parts)
+    ratio = _ask_ratio(over, ask, peak, needed)
+    if ratio >= OVER_RATIO:  # a finding whatever it costs
+        numbers["ask_need_ratio"] = ratio
+        message += f"; it asks {ratio:.0f}x what it needs, capacity other jobs could use"
     cost = _gap_cost(ask, peak, needed, duration_s, pricing, runs_per_month)
-    severity = _gap_severity(cost)
+    severity = _gap_severity(cost, ratio >= OVER_RATIO)
     if severity is None:
         return []
     numbers.update(cost)
@@ -304,7 +332,8 @@ def _gap_cost(
 def at_risk(cgroup: Optional[Mapping[str, Any]], duration_s: Optional[float]) -> List[Insight]:
     """Findings from the container's cgroup figures (``stats()["cgroup"]``): an OOM kill
     (critical), peak memory at or above 85% of the limit, CPU throttled more than 10% of
-    the run (by periods; by seconds against the duration when periods are unknown)."""
+    the run (by periods; by seconds against the duration when periods are unknown) for a
+    second at least (:func:`was_throttled`)."""
     if not isinstance(cgroup, Mapping):
         return []
     found = []
@@ -392,11 +421,22 @@ def throttled_share(
     return None
 
 
+def was_throttled(share: Any, seconds: Any) -> bool:
+    """The rule of a run held back by its CPU limit (the insight, tuning, the tuning record):
+    throttled in more than :data:`THROTTLE_RISK_SHARE` of the run (``share``: of its CPU
+    periods, see :func:`throttled_share`) for :data:`THROTTLE_FLOOR_S` seconds at least
+    (``seconds``: the kernel's throttled time; the share alone when it is unknown)."""
+    share, seconds = _num(share), _num(seconds)
+    if share is None or share <= THROTTLE_RISK_SHARE:
+        return False
+    return seconds is None or seconds >= THROTTLE_FLOOR_S
+
+
 def _throttle_risk(cgroup: Mapping[str, Any], duration_s: Optional[float]) -> List[Insight]:
     periods, throttled = _num(cgroup.get("cpu_periods")), _num(cgroup.get("cpu_throttled_periods"))
     seconds = _num(cgroup.get("cpu_throttled_seconds"))
     found = throttled_share(cgroup, duration_s)
-    if found is None or found[0] <= THROTTLE_RISK_SHARE:
+    if found is None or not was_throttled(found[0], seconds):
         return []
     share, basis = found
     limit = _num(cgroup.get("cpu_limit_cores"))

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import _core
+from . import formatting as fmt
 from .insights import Insight
 from .registry import Column, column, stat_columns, traffic_columns
 
@@ -103,6 +104,9 @@ class ServerChoice:
     costs: Optional[Dict[str, Any]] = None
     unavailable: Optional[str] = None
     no_match: Optional[str] = None
+    #: the cheapest server of the other CPU architecture when it costs less than the best
+    #: (the servers are the run's architecture): with ``saving_usd_per_hour``, ``saving_share``
+    alternative: Optional[Dict[str, Any]] = None
 
     @property
     def best(self) -> Optional[Dict[str, Any]]:
@@ -261,6 +265,7 @@ def _server_from_dict(data: Mapping[str, Any]) -> ServerChoice:
         costs=data.get("costs"),
         unavailable=data.get("unavailable"),
         no_match=data.get("no_match"),
+        alternative=data.get("alternative"),
     )
 
 
@@ -377,8 +382,11 @@ def lookup_servers(
     *,
     n: int = SERVER_CHOICES,
     timeout: float = SERVER_TIMEOUT_S,
+    architecture: Optional[str] = None,
 ) -> ServerChoice:
-    """The cheapest ``n`` servers for ``resources`` and the run's costs, from
+    """The cheapest ``n`` servers for ``resources`` of the run's CPU ``architecture`` (any
+    when unknown; the other architecture's cheapest as the alternative when it costs less:
+    ``resource_tracker.catalog.run_servers``) and the run's costs, from
     ``resource_tracker.catalog``, in at most ``timeout`` seconds (the lookup runs in a
     daemon thread; a slower one is left behind; in the caller when no thread can be made).
     Never raises: a missing catalog, nothing fitting or a failure is said in
@@ -387,7 +395,7 @@ def lookup_servers(
 
     def work() -> None:
         try:
-            result["choice"] = _ask_catalog(resources, duration, cloud_info, n)
+            result["choice"] = _ask_catalog(resources, duration, cloud_info, n, architecture)
         except Exception as exc:  # an unexpected failure: a note, never a crash
             result["choice"] = ServerChoice(
                 unavailable=f"catalog unavailable: {type(exc).__name__}: {exc}"
@@ -412,6 +420,7 @@ def _ask_catalog(
     duration: Optional[float],
     cloud_info: Optional[Mapping[str, Any]],
     n: int,
+    architecture: Optional[str] = None,
 ) -> ServerChoice:
     try:
         from .catalog import (
@@ -427,10 +436,10 @@ def _ask_catalog(
         )
     servers: Tuple[Dict[str, Any], ...] = ()
     no_match = None
+    arch = fmt.architecture(architecture)
     if resources is not None:
         try:
-            found = recommend_server(dict(resources), n=n)
-            servers = tuple(found) if isinstance(found, (list, tuple)) else (found,)
+            servers = _run_servers(recommend_server, dict(resources), arch, n)
         except NoMatchingServerError as exc:
             no_match = f"no server in the catalog fits: {exc}"
         except CatalogUnavailableError as exc:
@@ -443,7 +452,55 @@ def _ask_catalog(
             return ServerChoice(
                 servers, None, f"catalog unavailable: costs failed: {type(exc).__name__}: {exc}"
             )
-    return ServerChoice(servers=servers, costs=costs, no_match=no_match)
+    alternative = None
+    if arch in fmt.OTHER_ARCHITECTURE and servers:
+        try:
+            other = recommend_server(
+                dict(resources or {}), architecture=fmt.OTHER_ARCHITECTURE[arch]
+            )
+            alternative = cheaper_alternative(servers[0], other, arch)
+        except (NoMatchingServerError, CatalogUnavailableError):
+            pass
+    return ServerChoice(servers=servers, costs=costs, no_match=no_match, alternative=alternative)
+
+
+def _run_servers(
+    recommend: Any, resources: Dict[str, Any], arch: Optional[str], n: int
+) -> Tuple[Dict[str, Any], ...]:
+    """The n cheapest servers of the run's CPU architecture (``recommend``: the catalog's
+    recommend_server); of any when it is unknown or none of its architecture fits."""
+    from .catalog import NoMatchingServerError
+
+    found = None
+    if arch in fmt.OTHER_ARCHITECTURE:
+        try:
+            found = recommend(resources, n=n, architecture=arch)
+        except NoMatchingServerError:
+            pass
+    if found is None:
+        found = recommend(resources, n=n)
+    return tuple(found) if isinstance(found, (list, tuple)) else (found,)
+
+
+def cheaper_alternative(
+    best: Mapping[str, Any], other: Any, arch: Optional[str]
+) -> Optional[Dict[str, Any]]:
+    """``other`` (the other architecture's cheapest server) with ``saving_usd_per_hour`` and
+    ``saving_share`` against ``best`` when best is of the run's ``arch`` and other costs
+    less; else None."""
+    first, alt = _price_of(best), _price_of(other)
+    if fmt.architecture(best.get("cpu_architecture")) != arch or first is None or alt is None:
+        return None
+    if alt >= first or first <= 0:
+        return None
+    return dict(other, saving_usd_per_hour=first - alt, saving_share=(first - alt) / first)
+
+
+def _price_of(server: Any) -> Optional[float]:
+    price = server.get("price") if isinstance(server, Mapping) else None
+    if isinstance(price, bool) or not isinstance(price, (int, float)):
+        return None
+    return float(price) if math.isfinite(price) else None
 
 
 # -- building it --------------------------------------------------------------------------
@@ -672,7 +729,9 @@ def build_summary(
     resources = get.resources(history, stats)
     cloud_info = _attr(tracker, "cloud_info")
     if lookup_server:
-        server = lookup_servers(resources, duration, cloud_info, timeout=server_timeout)
+        arch = (_attr(tracker, "server_info") or {}).get("architecture")
+        server = lookup_servers(resources, duration, cloud_info, timeout=server_timeout,
+                                architecture=arch)  # fmt: skip
     else:
         server = ServerChoice(unavailable="catalog not consulted (lookup_server=False)")
     for topic, text in (("catalog", server.unavailable), ("server", server.no_match)):

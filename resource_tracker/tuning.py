@@ -18,7 +18,8 @@ The rule (per resource, from at most the newest runs the caller passes):
   not again on every later run);
 - CPU: the 90th percentile of each run's per-interval usage (the busy part of a run, not
   its mean), the highest over the runs, in whole cores (0.1 core of tolerance), at least
-  1; a run throttled by its CPU limit (more than 10% of its periods) counts as needing a
+  1; a run throttled by its CPU limit (more than 10% of its periods, for a second at least:
+  ``insights.was_throttled``) counts as needing a
   core more than it had, and a run *starved* by the machine (system CPU at the machine's
   cores while the step used less than it could have: what it had, at most the machine's
   cores) counts as needing that much: it never lowers the ask below what it could get;
@@ -42,7 +43,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import formatting as fmt
 from ._artifact_types import TuningResult
-from .insights import THROTTLE_RISK_SHARE
+from .insights import was_throttled
 
 __all__ = [
     "MIN_RUNS",
@@ -162,6 +163,7 @@ def _cgroup_part(cgroup: Any) -> Dict[str, Any]:
         },
         "oom_kills": _count(cg.get("oom_kills")),
         "throttled_share": hit / periods if periods else 0.0,
+        "throttled_s": cg.get("cpu_throttled_seconds"),  # None: unknown
     }
 
 
@@ -300,7 +302,7 @@ def _cpu_need(records: Sequence[Mapping[str, Any]], notes: List[str]) -> float:
             value = max(value, _could_have(r) or 0.0)
             notes.append(f"run {r.get('run', '?')} was starved by a saturated machine: "
                          "its CPU does not lower the ask")  # fmt: skip
-        if _count(r.get("throttled_share")) > THROTTLE_RISK_SHARE and had is not None:
+        if was_throttled(r.get("throttled_share"), r.get("throttled_s")) and had is not None:
             value = max(value, math.floor(had) + 1.0)
             notes.append(f"run {r.get('run', '?')} was throttled at {had:g} cores: "
                          f"CPU at least {math.floor(had) + 1:g}")  # fmt: skip

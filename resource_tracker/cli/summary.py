@@ -235,6 +235,8 @@ def server_lines(summary: RunSummary) -> List[str]:
     first = choice.best
     run_arch = (summary.server_info or {}).get("architecture")
     lines = [_row("server", describe_server(first, run_arch))]
+    if choice.alternative:
+        lines.append(_row("or", fmt.alternative_server(choice.alternative)))
     if first.get("price_source"):
         lines.append(_row("prices", first["price_source"]))
     cost = describe_costs(choice.costs or {})

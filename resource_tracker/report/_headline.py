@@ -190,9 +190,8 @@ def _price(server: object) -> Optional[float]:
 def server_price(server: object) -> str:
     """The hourly price of a catalog record, with its allocation (spot/on-demand)."""
     text = _esc(fmt.money(_price(server), "h"))
-    allocation = server.get("price_allocation") if isinstance(server, dict) else None
-    if allocation and text != fmt.NA:
-        kind = _esc(str(allocation).lower().replace("ondemand", "on-demand"))
+    kind = _esc(fmt.price_allocation(server))
+    if kind and text != fmt.NA:
         text += f' <span class="rt-nowrap">({kind})</span>'
     return f'<span class="rt-nowrap">{text}</span>' if " " not in text else text
 
@@ -230,9 +229,16 @@ def _server(summary: RunSummary) -> str:
         f'fitting server</div><div class="rt-answer-value">{server_name(best)}</div>'
         f"<div>{server_shape(best)} · <b>{server_price(best)}</b></div>"
         f'<div class="rt-caveats">{server_caveats(best, summary)}</div>'
+        + _alternative(summary)
         + (f'<div class="rt-tile-sub">Prices: {_esc(source)}</div>' if source else "")
         + "</div>"
     )
+
+
+def _alternative(summary: RunSummary) -> str:
+    """The other architecture's cheaper server, when there is one (HTML)."""
+    text = fmt.alternative_server(getattr(summary.server, "alternative", None))
+    return f'<div class="rt-tile-sub" id="rt-alternative">{_esc(text)}</div>' if text else ""
 
 
 def _cost(summary: RunSummary) -> str:

@@ -13,6 +13,16 @@ import pytest
 from resource_tracker import ResourceTracker, catalog
 from resource_tracker import formatting as fmt
 
+try:  # the Metaflow card renders the same report (when the extension's dependency is here)
+    from metaflow_extensions.resource_tracker.plugins.cards.resource_tracker_card import (
+        tracked_resources_card as card,
+    )
+    from metaflow_extensions.resource_tracker.plugins.track_resources_decorator import (
+        build_artifact,
+    )
+except ImportError:
+    card = None
+
 
 @pytest.fixture(scope="module")
 def snapshot(tmp_path_factory):
@@ -107,9 +117,14 @@ def test_cli_recommend_offline_answers_from_the_embedded_catalog(snapshot, monke
     assert f"prices      {want['price_source']}" in out.stdout
 
 
-def test_cli_run_summary_names_the_cheapest_server_and_the_cost(catalog_db, tmp_path):
+def test_cli_run_summary_names_the_cheapest_server_and_the_cost(catalog_db, tmp_path, monkeypatch):
     """`resource-tracker run` with a catalog: the summary's server line is the API's cheapest
-    server for the run's recommendation, with the run's cost on it."""
+    server of the run's architecture for the run's recommendation, with the run's cost on
+    it; the other architecture's cheaper server follows with its saving (the fixture's
+    cheapest server of all is an arm64 t4g: an x86_64 run is shown an x86_64 one first).
+    The report of the run (the Metaflow card's page) shows the same two."""
+    import platform
+
     env = dict(os.environ, RESOURCE_TRACKER_CATALOG=catalog_db)
     burn = "import time\nend = time.time() + 1.2\nwhile time.time() < end: pass"
     out = subprocess.run(
@@ -119,9 +134,35 @@ def test_cli_run_summary_names_the_cheapest_server_and_the_cost(catalog_db, tmp_
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     saved = ResourceTracker.loads((tmp_path / "resource-tracker.json").read_text())
-    want = catalog.recommend_server(saved.recommend_resources(), catalog=catalog_db)
+    run_arch = fmt.architecture(platform.machine())
+    resources = saved.recommend_resources()
+    want = catalog.recommend_server(resources, catalog=catalog_db, architecture=run_arch)
     lines = {line.split()[0]: line for line in out.stderr.splitlines() if line.startswith("  ")}
     assert f"{want['vendor_id']} {want['server_id']} " in lines["server"]
+    assert "not the" not in lines["server"]  # of the run's architecture
+    other = fmt.OTHER_ARCHITECTURE[run_arch]
+    alt = catalog.recommend_server(resources, catalog=catalog_db, architecture=other)
+    if alt["price"] < want["price"]:  # x86_64 here: the arm64 t4g is cheaper (spot, as best)
+        assert alt["price_allocation"] == want["price_allocation"] == "spot"
+        saving = fmt.money(want["price"] - alt["price"], "h")
+        text = (f"{other} instead: {alt['vendor_id']} {alt['server_id']} at "
+                f"{fmt.money(alt['price'], 'h')} ({alt['price_allocation']}), "
+                f"{fmt.percent(1 - alt['price'] / want['price'])} less ({saving})")  # fmt: skip
+        assert text in lines["or"]
+        monkeypatch.setenv("RESOURCE_TRACKER_CATALOG", catalog_db)
+        page = str(saved.report())
+        tile = page[page.index('id="rt-best-server"') :]
+        tile = tile[: tile.index('id="rt-cost"')]
+        assert f"<code>{want['server_id']}</code>" in tile
+        assert f'<div class="rt-tile-sub" id="rt-alternative">{text}' in tile
+        if card is not None:  # the Metaflow card of the same run: the same two servers
+            data = build_artifact(saved, None, failed=False, label="Flow/1/step/2")
+            page = card.render_artifact(data, label="Flow/1/step/2")
+            tile = page[page.index('id="rt-best-server"') : page.index('id="rt-cost"')]
+            assert f"<code>{want['server_id']}</code>" in tile
+            assert f'<div class="rt-tile-sub" id="rt-alternative">{text}' in tile
+    else:
+        assert "or" not in lines
     # numbers as resource_tracker.formatting shows them: prices with 3 digits, money
     # never below a cent ("< $0.01")
     assert f"{fmt.money(want['price'], 'h')})" in lines["server"]

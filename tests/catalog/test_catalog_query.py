@@ -302,3 +302,32 @@ def test_full_catalog_query_time(catalog_db, capsys):
 def _sha1(path):
     with open(path, "rb") as f:
         return hashlib.sha1(f.read()).hexdigest()
+
+
+def test_a_runs_servers_are_of_its_architecture_the_other_is_an_alternative(
+    catalog_db, monkeypatch
+):
+    """The fixture's cheapest fitting server of all is an arm64 t4g: an x86_64 (amd64) run is
+    given x86_64 servers and the t4g as the alternative with its saving; an arm64 run its
+    own (x86_64 costs more: no alternative); a run of unknown architecture the cheapest of
+    all (the summary's lookup, as the report, the card and the CLI summary show it)."""
+    from resource_tracker.summary import lookup_servers
+
+    monkeypatch.setenv("RESOURCE_TRACKER_CATALOG", catalog_db)
+    need = {"cpu": 1, "memory": 512}
+    anywhere = catalog.recommend_server(need)
+    assert anywhere["cpu_architecture"] == "arm64" and anywhere["server_id"].startswith("t4g")
+    x86 = catalog.recommend_server(need, architecture="x86_64")
+    for name in ("x86_64", "amd64"):
+        choice = lookup_servers(need, None, None, n=3, architecture=name, timeout=60)
+        assert choice.best == x86 and len(choice.servers) == 3
+        assert {s["cpu_architecture"] for s in choice.servers} == {"x86_64"}
+        alternative = choice.alternative
+        assert alternative == dict(anywhere, saving_usd_per_hour=alternative["saving_usd_per_hour"],
+                                   saving_share=alternative["saving_share"])  # fmt: skip
+        saving = x86["price"] - anywhere["price"]
+        assert alternative["saving_usd_per_hour"] == pytest.approx(saving)
+        assert alternative["saving_share"] == pytest.approx(saving / x86["price"])
+    for name in ("aarch64", None):
+        choice = lookup_servers(need, None, None, n=3, architecture=name, timeout=60)
+        assert choice.best == anywhere and choice.alternative is None

@@ -83,9 +83,9 @@ def test_pushgateway_final_push_on_failure(prom_stack, monkeypatch, money_floor)
     """A job failing inside ``with ResourceTracker(...)``: the exception reaches the caller
     unchanged and the final push still happens, marked failed, with the run's findings (it
     asked for 8 CPUs and 16000 MiB, as a Metaflow step's @resources would: over-provisioned),
-    the same as the report's: priced (the gap costs a few cents a month: info with no money
-    floor; under the default floor of $1 a month, no finding, where an unpriced one says
-    info)."""
+    the same as the report's: priced, the gap costs a few cents a month, under the default
+    floor of $1 a month, but the ask is many times the need: info with or without the money
+    floor)."""
     pushgateway, prometheus = prom_stack
     monkeypatch.setenv("RESOURCE_TRACKER_PUSHGATEWAY_URL", pushgateway.url)
     if money_floor is not None:
@@ -114,7 +114,7 @@ def test_pushgateway_final_push_on_failure(prom_stack, monkeypatch, money_floor)
         key = (insight.kind, insight.severity)
         expected[key] = expected.get(key, 0.0) + 1.0
     assert kinds == expected
-    assert (("over_provisioned", "info") in kinds) == (money_floor == "0")
+    assert ("over_provisioned", "info") in kinds
 
 
 def test_pushgateway_final_push_at_exit_without_stop(prom_stack, tmp_path):

@@ -12,7 +12,14 @@ from __future__ import annotations
 import pickle
 import sys
 
-ARTIFACTS = ("resource_tracker_data", "rt_end", "cpu_seconds", "asked_inside", "spin_share")
+ARTIFACTS = (
+    "resource_tracker_data",
+    "rt_end",
+    "cpu_seconds",
+    "asked_inside",
+    "spin_share",
+    "cpu_stat",
+)
 
 
 def task_record(task):

@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 import pytest
-from mf_cgroup import Kubelet, v1_memory_root
+from mf_cgroup import started_kubelet, v1_memory_root
 from mf_harness import FLOWS, hermetic_env, query, run_flow, task_of
 from typed_dict_check import assert_typed
 
@@ -41,10 +41,7 @@ def _cli(root):
 
 @pytest.fixture
 def kubelet():
-    root = v1_memory_root()
-    if root is None:
-        pytest.skip("needs root and a writable cgroup v1 memory controller")
-    k = Kubelet(root, "work").start()
+    k = started_kubelet(v1_memory_root(), "work", "memory")
     yield k
     k.remove()
 

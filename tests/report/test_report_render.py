@@ -455,7 +455,8 @@ def test_report_with_a_real_catalog_file(tmp_path, monkeypatch):
     monkeypatch.setenv("RESOURCE_TRACKER_KEEPER_URL", "off")
     tracker = ResourceTracker.from_snapshot(long_run_snapshot(rows=3600))  # 1 h on g4dn.2xlarge
     page = render_report(tracker)
-    servers = catalog.recommend_server(tracker.recommend_resources(), n=4)
+    arch = tracker.server_info["architecture"]  # the servers are of the run's architecture
+    servers = catalog.recommend_server(tracker.recommend_resources(), n=4, architecture=arch)
     costs = catalog.run_costs(3600.0, tracker.cloud_info, servers[0])
     text = " ".join(_text(page).split())
     best = servers[0]

@@ -262,7 +262,9 @@ def test_cli_run_looks_up_once_and_report_renders_the_stored_summary(keeper, tmp
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     asked = keeper.requests
-    assert asked == 1, "one Keeper request (servers; no cloud, so no price lookup)"
+    # two Keeper requests: the servers of the run's architecture and the other's cheapest
+    # (the alternative); no cloud, so no price lookup
+    assert asked == 2, "two Keeper requests (servers, the other architecture's cheapest)"
     saved = ResourceTracker.loads((tmp_path / "resource-tracker.json").read_text())
     best = saved.summary().server.best
     assert keeper.requests == asked  # the stored summary

@@ -15,7 +15,6 @@ Nothing here may break the user's step: an error in our code is recorded in the 
 from __future__ import annotations
 
 import os
-import sys
 import time
 from typing import (
     TYPE_CHECKING,
@@ -56,12 +55,11 @@ if TYPE_CHECKING:
     from resource_tracker.summary import RunSummary
 
     from .track_resources_history import HistoryLookup, Stats
-    from .track_resources_live import LiveCard
+    from .track_resources_live import LiveCard, LivePage
     from .track_resources_record import Record, RecordWriter
 
 CARD_TYPE = "tracked_resources"
 CARD_ID = "resource_tracker"
-LIVE_RENDER_TIMEOUT_S = 60.0
 
 #: Metaflow's logger of the step (``step_init``'s ``logger``): ``logger(text, bad=True)``
 Logger = Callable[..., None]
@@ -75,10 +73,12 @@ class TrackedCard(Protocol):
     owner: Optional[TrackResourcesDecorator]
     tracked_data: Optional[TrackResourcesArtifact]
 
-    def card_command(
-        self, mode: str, data_file: str, timeout: float = LIVE_RENDER_TIMEOUT_S
-    ) -> List[str]:
-        """The `card create` command line rendering the card in ``mode`` from data_file."""
+    def live_page(self, user: Dict[str, Any]) -> LivePage:
+        """The card's HTML and data update for the live data ``user``."""
+        ...
+
+    def save_live(self, page: LivePage) -> None:
+        """Write a live page to the card datastore (where `card create` would)."""
         ...
 
 
@@ -890,36 +890,44 @@ def _code_profile_entry(tracker: ResourceTracker) -> Dict[str, Any]:
         return {"status": "error", "note": f"the code profile could not be made: {_describe(exc)}"}
 
 
-def _card_command(deco: Any, mode: str, data_file: str, timeout: float) -> List[str]:
-    """The `card create` command line rendering the card of `deco` in `mode` from data_file."""
-    import json
+def _live_page(deco: Any, user: Dict[str, Any]) -> LivePage:
+    """The live card of ``deco`` rendered in this process, as `card create` would render it
+    with ``--mode render_runtime`` (the HTML) and ``--mode refresh`` (the data update)."""
+    from metaflow.cards import MetaflowCard
+
+    from .cards.resource_tracker_card.tracked_resources_card import TrackedResourcesCard
+
+    card = TrackedResourcesCard(options=deco.card_options)
+    data = {"user": user, "components": {}, "render_seq": user["seq"], "component_update_ts": 0}
+    token = f"render-seq-{user['seq']}"  # the token of RELOAD_POLICY_ALWAYS
+    html = card.render_runtime(None, data).replace(MetaflowCard.RELOAD_POLICY_TOKEN, token)
+    update = {"reload_token": token, "data": card.refresh(None, data), "created_on": time.time()}
+    return str(html), update
+
+
+def _save_live(deco: Any, page: LivePage) -> None:
+    """Write a live page of ``deco``'s card where `card create` writes it (same card uuid:
+    the final render replaces it): the cards' root of the flow's datastore (a copy of its
+    storage: the task's own keeps its root)."""
+    import copy
+    from types import SimpleNamespace
 
     from metaflow import current
+    from metaflow.plugins.cards.card_datastore import CardDatastore
 
-    runspec = "/".join([str(current.run_id), current.step_name, str(current.task_id)])
-    cmd = [sys.executable, sys.argv[0]]
-    cmd += deco._create_top_level_args(deco.task_flow)
-    cmd += [
-        "card",
-        "create",
-        runspec,
-        "--delete-input-files",
-        "--card-uuid",
-        deco._card_uuid,
-        "--mode",
-        mode,
-        "--type",
-        deco.attributes["type"],
-        "--timeout",
-        str(int(timeout)),
-        "--data-file",
-        data_file,
-    ]
-    if deco.card_options:
-        cmd += ["--options", json.dumps(deco.card_options)]
-    if deco._user_set_card_id is not None:
-        cmd += ["--id", str(deco._user_set_card_id)]
-    return cmd
+    flow_store = deco._flow_datastore
+    storage = copy.copy(flow_store._storage_impl)
+    root = CardDatastore.get_storage_root(storage.TYPE)
+    if root is not None:  # as `card create` sets it
+        storage.datastore_root = root
+    pathspec = "/".join(
+        [current.flow_name, str(current.run_id), current.step_name, str(current.task_id)]
+    )
+    cards = SimpleNamespace(_storage_impl=storage, flow_name=flow_store.flow_name)
+    store = CardDatastore(cards, pathspec=pathspec)
+    card_type, card_id = deco.attributes["type"], deco._user_set_card_id
+    store.save_card(deco._card_uuid, card_type, page[0], card_id=card_id)
+    store.save_data(deco._card_uuid, card_type, page[1], card_id=card_id)
 
 
 _CARD_CLASS: Any = None
@@ -971,11 +979,13 @@ def _card_decorator_class() -> Any:
                 step_name, flow, graph, render, retry_count, max_user_code_retries
             )
 
-        def card_command(
-            self, mode: str, data_file: str, timeout: float = LIVE_RENDER_TIMEOUT_S
-        ) -> List[str]:
-            """The `card create` command line rendering this card in `mode` from data_file."""
-            return _card_command(self, mode, data_file, timeout)
+        def live_page(self, user: Dict[str, Any]) -> LivePage:
+            """This card's HTML and data update for the live data ``user``."""
+            return _live_page(self, user)
+
+        def save_live(self, page: LivePage) -> None:
+            """Write a live page to the card datastore (where `card create` would)."""
+            _save_live(self, page)
 
     _bind_classmethods(TrackedResourcesCardDecorator, CardDecorator)
     _CARD_CLASS = TrackedResourcesCardDecorator

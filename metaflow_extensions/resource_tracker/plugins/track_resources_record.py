@@ -142,7 +142,10 @@ class RecordWriter:
 
 def _counters(record: Mapping[str, Any]) -> Tuple[Any, bool]:
     """What a new OOM kill or heavy throttling changes in a record: (kills, throttled)."""
-    return record.get("oom_kills"), (record.get("throttled_share") or 0) > 0.1
+    from resource_tracker.insights import was_throttled
+
+    return record.get("oom_kills"), was_throttled(record.get("throttled_share"),
+                                                  record.get("throttled_s"))  # fmt: skip
 
 
 def _flow_datastore(task: Task) -> Optional[FlowDataStore]:

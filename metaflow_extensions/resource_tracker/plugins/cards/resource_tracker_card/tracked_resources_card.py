@@ -8,7 +8,9 @@ package cannot be used, a small escaped HTML summary takes its place.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from metaflow.plugins.cards.card_modules.card import MetaflowCard
 
@@ -68,7 +70,8 @@ class TrackedResourcesCard(MetaflowCard):  # type: ignore[misc]
         tracker = ResourceTracker.loads(snapshot)
         banner = (
             f"Live view: the step is running ({plural(tracker.n_samples, 'sample')} so far, "
-            f"update {user.get('seq')}). The final report replaces this page when it ends."
+            f"update {user.get('seq')}). The final report, with server prices, replaces this "
+            "page when it ends."
         )
         html = _report_html(tracker, None, banner=banner, live=True)
         return _with_script(html, _LIVE_SCRIPT)
@@ -101,11 +104,22 @@ def _with_script(html: str, script: str) -> str:
     return html[:index] + script + html[index:]
 
 
-def _with_banner(html: str, banner: str, failed: bool) -> str:
+def _with_banner(html: str, banner: str, failed: bool, details: Sequence[str] = ()) -> str:
+    """html with the banner (one sentence) at the top of the report's content, its
+    ``details`` folded under it."""
     color = "#b00020" if failed else "#0b5394"
+    folded = ""
+    if details:
+        items = "".join(f"<li>{_esc(d)}</li>" for d in details)
+        folded = (
+            '<details class="rt-banner-details" style="margin-top:4px"><summary '
+            'style="cursor:pointer">Details</summary>'
+            f'<ul style="margin:4px 0 0 0;padding-left:20px">{items}</ul></details>'
+        )
     div = (
-        f'<div role="status" style="padding:8px 12px;margin:0 0 8px 0;color:#fff;'
-        f'background:{color};font-family:sans-serif">{_esc(banner)}</div>'
+        f'<div role="status" id="rt-card-banner" style="padding:8px 12px;margin:0 0 8px 0;'
+        f'color:#fff;background:{color};font-family:sans-serif">'
+        f'<span class="rt-banner-text">{_esc(banner)}</span>{folded}</div>'
     )
     lower = html.lower()
     start = lower.find('<main class="rt-page"')  # the report's content column
@@ -180,10 +194,7 @@ def render_artifact(data: Any, label: Optional[str] = None) -> str:
     if problem is not None:
         return _unreadable_page(problem)
     failed = bool(data.get("step_failed"))
-    banner = "The step failed: resource use up to the failure." if failed else None
-    tuning = tuning_text(data.get("tuning"), failed=failed)
-    if tuning:
-        banner = f"{banner} {tuning}" if banner else tuning
+    tuning, details = tuning_banner(data.get("tuning"), failed=failed)
     if data.get("process_metrics") is None:
         body = "<h2>Resource tracking</h2>"
         if failed:
@@ -195,35 +206,93 @@ def render_artifact(data: Any, label: Optional[str] = None) -> str:
     except Exception as exc:  # a damaged snapshot or table: say so, never raise
         return _unreadable_page(f"{type(exc).__name__}: {exc}")
     tracker.label = tracker.label or label
-    return _report_html(tracker, data, banner=banner, failed=failed)
+    return _report_html(tracker, data, banner=tuning or None, failed=failed, details=details)
 
 
-def tuning_text(tuning: object, failed: bool = False) -> str:
-    """The line on @track_resources(tune=True): what it changed and from how many runs, or
-    why it changed nothing ('' without tuning); the next run's ask from a ``failed`` step is
-    marked as coming from a run cut short."""
+#: The banner of a failed step whose report cannot be rendered (the report says it itself)
+_FAILED_LINE = "The step failed: resource use up to the failure."
+
+_RUN_NOTE = re.compile(r"run (\S+) (was|had) (.+)")
+
+
+def distinct_notes(*notes: object) -> List[str]:
+    """The ``; ``-separated notes of tuning, each once: the same note on several runs
+    ('run 7 was starved by ...', 'run 8 was starved by ...') becomes one line naming the
+    runs ('runs 7 and 8 were starved by ...'), in the order first seen."""
+    runs: Dict[Tuple[str, str], List[str]] = {}
+    order: List[Tuple[str, str]] = []
+    for note in notes:
+        for part in str(note or "").split("; "):
+            part = part.strip().rstrip(".")
+            match = _RUN_NOTE.fullmatch(part)
+            key = (match.group(2), match.group(3)) if match else ("", part)
+            if not part or (not match and key in runs):
+                continue
+            if key not in runs:
+                runs[key] = []
+                order.append(key)
+            if match and match.group(1) not in runs[key]:
+                runs[key].append(match.group(1))
+    out = []
+    for verb, rest in order:
+        ids = runs[(verb, rest)]
+        if len(ids) <= 1:
+            out.append(f"run {ids[0]} {verb} {rest}" if ids else rest)
+        else:
+            out.append(f"runs {run_names(ids)} {'were' if verb == 'was' else verb} {rest}")
+    return out
+
+
+def run_names(ids: Sequence[str]) -> str:
+    """Several run ids in a few words: '7 and 8', '100 to 106' (consecutive numbers, as
+    Metaflow's local runs), '3, 9, 12 and 5 more' (more than four otherwise)."""
+    numbers = [int(i) for i in ids if i.isdigit()]
+    if (
+        len(ids) > 2
+        and len(numbers) == len(ids)
+        and numbers == list(range(numbers[0], numbers[0] + len(ids)))
+    ):
+        return f"{ids[0]} to {ids[-1]}"
+    if len(ids) > 4:
+        return f"{', '.join(ids[:3])} and {len(ids) - 3} more"
+    return ", ".join(ids[:-1]) + f" and {ids[-1]}"
+
+
+def tuning_banner(tuning: object, failed: bool = False) -> Tuple[str, List[str]]:
+    """@track_resources(tune=True) in one sentence, what it changed and the one reason
+    ('' without tuning), and the details to fold under it (each note once, why the ask may
+    differ from recommend_resources(), the next run's ask; a ``failed`` step's next ask is
+    marked as coming from a run cut short)."""
     if not isinstance(tuning, dict):
-        return ""
-    changes = "; ".join(str(c) for c in tuning.get("changes") or ())
-    note = str(tuning.get("note") or "")
-    text = "; ".join(t for t in (changes, note) if t)
-    why = str(tuning.get("why") or "")
-    if why:  # one line: why the tuned ask may differ from recommend_resources()
-        text = f"{text}. Why it may differ from recommend_resources(): {why}" if text else why
+        return "", []
+    changes = ", ".join(str(c) for c in tuning.get("changes") or ())
+    notes = distinct_notes(tuning.get("note"))
+    reason = notes[0] if notes else ""
+    if changes:
+        sentence = f"Resources tuned by @track_resources: {changes}"
+    else:
+        sentence = "@track_resources(tune=True) changed nothing"
+    sentence += f" ({reason})." if reason and changes else (f": {reason}." if reason else ".")
+    details = notes[1:]
+    if tuning.get("why"):  # why the tuned ask may differ from recommend_resources()
+        details.append(f"Why it may differ from recommend_resources(): {tuning['why']}")
     if isinstance(tuning.get("next"), dict):
         from resource_tracker.tuning import resources_line
 
-        text += f". Next run: {resources_line(tuning['next'])}"
-        notes = [str(tuning["next_note"])] if tuning.get("next_note") else []
+        upcoming = [n for n in distinct_notes(tuning.get("next_note")) if n not in notes]
         if failed:
-            notes.append("from a run cut short by its failure: it may need more")
-        if notes:
-            text += f" ({'; '.join(notes)})"
-    return (
-        f"Resources tuned by @track_resources: {text}."
-        if changes
-        else f"@track_resources(tune=True): {text}."
-    )
+            upcoming.append("from a run cut short by its failure: it may need more")
+        line = f"Next run: {resources_line(tuning['next'])}"
+        details.append(line + (f" ({'; '.join(upcoming)})" if upcoming else ""))
+    return sentence, details
+
+
+def _live_summary(tracker: ResourceTracker, history: object) -> RunSummary:
+    """The summary of a live render: no catalog asked (no I/O in the step's process), and
+    no warning about it (the live banner says the final report brings the prices)."""
+    summary = tracker.summary(historical_stats=history, lookup_server=False)
+    kept = tuple(w for w in summary.warnings if w.topic != "catalog")
+    return replace(summary, warnings=kept)
 
 
 def _report_html(
@@ -232,13 +301,14 @@ def _report_html(
     banner: Optional[str] = None,
     failed: bool = False,
     live: bool = False,
+    details: Sequence[str] = (),
 ) -> str:
     """The report HTML of the run's summary (with a banner), or a minimal page when the
     report cannot be rendered.
 
     The summary stored with the artifact (in its ``tracker`` snapshot) is rendered as it
-    is: the card asks no catalog. Artifacts without one (earlier versions, live renders)
-    get a summary built here.
+    is: the card asks no catalog. Artifacts without one (earlier versions) get a summary
+    built here; live renders (in the task process) one without servers and prices.
     """
     history = (data or {}).get("historical_runs_stats") or None
     summary = None
@@ -248,18 +318,20 @@ def _report_html(
 
         summary = stored_summary(((data or {}).get("tracker") or {}).get("summary"))
         if summary is None:
-            summary = tracker.summary(historical_stats=history)
-        html = str(render_report(tracker, summary=summary, integration="Metaflow"))
-        note = None
-        if failed and not live:
-            banner = None  # the report opens with "The step failed after ...", said once
+            summary = _live_summary(tracker, history) if live else tracker.summary(history)
+        shown = "running" if live else None  # a snapshot of a running tracker loads as stopped
+        html = str(render_report(tracker, summary=summary, status=shown, integration="Metaflow"))
+        note = None  # a failed step's report opens with "The step failed after ...": once
     except Exception as exc:  # the report package is missing or broke: still show the data
         status = "running" if live else ("failed" if failed else "finished")
         html = _summary_html(tracker, summary, data, status)
         note = f"(full report unavailable: {type(exc).__name__}: {exc})"
+        if failed:
+            banner = " ".join(t for t in (_FAILED_LINE, banner) if t)
     if banner or note:
         text = " ".join(t for t in (banner, note) if t)
-        html = _with_banner(html, text, failed)
+        alarm = failed and note is not None  # red: only the banner says the step failed
+        html = _with_banner(html, text, alarm, details)
     return html
 
 
