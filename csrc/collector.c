@@ -70,7 +70,7 @@ collector_init(Collector *collector, const CollectorConfig *cfg)
                        cfg->track_processes && cfg->follow_children) != 0)
         return -1;
     collector->tree.count_processes = cfg->track_system;
-    cgroup_tree_init(&collector->cgroup, collector->tree.proc_fd, cfg->pid,
+    cgroup_tree_init(&collector->cgroup, collector->tree.proc.fd, cfg->pid,
                      cfg->follow_children ? cfg->adopter : 0);
     collector->walked_last = 1;
     if (cfg->track_processes && cfg->follow_children && cfg->adopter > 0)
@@ -269,7 +269,7 @@ root_hidden(const Collector *collector)
     if (kill(collector->cfg.pid, 0) != 0 && errno != EPERM)
         return 0; /* gone */
     snprintf(path, sizeof(path), "%d/stat", (int)collector->cfg.pid);
-    fd = openat(collector->tree.proc_fd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    fd = openat(collector->tree.proc.fd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd >= 0) {
         n = read(fd, text, sizeof(text));
         close(fd);
@@ -288,6 +288,8 @@ collector_sample(Collector *collector, double mono, double wall, const OwnUsage 
     double dt = mono - collector->last_mono;
     int self_in_tree = 0;
 
+    /* the procfs root the tree and the cgroup read under (opened again if it was replaced) */
+    collector->cgroup.proc_fd = proc_tree_check_root(&collector->tree);
     read_tree(collector, mono, own, &tree, &self_in_tree);
     if (collector->tree.fd_sheds > 0 && !collector->system.kept_given_back)
         system_stats_give_back(&collector->system); /* the application ran short of them */

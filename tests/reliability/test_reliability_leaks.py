@@ -333,6 +333,7 @@ PROPERTIES = (
     "probes",
     "fd_sheds",
     "kept_open",
+    "fds_replaced",
     "tree_seen",
     "tree_missed",
 )
