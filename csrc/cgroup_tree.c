@@ -117,16 +117,7 @@ open_in(const char *dir, const char *name)
 static int
 read_path(CgroupTree *cg, const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), saved;
-    ssize_t n;
-
-    if (fd < 0)
-        return -1;
-    n = textbuf_read_fd(&cg->buf, fd);
-    saved = errno;
-    close(fd);
-    errno = saved;
-    return n < 0 ? -1 : 0;
+    return textbuf_read_path(&cg->buf, AT_FDCWD, path, O_NONBLOCK) < 0 ? -1 : 0;
 }
 
 /* non-zero when dir/name can be opened for reading */
@@ -156,6 +147,7 @@ column_file(const CgroupTree *cg, int column)
 static int
 add_cgroup_tree(CgroupTree *cg, const char *dir, int depth)
 {
+    KeptFd opened;
     DIR *d;
     struct dirent *e;
     char child[600];
@@ -165,7 +157,7 @@ add_cgroup_tree(CgroupTree *cg, const char *dir, int depth)
         return -1;
     cg->procs_own[cg->procs_n] = depth == 0;
     snprintf(cg->procs_path[cg->procs_n++], sizeof(cg->procs_path[0]), "%s/cgroup.procs", dir);
-    if (depth == CGROUP_MAX_DEPTH || (d = opendir(dir)) == NULL)
+    if (depth == CGROUP_MAX_DEPTH || (d = kept_dir_open_at(&opened, AT_FDCWD, dir)) == NULL)
         return 0;
     while (rc == 0 && (e = readdir(d)) != NULL) {
         if (e->d_type != DT_DIR || e->d_name[0] == '.')
@@ -175,7 +167,7 @@ add_cgroup_tree(CgroupTree *cg, const char *dir, int depth)
         else
             rc = add_cgroup_tree(cg, child, depth + 1);
     }
-    closedir(d);
+    kept_dir_close(d, &opened);
     return rc;
 }
 

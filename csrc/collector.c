@@ -175,18 +175,19 @@ fill_system_row(const Collector *collector, const SystemReading *sys, const GpuR
 static int
 count_processes(Collector *collector, double mono)
 {
+    KeptFd opened;
     DIR *dir;
     struct dirent *d;
     int n = 0;
 
     if (collector->processes_at > 0 && mono - collector->processes_at < LISTING_MAX_AGE)
         return collector->processes;
-    dir = opendir(collector->cfg.proc_root[0] ? collector->cfg.proc_root : "/proc");
+    dir = kept_dir_open_at(&opened, collector->tree.proc.fd, ".");
     if (dir == NULL)
         return collector->processes;
     while ((d = readdir(dir)) != NULL)
         n += d->d_name[0] >= '1' && d->d_name[0] <= '9';
-    closedir(dir);
+    kept_dir_close(dir, &opened);
     collector->processes = n;
     collector->processes_at = mono;
     return n;

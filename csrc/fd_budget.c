@@ -97,6 +97,35 @@ kept_fd_read(KeptFd *kept, TextBuf *buf, int dirfd, const char *path, unsigned l
     return textbuf_read_at(buf, dirfd, path);
 }
 
+/* the stream, or NULL with errno */
+DIR *
+kept_dir_open_at(KeptFd *opened, int dirfd, const char *path)
+{
+    DIR *dir;
+    int saved;
+
+    if (kept_fd_adopt(opened, openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        return NULL;
+    dir = fdopendir(opened->fd);
+    if (dir == NULL) {
+        saved = errno;
+        close(opened->fd);
+        kept_fd_none(opened);
+        errno = saved;
+    }
+    return dir;
+}
+
+void
+kept_dir_close(DIR *dir, KeptFd *opened)
+{
+    unsigned long replaced = 0;
+
+    if (kept_fd_check(opened, &replaced) >= 0)
+        closedir(dir);
+    kept_fd_none(opened); /* else: a stream's memory lost, only in that race */
+}
+
 void
 kept_fd_close(KeptFd *kept, unsigned long *replaced)
 {

@@ -26,6 +26,7 @@
 #ifndef RT_FD_BUDGET_H
 #define RT_FD_BUDGET_H
 
+#include <dirent.h>
 #include <sys/types.h>
 
 #include "textbuf.h"
@@ -70,6 +71,15 @@ int kept_fd_check(KeptFd *kept, unsigned long *replaced);
  * kept descriptor that fails with EBADF is forgotten (not closed) and the file read by path. */
 ssize_t kept_fd_read(KeptFd *kept, TextBuf *buf, int dirfd, const char *path,
                      unsigned long *replaced);
+
+/* Opens the directory path under dirfd as a stream (its descriptor's identity in *opened, as a
+ * kept one's): the stream, or NULL with errno. Close it with kept_dir_close. */
+DIR *kept_dir_open_at(KeptFd *opened, int dirfd, const char *path);
+
+/* Closes a stream of kept_dir_open_at when its descriptor still shows the directory opened;
+ * else (the program closed the number and opened a file of its own at it meanwhile) the
+ * stream's memory is let go of rather than the program's file closed. */
+void kept_dir_close(DIR *dir, KeptFd *opened);
 
 /* Closes the kept descriptor when it is still ours (kept_fd_check); forgets it either way. */
 void kept_fd_close(KeptFd *kept, unsigned long *replaced);

@@ -170,19 +170,17 @@ pid_ino_cmp(const void *a, const void *b)
 static long
 list_processes(ProcTree *tree)
 {
+    KeptFd opened;
     DIR *dir;
     struct dirent *de;
-    int fd, sorted = 1;
+    int sorted = 1;
 
     tree->listing_len = 0;
     /* opened for each listing: a directory stream kept open could not be let go of without
      * closing its number, which may be the application's by then (fd_budget.h) */
-    fd = openat(tree->proc.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 || (dir = fdopendir(fd)) == NULL) {
-        if (fd >= 0)
-            close(fd);
+    dir = kept_dir_open_at(&opened, tree->proc.fd, ".");
+    if (dir == NULL)
         return -1;
-    }
     while ((de = readdir(dir)) != NULL) {
         const char *s = de->d_name;
         long pid = 0;
@@ -196,7 +194,7 @@ list_processes(ProcTree *tree)
             size_t cap = tree->listing_cap ? tree->listing_cap * 2 : 1024;
             struct PidIno *grown = realloc(tree->listing, cap * sizeof(*grown));
             if (grown == NULL) {
-                closedir(dir);
+                kept_dir_close(dir, &opened);
                 return -1;
             }
             tree->listing = grown;
@@ -208,7 +206,7 @@ list_processes(ProcTree *tree)
         tree->listing[tree->listing_len].ino = de->d_ino;
         tree->listing_len++;
     }
-    closedir(dir);
+    kept_dir_close(dir, &opened);
     if (!sorted)
         qsort(tree->listing, tree->listing_len, sizeof(*tree->listing), pid_ino_cmp);
     return (long)tree->listing_len;

@@ -85,7 +85,8 @@ system_stats_give_back(SystemStats *stats)
 static int
 dir_has_entries(const char *path)
 {
-    DIR *dir = opendir(path);
+    KeptFd opened;
+    DIR *dir = kept_dir_open_at(&opened, AT_FDCWD, path);
     struct dirent *de;
     int found = 0;
 
@@ -93,7 +94,7 @@ dir_has_entries(const char *path)
         return 0;
     while (!found && (de = readdir(dir)) != NULL)
         found = strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
-    closedir(dir);
+    kept_dir_close(dir, &opened);
     return found;
 }
 
@@ -103,13 +104,14 @@ static void
 refresh_disks(SystemStats *stats)
 {
     char path[1024];
+    KeptFd opened;
     DIR *dir;
     struct dirent *de;
     size_t k;
 
     stats->ndisks = 0;
     snprintf(path, sizeof(path), "%s/block", stats->sys_root);
-    dir = opendir(path);
+    dir = kept_dir_open_at(&opened, AT_FDCWD, path);
     if (dir == NULL)
         return;
     while ((de = readdir(dir)) != NULL && stats->ndisks < SYSTEM_MAX_DISKS) {
@@ -125,7 +127,7 @@ refresh_disks(SystemStats *stats)
             continue;
         snprintf(stats->disks[stats->ndisks++], sizeof(stats->disks[0]), "%s", de->d_name);
     }
-    closedir(dir);
+    kept_dir_close(dir, &opened);
 }
 
 /* DeviceFilter: non-zero for the disks found in sysfs */

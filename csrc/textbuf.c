@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* 0 when buf can hold at least need bytes, -1 (errno set) otherwise */
@@ -62,19 +63,34 @@ textbuf_read_fd(TextBuf *buf, int fd)
 
 /* length read, or -1 with errno */
 ssize_t
-textbuf_read_at(TextBuf *buf, int dirfd, const char *path)
+textbuf_read_path(TextBuf *buf, int dirfd, const char *path, int flags)
 {
+    struct stat opened, now;
     int fd, saved;
     ssize_t n;
 
-    fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC);
+    fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | flags);
     if (fd < 0)
         return -1;
+    if (fstat(fd, &opened) != 0) {
+        saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
     n = textbuf_read_fd(buf, fd);
     saved = errno;
-    close(fd);
+    if (fstat(fd, &now) == 0 && now.st_dev == opened.st_dev && now.st_ino == opened.st_ino)
+        close(fd);
     errno = saved;
     return n;
+}
+
+/* length read, or -1 with errno */
+ssize_t
+textbuf_read_at(TextBuf *buf, int dirfd, const char *path)
+{
+    return textbuf_read_path(buf, dirfd, path, 0);
 }
 
 void

@@ -18,7 +18,13 @@ typedef struct TextBuf {
  * A short read is taken as the end of the file (true of procfs, sysfs and regular files). */
 ssize_t textbuf_read_fd(TextBuf *buf, int fd);
 
-/* Opens path relative to dirfd, reads it whole and closes it: length, or -1 with errno. */
+/* Opens path relative to dirfd (O_RDONLY | O_CLOEXEC | flags), reads it whole and closes it:
+ * length, or -1 with errno. The number is closed only while it still shows the file opened
+ * (its device and inode): a program closing every descriptor and opening its own files in
+ * another thread meanwhile (os.closerange) may own it by then (csrc/fd_budget.h). */
+ssize_t textbuf_read_path(TextBuf *buf, int dirfd, const char *path, int flags);
+
+/* textbuf_read_path without extra flags. */
 ssize_t textbuf_read_at(TextBuf *buf, int dirfd, const char *path);
 
 void textbuf_free(TextBuf *buf);
