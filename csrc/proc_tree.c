@@ -96,19 +96,19 @@ note_root_start(ProcTree *tree)
 {
     char path[32];
     PidStat stat;
+    KeptFd opened;
     struct stat st;
-    int fd, ok;
+    int ok;
 
     if (tree->root <= 0)
         return;
     snprintf(path, sizeof(path), "%d/stat", (int)tree->root);
-    fd = openat(tree->proc.fd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
+    if (kept_fd_adopt(&opened, openat(tree->proc.fd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
         return;
     /* a regular file only: this runs in the caller, which nothing may block */
-    ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && textbuf_read_fd(&tree->buf, fd) >= 0 &&
-         parse_pid_stat(tree->buf.data, &stat) == 0;
-    close(fd);
+    ok = fstat(opened.fd, &st) == 0 && S_ISREG(st.st_mode) &&
+         textbuf_read_fd(&tree->buf, opened.fd) >= 0 && parse_pid_stat(tree->buf.data, &stat) == 0;
+    kept_fd_close(&opened, &tree->fds_replaced);
     if (!ok)
         return;
     tree->root_seen = 1;
