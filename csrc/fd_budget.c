@@ -80,6 +80,15 @@ kept_fd_check(KeptFd *kept, unsigned long *replaced)
     return -1;
 }
 
+/* the directory's descriptor, or -1 */
+int
+kept_fd_check_dir(KeptFd *kept, const char *path, unsigned long *replaced)
+{
+    if (kept_fd_check(kept, replaced) >= 0)
+        return kept->fd;
+    return kept_fd_adopt(kept, open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+}
+
 /* length, or -1 with errno */
 ssize_t
 kept_fd_read(KeptFd *kept, TextBuf *buf, int dirfd, const char *path, unsigned long *replaced)

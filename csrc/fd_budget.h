@@ -66,6 +66,10 @@ int kept_fd_open_at(KeptFd *kept, int dirfd, const char *path, long limit);
  * being closed (*replaced counts it). Called right before every read through it. */
 int kept_fd_check(KeptFd *kept, unsigned long *replaced);
 
+/* A kept directory (a procfs root) checked as kept_fd_check, else opened again at path: its
+ * descriptor, or -1 (it cannot be opened now: the next call tries again). */
+int kept_fd_check_dir(KeptFd *kept, const char *path, unsigned long *replaced);
+
 /* Reads a file whole into buf through its kept descriptor when that is still ours
  * (kept_fd_check), else by path under dirfd (open, read, close): length, or -1 with errno. A
  * kept descriptor that fails with EBADF is forgotten (not closed) and the file read by path. */

@@ -119,10 +119,11 @@ int
 proc_tree_init(ProcTree *tree, const char *proc_root, pid_t root, int follow_children)
 {
     memset(tree, 0, sizeof(*tree));
+    kept_fd_none(&tree->proc);
     kept_fd_none(&tree->stat_file);
     kept_fd_none(&tree->loadavg_file);
     snprintf(tree->proc_root, sizeof(tree->proc_root), "%s", proc_root);
-    if (kept_fd_adopt(&tree->proc, open(proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+    if (proc_tree_check_root(tree) < 0)
         return -1;
     tree->root = root;
     tree->follow_children = follow_children;
@@ -148,9 +149,7 @@ proc_tree_init(ProcTree *tree, const char *proc_root, pid_t root, int follow_chi
 int
 proc_tree_check_root(ProcTree *tree)
 {
-    if (kept_fd_check(&tree->proc, &tree->fds_replaced) >= 0)
-        return tree->proc.fd;
-    return kept_fd_adopt(&tree->proc, open(tree->proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    return kept_fd_check_dir(&tree->proc, tree->proc_root, &tree->fds_replaced);
 }
 
 void

@@ -17,27 +17,18 @@ open_proc_file(SystemStats *stats, KeptFd *kept, const char *name)
     return kept_fd_open_at(kept, stats->proc.fd, name, fd_limit_now());
 }
 
-/* The procfs root's descriptor (checked, opened again when the application replaced it), or
- * -1. */
-static int
-check_root(SystemStats *stats)
-{
-    if (kept_fd_check(&stats->proc, &stats->fds_replaced) >= 0)
-        return stats->proc.fd;
-    return kept_fd_adopt(&stats->proc, open(stats->proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-}
-
 /* 0 on success */
 int
 system_stats_init(SystemStats *stats, const char *proc_root, const char *sys_root)
 {
     memset(stats, 0, sizeof(*stats));
+    kept_fd_none(&stats->proc);
     kept_fd_none(&stats->stat);
     kept_fd_none(&stats->meminfo);
     kept_fd_none(&stats->diskstats);
     kept_fd_none(&stats->netdev);
     snprintf(stats->proc_root, sizeof(stats->proc_root), "%s", proc_root);
-    if (kept_fd_adopt(&stats->proc, open(proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+    if (kept_fd_check_dir(&stats->proc, stats->proc_root, &stats->fds_replaced) < 0)
         return -1;
     open_proc_file(stats, &stats->stat, "stat");
     open_proc_file(stats, &stats->meminfo, "meminfo");
@@ -275,7 +266,7 @@ system_stats_sample(SystemStats *stats, double now, SystemReading *out)
     SystemCounters c;
 
     memset(out, 0, sizeof(*out));
-    check_root(stats);
+    kept_fd_check_dir(&stats->proc, stats->proc_root, &stats->fds_replaced);
     if (stats->refreshed_at == 0 || now - stats->refreshed_at >= SYSTEM_REFRESH_SECONDS) {
         refresh_disks(stats);
         refresh_mounts(stats);
