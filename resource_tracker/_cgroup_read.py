@@ -38,30 +38,17 @@ RAM_MARGIN = 4
 
 def _read(path: str, limit: int = MAX_LIST_BYTES) -> Optional[str]:
     """The text of the regular file ``path``, or None: not a regular file (FIFO, device,
-    directory), larger than ``limit`` bytes, or unreadable. Opened non-blocking; invalid
-    UTF-8 is replaced."""
+    directory), larger than ``limit`` bytes, or unreadable. Opened non-blocking, read and
+    closed by the C core without letting the interpreter lock go (csrc/py_files.c: these
+    reads run beside the program, which may close every descriptor and open its own at the
+    number being read); invalid UTF-8 is replaced."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):  # never open a device (side effects)
             return None
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+        data = _core.read_regular_file(path, limit)  # regular again once opened, or None
     except (OSError, ValueError):  # ValueError: a NUL in the path (found by fuzz_cgroup.py)
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced between stat() and open()
-            return None
-        chunks: List[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, min(65536, limit + 1 - size))
-            if not chunk:
-                return b"".join(chunks).decode("utf-8", "replace")
-            chunks.append(chunk)
-            size += len(chunk)
-        return None  # larger than any real file of its kind: damaged, not read
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
+    return None if data is None else data.decode("utf-8", "replace")
 
 
 def read_fields(path: str) -> List[str]:
