@@ -8,8 +8,9 @@ to the files it opened, and checks after ``stop()`` that every write and close s
 the test then reads every byte back and compares the memory column with the program's own
 resident set. The old code's ``stop()`` closed the program's files (11 of 12 writes failed
 with EBADF), its memory column read 0.0 from the closerange on with no data-quality note,
-and ``resource-tracker run --code`` lost the end of the program's output (99,969 of 100,000
-lines, exit status 0).
+``resource-tracker run --code`` lost the end of the program's output (99,969 of 100,000
+lines, exit status 0), and the cgroup readers (run beside the program at ``start()`` and
+``stop()``) closed one of its files in about 1 reading of 100.
 
 Under ``make sanitize`` (tests/reliability/run_sanitize.sh) the in-process program loads the
 ASan+UBSan build of the core too (``sanitized_env``): an ASan report aborts it and the test
@@ -37,6 +38,7 @@ BUFFER_MIB = 100
 TRACKED_APP = r"""
 import json, os, sys, time
 from resource_tracker import ResourceTracker, _core
+from resource_tracker.tracker import data_quality_notes
 
 out, files_n, rounds, buffer_mib = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 interval = float(sys.argv[5])
@@ -86,39 +88,89 @@ for i, f in enumerate(files):
         failures.append(f"file {i} (fd {numbers[i]}): {exc}")
 df = tracker.process_metrics
 memory = [m for t, m in zip(df["timestamp"], df["memory"]) if t >= touched]
+stats = tracker.stats()
 print(json.dumps(dict(
     kept=kept, numbers=numbers, failures=failures, memory=memory, rss_kib=rss,
-    quality=tracker.stats()["data_quality"], core=_core.__file__,
+    quality=stats["data_quality"], notes=data_quality_notes(stats), core=_core.__file__,
+    stored=ResourceTracker.loads(tracker.dumps()).stats()["data_quality"],
 )))
 """
 
-#: the program of `run --code`: closerange (at once, or after a reading of the agent's when
-#: told: see INTERVAL), one output file left for the interpreter's exit to flush
+#: the program of `run --code`: closerange at once, one output file left for the
+#: interpreter's exit to flush. The agent is found where either layout keeps it: loaded by
+#: its path (_resource_tracker_agent, a C sampler) or the package's code_agent (a tracker).
 CODE_APP = r"""
 import os, sys, time
-agent = None
-try:
-    import resource_tracker.code_agent as code_agent
-    agent = code_agent._agent.get("tracker")
-except ImportError:
-    pass
-def wait_readings(n):  # until the agent's tracker took n more readings (no fixed sleep)
-    if agent is None:
+
+def agent_sampler():  # the sampler of the run --code agent in this process, or None
+    loaded = sys.modules.get("_resource_tracker_agent")
+    if loaded is not None:
+        return loaded._agent.get("sampler")
+    try:
+        import resource_tracker.code_agent as code_agent
+    except ImportError:
+        return None
+    tracker = getattr(code_agent, "_agent", {}).get("tracker")
+    return None if tracker is None else tracker._sampler
+
+sampler = agent_sampler()
+def wait_readings(n):  # until the agent took n more readings (no fixed sleep)
+    if sampler is None:
         return
-    target = agent._sampler.samples_taken + n
+    target = sampler.samples_taken + n
     deadline = time.monotonic() + 120
-    while agent._sampler.samples_taken < target and time.monotonic() < deadline:
+    while sampler.samples_taken < target and time.monotonic() < deadline:
         time.sleep(0.005)
-if sys.argv[3] == "after-a-reading":
-    wait_readings(1)
-os.closerange(3, 4096)
+os.closerange(3, 1 << 16)
 out = open(sys.argv[1], "w")  # never closed: the interpreter's exit flushes and closes it
 lines, rounds = int(sys.argv[2]), 5
 for k in range(rounds):
     for i in range(k * lines // rounds, (k + 1) * lines // rounds):
         out.write(f"line {i}\n")
-    wait_readings(2)  # the agent's tracker reads while the program works
-print("agent", type(agent._sampler).__name__ if agent is not None else None, flush=True)
+    wait_readings(2)  # the agent reads while the program works
+print("agent", type(sampler).__name__ if sampler is not None else None, flush=True)
+"""
+
+
+#: the program beside the cgroup readers: a thread reads the cgroup as the tracker's worker
+#: does at start() and stop() (locate, then read), over and over, while the program closes
+#: every descriptor, opens its output file again and appends one line, until that thread
+#: has read the cgroup `reads` times; no fixed duration: the two meet at their own pace
+CGROUP_APP = r"""
+import json, os, sys, threading
+from resource_tracker import cgroup_usage
+
+out, want = sys.argv[1], int(sys.argv[2])
+if cgroup_usage.read_cgroup_at(cgroup_usage.locate_cgroup(os.getpid())) is None:
+    print(json.dumps(dict(cgroup=False)))
+    sys.exit(0)
+done, reads, errors = threading.Event(), [0], []
+
+def worker():  # as the tracker's worker: an exception loses that reading, nothing else
+    while not done.is_set():
+        try:
+            cgroup_usage.read_cgroup_at(cgroup_usage.locate_cgroup(os.getpid()))
+        except Exception as exc:
+            errors.append(repr(exc))
+        reads[0] += 1
+
+thread = threading.Thread(target=worker)
+thread.start()
+failures, written = [], 0
+while reads[0] < want:
+    os.closerange(3, 1 << 16)
+    try:
+        fd = os.open(out, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC)
+        os.write(fd, f"line {written}\n".encode())
+        os.close(fd)
+    except OSError as exc:
+        failures.append(f"line {written}: {exc}")
+    written += 1
+done.set()
+thread.join()
+print(json.dumps(dict(
+    cgroup=True, reads=reads[0], written=written, failures=failures, errors=errors[:5]
+)))
 """
 
 
@@ -183,31 +235,61 @@ def test_closerange_and_reopen_in_the_application_loses_nothing(backend, tmp_pat
     assert low >= BUFFER_MIB * 1024 and low >= 0.7 * got["rss_kib"], got
     assert max(got["memory"]) <= 1.1 * got["rss_kib"], got
     assert not got["quality"].get("read_errors"), got["quality"]
-    if backend.name == "c":  # the replaced descriptors were noticed and said
-        assert got["quality"].get("descriptors_replaced", 0) >= 1, got["quality"]
+    if backend.name == "c":  # the replaced descriptors were noticed and said (also stored)
+        replaced = got["quality"].get("descriptors_replaced", 0)
+        assert replaced >= 1, got["quality"]
+        assert got["stored"]["descriptors_replaced"] == replaced, got["stored"]
+        assert any(n.startswith("descriptors replaced by the application") for n in got["notes"])
 
 
 @pytest.mark.skipif(not _core.HAVE_PROCFS, reason="run --code: the stack sampler (C core)")
-def test_run_code_program_after_closerange_keeps_all_its_output(backend, tmp_path):
-    """`resource-tracker run --code -- python app.py`: the program closes every descriptor,
-    writes 100,000 lines to a file it leaves open for its exit to flush; the agent's
-    exit-time stop() must not close that file first: all 100,000 lines arrive, status 0."""
+def test_run_code_program_after_closerange_keeps_all_its_output(tmp_path):
+    """`resource-tracker run --code -- python app.py`: the program closes every descriptor
+    (os.closerange(3, 1 << 16)), writes 100,000 lines to a file it leaves open for its exit
+    to flush while the agent's C sampler reads; the agent's exit-time stop must not close
+    that file first: all 100,000 lines arrive, status 0."""
     app, out = tmp_path / "app.py", tmp_path / "out.txt"
     app.write_text(CODE_APP)
     lines = 100_000
-    when = "at-once" if backend.name == "c" else "after-a-reading"
-    command = [sys.executable, str(app), str(out), str(lines), when]
+    env = {k: v for k, v in os.environ.items() if k != "RESOURCE_TRACKER_METHOD"}
     done = subprocess.run(
         [sys.executable, "-I", "-m", "resource_tracker", "run", "--code", "-q", "--format"]
-        + ["none", "--interval", str(INTERVAL[backend.name]), "--", *command],
+        + ["none", "--interval", str(INTERVAL["c"]), "--", sys.executable, str(app), str(out)]
+        + [str(lines)],
         capture_output=True,
         text=True,
         timeout=300,
         cwd=str(tmp_path),
+        env=env,
     )
     assert done.returncode == 0, done.stderr[-4000:]
-    sampler = {"c": "Sampler", "psutil": "PsutilSampler"}[backend.name]
-    assert f"agent {sampler}" in done.stdout, done.stdout  # the agent tracked the program
+    assert "agent Sampler" in done.stdout, done.stdout  # the agent's sampler read the program
     got = out.read_text().splitlines()
     assert len(got) == lines, f"{len(got)} of {lines} lines arrived"
     assert got == [f"line {i}" for i in range(lines)]
+
+
+@pytest.mark.skipif(not hasattr(os, "closerange"), reason="os.closerange")
+def test_cgroup_readers_beside_a_program_closing_every_descriptor(tmp_path):
+    """The cgroup readers (the tracker's worker reads the cgroup beside the program at
+    start() and stop()) never read nor close a file of the program: 1,000 readings while the
+    program closes every descriptor and appends a line to a file it opens again each time;
+    every open, write and close succeeds and every line arrives (the old readers closed the
+    program's file about once in 100 readings: 7 to 14 writes failed with EBADF)."""
+    app, out = tmp_path / "app.py", tmp_path / "out.txt"
+    app.write_text(CGROUP_APP)
+    done = subprocess.run(
+        [sys.executable, str(app), str(out), "1000"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=sanitized_env(),
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    if not got["cgroup"]:
+        pytest.skip("no cgroup readable here")
+    assert got["reads"] >= 1000 and got["failures"] == [], got["failures"][:5]
+    lines = out.read_text().splitlines()
+    assert lines == [f"line {i}" for i in range(got["written"])]
