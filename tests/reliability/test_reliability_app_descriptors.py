@@ -88,9 +88,11 @@ for i, f in enumerate(files):
         failures.append(f"file {i} (fd {numbers[i]}): {exc}")
 df = tracker.process_metrics
 memory = [m for t, m in zip(df["timestamp"], df["memory"]) if t >= touched]
+sf = tracker.system_metrics  # the machine's readings, through its own procfs root
+used = [m for t, m in zip(sf["timestamp"], sf["memory_used"]) if t >= touched]
 stats = tracker.stats()
 print(json.dumps(dict(
-    kept=kept, numbers=numbers, failures=failures, memory=memory, rss_kib=rss,
+    kept=kept, numbers=numbers, failures=failures, memory=memory, used=used, rss_kib=rss,
     quality=stats["data_quality"], notes=data_quality_notes(stats), core=_core.__file__,
     stored=ResourceTracker.loads(tracker.dumps()).stats()["data_quality"],
 )))
@@ -210,8 +212,9 @@ def _expected(i):
 @pytest.mark.skipif(not hasattr(os, "closerange"), reason="os.closerange")
 def test_closerange_and_reopen_in_the_application_loses_nothing(backend, tmp_path):
     """A tracker in the program: after closerange(3, 4096) and 12 files opened on the freed
-    numbers, every write and close of the program succeeds (also after stop()), every byte
-    arrives, and the memory column keeps measuring the program (never a silent 0.0)."""
+    numbers (the procfs roots' among them), every write and close of the program succeeds
+    (also after stop()), every byte arrives, and the memory columns keep measuring the
+    program and the machine (never a silent 0.0)."""
     app = tmp_path / "app.py"
     app.write_text(TRACKED_APP)
     argv = [sys.executable, str(app), str(tmp_path), str(FILES), str(ROUNDS), str(BUFFER_MIB)]
@@ -234,6 +237,9 @@ def test_closerange_and_reopen_in_the_application_loses_nothing(backend, tmp_pat
     low = min(got["memory"])
     assert low >= BUFFER_MIB * 1024 and low >= 0.7 * got["rss_kib"], got
     assert max(got["memory"]) <= 1.1 * got["rss_kib"], got
+    # the machine's readings go on too (its procfs root checked and opened again): the
+    # memory in use on the machine holds the program's resident buffer, every reading
+    assert len(got["used"]) >= ROUNDS - 1 and min(got["used"]) >= BUFFER_MIB * 1024, got
     assert not got["quality"].get("read_errors"), got["quality"]
     if backend.name == "c":  # the replaced descriptors were noticed and said (also stored)
         replaced = got["quality"].get("descriptors_replaced", 0)
