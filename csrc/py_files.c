@@ -35,9 +35,14 @@ core_read_regular_file(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "read_regular_file: limit must be 0 or more");
         return NULL;
     }
-    fd = open(PyBytes_AS_STRING(path), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    /* a FIFO, a device, a directory: never opened (opening a FIFO waits for a writer, a
+     * device may act on being opened) */
+    if (stat(PyBytes_AS_STRING(path), &opened) != 0 || !S_ISREG(opened.st_mode))
+        fd = -1;
+    else
+        fd = open(PyBytes_AS_STRING(path), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd >= 0 && fstat(fd, &opened) == 0) {
-        if (S_ISREG(opened.st_mode)) /* replaced by a FIFO or a device since the caller's stat */
+        if (S_ISREG(opened.st_mode)) /* replaced by a FIFO or a device since the stat */
             n = textbuf_read_fd_max(&buf, fd, (size_t)limit); /* no further than limit + 1 */
         textbuf_close_if_same(fd, &opened);
     } else if (fd >= 0) {
@@ -56,9 +61,9 @@ core_read_regular_file(PyObject *self, PyObject *args)
 static PyMethodDef file_functions[] = {
     {"read_regular_file", (PyCFunction)core_read_regular_file, METH_VARARGS,
      "read_regular_file(path, limit) -> the bytes of the regular file at path, or None (not "
-     "a regular file, more than limit bytes, unreadable): opened non-blocking, read and "
-     "closed without letting the interpreter lock go (no thread of the program can take the "
-     "descriptor's number meanwhile)."},
+     "a regular file: never opened; more than limit bytes; unreadable): opened non-blocking, "
+     "read and closed without letting the interpreter lock go (no thread of the program can "
+     "take the descriptor's number meanwhile)."},
     {NULL, NULL, 0, NULL},
 };
 

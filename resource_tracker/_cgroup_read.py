@@ -14,7 +14,6 @@ figure above the machine's RAM, ``plausible_bytes``).
 from __future__ import annotations
 
 import os
-import stat
 import time
 from typing import Dict, List, Optional
 
@@ -43,10 +42,8 @@ def _read(path: str, limit: int = MAX_LIST_BYTES) -> Optional[str]:
     reads run beside the program, which may close every descriptor and open its own at the
     number being read); invalid UTF-8 is replaced."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # never open a device (side effects)
-            return None
-        data = _core.read_regular_file(path, limit)  # regular again once opened, or None
-    except (OSError, ValueError):  # ValueError: a NUL in the path (found by fuzz_cgroup.py)
+        data = _core.read_regular_file(path, limit)  # a FIFO or a device: never opened
+    except ValueError:  # a NUL in the path (found by fuzz_cgroup.py)
         return None
     return None if data is None else data.decode("utf-8", "replace")
 
