@@ -134,24 +134,32 @@ print("agent", type(sampler).__name__ if sampler is not None else None, flush=Tr
 """
 
 
-#: the program beside the cgroup readers: a thread reads the cgroup as the tracker's worker
-#: does at start() and stop() (locate, then read), over and over, while the program closes
-#: every descriptor, opens its output file again and appends one line, until that thread
-#: has read the cgroup `reads` times; no fixed duration: the two meet at their own pace
-CGROUP_APP = r"""
+#: the program beside the readers the tracker runs in a thread beside it: a thread reads as
+#: the tracker's worker does at start() and stop() (the cgroup: located, then read) or as
+#: start() does (the command line and the start time), over and over, while the program
+#: closes every descriptor, opens its output file again and appends one line, until that
+#: thread has read `want` times; no fixed duration: the two meet at their own pace
+READERS_APP = r"""
 import json, os, sys, threading
-from resource_tracker import cgroup_usage
+from resource_tracker import _identity, cgroup_usage
 
-out, want = sys.argv[1], int(sys.argv[2])
-if cgroup_usage.read_cgroup_at(cgroup_usage.locate_cgroup(os.getpid())) is None:
-    print(json.dumps(dict(cgroup=False)))
+out, want, readers = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+pid = os.getpid()
+
+def read():
+    if readers == "cgroup":
+        return cgroup_usage.read_cgroup_at(cgroup_usage.locate_cgroup(pid))
+    return _identity._command_line(pid), _identity._process_start(pid)
+
+if readers == "cgroup" and read() is None:
+    print(json.dumps(dict(readable=False)))
     sys.exit(0)
 done, reads, errors = threading.Event(), [0], []
 
 def worker():  # as the tracker's worker: an exception loses that reading, nothing else
     while not done.is_set():
         try:
-            cgroup_usage.read_cgroup_at(cgroup_usage.locate_cgroup(os.getpid()))
+            read()
         except Exception as exc:
             errors.append(repr(exc))
         reads[0] += 1
@@ -171,7 +179,7 @@ while reads[0] < want:
 done.set()
 thread.join()
 print(json.dumps(dict(
-    cgroup=True, reads=reads[0], written=written, failures=failures, errors=errors[:5]
+    readable=True, reads=reads[0], written=written, failures=failures, errors=errors[:5]
 )))
 """
 
@@ -276,16 +284,18 @@ def test_run_code_program_after_closerange_keeps_all_its_output(tmp_path):
 
 
 @pytest.mark.skipif(not hasattr(os, "closerange"), reason="os.closerange")
-def test_cgroup_readers_beside_a_program_closing_every_descriptor(tmp_path):
-    """The cgroup readers (the tracker's worker reads the cgroup beside the program at
-    start() and stop()) never read nor close a file of the program: 1,000 readings while the
-    program closes every descriptor and appends a line to a file it opens again each time;
-    every open, write and close succeeds and every line arrives (the old readers closed the
-    program's file about once in 100 readings: 7 to 14 writes failed with EBADF)."""
+@pytest.mark.parametrize("readers, reads", [("cgroup", 1000), ("identity", 5000)])
+def test_readers_beside_a_program_closing_every_descriptor(readers, reads, tmp_path):
+    """The files the tracker reads in a thread beside the program (the cgroup's at start()
+    and stop(), the command line and start time at start()) are never the program's: 1,000
+    (cgroup) or 5,000 (the faster identity readers) readings while the program closes every
+    descriptor and appends a line to a file it opens again each time; every open, write and
+    close succeeds and every line arrives (the old readers, Python's os.open/os.read/os.close,
+    closed the program's file: cgroup 7 to 14 writes EBADF, identity 9 to 15)."""
     app, out = tmp_path / "app.py", tmp_path / "out.txt"
-    app.write_text(CGROUP_APP)
+    app.write_text(READERS_APP)
     done = subprocess.run(
-        [sys.executable, str(app), str(out), "1000"],
+        [sys.executable, str(app), str(out), str(reads), readers],
         capture_output=True,
         text=True,
         timeout=300,
@@ -294,8 +304,8 @@ def test_cgroup_readers_beside_a_program_closing_every_descriptor(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-4000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
-    if not got["cgroup"]:
+    if not got["readable"]:
         pytest.skip("no cgroup readable here")
-    assert got["reads"] >= 1000 and got["failures"] == [], got["failures"][:5]
+    assert got["reads"] >= reads and got["failures"] == [], got["failures"][:5]
     lines = out.read_text().splitlines()
     assert lines == [f"line {i}" for i in range(got["written"])]
