@@ -37,6 +37,7 @@ PORTABLE_SOURCES = [
     "csrc/py_columns.c",
     "csrc/py_encode.c",
     "csrc/py_engine.c",
+    "csrc/py_files.c",
     "csrc/py_gate.c",
     "csrc/py_reader.c",
     "csrc/py_rules.c",

@@ -20,9 +20,10 @@ cgroup_tree_init(CgroupTree *cg, int proc_fd, pid_t root, pid_t adopter)
 
     memset(cg, 0, sizeof(*cg));
     for (i = 0; i < CG_COLUMNS; i++)
-        cg->fd[i] = -1;
-    cg->cpu_split_fd = -1;
-    cg->loadavg_fd = cg->pids_fd = -1;
+        kept_fd_none(&cg->file[i].kept);
+    kept_fd_none(&cg->cpu_split.kept);
+    kept_fd_none(&cg->loadavg.kept);
+    kept_fd_none(&cg->pids.kept);
     cg->proc_fd = proc_fd;
     cg->root = root;
     cg->adopter = adopter;
@@ -45,12 +46,28 @@ cgroup_tree_request(CgroupTree *cg, const CgroupTreeConfig *cfg)
     cg->state = CG_WANTED;
 }
 
+/* Closes a kept file (if its descriptor is still ours) and forgets it. */
 static void
-close_fd(int *fd)
+close_file(CgroupTree *cg, CgroupFile *file)
 {
-    if (*fd >= 0)
-        close(*fd);
-    *fd = -1;
+    kept_fd_close(&file->kept, &cg->fds_replaced);
+    file->path[0] = '\0';
+}
+
+/* Opens dir/name (dir NULL: name under the procfs root) to keep: 0, or -1 (none kept). */
+static int
+open_file(CgroupTree *cg, CgroupFile *file, const char *dir, const char *name)
+{
+    if (dir != NULL)
+        snprintf(file->path, sizeof(file->path), "%s/%s", dir, name);
+    else
+        snprintf(file->path, sizeof(file->path), "%s", name);
+    /* non-blocking: a FIFO never blocks the thread */
+    if (kept_fd_adopt(&file->kept,
+                      openat(cg->proc_fd, file->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) >= 0)
+        return 0;
+    file->path[0] = '\0';
+    return -1;
 }
 
 /* Ends the source for good, saying why (the walk takes every column from now on). */
@@ -61,12 +78,12 @@ end_source(CgroupTree *cg, const char *why)
 
     snprintf(cg->note, sizeof(cg->note), "%s", why);
     for (i = 0; i < CG_COLUMNS; i++) {
-        close_fd(&cg->fd[i]);
+        close_file(cg, &cg->file[i]);
         cg->cfg.dir[i][0] = '\0';
     }
-    close_fd(&cg->cpu_split_fd);
-    close_fd(&cg->loadavg_fd);
-    close_fd(&cg->pids_fd);
+    close_file(cg, &cg->cpu_split);
+    close_file(cg, &cg->loadavg);
+    close_file(cg, &cg->pids);
     cg->procs_n = 0;
     cg->state = CG_ENDED;
 }
@@ -79,9 +96,9 @@ drop_column(CgroupTree *cg, int column, const char *file)
 
     snprintf(cg->note, sizeof(cg->note), "%s from the processes: %s/%s not read or parsed (%s)",
              names[column], cg->cfg.dir[column], file, strerror(errno));
-    close_fd(&cg->fd[column]);
+    close_file(cg, &cg->file[column]);
     if (column == CG_CPU)
-        close_fd(&cg->cpu_split_fd);
+        close_file(cg, &cg->cpu_split);
     cg->cfg.dir[column][0] = '\0';
     cg->has_last[column] = 0;
 }
@@ -100,16 +117,7 @@ open_in(const char *dir, const char *name)
 static int
 read_path(CgroupTree *cg, const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), saved;
-    ssize_t n;
-
-    if (fd < 0)
-        return -1;
-    n = textbuf_read_fd(&cg->buf, fd);
-    saved = errno;
-    close(fd);
-    errno = saved;
-    return n < 0 ? -1 : 0;
+    return textbuf_read_path(&cg->buf, AT_FDCWD, path, O_NONBLOCK) < 0 ? -1 : 0;
 }
 
 /* non-zero when dir/name can be opened for reading */
@@ -139,6 +147,7 @@ column_file(const CgroupTree *cg, int column)
 static int
 add_cgroup_tree(CgroupTree *cg, const char *dir, int depth)
 {
+    KeptFd opened;
     DIR *d;
     struct dirent *e;
     char child[600];
@@ -148,7 +157,7 @@ add_cgroup_tree(CgroupTree *cg, const char *dir, int depth)
         return -1;
     cg->procs_own[cg->procs_n] = depth == 0;
     snprintf(cg->procs_path[cg->procs_n++], sizeof(cg->procs_path[0]), "%s/cgroup.procs", dir);
-    if (depth == CGROUP_MAX_DEPTH || (d = opendir(dir)) == NULL)
+    if (depth == CGROUP_MAX_DEPTH || (d = kept_dir_open_at(&opened, AT_FDCWD, dir)) == NULL)
         return 0;
     while (rc == 0 && (e = readdir(d)) != NULL) {
         if (e->d_type != DT_DIR || e->d_name[0] == '.')
@@ -158,7 +167,7 @@ add_cgroup_tree(CgroupTree *cg, const char *dir, int depth)
         else
             rc = add_cgroup_tree(cg, child, depth + 1);
     }
-    closedir(d);
+    kept_dir_close(d, &opened);
     return rc;
 }
 
@@ -195,15 +204,14 @@ open_files(CgroupTree *cg)
     for (i = 0; i < CG_COLUMNS; i++) {
         if (!cg->cfg.dir[i][0])
             continue;
-        cg->fd[i] = open_in(cg->cfg.dir[i], column_file(cg, i));
-        if (cg->fd[i] < 0 && i == CG_IO && cg->cfg.version == 1)
-            cg->fd[i] = open_in(cg->cfg.dir[i], "blkio.throttle.io_service_bytes");
-        if (i == CG_CPU && cg->cfg.version == 1 && cg->fd[i] >= 0) {
-            cg->cpu_split_fd = open_in(cg->cfg.dir[i], "cpuacct.stat");
-            if (cg->cpu_split_fd < 0)
-                close_fd(&cg->fd[i]);
-        }
-        if (cg->fd[i] < 0) {
+        CgroupFile *file = &cg->file[i];
+        if (open_file(cg, file, cg->cfg.dir[i], column_file(cg, i)) != 0 && i == CG_IO &&
+            cg->cfg.version == 1)
+            open_file(cg, file, cg->cfg.dir[i], "blkio.throttle.io_service_bytes");
+        if (i == CG_CPU && cg->cfg.version == 1 && file->path[0] &&
+            open_file(cg, &cg->cpu_split, cg->cfg.dir[i], "cpuacct.stat") != 0)
+            close_file(cg, file);
+        if (!file->path[0]) {
             drop_column(cg, i, column_file(cg, i));
             continue;
         }
@@ -220,12 +228,27 @@ open_files(CgroupTree *cg)
         end_source(cg, cg->note[0] ? cg->note : "no cgroup file readable: processes walked");
 }
 
-/* Reads an open file into buf: 0, or -1 with errno. */
+/* Reads a kept file into buf through its descriptor while that is still ours, else (the
+ * application closed or replaced it) opened again by its path: 0, or -1 with errno. */
 static int
-read_open(CgroupTree *cg, int fd)
+read_open(CgroupTree *cg, CgroupFile *file)
 {
     cg->reads++;
-    return textbuf_read_fd(&cg->buf, fd) < 0 ? -1 : 0;
+    if (!file->path[0]) {
+        errno = ENOENT;
+        return -1;
+    }
+    if (kept_fd_check(&file->kept, &cg->fds_replaced) < 0 &&
+        kept_fd_adopt(&file->kept,
+                      openat(cg->proc_fd, file->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
+        return -1;
+    if (textbuf_read_fd(&cg->buf, file->kept.fd) >= 0)
+        return 0;
+    if (errno == EBADF) { /* closed by the application since the check: never closed here */
+        kept_fd_none(&file->kept);
+        cg->fds_replaced++;
+    }
+    return -1;
 }
 
 /* Reads /proc/<pid>/<name>: 0, or -1. */
@@ -352,12 +375,13 @@ static int
 membership_unchanged(CgroupTree *cg, double now)
 {
     const char *tasks;
-    int same, fd = cg->pids_fd >= 0 ? cg->pids_fd : cg->loadavg_fd;
+    CgroupFile *file = cg->pids.path[0] ? &cg->pids : &cg->loadavg;
+    int same;
 
-    if (fd < 0 || read_open(cg, fd) != 0)
+    if (!file->path[0] || read_open(cg, file) != 0)
         return 0;
     tasks = cg->buf.data;
-    if (fd == cg->loadavg_fd) { /* "0.00 0.01 0.05 1/123 4567": from the task count on */
+    if (file == &cg->loadavg) { /* "0.00 0.01 0.05 1/123 4567": from the task count on */
         tasks = strchr(tasks, '/');
         tasks = tasks ? tasks + 1 : cg->buf.data;
     }
@@ -502,7 +526,7 @@ read_cpu(CgroupTree *cg, double *user_s, double *sys_s)
     unsigned long long usage, user, sys;
     double total, share;
 
-    if (read_open(cg, cg->fd[CG_CPU]) != 0)
+    if (read_open(cg, &cg->file[CG_CPU]) != 0)
         return -1;
     if (cg->cfg.version == 2) {
         if (parse_cgroup_keyed(cg->buf.data, "usage_usec", &usage) != 0 ||
@@ -511,8 +535,7 @@ read_cpu(CgroupTree *cg, double *user_s, double *sys_s)
             return -1;
         total = (double)usage / 1e6;
     } else {
-        if (parse_cgroup_number(cg->buf.data, &usage) != 0 ||
-            read_open(cg, cg->cpu_split_fd) != 0 ||
+        if (parse_cgroup_number(cg->buf.data, &usage) != 0 || read_open(cg, &cg->cpu_split) != 0 ||
             parse_cgroup_keyed(cg->buf.data, "user", &user) != 0 ||
             parse_cgroup_keyed(cg->buf.data, "system", &sys) != 0)
             return -1;
@@ -533,7 +556,7 @@ read_memory(CgroupTree *cg, double *kib)
     const char *k_anon = cg->cfg.version == 2 ? "anon" : "total_rss";
     const char *k_mapped = cg->cfg.version == 2 ? "file_mapped" : "total_mapped_file";
 
-    if (read_open(cg, cg->fd[CG_MEMORY]) != 0 ||
+    if (read_open(cg, &cg->file[CG_MEMORY]) != 0 ||
         parse_cgroup_keyed(cg->buf.data, k_anon, &anon) != 0 ||
         parse_cgroup_keyed(cg->buf.data, k_mapped, &mapped) != 0)
         return -1;
@@ -552,7 +575,7 @@ read_io(CgroupTree *cg, double *read_b, double *write_b)
     unsigned long long r, w;
     int rc;
 
-    if (read_open(cg, cg->fd[CG_IO]) != 0)
+    if (read_open(cg, &cg->file[CG_IO]) != 0)
         return -1;
     rc = cg->cfg.version == 2 ? parse_cgroup_io_stat(cg->buf.data, &r, &w)
                               : parse_cgroup_blkio(cg->buf.data, &r, &w);
@@ -661,9 +684,9 @@ cgroup_tree_sample(CgroupTree *cg, double now, const ProcTree *walk, const TreeT
         find_ancestors(cg);
         open_files(cg);
         if (cg->cfg.pids_dir[0])
-            cg->pids_fd = open_in(cg->cfg.pids_dir, "pids.current");
-        if (cg->pids_fd < 0)
-            cg->loadavg_fd = openat(cg->proc_fd, "loadavg", O_RDONLY | O_CLOEXEC);
+            open_file(cg, &cg->pids, cg->cfg.pids_dir, "pids.current");
+        if (!cg->pids.path[0])
+            open_file(cg, &cg->loadavg, NULL, "loadavg");
     }
     if (cg->state != CG_ON)
         return 0;
@@ -758,10 +781,10 @@ cgroup_tree_free(CgroupTree *cg)
     int i;
 
     for (i = 0; i < CG_COLUMNS; i++)
-        close_fd(&cg->fd[i]);
-    close_fd(&cg->cpu_split_fd);
-    close_fd(&cg->loadavg_fd);
-    close_fd(&cg->pids_fd);
+        close_file(cg, &cg->file[i]);
+    close_file(cg, &cg->cpu_split);
+    close_file(cg, &cg->loadavg);
+    close_file(cg, &cg->pids);
     free(cg->known);
     free(cg->scratch);
     cg->known = cg->scratch = NULL;

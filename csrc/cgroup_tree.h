@@ -62,19 +62,27 @@ typedef struct CgroupOther {
     int alive;
 } CgroupOther;
 
+/* A file read every tick, kept open (fd_budget.h: checked to be still ours before each read,
+ * opened again by its path when the application closed or replaced its number). */
+typedef struct CgroupFile {
+    KeptFd kept;
+    char path[640]; /* absolute, or under the procfs root; "": none */
+} CgroupFile;
+
 typedef struct CgroupTree {
     CgroupTreeConfig cfg;
-    int state;          /* enum CgroupState */
-    int fd[CG_COLUMNS]; /* cpu.stat / cpuacct.usage, memory.stat, io.stat / blkio */
-    int cpu_split_fd;   /* v1 cpuacct.stat (user and system ticks), -1 in v2 */
+    int state;                   /* enum CgroupState */
+    CgroupFile file[CG_COLUMNS]; /* cpu.stat / cpuacct.usage, memory.stat, io.stat / blkio */
+    CgroupFile cpu_split;        /* v1 cpuacct.stat (user and system ticks), none in v2 */
     /* cgroup.procs of each distinct directory and of the cgroups below it; the first
      * first_n belong to the first directory (read each time, the rest with every one) */
     char procs_path[CGROUP_MAX_DIRS][600];
     unsigned char procs_own[CGROUP_MAX_DIRS]; /* a column's own directory (not a child) */
     int procs_n, first_n;
     int proc_fd;                   /* the procfs root, for the ancestry of new pids */
-    int loadavg_fd;                /* <proc_root>/loadavg: tasks and the last pid, -1: none */
-    int pids_fd;                   /* pids.current of the tree's pids cgroup, -1: none */
+    CgroupFile loadavg;            /* <proc_root>/loadavg: tasks and the last pid */
+    CgroupFile pids;               /* pids.current of the tree's pids cgroup */
+    unsigned long fds_replaced;    /* kept descriptors the application closed or replaced */
     char tasks_seen[64];           /* what they said at the last cgroup.procs read */
     double procs_at, all_procs_at; /* when cgroup.procs was read (the first / every one) */
     pid_t root, adopter, self;

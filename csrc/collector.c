@@ -15,19 +15,18 @@
 
 /* CPUs listed in <proc_root>/stat ("cpuN" lines); the online CPUs when it cannot be read. */
 static int
-machine_cpus(const char *proc_root)
+machine_cpus(Collector *collector)
 {
-    char path[600], line[256];
+    TextBuf *buf = &collector->tree.buf;
+    const char *line;
     int n = 0;
-    FILE *f;
 
-    snprintf(path, sizeof(path), "%s/stat", proc_root[0] ? proc_root : "/proc");
-    f = fopen(path, "re");
-    if (f != NULL) {
-        while (fgets(line, sizeof(line), f) != NULL)
-            if (strncmp(line, "cpu", 3) == 0 && line[3] >= '0' && line[3] <= '9')
-                n++;
-        fclose(f);
+    line = textbuf_read_at(buf, collector->tree.proc.fd, "stat") >= 0 ? buf->data : NULL;
+    while (line != NULL) {
+        if (strncmp(line, "cpu", 3) == 0 && line[3] >= '0' && line[3] <= '9')
+            n++;
+        line = strchr(line, '\n');
+        line = line ? line + 1 : NULL;
     }
     if (n <= 0)
         n = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -52,7 +51,7 @@ process_cpus(const CollectorConfig *cfg, int machine)
 static void
 set_cpu_caps(Collector *collector)
 {
-    int machine = machine_cpus(collector->cfg.proc_root);
+    int machine = machine_cpus(collector);
 
     collector->system_cores = machine;
     collector->process_cores = process_cpus(&collector->cfg, machine);
@@ -70,7 +69,7 @@ collector_init(Collector *collector, const CollectorConfig *cfg)
                        cfg->track_processes && cfg->follow_children) != 0)
         return -1;
     collector->tree.count_processes = cfg->track_system;
-    cgroup_tree_init(&collector->cgroup, collector->tree.proc_fd, cfg->pid,
+    cgroup_tree_init(&collector->cgroup, collector->tree.proc.fd, cfg->pid,
                      cfg->follow_children ? cfg->adopter : 0);
     collector->walked_last = 1;
     if (cfg->track_processes && cfg->follow_children && cfg->adopter > 0)
@@ -175,18 +174,19 @@ fill_system_row(const Collector *collector, const SystemReading *sys, const GpuR
 static int
 count_processes(Collector *collector, double mono)
 {
+    KeptFd opened;
     DIR *dir;
     struct dirent *d;
     int n = 0;
 
     if (collector->processes_at > 0 && mono - collector->processes_at < LISTING_MAX_AGE)
         return collector->processes;
-    dir = opendir(collector->cfg.proc_root[0] ? collector->cfg.proc_root : "/proc");
+    dir = kept_dir_open_at(&opened, collector->tree.proc.fd, ".");
     if (dir == NULL)
         return collector->processes;
     while ((d = readdir(dir)) != NULL)
         n += d->d_name[0] >= '1' && d->d_name[0] <= '9';
-    closedir(dir);
+    kept_dir_close(dir, &opened);
     collector->processes = n;
     collector->processes_at = mono;
     return n;
@@ -260,21 +260,14 @@ read_tree(Collector *collector, double mono, const OwnUsage *own, ProcTreeReadin
  * also a process of another user) and its stat is unreadable here (a readable one is a
  * zombie's, or that of another process that got the pid: neither is hidden) */
 static int
-root_hidden(const Collector *collector)
+root_hidden(Collector *collector)
 {
-    char path[32], text[64];
-    ssize_t n = -1;
-    int fd;
+    char path[32];
 
     if (kill(collector->cfg.pid, 0) != 0 && errno != EPERM)
         return 0; /* gone */
     snprintf(path, sizeof(path), "%d/stat", (int)collector->cfg.pid);
-    fd = openat(collector->tree.proc_fd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd >= 0) {
-        n = read(fd, text, sizeof(text));
-        close(fd);
-    }
-    return n <= 0;
+    return textbuf_read_path(&collector->tree.buf, collector->tree.proc.fd, path, O_NONBLOCK) <= 0;
 }
 
 /* 0 for the baseline, 1 when rows were filled */
@@ -288,6 +281,8 @@ collector_sample(Collector *collector, double mono, double wall, const OwnUsage 
     double dt = mono - collector->last_mono;
     int self_in_tree = 0;
 
+    /* the procfs root the tree and the cgroup read under (opened again if it was replaced) */
+    collector->cgroup.proc_fd = proc_tree_check_root(&collector->tree);
     read_tree(collector, mono, own, &tree, &self_in_tree);
     if (collector->tree.fd_sheds > 0 && !collector->system.kept_given_back)
         system_stats_give_back(&collector->system); /* the application ran short of them */

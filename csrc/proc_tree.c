@@ -96,19 +96,19 @@ note_root_start(ProcTree *tree)
 {
     char path[32];
     PidStat stat;
+    KeptFd opened;
     struct stat st;
-    int fd, ok;
+    int ok;
 
     if (tree->root <= 0)
         return;
     snprintf(path, sizeof(path), "%d/stat", (int)tree->root);
-    fd = openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
+    if (kept_fd_adopt(&opened, openat(tree->proc.fd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
         return;
     /* a regular file only: this runs in the caller, which nothing may block */
-    ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && textbuf_read_fd(&tree->buf, fd) >= 0 &&
-         parse_pid_stat(tree->buf.data, &stat) == 0;
-    close(fd);
+    ok = fstat(opened.fd, &st) == 0 && S_ISREG(st.st_mode) &&
+         textbuf_read_fd(&tree->buf, opened.fd) >= 0 && parse_pid_stat(tree->buf.data, &stat) == 0;
+    kept_fd_close(&opened, &tree->fds_replaced);
     if (!ok)
         return;
     tree->root_seen = 1;
@@ -118,22 +118,13 @@ note_root_start(ProcTree *tree)
 int
 proc_tree_init(ProcTree *tree, const char *proc_root, pid_t root, int follow_children)
 {
-    int dirfd;
-
     memset(tree, 0, sizeof(*tree));
-    tree->stat_fd = tree->loadavg_fd = -1;
-    tree->proc_fd = open(proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (tree->proc_fd < 0)
+    kept_fd_none(&tree->proc);
+    kept_fd_none(&tree->stat_file);
+    kept_fd_none(&tree->loadavg_file);
+    snprintf(tree->proc_root, sizeof(tree->proc_root), "%s", proc_root);
+    if (proc_tree_check_root(tree) < 0)
         return -1;
-    dirfd = fcntl(tree->proc_fd, F_DUPFD_CLOEXEC, 0);
-    if (dirfd < 0 || (tree->dir = fdopendir(dirfd)) == NULL) {
-        int saved = errno;
-        if (dirfd >= 0)
-            close(dirfd);
-        close(tree->proc_fd);
-        errno = saved;
-        return -1;
-    }
     tree->root = root;
     tree->follow_children = follow_children;
     tree->self_pid = getpid();
@@ -145,16 +136,20 @@ proc_tree_init(ProcTree *tree, const char *proc_root, pid_t root, int follow_chi
         tree->page_kib = 4;
     tree->pss_allowance = PSS_BUDGET_START;
     tree->fd_limit = fd_limit_now();
-    tree->stat_fd =
-        fd_keep_within(openat(tree->proc_fd, "stat", O_RDONLY | O_CLOEXEC), tree->fd_limit);
-    tree->probe_pids = same_pid_namespace(tree->proc_fd);
-    tree->loadavg_fd =
-        tree->probe_pids
-            ? fd_keep_within(openat(tree->proc_fd, "loadavg", O_RDONLY | O_CLOEXEC), tree->fd_limit)
-            : -1;
+    kept_fd_open_at(&tree->stat_file, tree->proc.fd, "stat", tree->fd_limit);
+    tree->probe_pids = same_pid_namespace(tree->proc.fd);
+    if (tree->probe_pids)
+        kept_fd_open_at(&tree->loadavg_file, tree->proc.fd, "loadavg", tree->fd_limit);
     tree->last_pid = tree->pid_at_listing = tree->tasks = tree->tasks_at_listing = -1;
     note_root_start(tree);
     return 0;
+}
+
+/* the procfs root's descriptor, or -1 */
+int
+proc_tree_check_root(ProcTree *tree)
+{
+    return kept_fd_check_dir(&tree->proc, tree->proc_root, &tree->fds_replaced);
 }
 
 void
@@ -174,12 +169,17 @@ pid_ino_cmp(const void *a, const void *b)
 static long
 list_processes(ProcTree *tree)
 {
-    DIR *dir = tree->dir;
+    KeptFd opened;
+    DIR *dir;
     struct dirent *de;
     int sorted = 1;
 
     tree->listing_len = 0;
-    rewinddir(dir);
+    /* opened for each listing: a directory stream kept open could not be let go of without
+     * closing its number, which may be the application's by then (fd_budget.h) */
+    dir = kept_dir_open_at(&opened, tree->proc.fd, ".");
+    if (dir == NULL)
+        return -1;
     while ((de = readdir(dir)) != NULL) {
         const char *s = de->d_name;
         long pid = 0;
@@ -192,8 +192,10 @@ list_processes(ProcTree *tree)
         if (tree->listing_len == tree->listing_cap) {
             size_t cap = tree->listing_cap ? tree->listing_cap * 2 : 1024;
             struct PidIno *grown = realloc(tree->listing, cap * sizeof(*grown));
-            if (grown == NULL)
+            if (grown == NULL) {
+                kept_dir_close(dir, &opened);
                 return -1;
+            }
             tree->listing = grown;
             tree->listing_cap = cap;
         }
@@ -203,6 +205,7 @@ list_processes(ProcTree *tree)
         tree->listing[tree->listing_len].ino = de->d_ino;
         tree->listing_len++;
     }
+    kept_dir_close(dir, &opened);
     if (!sorted)
         qsort(tree->listing, tree->listing_len, sizeof(*tree->listing), pid_ino_cmp);
     return (long)tree->listing_len;
@@ -212,21 +215,11 @@ list_processes(ProcTree *tree)
 static void
 close_kept(ProcTree *tree, ProcEntry *entry)
 {
-    if (entry->stat_fd >= 0 || entry->io_fd >= 0)
+    if (entry->kept)
         tree->kept_open--;
-    if (entry->stat_fd >= 0)
-        close(entry->stat_fd);
-    if (entry->io_fd >= 0)
-        close(entry->io_fd);
-    entry->stat_fd = entry->io_fd = -1;
-}
-
-static void
-close_fd(int *fd)
-{
-    if (*fd >= 0)
-        close(*fd);
-    *fd = -1;
+    entry->kept = 0;
+    kept_fd_close(&entry->stat_file, &tree->fds_replaced);
+    kept_fd_close(&entry->io_file, &tree->fds_replaced);
 }
 
 /* Reads RLIMIT_NOFILE into tree->fd_limit (-1: none). */
@@ -250,9 +243,10 @@ shed_when_short(ProcTree *tree, double now)
 
     if (fresh)
         read_fd_limit(tree, now);
-    if ((tree->kept_open == 0 && tree->stat_fd < 0 && tree->loadavg_fd < 0) || tree->fd_limit < 0)
+    if ((tree->kept_open == 0 && tree->stat_file.fd < 0 && tree->loadavg_file.fd < 0) ||
+        tree->fd_limit < 0)
         return;
-    probe = fcntl(tree->proc_fd, F_DUPFD_CLOEXEC, 0);
+    probe = fcntl(tree->proc.fd, F_DUPFD_CLOEXEC, 0);
     if (probe >= 0)
         close(probe);
     if (probe >= 0 && (long)probe + fd_margin(tree->fd_limit) / 2 < tree->fd_limit)
@@ -265,8 +259,8 @@ shed_when_short(ProcTree *tree, double now)
     }
     for (i = 0; i < vec->len; i++)
         close_kept(tree, &vec->items[i]);
-    close_fd(&tree->stat_fd); /* read by path from now on */
-    close_fd(&tree->loadavg_fd);
+    kept_fd_close(&tree->stat_file, &tree->fds_replaced); /* read by path from now on */
+    kept_fd_close(&tree->loadavg_file, &tree->fds_replaced);
     tree->keep_blocked_til = now + KEEP_RETRY_S;
     tree->fd_sheds++;
 }
@@ -277,37 +271,36 @@ keep_open(ProcTree *tree, ProcEntry *entry)
 {
     char path[32];
 
-    if (entry->stat_fd >= 0 || tree->kept_open * 2 + 2 > KEPT_FD_BUDGET ||
-        tree->keep_blocked_til > tree->now)
+    if (entry->stat_file.fd >= 0 || tree->keep_blocked_til > tree->now)
+        return;
+    if (entry->kept) /* its stat was the application's number: both opened again */
+        close_kept(tree, entry);
+    if (tree->kept_open * 2 + 2 > KEPT_FD_BUDGET)
         return;
     snprintf(path, sizeof(path), "%d/stat", (int)entry->pid);
-    entry->stat_fd =
-        fd_keep_within(openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC), tree->fd_limit);
+    kept_fd_open_at(&entry->stat_file, tree->proc.fd, path, tree->fd_limit);
     snprintf(path, sizeof(path), "%d/io", (int)entry->pid);
-    entry->io_fd =
-        fd_keep_within(openat(tree->proc_fd, path, O_RDONLY | O_CLOEXEC), tree->fd_limit);
-    if (entry->stat_fd >= 0 || entry->io_fd >= 0)
-        tree->kept_open++;
+    kept_fd_open_at(&entry->io_file, tree->proc.fd, path, tree->fd_limit);
+    entry->kept = entry->stat_file.fd >= 0 || entry->io_file.fd >= 0;
+    tree->kept_open += entry->kept;
 }
 
-/* Reads a file under the procfs root through its kept descriptor, else by path: length, or
- * -1. */
+/* Reads a file under the procfs root through its kept descriptor while that is still ours,
+ * else by path: length, or -1. */
 static ssize_t
-read_kept_file(ProcTree *tree, int fd, const char *path)
+read_kept_file(ProcTree *tree, KeptFd *kept, const char *path)
 {
-    if (fd >= 0)
-        return textbuf_read_fd(&tree->buf, fd);
-    return textbuf_read_at(&tree->buf, tree->proc_fd, path);
+    return kept_fd_read(kept, &tree->buf, tree->proc.fd, path, &tree->fds_replaced);
 }
 
 /* Reads a per-process file through its kept descriptor, else by path: length, or -1. */
 static ssize_t
-read_pid_file(ProcTree *tree, int fd, pid_t pid, const char *name)
+read_pid_file(ProcTree *tree, KeptFd *kept, pid_t pid, const char *name)
 {
     char path[40];
 
     snprintf(path, sizeof(path), "%d/%s", (int)pid, name);
-    return read_kept_file(tree, fd, path);
+    return read_kept_file(tree, kept, path);
 }
 
 /* Reads /proc/<pid>/stat into the entry: 0, or -1 when the process is gone or unreadable. */
@@ -316,7 +309,7 @@ read_stat(ProcTree *tree, ProcEntry *entry)
 {
     if (entry->has_stat)
         return 0;
-    if (read_pid_file(tree, entry->stat_fd, entry->pid, "stat") < 0 ||
+    if (read_pid_file(tree, &entry->stat_file, entry->pid, "stat") < 0 ||
         parse_pid_stat(tree->buf.data, &entry->stat) != 0) {
         if (errno != ENOENT && errno != ESRCH)
             tree->read_errors++;
@@ -435,7 +428,8 @@ merge_listing(ProcTree *tree)
             memset(&fresh, 0, sizeof(fresh));
             fresh.pid = tree->listing[j].pid;
             fresh.ino = tree->listing[j].ino;
-            fresh.stat_fd = fresh.io_fd = -1;
+            kept_fd_none(&fresh.stat_file);
+            kept_fd_none(&fresh.io_file);
             if (entries_push(next, &fresh) != 0)
                 return -1;
             j++;
@@ -479,7 +473,7 @@ read_last_pid(ProcTree *tree)
     const char *space, *slash;
 
     tree->tasks = -1;
-    if (!tree->probe_pids || read_kept_file(tree, tree->loadavg_fd, "loadavg") < 0)
+    if (!tree->probe_pids || read_kept_file(tree, &tree->loadavg_file, "loadavg") < 0)
         return -1;
     slash = strchr(tree->buf.data, '/'); /* "0.00 0.01 0.05 1/134 4242": running/tasks */
     if (slash != NULL)
@@ -499,7 +493,7 @@ read_forks(ProcTree *tree, unsigned long long *forks, long *last_pid)
         *forks = (unsigned long long)*last_pid;
         return 0;
     }
-    if (read_kept_file(tree, tree->stat_fd, "stat") < 0)
+    if (read_kept_file(tree, &tree->stat_file, "stat") < 0)
         return -1;
     return parse_proc_stat_forks(tree->buf.data, forks);
 }
@@ -515,7 +509,7 @@ is_thread(ProcTree *tree, const ProcEntry *entry)
     if (entry->stat.num_threads <= 1)
         return 0;
     snprintf(path, sizeof(path), "%d/status", (int)entry->pid);
-    if (textbuf_read_at(&tree->buf, tree->proc_fd, path) < 0)
+    if (textbuf_read_at(&tree->buf, tree->proc.fd, path) < 0)
         return 1; /* gone: nothing to add */
     tgid = strstr(tree->buf.data, "\nTgid:");
     return tgid == NULL || strtol(tgid + 6, NULL, 10) != (long)entry->pid;
@@ -536,7 +530,8 @@ probe_pid(ProcTree *tree, size_t carried, pid_t pid)
     }
     memset(&fresh, 0, sizeof(fresh));
     fresh.pid = pid; /* no inode yet: the next listing checks the start time */
-    fresh.stat_fd = fresh.io_fd = -1;
+    kept_fd_none(&fresh.stat_file);
+    kept_fd_none(&fresh.io_file);
     if (read_stat(tree, &fresh) != 0 || is_thread(tree, &fresh))
         return 0; /* exited already, or a thread */
     return entries_push(&tree->scratch, &fresh) == 0 ? 1 : -1;
@@ -657,7 +652,8 @@ verify_reused(ProcTree *tree, ProcEntry *entry)
         memset(&fresh, 0, sizeof(fresh));
         fresh.pid = entry->pid;
         fresh.ino = entry->ino;
-        fresh.stat_fd = fresh.io_fd = -1;
+        kept_fd_none(&fresh.stat_file);
+        kept_fd_none(&fresh.io_file);
         fresh.stat = entry->stat;
         fresh.has_stat = 1;
         fresh.ppid = entry->stat.ppid;
@@ -687,7 +683,7 @@ read_io(ProcTree *tree, ProcEntry *entry)
         return;
     entry->cpu_at_io = cpu_ticks;
     entry->io_read_at = tree->now;
-    if (read_pid_file(tree, entry->io_fd, entry->pid, "io") < 0 ||
+    if (read_pid_file(tree, &entry->io_file, entry->pid, "io") < 0 ||
         parse_pid_io(tree->buf.data, &io) != 0) {
         if (errno == EACCES || errno == EPERM)
             tree->io_denied++; /* another user's process: its I/O is not counted */
@@ -717,7 +713,7 @@ note_peak(ProcTree *tree, ProcEntry *entry)
     entry->hwm_read = 1;
     entry->minflt_at_hwm = entry->stat.minflt;
     snprintf(path, sizeof(path), "%d/status", (int)entry->pid);
-    if (textbuf_read_at(&tree->buf, tree->proc_fd, path) < 0 ||
+    if (textbuf_read_at(&tree->buf, tree->proc.fd, path) < 0 ||
         parse_status_hwm(tree->buf.data, &hwm) != 0)
         return;
     tree->hwm_reads++;
@@ -818,7 +814,7 @@ read_pss(ProcTree *tree, ProcEntry *entry)
 
     snprintf(path, sizeof(path), "%d/smaps_rollup", (int)entry->pid);
     entry->round_excess = -1;
-    if (textbuf_read_at(&tree->buf, tree->proc_fd, path) >= 0 &&
+    if (textbuf_read_at(&tree->buf, tree->proc.fd, path) >= 0 &&
         parse_smaps_rollup(tree->buf.data, &rss, &pss) == 0)
         entry->round_excess = rss > pss ? rss - pss : 0;
     else if (errno == EACCES || errno == EPERM)
@@ -1154,17 +1150,16 @@ proc_tree_free(ProcTree *tree)
 
     for (i = 0; i < tree->entries.len; i++)
         close_kept(tree, &tree->entries.items[i]);
-    close_fd(&tree->stat_fd);
-    close_fd(&tree->loadavg_fd);
-    if (tree->dir)
-        closedir((DIR *)tree->dir);
-    if (tree->proc_fd >= 0)
-        close(tree->proc_fd);
+    kept_fd_close(&tree->stat_file, &tree->fds_replaced);
+    kept_fd_close(&tree->loadavg_file, &tree->fds_replaced);
+    kept_fd_close(&tree->proc, &tree->fds_replaced);
     free(tree->entries.items);
     free(tree->scratch.items);
     free(tree->vanished.items);
     free(tree->listing);
     textbuf_free(&tree->buf);
     memset(tree, 0, sizeof(*tree));
-    tree->proc_fd = -1;
+    kept_fd_none(&tree->proc);
+    kept_fd_none(&tree->stat_file);
+    kept_fd_none(&tree->loadavg_file);
 }

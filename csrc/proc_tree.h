@@ -23,6 +23,7 @@
 
 #include <sys/types.h>
 
+#include "fd_budget.h"
 #include "procfs_parse.h"
 #include "textbuf.h"
 
@@ -91,13 +92,14 @@ typedef struct ProcEntry {
     ino_t ino;
     unsigned long long starttime;
     PidStat stat;
-    unsigned char classified; /* membership is known */
-    unsigned char member;     /* in the tracked tree */
-    unsigned char has_stat;   /* stat was read this tick */
-    unsigned char verify;     /* inode changed: check the start time */
-    unsigned char gone;       /* vanished while being read */
-    int stat_fd, io_fd;       /* kept open for members (pread from 0 each tick), -1 if not */
-    TreeTotals cum;           /* cumulative counters (own + reaped children) */
+    unsigned char classified;  /* membership is known */
+    unsigned char member;      /* in the tracked tree */
+    unsigned char has_stat;    /* stat was read this tick */
+    unsigned char verify;      /* inode changed: check the start time */
+    unsigned char gone;        /* vanished while being read */
+    unsigned char kept;        /* stat and io were opened to be kept (counted in kept_open) */
+    KeptFd stat_file, io_file; /* kept open for members (pread from 0 each tick), fd -1 if not */
+    TreeTotals cum;            /* cumulative counters (own + reaped children) */
     long long rss_kib;
     long long excess_kib;   /* RSS - PSS at the last smaps_rollup read */
     double checked_at;      /* monotonic time of that read; 0 = never */
@@ -126,8 +128,8 @@ typedef struct ProcTreeReading {
 } ProcTreeReading;
 
 typedef struct ProcTree {
-    int proc_fd;
-    void *dir; /* DIR* over proc_fd, rewound each tick */
+    KeptFd proc;         /* the procfs root (checked each tick, opened again when replaced) */
+    char proc_root[512]; /* its path */
     pid_t root;
     /* the root's identity: its start time (field 22 of stat), known once it was first seen;
      * a process with the root's pid and another start time is not the root (a reused pid),
@@ -170,10 +172,11 @@ typedef struct ProcTree {
     double now;                          /* monotonic time of the tick under way */
     double keep_blocked_til;             /* no descriptor kept before this time (after a shed) */
     unsigned long fd_sheds;              /* times every kept descriptor was given back */
-    int stat_fd;                         /* <proc_root>/stat, for the fork counter (-1: by path) */
+    unsigned long fds_replaced;          /* kept descriptors the application closed or replaced */
+    KeptFd stat_file;                    /* <proc_root>/stat, for the fork counter (-1: by path) */
     unsigned long long forks_at_listing; /* the fork counter when new pids were last found */
     int probe_pids;                      /* new pids are probed: loadavg tells the last pid */
-    int loadavg_fd;                      /* <proc_root>/loadavg (-1: read by path) */
+    KeptFd loadavg_file;                 /* <proc_root>/loadavg (-1: read by path) */
     long last_pid;                       /* the last pid handed out at that time (-1: unknown) */
     long tasks;                          /* tasks on the machine this tick (loadavg; -1: unknown) */
     long pid_at_listing, tasks_at_listing; /* the last pid and the tasks at the last listing */
@@ -186,6 +189,11 @@ typedef struct ProcTree {
 
 /* 0 on success; -1 with errno when the procfs root cannot be opened. */
 int proc_tree_init(ProcTree *tree, const char *proc_root, pid_t root, int follow_children);
+
+/* Checks that the procfs root is still the directory opened (fd_budget.h), opening it again by
+ * path when the application closed or replaced its number: its descriptor, or -1. Called at
+ * the start of each tick, before anything is read under it. */
+int proc_tree_check_root(ProcTree *tree);
 
 /* Makes the children of adopter members too (with their descendants): the processes a
  * subreaper that started the root inherits when the root's descendants double-fork. */

@@ -17,6 +17,7 @@ int rt_add_object(PyObject *module, const char *name, PyObject *value);
 /* Each binding file adds its types and functions to the module: 0, or -1 with an exception. */
 int rt_add_columns(PyObject *module);
 int rt_add_rules(PyObject *module);
+int rt_add_files(PyObject *module);
 int rt_add_sampler(PyObject *module);
 int rt_add_stats(PyObject *module);
 int rt_add_encode(PyObject *module);

@@ -197,6 +197,7 @@ SAMPLER_FLOAT_GETTER(listings, (double)s->listings)
 SAMPLER_FLOAT_GETTER(probes, (double)s->probes)
 SAMPLER_FLOAT_GETTER(fd_sheds, (double)s->fd_sheds)
 SAMPLER_FLOAT_GETTER(kept_open, (double)s->kept_open)
+SAMPLER_FLOAT_GETTER(fds_replaced, (double)s->fds_replaced)
 
 /* use_cgroup(version, cpu_dir, memory_dir, io_dir, pids_dir=""): the tree's columns from
  * its cgroup */
@@ -345,6 +346,10 @@ static PyGetSetDef sampler_getset[] = {
      NULL},
     {"kept_open", (getter)sampler_get_kept_open, NULL,
      "members whose stat and io stay open between readings", NULL},
+    {"fds_replaced", (getter)sampler_get_fds_replaced, NULL,
+     "kept-open descriptors found closed or replaced by the application (never read nor "
+     "closed: the files were opened again by path)",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -28,6 +28,7 @@ publish_counters(void *arg)
     s->probes = c->tree.probes;
     s->fd_sheds = c->tree.fd_sheds;
     s->kept_open = (unsigned long)c->tree.kept_open;
+    s->fds_replaced = c->tree.fds_replaced + c->system.fds_replaced + cg->fds_replaced;
     s->tree_seen = c->tree_seen;
     s->tree_missed = c->tree_missed;
     snprintf(s->tree_source, sizeof(s->tree_source), "%s", cgroup_tree_source(cg));

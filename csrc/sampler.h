@@ -53,6 +53,7 @@ typedef struct Sampler {
     double memory_hwm_kib;               /* the largest resident set of one member */
     unsigned long listings, probes;      /* ticks that listed procfs / probed new pids */
     unsigned long fd_sheds, kept_open;   /* kept descriptors given back; members kept open */
+    unsigned long fds_replaced;          /* kept descriptors the application closed or replaced */
     /* where the tree's columns came from (cgroup_tree.h) */
     char tree_source[8], column_source[CG_COLUMNS][8];
     char tree_note[256];

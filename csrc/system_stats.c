@@ -1,7 +1,5 @@
 #include "system_stats.h"
 
-#include "fd_budget.h"
-
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -14,9 +12,9 @@ static const char *const skipped_disk_prefixes[] = {"loop", "ram", "zram", "fd"}
 
 /* opens a file under the procfs root to keep (fd_budget.h); -1 when absent or not kept */
 static int
-open_proc_file(const SystemStats *stats, const char *name)
+open_proc_file(SystemStats *stats, KeptFd *kept, const char *name)
 {
-    return fd_keep_within(openat(stats->proc_fd, name, O_RDONLY | O_CLOEXEC), fd_limit_now());
+    return kept_fd_open_at(kept, stats->proc.fd, name, fd_limit_now());
 }
 
 /* 0 on success */
@@ -24,13 +22,18 @@ int
 system_stats_init(SystemStats *stats, const char *proc_root, const char *sys_root)
 {
     memset(stats, 0, sizeof(*stats));
-    stats->proc_fd = open(proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (stats->proc_fd < 0)
+    kept_fd_none(&stats->proc);
+    kept_fd_none(&stats->stat);
+    kept_fd_none(&stats->meminfo);
+    kept_fd_none(&stats->diskstats);
+    kept_fd_none(&stats->netdev);
+    snprintf(stats->proc_root, sizeof(stats->proc_root), "%s", proc_root);
+    if (kept_fd_check_dir(&stats->proc, stats->proc_root, &stats->fds_replaced) < 0)
         return -1;
-    stats->stat_fd = open_proc_file(stats, "stat");
-    stats->meminfo_fd = open_proc_file(stats, "meminfo");
-    stats->diskstats_fd = open_proc_file(stats, "diskstats");
-    stats->netdev_fd = open_proc_file(stats, "net/dev");
+    open_proc_file(stats, &stats->stat, "stat");
+    open_proc_file(stats, &stats->meminfo, "meminfo");
+    open_proc_file(stats, &stats->diskstats, "diskstats");
+    open_proc_file(stats, &stats->netdev, "net/dev");
     snprintf(stats->sys_root, sizeof(stats->sys_root), "%s", sys_root ? sys_root : "/sys");
     stats->ticks_per_s = (double)sysconf(_SC_CLK_TCK);
     if (stats->ticks_per_s <= 0)
@@ -38,18 +41,21 @@ system_stats_init(SystemStats *stats, const char *proc_root, const char *sys_roo
     return 0;
 }
 
-/* Reads a kept-open file (reopening it once if the read fails; by path when it is not kept,
- * see fd_budget.h): 0, or -1. */
+/* Reads a kept-open file while it is still ours (fd_budget.h), else by path, keeping it
+ * again when it was not kept any more (the application closed or replaced it, a read failed):
+ * 0, or -1. */
 static int
-read_kept(SystemStats *stats, int *fd, const char *name)
+read_kept(SystemStats *stats, KeptFd *kept, const char *name)
 {
-    if (*fd >= 0 && textbuf_read_fd(&stats->buf, *fd) >= 0)
+    if (kept_fd_check(kept, &stats->fds_replaced) >= 0 &&
+        textbuf_read_fd(&stats->buf, kept->fd) >= 0)
         return 0;
-    if (*fd >= 0)
-        close(*fd);
-    *fd = stats->kept_given_back ? -1 : open_proc_file(stats, name);
-    if (*fd >= 0 ? textbuf_read_fd(&stats->buf, *fd) >= 0
-                 : textbuf_read_at(&stats->buf, stats->proc_fd, name) >= 0)
+    if (errno == EBADF) /* closed by the application since the check: never closed here */
+        kept_fd_none(kept);
+    kept_fd_close(kept, &stats->fds_replaced);
+    if (!stats->kept_given_back)
+        open_proc_file(stats, kept, name);
+    if (kept_fd_read(kept, &stats->buf, stats->proc.fd, name, &stats->fds_replaced) >= 0)
         return 0;
     stats->read_errors++;
     return -1;
@@ -58,14 +64,11 @@ read_kept(SystemStats *stats, int *fd, const char *name)
 void
 system_stats_give_back(SystemStats *stats)
 {
-    int *fds[] = {&stats->stat_fd, &stats->meminfo_fd, &stats->diskstats_fd, &stats->netdev_fd};
+    KeptFd *kept[] = {&stats->stat, &stats->meminfo, &stats->diskstats, &stats->netdev};
     size_t i;
 
-    for (i = 0; i < sizeof(fds) / sizeof(*fds); i++) {
-        if (*fds[i] >= 0)
-            close(*fds[i]);
-        *fds[i] = -1;
-    }
+    for (i = 0; i < sizeof(kept) / sizeof(*kept); i++)
+        kept_fd_close(kept[i], &stats->fds_replaced);
     stats->kept_given_back = 1;
 }
 
@@ -73,7 +76,8 @@ system_stats_give_back(SystemStats *stats)
 static int
 dir_has_entries(const char *path)
 {
-    DIR *dir = opendir(path);
+    KeptFd opened;
+    DIR *dir = kept_dir_open_at(&opened, AT_FDCWD, path);
     struct dirent *de;
     int found = 0;
 
@@ -81,7 +85,7 @@ dir_has_entries(const char *path)
         return 0;
     while (!found && (de = readdir(dir)) != NULL)
         found = strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
-    closedir(dir);
+    kept_dir_close(dir, &opened);
     return found;
 }
 
@@ -91,13 +95,14 @@ static void
 refresh_disks(SystemStats *stats)
 {
     char path[1024];
+    KeptFd opened;
     DIR *dir;
     struct dirent *de;
     size_t k;
 
     stats->ndisks = 0;
     snprintf(path, sizeof(path), "%s/block", stats->sys_root);
-    dir = opendir(path);
+    dir = kept_dir_open_at(&opened, AT_FDCWD, path);
     if (dir == NULL)
         return;
     while ((de = readdir(dir)) != NULL && stats->ndisks < SYSTEM_MAX_DISKS) {
@@ -113,7 +118,7 @@ refresh_disks(SystemStats *stats)
             continue;
         snprintf(stats->disks[stats->ndisks++], sizeof(stats->disks[0]), "%s", de->d_name);
     }
-    closedir(dir);
+    kept_dir_close(dir, &opened);
 }
 
 /* DeviceFilter: non-zero for the disks found in sysfs */
@@ -160,7 +165,7 @@ refresh_mounts(SystemStats *stats)
     int i;
 
     stats->nmounts = 0;
-    if (textbuf_read_at(&stats->buf, stats->proc_fd, "self/mountinfo") >= 0) {
+    if (textbuf_read_at(&stats->buf, stats->proc.fd, "self/mountinfo") >= 0) {
         for (line = stats->buf.data; line && *line; line = eol ? eol + 1 : NULL) {
             char key[96];
             eol = strchr(line, '\n');
@@ -200,7 +205,7 @@ read_counters(SystemStats *stats, SystemCounters *c)
     CpuTimes cpu;
 
     *c = stats->prev;
-    if (read_kept(stats, &stats->stat_fd, "stat") == 0) {
+    if (read_kept(stats, &stats->stat, "stat") == 0) {
         if (parse_proc_stat_cpu(stats->buf.data, &cpu) == 0) {
             c->cpu_user = cpu.user + cpu.nice;
             c->cpu_sys = cpu.system + cpu.irq + cpu.softirq;
@@ -208,10 +213,10 @@ read_counters(SystemStats *stats, SystemCounters *c)
             stats->read_errors++;
         }
     }
-    if (read_kept(stats, &stats->diskstats_fd, "diskstats") == 0)
+    if (read_kept(stats, &stats->diskstats, "diskstats") == 0)
         parse_diskstats(stats->buf.data, is_counted_disk, stats, &c->read_sectors,
                         &c->written_sectors);
-    if (read_kept(stats, &stats->netdev_fd, "net/dev") == 0 &&
+    if (read_kept(stats, &stats->netdev, "net/dev") == 0 &&
         parse_net_dev(stats->buf.data, &c->net_recv, &c->net_sent) != 0) {
         c->net_recv = stats->prev.net_recv;
         c->net_sent = stats->prev.net_sent;
@@ -225,7 +230,7 @@ read_memory(SystemStats *stats, SystemReading *out)
     MemInfo mem;
     long long used;
 
-    if (read_kept(stats, &stats->meminfo_fd, "meminfo") != 0)
+    if (read_kept(stats, &stats->meminfo, "meminfo") != 0)
         return;
     if (parse_meminfo(stats->buf.data, &mem) != 0) {
         stats->read_errors++;
@@ -261,6 +266,7 @@ system_stats_sample(SystemStats *stats, double now, SystemReading *out)
     SystemCounters c;
 
     memset(out, 0, sizeof(*out));
+    kept_fd_check_dir(&stats->proc, stats->proc_root, &stats->fds_replaced);
     if (stats->refreshed_at == 0 || now - stats->refreshed_at >= SYSTEM_REFRESH_SECONDS) {
         refresh_disks(stats);
         refresh_mounts(stats);
@@ -285,8 +291,6 @@ void
 system_stats_free(SystemStats *stats)
 {
     system_stats_give_back(stats);
-    if (stats->proc_fd >= 0)
-        close(stats->proc_fd);
-    stats->proc_fd = -1;
+    kept_fd_close(&stats->proc, &stats->fds_replaced);
     textbuf_free(&stats->buf);
 }

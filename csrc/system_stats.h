@@ -1,9 +1,11 @@
 /* System-wide readings: CPU, memory, disk I/O, disk space and network. No Python here.
  * The procfs files that are read every tick stay open and are re-read from offset 0, within
- * the descriptor budget of fd_budget.h (else they are read by path). */
+ * the descriptor budget of fd_budget.h (else they are read by path), each checked to be still
+ * the file opened before it is read (the application may have closed or replaced its number). */
 #ifndef RT_SYSTEM_STATS_H
 #define RT_SYSTEM_STATS_H
 
+#include "fd_budget.h"
 #include "procfs_parse.h"
 #include "textbuf.h"
 
@@ -28,7 +30,10 @@ typedef struct SystemCounters {
 } SystemCounters;
 
 typedef struct SystemStats {
-    int proc_fd, stat_fd, meminfo_fd, diskstats_fd, netdev_fd; /* -1: read by path */
+    KeptFd proc;                             /* the procfs root (opened again if replaced) */
+    char proc_root[512];                     /* its path */
+    KeptFd stat, meminfo, diskstats, netdev; /* fd -1: read by path */
+    unsigned long fds_replaced;              /* kept descriptors found replaced */
     int kept_given_back; /* the application ran short of descriptors: none is kept again */
     char sys_root[512];
     char disks[SYSTEM_MAX_DISKS][32];

@@ -18,7 +18,6 @@ import time
 from typing import Dict, List, Optional
 
 from . import _core
-from ._regular_file import read_regular
 
 MIB = 1024 * 1024
 #: Limits at or above this are "no limit" (cgroup v1 writes it as a page-aligned 2**63 - 1).
@@ -38,12 +37,15 @@ RAM_MARGIN = 4
 
 def _read(path: str, limit: int = MAX_LIST_BYTES) -> Optional[str]:
     """The text of the regular file ``path``, or None: not a regular file (FIFO, device,
-    directory), larger than ``limit`` bytes, or unreadable (``_regular_file.read_regular``:
-    opened non-blocking). Invalid UTF-8 is replaced."""
+    directory), larger than ``limit`` bytes, or unreadable. Opened non-blocking, read and
+    closed by the C core without letting the interpreter lock go (csrc/py_files.c: these
+    reads run beside the program, which may close every descriptor and open its own at the
+    number being read); invalid UTF-8 is replaced."""
     try:
-        return read_regular(path, limit).decode("utf-8", "replace")
-    except (OSError, ValueError):  # ValueError: a NUL in the path (found by fuzz_cgroup.py)
+        data = _core.read_regular_file(path, limit)  # a FIFO or a device: never opened
+    except ValueError:  # a NUL in the path (found by fuzz_cgroup.py)
         return None
+    return None if data is None else data.decode("utf-8", "replace")
 
 
 def read_fields(path: str) -> List[str]:

@@ -12,6 +12,8 @@ import os
 import sys
 from typing import Any, Optional
 
+from . import _core
+
 #: The shortest and the longest interval between samples, seconds (both backends, the CLI and
 #: the Metaflow decorator): a longer one would overflow the clock arithmetic of a timed wait.
 #: (The C sampler holds the same values as _core.MIN_INTERVAL / _core.MAX_INTERVAL; a build
@@ -26,6 +28,8 @@ MAX_PID = 2**31 - 1
 #: The name and version of the stored form of a run (snapshot(), dumps(), the artifact).
 SNAPSHOT_FORMAT = "resource-tracker-snapshot"
 SNAPSHOT_VERSION = 1
+#: The most of a procfs file (a command line, a stat line) read: the C readers' cap.
+MAX_PROC_FILE_BYTES = 16 * 1024 * 1024
 
 
 def _check_interval(interval: Any) -> float:
@@ -60,16 +64,14 @@ def _check_pid(pid: Any) -> int:
 
 
 def _read_proc_file(path: str) -> bytes:
-    """The whole of a procfs file, read without a file object (3 system calls, not 10:
-    start() reads the command line)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        parts = [os.read(fd, 65536)]
-        while parts[-1]:
-            parts.append(os.read(fd, 65536))
-    finally:
-        os.close(fd)
-    return b"".join(parts)
+    """The whole of a procfs file (at most 16 MiB), opened, read and closed by the C core
+    with the interpreter lock held: start() runs beside the program's other threads, one of
+    which may close every descriptor and open its own at the number being read (a Python
+    os.close would close it). OSError when it cannot be read."""
+    data = _core.read_regular_file(path, MAX_PROC_FILE_BYTES)
+    if data is None:
+        raise OSError(f"{path}: not read")
+    return data
 
 
 def _process_start(pid: int) -> Optional[str]:

@@ -174,6 +174,9 @@ def data_quality(tracker: TrackedRun) -> Dict[str, Any]:
     errors = int(getattr(sampler, "read_errors", 0) or 0)
     if errors:
         quality["read_errors"] = errors
+    replaced = int(getattr(sampler, "fds_replaced", 0) or 0)
+    if replaced:
+        quality["descriptors_replaced"] = replaced
     # never found, though the root lived (not just gone before the first reading)
     seen, missed = getattr(sampler, "tree_seen", None), getattr(sampler, "tree_missed", 0)
     if tracker.track_processes and seen == 0 and missed:
@@ -190,6 +193,17 @@ READ_IN_CALLER = (
     "no thread could be created (RLIMIT_NPROC, the container's pids.max or RLIMIT_AS): the "
     "cgroup's figures were read in the caller of stop()"
 )
+
+
+def descriptors_replaced_note(count: Any) -> str:
+    """The data-quality line of a run whose program closed or replaced descriptors the
+    tracker kept open between readings (os.closerange, dup2)."""
+    return (
+        f"descriptors replaced by the application: {count} files the tracker kept open were "
+        "closed or replaced by the program (os.closerange, dup2); the tracker left those "
+        "numbers alone (never read nor closed them) and re-opened the files, so no reading "
+        "was lost"
+    )
 
 
 def invisible_process_error(pid: int, read_errors: int) -> str:
@@ -282,6 +296,8 @@ def data_quality_notes(stats: Optional[Mapping[str, Any]]) -> List[str]:
         by_reason.setdefault(str(reason), []).append(str(column))
     for reason, columns in by_reason.items():
         notes.append(f"{', '.join(columns)} incomplete: {reason}")
+    if quality.get("descriptors_replaced"):
+        notes.append(descriptors_replaced_note(quality["descriptors_replaced"]))
     if quality.get("read_in_caller"):
         notes.append(str(quality["read_in_caller"]))
     if quality.get("code_profile"):

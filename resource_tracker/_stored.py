@@ -500,6 +500,10 @@ def _stored_quality(value: Any) -> Dict[str, Any]:
         quality["code_profile"] = str(value["code_profile"])
     if value.get("read_errors"):
         quality["read_errors"] = _nonnegative_int(value["read_errors"], "read_errors")
+    if value.get("descriptors_replaced"):
+        quality["descriptors_replaced"] = _nonnegative_int(
+            value["descriptors_replaced"], "descriptors_replaced"
+        )
     if value.get("process_visible") is False:  # the errors say why (invisible_process_error)
         quality["process_visible"] = False
         errors = value.get("errors")

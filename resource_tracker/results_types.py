@@ -69,6 +69,7 @@ class DataQuality(_DataQualityBase, total=False):
 
     read_in_caller: str  # stop() could make no thread: the cgroup was read in its caller
     read_errors: int  # procfs reads that failed
+    descriptors_replaced: int  # kept-open files the program closed or replaced: re-opened
     errors: List[str]  # why nothing is recommended from this run
     process_visible: bool  # False: the tracked process was never seen (only then present)
     code_profile: str  # what the code profile missed

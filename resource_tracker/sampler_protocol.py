@@ -28,7 +28,9 @@ class Sampler(Protocol):
     ``start + k * interval`` (:func:`next_tick`).
 
     The counters ``rows_dropped``, ``io_denied``, ``pss_denied`` and, where a sampler has
-    them, ``read_errors``, ``tree_seen`` (readings that found a live process of the tree) and
+    them, ``read_errors``, ``fds_replaced`` (descriptors kept open between readings that the
+    application closed or replaced: each was forgotten, never read nor closed, and its file
+    opened again), ``tree_seen`` (readings that found a live process of the tree) and
     ``tree_missed`` (readings that did not while the root lived) feed
     ``ResourceTracker.data_quality()``; ``memory_hwm`` is the largest resident set (KiB) one
     process of the workload had (the kernel's high-water mark), 0 where unknown.

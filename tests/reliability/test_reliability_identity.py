@@ -375,12 +375,12 @@ SMALL_NOFILE = """
     print(json.dumps(dict(base=base, free=free, after=fds())))
 """
 
-PERMANENT_FDS = 3  # the procfs root (tree and machine) and its listing: see csrc/fd_budget.h
+PERMANENT_FDS = 2  # the procfs root (tree and machine): see csrc/fd_budget.h
 
 
 @pytest.mark.parametrize("limit", [16, 24])
 def test_identity_small_nofile_leaves_the_application_its_descriptors(limit):
-    """At RLIMIT_NOFILE 16 the sampler keeps no file open beyond its permanent three (the
+    """At RLIMIT_NOFILE 16 the sampler keeps no file open beyond its permanent two (the
     margin max(16, limit / 4) counts its own procfs descriptors too): the application can
     open every other descriptor; at 24, the margin (16). The old code kept the machine's and
     the tree's procfs files open below any limit: 3 files left to the application at 16."""

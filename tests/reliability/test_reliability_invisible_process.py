@@ -148,10 +148,10 @@ def test_empty_proc_psutil_fallback_is_a_data_quality_error(shared_dir, workload
 
 
 def test_too_few_descriptors_at_start_is_a_data_quality_error(shared_dir, workload):
-    """RLIMIT_NOFILE 6 at start (stdio, the procfs root twice and its listing: none left):
-    every procfs read fails, and the count is reported."""
+    """RLIMIT_NOFILE 5 at start (stdio, the procfs root of the tree and of the machine: none
+    left): every procfs read fails, and the count is reported."""
     pid, rss = workload
-    tracker, _ = _track(shared_dir, pid, nofile=6)
+    tracker, _ = _track(shared_dir, pid, nofile=5)
     quality = tracker.stats()["data_quality"]
     assert quality["read_errors"] > 0
     assert f"{quality['read_errors']} procfs reads failed" in quality["errors"][0]
@@ -167,7 +167,7 @@ def test_a_visible_run_is_recommended_without_the_invisible_ones(shared_dir, wor
     assert "process_visible" not in stats["data_quality"]
     assert stats["process_memory"]["max"] >= 0.8 * rss
     (shared_dir / "blind").mkdir()
-    blind, _ = _track(shared_dir / "blind", pid, nofile=6)
+    blind, _ = _track(shared_dir / "blind", pid, nofile=5)
     alone = seen.recommend_resources()
     assert alone["memory"] >= rss / 1024
     assert seen.recommend_resources(historical_stats=[blind.stats()]) == alone

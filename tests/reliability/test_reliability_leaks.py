@@ -333,6 +333,7 @@ PROPERTIES = (
     "probes",
     "fd_sheds",
     "kept_open",
+    "fds_replaced",
     "tree_seen",
     "tree_missed",
 )
@@ -447,6 +448,31 @@ def test_reliability_leak_row_rules():
                 pass
 
     assert_no_leak("row rules (refused)", bad, 1000)
+
+
+@covers("read_regular_file")
+def test_reliability_leak_read_regular_file(tmp_path):
+    """The cgroup readers' file reader: a file read, one too large, one missing, a FIFO, a
+    path with a NUL leave no memory and no descriptor behind."""
+    path = tmp_path / "memory.stat"
+    path.write_text("anon 4096\nfile_mapped 0\n" * 40)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert _core.read_regular_file(str(path), 1 << 20) == path.read_bytes()
+    assert _core.read_regular_file(str(path), 10) is None
+    assert _core.read_regular_file(str(fifo), 100) is None
+    assert_no_leak("read_regular_file", lambda: _core.read_regular_file(str(path), 1 << 20), 2000)
+
+    def refused():
+        _core.read_regular_file(str(path), 10)
+        _core.read_regular_file(str(tmp_path / "missing"), 100)
+        _core.read_regular_file(str(fifo), 100)
+        try:
+            _core.read_regular_file("a\0b", 100)
+        except ValueError:
+            pass
+
+    assert_no_leak("read_regular_file (refused)", refused, 1000)
 
 
 @covers("recommend")
