@@ -266,8 +266,9 @@ def trend_sentence(view: StepView, name: str) -> Optional[str]:
     amount = fmt.quantity(trend.line, unit) if unit == "MiB" else f"{trend.line:g} {unit}"
     if trend.runs_to_line == 0:
         return f"{label} is at the {amount} {what} already (growing {trend.growth:.1%} a run)"
+    runs = fmt.plural(trend.runs_to_line, "run")
     return (
-        f"at this rate {label} reaches the {amount} {what} in ~{trend.runs_to_line} runs "
+        f"at this rate {label} reaches the {amount} {what} in ~{runs} "
         f"({when}; growing {trend.growth:.1%} a run)"
     )
 

@@ -174,7 +174,7 @@ def _fleet_table(fleet: Fleet) -> str:
 
 
 def _step_section(view: StepView, number: int) -> str:
-    basis = f"{view.runs_per_month:g} runs a month ({view.per_month_basis})"
+    basis = f"{fmt.plural(view.runs_per_month, 'run')} a month ({view.per_month_basis})"
     lines = [
         f"{fmt.plural(len(view.runs), 'run')}, {basis}",
         f"asks {_ask_text(view.ask)}, needs {_ask_text(view.need)}",
@@ -209,7 +209,9 @@ def _growth_line(view: StepView) -> str:
     if trend is None:
         return ""
     label = TRENDED["memory"][1]
-    return f"{label} trend: {trend.growth:+.1%} a run (Theil-Sen over {trend.runs} runs)"
+    return (
+        f"{label} trend: {trend.growth:+.1%} a run (Theil-Sen over {fmt.plural(trend.runs, 'run')})"
+    )
 
 
 def render_dashboard(fleet: Fleet, sources: Sequence[str], now: Optional[float] = None) -> Report:
@@ -222,7 +224,7 @@ def render_dashboard(fleet: Fleet, sources: Sequence[str], now: Optional[float] 
     body = _header(fleet, sources, now) + _tiles(fleet) + _fleet_table(fleet)
     body += "".join(_step_section(v, n) for n, v in enumerate(fleet.steps)) + _skipped(fleet)
     parts = {
-        "TITLE": _esc(f"Resource dashboard: {len(fleet.steps)} steps"),
+        "TITLE": _esc(f"Resource dashboard: {fmt.plural(len(fleet.steps), 'step')}"),
         "CSS": _resource("report.css") + _dashboard_file("dashboard.css"),
         "BODY": body,
         "DATA": text,

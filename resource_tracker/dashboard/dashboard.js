@@ -209,7 +209,8 @@
       html("h3", null, box, def.title);
       var legend = html("div", "rt-readout", box);
       legend.textContent = step.total > step.t.length ?
-        step.t.length + " of " + step.total + " runs drawn (every anomaly kept)" : step.total + " runs";
+        step.t.length + " of " + step.total + " runs drawn (every anomaly kept)" :
+        step.total + (step.total === 1 ? " run" : " runs");
       el("svg", { role: "img", "aria-label": def.title + " per run" }, box);
       drawn.push([step, def, box]);
     });

@@ -185,7 +185,8 @@ def test_trend_and_runs_to_the_ask_within_one_run_of_the_truth(fleet):
         k = RUNS - 1 + ahead
         assert _truth_at(fleet, k - 1) * 0.98 <= fitted <= _truth_at(fleet, k + 1) * 1.02, ahead
     sentence = trend["sentence"]
-    assert f"reaches the 980 MiB ask in ~{trend['runs_to_line']} runs" in sentence, sentence
+    runs = trend["runs_to_line"]
+    assert f"reaches the 980 MiB ask in ~{runs} run{'' if runs == 1 else 's'}" in sentence, sentence
     assert sentence in fleet["html"]
 
 
