@@ -98,6 +98,7 @@ lint: deps-test build  ## clang-format check of csrc/ and the C checks of tests/
 	$(PY) -m mypy.stubtest resource_tracker._core --mypy-config-file pyproject.toml  # _core.pyi = the built extension
 	$(PY) tools/check_function_length.py --max 60
 	$(PY) tools/check_imports.py  # no import cycle, no import up a layer (docs/architecture.md)
+	$(PY) tools/check_c_deps.py  # no circle between the C files of csrc/ (a call back into the file that calls it)
 
 format: deps-test  ## rewrite C and Python in the project style
 	clang-format -i csrc/*.c csrc/*.h tests/core/c/*.c fuzz/*.c
