@@ -8,6 +8,7 @@ interface takes its place.
 
 from __future__ import annotations
 
+import html
 import os
 from typing import TYPE_CHECKING, Any, Dict, List, Literal, Mapping, Optional, Sequence
 
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Literal, Mapping, Optional, S
 # reads the start figures.
 from . import _background, _core, settings
 from ._code import start_stacks
+from ._display import tracker_html
 from ._identity import (  # noqa: F401  (importable from here, as before)
     MAX_INTERVAL,
     MAX_PID,
@@ -365,6 +367,13 @@ class ResourceTracker(TrackerResults):
             return _cgroup.read_cgroup_at(self._cgroup_place)
         except Exception:  # never let a probe break the caller
             return None
+
+    def _repr_html_(self) -> str:
+        """Jupyter's display of the tracker: its state and the headline figures so far."""
+        try:
+            return tracker_html(self)
+        except Exception:  # a display never breaks the notebook
+            return f"<pre>{html.escape(repr(self))}</pre>"
 
     def __repr__(self) -> str:
         return (

@@ -42,6 +42,7 @@ LAYERS: Tuple[Tuple[str, str, Tuple[str, ...]], ...] = (
         (
             "resource_tracker",
             "resource_tracker.tracker",
+            "resource_tracker._display",
             "resource_tracker.supervise",
             "resource_tracker._launch",
             "resource_tracker._results",
