@@ -8,7 +8,6 @@ interface takes its place.
 
 from __future__ import annotations
 
-import html
 import os
 from typing import TYPE_CHECKING, Any, Dict, List, Literal, Mapping, Optional, Sequence
 
@@ -21,7 +20,6 @@ from typing import TYPE_CHECKING, Any, Dict, List, Literal, Mapping, Optional, S
 # reads the start figures.
 from . import _background, _core, settings
 from ._code import start_stacks
-from ._display import tracker_html
 from ._identity import (  # noqa: F401  (importable from here, as before)
     MAX_INTERVAL,
     MAX_PID,
@@ -368,12 +366,15 @@ class ResourceTracker(TrackerResults):
         except Exception:  # never let a probe break the caller
             return None
 
-    def _repr_html_(self) -> str:
+    def _repr_html_(self) -> Optional[str]:
         """Jupyter's display of the tracker: its state and the headline figures so far."""
         try:
+            # only in a notebook: its figures' modules (tuning, insights) cost ~0.1 s to import
+            from ._display import tracker_html
+
             return tracker_html(self)
-        except Exception:  # a display never breaks the notebook
-            return f"<pre>{html.escape(repr(self))}</pre>"
+        except Exception:  # a display never breaks the notebook: None shows the repr
+            return None
 
     def __repr__(self) -> str:
         return (
