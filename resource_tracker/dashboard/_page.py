@@ -21,7 +21,7 @@ from .._text import printable
 from ..report._render import _LOGO, _SCRIPT_ESCAPES, Report, _resource
 from ..report._render import _esc as _html
 from ..tuning import resources_line
-from ._fleet import TRENDED, Fleet, StepView, trend_sentence
+from ._fleet import TRENDED, Fleet, StepView, trend_sentence, waste_text
 
 #: Most runs a step's charts get (the rest is downsampled, anomalies kept).
 MAX_POINTS = 240
@@ -180,7 +180,7 @@ def _step_section(view: StepView, number: int) -> str:
         f"asks {_ask_text(view.ask)}, needs {_ask_text(view.need)}",
     ]
     if view.waste_usd_month is not None:
-        lines.append(f"{fmt.money(view.waste_usd_month, 'month')} asked but unused "
+        lines.append(f"{waste_text(view.waste_usd_month)} "
                      f"(priced on {view.priced_on})")  # fmt: skip
     if view.note:
         lines.append(view.note)

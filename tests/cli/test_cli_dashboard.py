@@ -106,7 +106,7 @@ def test_runs_json_page_and_money(saved, tmp_path):
     assert data["skipped"] and "notes.json" in data["skipped"][0]
     html = page.read_text()
     assert "\x1b" not in html and "risky job" in html  # control sequences taken out
-    assert data["headline"] in html
+    assert data["headline"].replace("<", "&lt;") in html  # "< $0.01 a month ...", escaped
 
 
 def test_bad_sources_are_one_clear_line(tmp_path):
@@ -147,3 +147,29 @@ def test_downsampling_keeps_every_anomaly_on_its_run():
         assert data["runs"][a["i"]] == a["run"]
         assert charts["memory"]["v"][a["i"]] == pytest.approx(run.peak_memory_mib)
         assert charts["duration"]["v"][a["i"]] == pytest.approx(run.duration_s)
+
+
+def test_money_is_written_as_the_report_writes_it_and_unpriced_is_not_zero():
+    """A step asking for twice what it needs on a $0.0416/h server (1 run an hour of 60 s:
+    about $0.01 a month unused) reads as the report writes an amount, not '$0.000846/month';
+    a fleet nothing could be priced for says so, not '$0/month'."""
+    from resource_tracker.dashboard._page import render_dashboard
+    from resource_tracker.insights import Pricing
+
+    server = Pricing(hourly_usd=0.0416, vcpus=2, memory_mib=4096, server="aws t3.medium")
+    records = _records(8, spikes=(), slow=())
+    priced = build_fleet(records, lambda need: server)
+    waste = priced.waste_usd_month
+    assert waste is not None and 0 < waste < 0.05, waste
+    money = "< $0.01" if waste < 0.005 else f"${waste:,.2f}"
+    assert priced.headline().startswith(f"{money} a month asked but unused across 1 step")
+    page = str(render_dashboard(priced, ["runs in test"]))
+    assert (
+        f"{money} a month asked but unused (priced on aws t3.medium)".replace("<", "&lt;") in page
+    )
+    assert "/month" not in page.replace("Unused $/month", "")  # a price's form, not an amount's
+    unpriced = build_fleet(records)
+    assert unpriced.waste_usd_month is None
+    assert unpriced.headline().startswith("unused asks not priced across 1 step")
+    page = str(render_dashboard(unpriced, ["runs in test"]))
+    assert "$0" not in page and "asked but unused" not in page.replace("Asked but unused", "")
