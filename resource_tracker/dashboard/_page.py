@@ -153,14 +153,18 @@ def _fleet_table(fleet: Fleet) -> str:
         else:
             trend = _esc(trend)
         risk = len(view.at_risk)
-        cells = (
-            f'<th><a href="#step-{number}">{_esc(view.step)}</a></th>',
-            f'<td class="rt-num">{_money(view.waste_usd_month)}</td>',
-            f'<td class="rt-num{" rt-up" if view.newest_at_risk else ""}">{risk}</td>',
-            f'<td class="rt-num">{len(view.anomalies)}</td>', f"<td>{_esc(runs)}</td>",
-            f"<td><code>{_esc(_ask_text(view.ask))}</code></td>",
-            f"<td><code>{_esc(_ask_text(view.need))}</code></td>", f"<td>{trend}</td>",
+        values = (
+            (" rt-num", _money(view.waste_usd_month)),
+            (" rt-num rt-up" if view.newest_at_risk else " rt-num", str(risk)),
+            (" rt-num", str(len(view.anomalies))), ("", _esc(runs)),
+            ("", f"<code>{_esc(_ask_text(view.ask))}</code>"),
+            ("", f"<code>{_esc(_ask_text(view.need))}</code>"), ("", trend),
         )  # fmt: skip
+        # data-label: a narrow screen shows each row as a card, its cells labelled (CSS)
+        cells = [f'<th><a href="#step-{number}">{_esc(view.step)}</a></th>'] + [
+            f'<td class="{cls.strip()}" data-label="{_esc(label)}">{value}</td>'
+            for label, (cls, value) in zip(head[1:], values)
+        ]
         rows.append(f'<tr data-step="{_esc(view.step)}">{"".join(cells)}</tr>')
     header = "".join(f"<th>{h}</th>" for h in head)
     return (
