@@ -9,9 +9,12 @@ PY        := $(VENV)/bin/python
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 STAMPS    := .make
 APT_BUILD := python3-dev python3-venv libcurl4-openssl-dev libcjson-dev
-# prometheus, prometheus-pushgateway: the real servers of the export tests (tests/export)
-APT_TEST  := $(APT_BUILD) chromium clang-format clang libclang-rt-14-dev valgrind \
-             prometheus prometheus-pushgateway
+# chromium: the browser tests of the report and dashboard; clang-format: lint; clang and
+# libclang-rt-14-dev: the sanitizer and fuzz builds; valgrind: `make valgrind`
+APT_TEST  := $(APT_BUILD) chromium clang-format clang libclang-rt-14-dev valgrind
+# The real Prometheus and Pushgateway of the export tests (tests/export, tests/prometheus):
+# Debian's binaries unpacked here (tools/test_servers.sh), not installed: no service started
+TEST_SERVERS := .test-servers
 FUZZ_SECONDS ?= 60
 # pytest-xdist workers of `make test` and `make sanitize` (0: one process); tests are handed
 # out a file at a time, so a module's fixtures (Chromium, a catalog) are made once. A worker
@@ -65,6 +68,7 @@ deps: $(STAMPS)/deps.stamp  ## Debian packages + `pip install -e .`
 
 deps-test: $(STAMPS)/deps-test.stamp  ## deps plus test extras (pytest, metaflow, chromium, ...)
 	$(call apt_ensure,$(APT_TEST))
+	@SUDO="$(SUDO)" sh tools/test_servers.sh $(TEST_SERVERS)
 
 # The venv: Debian's python3 needs python3-venv for it (ensurepip).
 $(PY):
@@ -94,6 +98,7 @@ lint: deps-test build  ## clang-format check of csrc/ and the C checks of tests/
 	$(PY) -m mypy.stubtest resource_tracker._core --mypy-config-file pyproject.toml  # _core.pyi = the built extension
 	$(PY) tools/check_function_length.py --max 60
 	$(PY) tools/check_imports.py  # no import cycle, no import up a layer (docs/architecture.md)
+	$(PY) tools/check_c_deps.py  # no circle between the C files of csrc/ (a call back into the file that calls it)
 
 format: deps-test  ## rewrite C and Python in the project style
 	clang-format -i csrc/*.c csrc/*.h tests/core/c/*.c fuzz/*.c
@@ -132,4 +137,4 @@ soak: deps-test build  ## the full soak: 100,000 samples at 10 ms under a fork s
 	RESOURCE_TRACKER_SOAK_SAMPLES=100000 $(PY) -m pytest -s tests/reliability/test_reliability_soak.py
 
 clean:  ## remove build products and stamps
-	rm -rf build $(STAMPS) resource_tracker/*.so *.egg-info
+	rm -rf build $(STAMPS) resource_tracker/*.so *.egg-info $(TEST_SERVERS)

@@ -189,6 +189,27 @@ keeper_prices_url(const char *base_url, const char *vendor, const char *server)
     return buf.data;
 }
 
+/* the URL of any path of the API (keeper.h) */
+char *
+keeper_path_url(const char *base_url, const char *path)
+{
+    Buf buf = {NULL, 0, 0, 0};
+    const unsigned char *p = (const unsigned char *)path;
+
+    for (; *p; p++)
+        if (*p <= 0x20 || *p >= 0x7f)
+            return NULL;
+    add_base(&buf, base_url);
+    if (path[0] != '/')
+        buf_add(&buf, "/");
+    buf_add(&buf, path);
+    if (buf.failed) {
+        free(buf.data);
+        return NULL;
+    }
+    return buf.data;
+}
+
 /* Takes control characters out of text in place: ANSI escape sequences (ESC [ ... final
  * byte) whole, other C0 controls and DEL one by one. A server's answer is printed to users. */
 static void

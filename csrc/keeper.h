@@ -36,6 +36,11 @@ char *keeper_servers_url(const char *base_url, const KeeperQuery *query);
 /* Returns the malloc'd URL base_url/server/{vendor}/{server}/prices (segments escaped), or NULL. */
 char *keeper_prices_url(const char *base_url, const char *vendor, const char *server);
 
+/* Returns the malloc'd URL base_url/path (path sent as given: it may hold a query), or NULL when
+ * out of memory or when path holds a byte that a URL cannot carry as is (space, control,
+ * non-ASCII). */
+char *keeper_path_url(const char *base_url, const char *path);
+
 /* Returns the parsed JSON answer of GET url (free with cJSON_Delete), or NULL with a message in
  * err: transport failure, an HTTP status other than 200, or a body that is not JSON. */
 cJSON *keeper_get(const char *url, long timeout_ms, long *status, char *err, size_t err_size);

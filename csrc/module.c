@@ -7,19 +7,6 @@
 #define RT_VERSION "0.0.0"
 #endif
 
-/* 0, or -1 with an exception (value is stolen, NULL passes an earlier error on) */
-int
-rt_add_object(PyObject *module, const char *name, PyObject *value)
-{
-    if (value == NULL)
-        return -1;
-    if (PyModule_AddObject(module, name, value) < 0) {
-        Py_DECREF(value);
-        return -1;
-    }
-    return 0;
-}
-
 /* The Linux readers (platform.h): the procfs sampler, NVML, cloud discovery, the Keeper API.
  * HAVE_PROCFS tells Python whether they are here; without them it samples with psutil. */
 static int

@@ -1,4 +1,4 @@
-/* _core.keeper_servers and _core.keeper_prices: the Python face of keeper.h. */
+/* _core.keeper_servers, _core.keeper_prices and _core.keeper_path: the Python face of keeper.h. */
 #include "py_core.h"
 
 #include "keeper.h"
@@ -219,6 +219,30 @@ core_keeper_prices(PyObject *module, PyObject *args, PyObject *kwargs)
     return fetch(module, keeper_prices_url(base_url, vendor, server), timeout);
 }
 
+/* (url, parsed answer) of GET base_url/path, or NULL with ValueError for a path a URL cannot
+ * carry as is */
+static PyObject *
+core_keeper_path(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"base_url", "path", "timeout", NULL};
+    const char *base_url = NULL, *path = NULL;
+    const unsigned char *p = NULL;
+    double timeout = 10.0;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "ss|d", kwlist, &base_url, &path, &timeout))
+        return NULL;
+    if (check_timeout(timeout) < 0)
+        return NULL;
+    for (p = (const unsigned char *)path; *p; p++)
+        if (*p <= 0x20 || *p >= 0x7f) {
+            PyErr_SetString(PyExc_ValueError,
+                            "Keeper path: spaces, control characters and non-ASCII characters "
+                            "must be percent-encoded");
+            return NULL;
+        }
+    return fetch(module, keeper_path_url(base_url, path), timeout);
+}
+
 static PyMethodDef catalog_functions[] = {
     {"keeper_servers", (PyCFunction)(void (*)(void))core_keeper_servers,
      METH_VARARGS | METH_KEYWORDS,
@@ -232,6 +256,10 @@ static PyMethodDef catalog_functions[] = {
      "keeper_prices(base_url, vendor, server, timeout=10.0) -> (url, answer). GET "
      "/server/{vendor}/{server}/prices of the Keeper. KeeperNoAnswerError (a RuntimeError) when "
      "no answer came, RuntimeError for a bad answer."},
+    {"keeper_path", (PyCFunction)(void (*)(void))core_keeper_path, METH_VARARGS | METH_KEYWORDS,
+     "keeper_path(base_url, path, timeout=10.0) -> (url, answer). GET base_url/path (a query "
+     "included) of the Keeper. ValueError for a path with a space, control or non-ASCII byte; "
+     "KeeperNoAnswerError (a RuntimeError) when no answer came, RuntimeError for a bad answer."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -11,8 +11,19 @@ typedef struct CoreState {
 } CoreState;
 
 /* Adds value to the module under name, stealing it: 0, or -1 with an exception (a NULL value
- * passes on the error that made it). */
-int rt_add_object(PyObject *module, const char *name, PyObject *value);
+ * passes on the error that made it). Here, not in module.c: the binding files call it, and
+ * module.c calls them (tools/check_c_deps.py: no circle between the C files). */
+static inline int
+rt_add_object(PyObject *module, const char *name, PyObject *value)
+{
+    if (value == NULL)
+        return -1;
+    if (PyModule_AddObject(module, name, value) < 0) {
+        Py_DECREF(value);
+        return -1;
+    }
+    return 0;
+}
 
 /* Each binding file adds its types and functions to the module: 0, or -1 with an exception. */
 int rt_add_columns(PyObject *module);

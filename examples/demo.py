@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 from resource_tracker import ResourceTracker
+from resource_tracker.tuning import resources_line
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -43,7 +44,7 @@ def show(tracker):
     print(f"children        up to {stats['process_children']['max']:.0f}")
     rec = tracker.recommend_resources()
     print(f"recommendation  {rec}")
-    print(f"as Metaflow     @resources(cpu={rec['cpu']}, memory={rec['memory']}, gpu={rec['gpu']})")
+    print(f"as Metaflow     {resources_line(rec)}")  # as the report, card and CLI print it
     try:
         server = tracker.recommend_server()
         print(

@@ -72,6 +72,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     q.price_max = 0.25;
     url = keeper_servers_url(vendor, &q);
     free(url);
+    url = keeper_path_url(vendor, server);
+    free(url);
     url = keeper_prices_url("http://127.0.0.1:9", vendor, server);
     answer = data;
     answer_len = size;

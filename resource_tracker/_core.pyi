@@ -7,7 +7,8 @@ PROCESS_COLUMNS: Tuple[str, ...]
 SYSTEM_COLUMNS: Tuple[str, ...]
 # True where the Linux readers are built (csrc/platform.h). When False (a non-Linux platform or
 # RESOURCE_TRACKER_PORTABLE=1) Sampler, gpu_inventory, discover_cloud, cloud_evidence,
-# keeper_servers, keeper_prices and KeeperNoAnswerError are absent: psutil samples instead.
+# keeper_servers, keeper_prices, keeper_path and KeeperNoAnswerError are absent: psutil samples
+# instead.
 HAVE_PROCFS: bool
 # absent with HAVE_PROCFS False (the Python constants of tracker.py hold)
 MIN_INTERVAL: float  # seconds: 0.0001
@@ -226,6 +227,7 @@ def keeper_servers(
 def keeper_prices(
     base_url: str, vendor: str, server: str, timeout: float = ...
 ) -> Tuple[str, Any]: ...
+def keeper_path(base_url: str, path: str, timeout: float = ...) -> Tuple[str, Any]: ...
 
 COLUMN_REGISTRY: Tuple[Tuple[str, str, str, str, str, str, str, int, str, str], ...]
 FOLD_SHARE: float

@@ -25,6 +25,7 @@ from typing import (
 )
 
 from . import _core, settings
+from . import formatting as fmt
 from ._tracked import TrackedRun
 from .code_profile import quality_note as code_quality_note
 from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABELS
@@ -288,7 +289,8 @@ def data_quality_notes(stats: Optional[Mapping[str, Any]]) -> List[str]:
     dropped = quality.get("samples_dropped") or 0
     if dropped:
         notes.append(
-            f"{dropped} samples were dropped because memory ran out (recording resumed "
+            f"{fmt.plural(dropped, 'sample')} {'was' if dropped == 1 else 'were'} dropped "
+            "because memory ran out (recording resumed "
             "when memory was available again)"
         )
     by_reason: Dict[str, List[str]] = {}
@@ -314,7 +316,8 @@ def _export_notes(export: Any) -> List[str]:
         dropped, failures = done.get("dropped_rows", 0), done.get("failures", 0)
         if dropped or failures or done.get("final") not in ("sent", "pending"):
             notes.append(
-                f"export to {target}: {dropped} samples dropped, {failures} failed sends, "
+                f"export to {target}: {fmt.plural(dropped, 'sample')} dropped, "
+                f"{fmt.plural(failures, 'failed send')}, "
                 f"final push {done.get('final')}"
                 + (f" (last error: {done['last_error']})" if done.get("last_error") else "")
             )

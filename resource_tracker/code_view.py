@@ -170,7 +170,7 @@ def _phases(tracker: Any, insights: Sequence[Insight], found: _Found) -> List[An
     finding = next((i for i in insights if i.kind == "phases"), None)
     if finding is None:
         return []
-    numbers, out = finding.numbers, []
+    numbers, out, spans = finding.numbers, [], []
     for i in range(1, int(numbers.get("phases") or 0) + 1):
         keys = (f"phase{i}_start_time", f"phase{i}_duration_s", f"phase{i}_start_s")
         if any(numbers.get(k) is None for k in keys):
@@ -182,7 +182,25 @@ def _phases(tracker: Any, insights: Sequence[Insight], found: _Found) -> List[An
             item.update(function=code["function"], file=found.where(code["file"]))
             item["line"] = found.def_lines.get((code["function"], code["file"]), code["line"])
         out.append(item)
+        spans.append((began, lasted))
+        _line_apart(out, spans, found)
     return out
+
+
+def _line_apart(out: List[Dict[str, Any]], spans: List[Tuple[float, float]], found: _Found) -> None:
+    """Where the last phase's function is the previous phase's (one function doing both):
+    each named at the line it ran for most of its phase, so the two are told apart, or the
+    last ``same_as`` the previous phase when the timeline shows the same line too."""
+    if len(out) < 2 or "function" not in out[-1]:
+        return
+    before, item = out[-2], out[-1]
+    if (before.get("function"), before.get("file")) != (item["function"], item["file"]):
+        return
+    lines = [found.running(b, b + d, by_line=True) for b, d in spans[-2:]]
+    if lines[0] is None or lines[1] is None or lines[0]["line"] == lines[1]["line"]:
+        item["same_as"] = before["phase"]
+        return
+    before["line"], item["line"] = lines[0]["line"], lines[1]["line"]
 
 
 class _Found:
@@ -196,18 +214,20 @@ class _Found:
     def where(self, file: str) -> str:
         return _relative(file, self.base)
 
-    def running(self, began: float, ended: float) -> Optional[Dict[str, Any]]:
-        """The timeline row of the code that ran for the most wall seconds in (began, ended]
-        (None when no interval ends there)."""
-        seconds: Dict[Tuple[str, str], float] = {}
-        first: Dict[Tuple[str, str], Any] = {}
+    def running(
+        self, began: float, ended: float, by_line: bool = False
+    ) -> Optional[Dict[str, Any]]:
+        """The timeline row of the code (the function, or its line when ``by_line``) that ran
+        for the most wall seconds in (began, ended] (None when no interval ends there)."""
+        seconds: Dict[Tuple[Any, ...], float] = {}
+        first: Dict[Tuple[Any, ...], Any] = {}
         before = None
         for row in self.timeline:
             stamp = float(row["timestamp"])
             length = self.interval if before is None else stamp - before
             before = stamp
             if began < stamp <= ended:
-                key = (row["function"], row["file"])
+                key = (row["function"], row["file"]) + ((row["line"],) if by_line else ())
                 seconds[key] = seconds.get(key, 0.0) + length
                 first.setdefault(key, row)
         if not seconds:
@@ -251,7 +271,8 @@ def place(item: Mapping[str, Any]) -> str:
 
 
 def _span(item: Mapping[str, Any]) -> str:
-    return f"{fmt.number(round(item['start_s']))}-{fmt.number(round(item['end_s']))} s"
+    """'0 s to 7.5 s', as the phases finding writes its spans."""
+    return f"{fmt.duration(item['start_s'])} to {fmt.duration(item['end_s'])}"
 
 
 def peak_text(view: Mapping[str, Any], code: Code) -> Optional[str]:
@@ -279,11 +300,14 @@ def top_cpu_text(view: Mapping[str, Any], code: Code) -> Optional[str]:
 
 
 def phase_texts(view: Mapping[str, Any], code: Code) -> List[str]:
-    """One text a phase: 'phase 2, 16-23 s: train() at train.py:40'."""
+    """One text a phase: 'phase 2, 16 s to 23.5 s: train() at train.py:40' (a phase whose code
+    is the previous one's, to its line: 'the same code as phase 1')."""
     texts = []
     for item in view.get("phases") or ():
         text = f"phase {item['phase']}, {_span(item)}: "
-        if item.get("function"):
+        if item.get("same_as"):
+            text += f"the same code as phase {item['same_as']}"
+        elif item.get("function"):
             text += f"{code(name(item['function']))} at {code(place(item))}"
         else:
             text += "no stack sample"
@@ -295,7 +319,7 @@ def split_text(view: Mapping[str, Any], code: Code) -> Optional[str]:
     """Where a split into steps starts (the code of the second phase), or None."""
     phases = view.get("phases") or []
     second = phases[1] if len(phases) > 1 else None
-    if not second or not second.get("function"):
+    if not second or not second.get("function") or second.get("same_as"):
         return None
     return (
         f"the second step would start with {code(name(second['function']))} ({code(place(second))})"

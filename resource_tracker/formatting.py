@@ -233,10 +233,19 @@ def change(now: object, past: object, unit: str) -> Optional[Change]:
     return Change("up" if diff > 0 else "down", f"{pct:+.0f}%")
 
 
+#: The words of a Jupyter kernel's command line (its launcher module, as run by ``-m`` or by
+#: path): what runs there is a notebook, not that command.
+JUPYTER_KERNELS = frozenset(("ipykernel_launcher", "ipykernel_launcher.py", "ipykernel"))
+
+
 def user_command(command: Optional[str], integration: Optional[str] = None) -> Optional[str]:
     """The command as the user knows it: a Metaflow task's internal command line
     (``python flow.py --quiet --metadata=... step train --run-id ...``) as the flow file and
-    its step (``python flow.py, step train``); any other command as it ran."""
+    its step (``python flow.py, step train``); a Jupyter kernel's (``python -m
+    ipykernel_launcher -f /tmp/kernel-....json``) as ``Jupyter notebook``; any other command
+    as it ran."""
+    if command and any(w.rsplit("/", 1)[-1] in JUPYTER_KERNELS for w in command.split()[:4]):
+        return "Jupyter notebook"
     if not command or (integration or "").lower() != "metaflow":
         return command
     words = str(command).split()

@@ -128,6 +128,10 @@ class _Collector:
         self.tree_seen = 0  # readings that found a live process of the tree (0: never seen)
         self.tree_missed = 0  # readings that did not, while the root lived (hidden)
         self.pss_denied = 0  # reads of a member's PSS refused
+        # this thread's CPU seconds when the reading began and when it read this process's
+        # CPU time: what the reading cost until then is in that CPU time (see _tree)
+        self.reading_began_cpu = 0.0
+        self.self_read_cpu = 0.0
         if track_processes:
             self._note_root_start()
 
@@ -245,6 +249,8 @@ class _Collector:
         try:
             with proc.oneshot():
                 cpu = proc.cpu_times()
+                if member.pid == self.self_pid:
+                    self.self_read_cpu = time.thread_time()
                 if member.ppid == 0:
                     member.ppid = proc.ppid()  # once: psutil checks pid reuse here
                 try:
@@ -331,7 +337,13 @@ class _Collector:
         # The sampler thread's CPU comes off the sum of user and system time: the kernel
         # splits a thread's and a process's time between the two independently, so taking
         # it off each part would leave one part too high (and its high-water mark ratchets).
-        offset = own_cpu if own_cpu is not None and self.self_pid in members else 0.0
+        # own_cpu is the thread's CPU when the reading began; the process's CPU time, read
+        # later, holds what this reading cost until then too (listing and classifying every
+        # process of the machine: tens of ms on a busy one, most in the first reading), so
+        # that comes off as well, or the run's CPU would count short by the difference.
+        offset = 0.0
+        if own_cpu is not None and self.self_pid in members:
+            offset = own_cpu + max(0.0, self.self_read_cpu - self.reading_began_cpu)
         current = [total[0] + total[1] - offset, total[2], total[3]]
         interval = [0.0, 0.0, 0.0, 0.0]
         if self.high_water is None:
@@ -577,6 +589,7 @@ class _Collector:
     ) -> Optional[Tuple[List[float], List[float]]]:
         """The engine's reader: (process row, system row) as lists, or None for the baseline
         (own_cpu: the engine thread's CPU seconds, None outside it)."""
+        self.reading_began_cpu = self.self_read_cpu = time.thread_time()
         dt = mono - self.last_mono
         try:
             pids = self.ps.pids()

@@ -366,6 +366,16 @@ class ResourceTracker(TrackerResults):
         except Exception:  # never let a probe break the caller
             return None
 
+    def _repr_html_(self) -> Optional[str]:
+        """Jupyter's display of the tracker: its state and the headline figures so far."""
+        try:
+            # only in a notebook: its figures' modules (tuning, insights) cost ~0.1 s to import
+            from ._display import tracker_html
+
+            return tracker_html(self)
+        except Exception:  # a display never breaks the notebook: None shows the repr
+            return None
+
     def __repr__(self) -> str:
         return (
             f"<ResourceTracker pid={self.pid} interval={self.interval} status={self.status} "

@@ -4,10 +4,11 @@
 Every import counts: at module level, inside a function, under ``if TYPE_CHECKING:``
 (an ``ast`` walk of every ``Import`` and ``ImportFrom`` node, relative imports resolved;
 ``from pkg import name`` where ``name`` is a submodule is an import of that submodule).
-Each module belongs to one layer of ``LAYERS`` (the one table of them;
-docs/architecture.md shows it and ``tests/core/test_core_imports_graph.py`` keeps the two
-equal). A module may import its own layer and the layers below it; the imports of one
-layer form no cycle.
+No module of ``resource_tracker`` imports the Metaflow extension (``metaflow_extensions``):
+the library does not depend on its own plug-in. Each module belongs to one layer of
+``LAYERS`` (the one table of them; docs/architecture.md shows it and
+``tests/core/test_core_imports_graph.py`` keeps the two equal). A module may import its own
+layer and the layers below it; the imports of one layer form no cycle.
 
 Usage: ``python tools/check_imports.py [--root DIR] [--table]``; exit status 1 and one line
 per offending import (``file:line: a -> b``) when the graph breaks a rule.
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 PACKAGES = ("resource_tracker", "metaflow_extensions")
+#: The Metaflow extension: it imports the library, never the other way round.
+PLUGIN = "metaflow_extensions"
 
 # From the top down: a module may import only its own layer and those below it. A name
 # ending in ".*" stands for a package and every module in it; the longest match wins.
@@ -42,6 +45,7 @@ LAYERS: Tuple[Tuple[str, str, Tuple[str, ...]], ...] = (
         (
             "resource_tracker",
             "resource_tracker.tracker",
+            "resource_tracker._display",
             "resource_tracker.supervise",
             "resource_tracker._launch",
             "resource_tracker._results",
@@ -51,6 +55,9 @@ LAYERS: Tuple[Tuple[str, str, Tuple[str, ...]], ...] = (
             "resource_tracker.tracker_procfs",
             "resource_tracker.tracker_psutil",
             "resource_tracker.helpers",
+            "resource_tracker.keeper",
+            "resource_tracker.tiny_bars",
+            "resource_tracker.dummy_workloads",
             "resource_tracker.csv_trackers",
             "resource_tracker.code_agent",
         ),
@@ -75,6 +82,7 @@ LAYERS: Tuple[Tuple[str, str, Tuple[str, ...]], ...] = (
             "resource_tracker.code_view",
             "resource_tracker.cloud",
             "resource_tracker.server_info",
+            "resource_tracker.metaflow_history",
         ),
     ),
     (
@@ -282,6 +290,12 @@ def problems(root: Path) -> List[str]:
             lines.append(
                 f"{edge.path}:{edge.line}: {edge.source} ({LAYERS[src][0]}) imports "
                 f"{edge.target} ({LAYERS[dst][0]}), a layer above it"
+            )
+    for edge in edges:
+        if edge.source.startswith("resource_tracker") and edge.target.startswith(PLUGIN):
+            lines.append(
+                f"{edge.path}:{edge.line}: {edge.source} imports {edge.target}: the library "
+                "never imports its own Metaflow plug-in (the plug-in imports the library)"
             )
     for component in _cycles(edges):
         members = set(component)

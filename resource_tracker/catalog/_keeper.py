@@ -59,9 +59,12 @@ def _timeout() -> float:
     return seconds
 
 
-def _call(base_url: str, name: str, *args: str, **kwargs: Any) -> object:
-    """The decoded JSON answer (unchecked) of _core.<name>(base_url, ...); RuntimeError when
-    it failed (a remembered failure to get an answer is raised again without asking)."""
+def _call(
+    base_url: str, name: str, *args: str, timeout: Optional[float] = None, **kwargs: Any
+) -> object:
+    """The decoded JSON answer (unchecked) of _core.<name>(base_url, ...) within timeout
+    seconds (None: RESOURCE_TRACKER_KEEPER_TIMEOUT); RuntimeError when it failed (a
+    remembered failure to get an answer is raised again without asking)."""
     import time
 
     from .. import _core
@@ -73,7 +76,8 @@ def _call(base_url: str, name: str, *args: str, **kwargs: Any) -> object:
     if time.monotonic() < until:
         raise _core.KeeperNoAnswerError(f"{message} (not asked again for {RETRY_AFTER_S:.0f} s)")
     try:
-        _url, answer = func(base_url, *args, timeout=_timeout(), **kwargs)
+        seconds = _timeout() if timeout is None else timeout
+        _url, answer = func(base_url, *args, timeout=seconds, **kwargs)
         return answer
     except _core.KeeperNoAnswerError as exc:
         _failure[base_url] = (time.monotonic() + RETRY_AFTER_S, str(exc))
@@ -161,6 +165,13 @@ def recommend(base_url: str, req: Request, rate: float) -> Union[Server, List[Se
     if req.n is None:
         return records[0]
     return records[: req.n]
+
+
+def answer_of(base_url: str, path: str, timeout: Optional[float] = None) -> object:
+    """The decoded JSON answer of GET base_url/path (a query included) within timeout seconds
+    (None: RESOURCE_TRACKER_KEEPER_TIMEOUT); RuntimeError when no good answer came, ValueError
+    for a path a URL cannot carry as is or a timeout outside (0, 600]."""
+    return _call(base_url, "keeper_path", path, timeout=timeout)
 
 
 def current_price(

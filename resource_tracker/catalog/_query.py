@@ -30,6 +30,7 @@ from typing import (
     Union,
 )
 
+from .. import formatting as fmt
 from ..formatting import ARCHITECTURE_ALIASES as ARCH_ALIASES
 from ._base import CatalogUnavailableError, NoMatchingServerError, Server, cache_dir
 
@@ -915,9 +916,9 @@ def _missing_prices(conn: sqlite3.Connection, px: str, req: Request) -> str:
 
 
 def _no_match_text(req: Request) -> str:
-    parts = [f"{req.cpu:g} vCPUs", f"{req.memory:g} MiB memory"]
+    parts = [fmt.plural(req.cpu, "vCPU"), f"{req.memory:g} MiB memory"]
     if req.gpu:
-        parts.append(f"{req.gpu:g} GPUs")
+        parts.append(fmt.plural(req.gpu, "GPU"))
     if req.vram:
         parts.append(f"{req.vram:g} MiB VRAM")
     filt = []

@@ -7,6 +7,7 @@ import argparse
 import re
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
+from .. import formatting as fmt
 from .._text import one_line
 from .common import PROG, CliError, json_text, out, say, write_text
 from .parser import FORMATTER, positive_int
@@ -176,7 +177,11 @@ def _write_page(args: argparse.Namespace, fleet: Fleet) -> None:
 
 
 def _sources(args: argparse.Namespace) -> List[str]:
-    found = [f"Metaflow {' '.join(args.metaflow)} (last {args.last} runs)"] if args.metaflow else []
+    found = (
+        [f"Metaflow {' '.join(args.metaflow)} (last {fmt.plural(args.last, 'run')})"]
+        if args.metaflow
+        else []
+    )
     found += [f"runs in {d}" for d in args.runs or ()]
     return found + ([f"Prometheus {args.prometheus}"] if args.prometheus else [])
 

@@ -103,7 +103,7 @@ def collect(flow_name: str, max_runs: int, artifact: str) -> Collected:
 def _collect_step(steps: Dict[str, StepRuns], step: Any, artifact: str) -> None:
     """One run's step into ``steps``: its tuning records, and from its artifact (when this
     task made it) the statistics of a successful run and the ask and tuning settings."""
-    from metaflow_extensions.resource_tracker.plugins.track_resources_history import (
+    from ..metaflow_history import (
         run_records,
         stats_from_artifact,
     )

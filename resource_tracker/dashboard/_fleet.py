@@ -91,8 +91,11 @@ class Fleet:
     skipped: List[str] = field(default_factory=list)
 
     @property
-    def waste_usd_month(self) -> float:
-        return sum(s.waste_usd_month or 0.0 for s in self.steps)
+    def waste_usd_month(self) -> Optional[float]:
+        """The priced steps' money asked but unused a month; None when no step was priced
+        (no price: not $0)."""
+        priced = [s.waste_usd_month for s in self.steps if s.waste_usd_month is not None]
+        return sum(priced) if priced else None
 
     @property
     def at_risk_steps(self) -> List[StepView]:
@@ -107,10 +110,18 @@ class Fleet:
         risky = len(self.at_risk_steps)
         trending = sum(1 for s in self.steps if s.trending)
         text = (
-            f"{fmt.money(self.waste_usd_month, 'month')} asked but unused across "
+            f"{waste_text(self.waste_usd_month)} across "
             f"{fmt.plural(len(self.steps), 'step')}; {fmt.plural(risky, 'step')} at risk"
         )
         return text + (f"; {fmt.plural(trending, 'step')} trending to a limit" if trending else "")
+
+
+def waste_text(usd_month: Optional[float]) -> str:
+    """'$412 a month asked but unused' (money written as the report writes an amount:
+    '< $0.01', never '$0.000846'), or 'unused asks not priced' when nothing was priced."""
+    if usd_month is None:
+        return "unused asks not priced"
+    return f"{fmt.money(usd_month)} a month asked but unused"
 
 
 def group(records: Sequence[RunRecord]) -> Dict[str, List[RunRecord]]:
@@ -266,8 +277,9 @@ def trend_sentence(view: StepView, name: str) -> Optional[str]:
     amount = fmt.quantity(trend.line, unit) if unit == "MiB" else f"{trend.line:g} {unit}"
     if trend.runs_to_line == 0:
         return f"{label} is at the {amount} {what} already (growing {trend.growth:.1%} a run)"
+    runs = fmt.plural(trend.runs_to_line, "run")
     return (
-        f"at this rate {label} reaches the {amount} {what} in ~{trend.runs_to_line} runs "
+        f"at this rate {label} reaches the {amount} {what} in ~{runs} "
         f"({when}; growing {trend.growth:.1%} a run)"
     )
 

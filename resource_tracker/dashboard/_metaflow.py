@@ -62,12 +62,11 @@ def _created(obj: Any) -> Optional[float]:
 
 def step_record(step: Any, artifact: str) -> Optional[RunRecord]:
     """The record of a client Step's (first) task, None when it was not tracked."""
-    from metaflow_extensions.resource_tracker.plugins.track_resources_history import (
+    from ..cli.recommend_metaflow import _made_by
+    from ..metaflow_history import (
         run_records,
         stats_from_artifact,
     )
-
-    from ..cli.recommend_metaflow import _made_by
     from ..tuning import machine_cores
     from ._snapshots import record_from
 

@@ -21,7 +21,7 @@ from .._text import printable, well_formed_data
 from ..report._render import _LOGO, _SCRIPT_ESCAPES, Report, _resource
 from ..report._render import _esc as _html
 from ..tuning import resources_line
-from ._fleet import TRENDED, Fleet, StepView, trend_sentence
+from ._fleet import TRENDED, Fleet, StepView, trend_sentence, waste_text
 
 #: Most runs a step's charts get (the rest is downsampled, anomalies kept).
 MAX_POINTS = 240
@@ -154,14 +154,18 @@ def _fleet_table(fleet: Fleet) -> str:
         else:
             trend = _esc(trend)
         risk = len(view.at_risk)
-        cells = (
-            f'<th><a href="#step-{number}">{_esc(view.step)}</a></th>',
-            f'<td class="rt-num">{_money(view.waste_usd_month)}</td>',
-            f'<td class="rt-num{" rt-up" if view.newest_at_risk else ""}">{risk}</td>',
-            f'<td class="rt-num">{len(view.anomalies)}</td>', f"<td>{_esc(runs)}</td>",
-            f"<td><code>{_esc(_ask_text(view.ask))}</code></td>",
-            f"<td><code>{_esc(_ask_text(view.need))}</code></td>", f"<td>{trend}</td>",
+        values = (
+            (" rt-num", _money(view.waste_usd_month)),
+            (" rt-num rt-up" if view.newest_at_risk else " rt-num", str(risk)),
+            (" rt-num", str(len(view.anomalies))), ("", _esc(runs)),
+            ("", f"<code>{_esc(_ask_text(view.ask))}</code>"),
+            ("", f"<code>{_esc(_ask_text(view.need))}</code>"), ("", trend),
         )  # fmt: skip
+        # data-label: a narrow screen shows each row as a card, its cells labelled (CSS)
+        cells = [f'<th><a href="#step-{number}">{_esc(view.step)}</a></th>'] + [
+            f'<td class="{cls.strip()}" data-label="{_esc(label)}">{value}</td>'
+            for label, (cls, value) in zip(head[1:], values)
+        ]
         rows.append(f'<tr data-step="{_esc(view.step)}">{"".join(cells)}</tr>')
     header = "".join(f"<th>{h}</th>" for h in head)
     return (
@@ -175,13 +179,13 @@ def _fleet_table(fleet: Fleet) -> str:
 
 
 def _step_section(view: StepView, number: int) -> str:
-    basis = f"{view.runs_per_month:g} runs a month ({view.per_month_basis})"
+    basis = f"{fmt.plural(view.runs_per_month, 'run')} a month ({view.per_month_basis})"
     lines = [
         f"{fmt.plural(len(view.runs), 'run')}, {basis}",
         f"asks {_ask_text(view.ask)}, needs {_ask_text(view.need)}",
     ]
     if view.waste_usd_month is not None:
-        lines.append(f"{fmt.money(view.waste_usd_month, 'month')} asked but unused "
+        lines.append(f"{waste_text(view.waste_usd_month)} "
                      f"(priced on {view.priced_on})")  # fmt: skip
     if view.note:
         lines.append(view.note)
@@ -210,7 +214,9 @@ def _growth_line(view: StepView) -> str:
     if trend is None:
         return ""
     label = TRENDED["memory"][1]
-    return f"{label} trend: {trend.growth:+.1%} a run (Theil-Sen over {trend.runs} runs)"
+    return (
+        f"{label} trend: {trend.growth:+.1%} a run (Theil-Sen over {fmt.plural(trend.runs, 'run')})"
+    )
 
 
 def render_dashboard(fleet: Fleet, sources: Sequence[str], now: Optional[float] = None) -> Report:
@@ -223,7 +229,7 @@ def render_dashboard(fleet: Fleet, sources: Sequence[str], now: Optional[float] 
     body = _header(fleet, sources, now) + _tiles(fleet) + _fleet_table(fleet)
     body += "".join(_step_section(v, n) for n, v in enumerate(fleet.steps)) + _skipped(fleet)
     parts = {
-        "TITLE": _esc(f"Resource dashboard: {len(fleet.steps)} steps"),
+        "TITLE": _esc(f"Resource dashboard: {fmt.plural(len(fleet.steps), 'step')}"),
         "CSS": _resource("report.css") + _dashboard_file("dashboard.css"),
         "BODY": body,
         "DATA": text,

@@ -14,6 +14,27 @@
     if (withTime) { s += " " + pad2(d.getHours()) + ":" + pad2(d.getMinutes()); }
     return withSeconds ? s + ":" + pad2(d.getSeconds()) : s;
   }
+  /* The time axis' labels: as many as fit side by side without touching (measured: a label
+     is 'MM-DD HH:MM:SS' at most), none repeated; one run: its own time alone. */
+  function xTicks(svg, t, runs, x0, x1, xOf, pw, y) {
+    var withTime = (x1 - x0) < 4 * 86400, withSeconds = (x1 - x0) < 3600;
+    var add = function (v, anchor) {
+      var node = el("text", { x: xOf(v), y: y, "text-anchor": anchor, "class": "rt-xtick" }, svg);
+      node.textContent = fmtDate(v, withTime, withSeconds);
+      return node;
+    };
+    if (runs === 1) { add(t[0], "middle"); return; }
+    var probe = add(x0, "start");
+    var wide = probe.getComputedTextLength() || 7 * probe.textContent.length;
+    /* a middle label needs wide + gap to the next one and 1.5 wide from the start label */
+    var ticks = Math.max(1, Math.min(6, Math.floor(pw / (1.5 * wide + 12))));
+    var last = probe.textContent;
+    for (var k = 1; k <= ticks; k++) {
+      var v = x0 + (x1 - x0) * k / ticks;
+      if (fmtDate(v, withTime, withSeconds) === last) { continue; }
+      last = add(v, k === ticks ? "end" : "middle").textContent;
+    }
+  }
   function fmtNum(v) {
     if (v === null || v === undefined || !isFinite(v)) { return "n/a"; }
     if (Math.abs(v) >= 1000) { return v.toFixed(0); }
@@ -123,14 +144,7 @@
     }
     el("text", { x: 12, y: M.top + ph / 2, "text-anchor": "middle", "class": "rt-unit",
       transform: "rotate(-90 12 " + (M.top + ph / 2) + ")" }, svg).textContent = scale.label;
-    var ticks = Math.max(2, Math.min(6, Math.floor(pw / 120)));
-    var withTime = (x1 - x0) < 4 * 86400;
-    for (var k = 0; k <= ticks; k++) {
-      var tx = x0 + (x1 - x0) * k / ticks;
-      var anchor = k === 0 ? "start" : (k === ticks ? "end" : "middle");
-      el("text", { x: xOf(tx), y: M.top + ph + 16, "text-anchor": anchor }, svg).textContent =
-        fmtDate(tx, withTime, (x1 - x0) < 3600);
-    }
+    xTicks(svg, t, trend ? 2 : n, x0, x1, xOf, pw, M.top + ph + 16);
     el("line", { x1: M.left, x2: width - M.right, y1: M.top + ph, y2: M.top + ph, "class": "rt-axis" }, svg);
     el("line", { x1: M.left, x2: M.left, y1: M.top, y2: M.top + ph, "class": "rt-axis" }, svg);
     function path(arr, cls) {
@@ -209,7 +223,8 @@
       html("h3", null, box, def.title);
       var legend = html("div", "rt-readout", box);
       legend.textContent = step.total > step.t.length ?
-        step.t.length + " of " + step.total + " runs drawn (every anomaly kept)" : step.total + " runs";
+        step.t.length + " of " + step.total + " runs drawn (every anomaly kept)" :
+        step.total + (step.total === 1 ? " run" : " runs");
       el("svg", { role: "img", "aria-label": def.title + " per run" }, box);
       drawn.push([step, def, box]);
     });

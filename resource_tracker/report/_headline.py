@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple
 
 from .. import formatting as fmt
 from ..registry import by_key, stat_columns
+from ..tuning import resources_line as tuning_resources_line
 
 if TYPE_CHECKING:
     from ..summary import RunSummary, StatRow
@@ -135,11 +136,9 @@ def _gpu_tile(summary: RunSummary) -> str:
 
 
 def resources_line(rec: Mapping[str, Any]) -> str:
-    """The Metaflow decorator for the recommendation (memory in MiB, as Metaflow takes it)."""
-    args = [f"cpu={int(rec.get('cpu') or 1)}", f"memory={int(rec.get('memory') or 0)}"]
-    if rec.get("gpu"):
-        args.append(f"gpu={int(rec['gpu'])}")
-    return f"@resources({', '.join(args)})"
+    """The Metaflow decorator for the recommendation (memory in MiB, as Metaflow takes it):
+    the one printer of it, ``tuning.resources_line``, as the card, the CLI and the demo."""
+    return tuning_resources_line(rec)
 
 
 def _recommendation(summary: RunSummary) -> str:

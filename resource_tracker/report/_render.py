@@ -344,7 +344,7 @@ def _what(run: RunInfo) -> str:
         return run.label
     if run.job and run.job != DEFAULT_JOB:
         return run.job
-    command = " ".join((run.command or "").split())
+    command = " ".join((fmt.user_command(run.command) or "").split())
     if len(command) > 80:
         command = command[:77] + "..."
     return command or f"pid {run.pid}"

@@ -6,8 +6,10 @@ speaks the Keeper's /servers protocol from the test catalog."""
 
 from __future__ import annotations
 
+import ast
 import gzip
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -182,3 +184,54 @@ def test_offline_a_filter_the_snapshot_cannot_answer_says_which_prices_it_lacks(
     with pytest.raises(catalog.NoMatchingServerError) as err:
         catalog.recommend_server({"cpu": 100000, "memory": 1}, vendor="aws")
     assert "lacks" not in str(err.value)
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DOCUMENTS = ("README.md", "docs/resource_tracker.md", "docs/catalog.md", "docs/cli.md")
+NEEDS = "needs current prices: resource-tracker catalog update"
+
+
+def _documented_lines():
+    """(document, line) of every line of the documents."""
+    for name in DOCUMENTS:
+        with open(os.path.join(ROOT, name), encoding="utf-8") as f:
+            for line in f:
+                yield name, line.rstrip("\n")
+
+
+def _server_filters(line):
+    """The literal keyword arguments of the recommend_server(...) call on a code line."""
+    code = line.split("#")[0].strip()
+    call = next(
+        node
+        for node in ast.walk(ast.parse(code))
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "recommend_server"
+    )
+    return {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+
+
+def test_the_documents_server_examples_run_offline_or_say_what_they_need(embedded_on):
+    """Every recommend_server() example of the README and the docs, run offline (the embedded
+    snapshot, the Keeper off, no catalog): it names a server, or it is marked as needing
+    current prices and its error says which prices the snapshot lacks. A command line
+    asking for spot prices carries the mark too."""
+    examples = [
+        (name, line)
+        for name, line in _documented_lines()
+        if re.match(r"\s*(\w+ = )?tracker\.recommend_server\(", line)
+    ]
+    assert len(examples) >= 8, examples
+    for name, line in examples:
+        filters = _server_filters(line)
+        if NEEDS in line:
+            with pytest.raises(catalog.NoMatchingServerError, match="lacks prices for"):
+                catalog.recommend_server({"cpu": 1, "memory": 512}, **filters)
+        else:
+            found = catalog.recommend_server({"cpu": 1, "memory": 512}, **filters)
+            assert found, (name, line)
+    spot = [
+        (name, line)
+        for name, line in _documented_lines()
+        if re.search(r"--allocation spot|allocation=\"spot\"", line) and "`" not in line
+    ]
+    assert spot and all(NEEDS in line for _name, line in spot), spot

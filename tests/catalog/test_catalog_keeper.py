@@ -6,12 +6,19 @@ the X-Application-ID header."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 from catalog_http import KeeperStandIn
 from catalog_reference import Reference
 
 from resource_tracker import _core, catalog
-from resource_tracker.catalog import CatalogUnavailableError, NoMatchingServerError
+from resource_tracker.catalog import CatalogUnavailableError, NoMatchingServerError, _keeper
+from resource_tracker.keeper import (
+    get_instance_price,
+    get_recommended_cloud_servers,
+    keeper_request,
+)
 
 
 @pytest.fixture(scope="module")
@@ -171,3 +178,103 @@ def test_a_keeper_answering_an_error_is_asked_again(ref, monkeypatch, own_cache)
             assert "HTTP 500" in str(info.value) and "not asked again" not in str(info.value)
     finally:
         server.close()
+
+
+# -- resource_tracker.keeper: the original package's helpers over this client ----------------
+
+
+def _dead_url():
+    """A loopback URL where connections are refused (a free port, nothing listening)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"
+
+
+def _ondemand(ref, server_id, region=None):
+    return [
+        p["price"]
+        for p in ref.prices
+        if p["server_id"] == server_id
+        and p["allocation"] == "ONDEMAND"
+        and (region is None or p["region_id"] == region)
+    ]
+
+
+def test_keeper_request_asks_the_configured_keeper_with_the_header(keeper, ref):
+    got = keeper_request("/server/aws/m5.large/prices")
+    assert got == keeper.prices("aws", "m5.large") and got
+    assert [r["path"] for r in keeper.requests] == ["/server/aws/m5.large/prices"]
+    assert keeper.requests[0]["headers"].get("X-Application-ID") == "resource-tracker"
+    servers = keeper_request("servers?vcpus_min=4&limit=3", timeout=5)  # no leading slash
+    assert keeper.requests[-1]["query"] == {"vcpus_min": ["4"], "limit": ["3"]}
+    assert [s["server_id"] for s in servers] == [t[2] for t in ref.rank(cpu=4)[:3]]
+
+
+def test_keeper_request_endpoint_argument_and_failures_give_none(keeper, ref, monkeypatch):
+    monkeypatch.setenv("RESOURCE_TRACKER_KEEPER_URL", _dead_url())
+    assert keeper_request("/server/aws/m5.large/prices", endpoint=keeper.url)
+    assert len(keeper.requests) == 1
+    assert keeper_request("/no/such/path", endpoint=keeper.url) is None  # HTTP 404
+    assert keeper_request("/servers?a b", endpoint=keeper.url) is None  # not a URL path
+    assert keeper_request("/servers", timeout=0, endpoint=keeper.url) is None
+    assert keeper_request("/servers") is None  # the configured Keeper refuses
+    monkeypatch.setenv("RESOURCE_TRACKER_KEEPER_URL", "off")
+    before = len(keeper.requests)
+    assert keeper_request("/servers") is None
+    assert get_instance_price("aws", "us-east-1", "m5.large") is None
+    assert get_recommended_cloud_servers(2, 4096) == []
+    assert len(keeper.requests) == before
+
+
+@pytest.mark.parametrize("fail", ["500", "garbage"])
+def test_keeper_request_of_a_bad_answer_is_none(ref, fail):
+    server = KeeperStandIn(ref, fail=fail)
+    try:
+        assert keeper_request("/servers", endpoint=server.url) is None
+        assert len(server.requests) == 1
+    finally:
+        server.close()
+
+
+def test_instance_price_in_the_region_else_the_cheapest_elsewhere(keeper, ref):
+    here = _ondemand(ref, "m5.large", "us-east-1")
+    assert here and get_instance_price("aws", "us-east-1", "m5.large") == pytest.approx(min(here))
+    assert keeper.requests[-1]["path"] == "/server/aws/m5.large/prices"
+    anywhere = _ondemand(ref, "m5.large")
+    assert get_instance_price("aws", "no-such-region", "m5.large") == pytest.approx(min(anywhere))
+    assert get_instance_price("aws", "us-east-1", "no.such-type") is None
+
+
+def test_instance_price_without_an_answer_is_none(monkeypatch):
+    dead = _dead_url()
+    monkeypatch.setenv("RESOURCE_TRACKER_KEEPER_URL", dead)
+    try:
+        assert get_instance_price("aws", "us-east-1", "m5.large") is None
+    finally:
+        _keeper._failure.pop(dead, None)
+
+
+def test_recommended_servers_cheapest_on_demand_first(keeper, ref):
+    got = get_recommended_cloud_servers(2, 6000, n=4)
+    query = keeper.requests[-1]["query"]
+    assert query["vcpus_min"] == ["2"] and float(query["memory_min"][0]) == pytest.approx(
+        6000 / 1024
+    )
+    assert query["allocation"] == ["ondemand"] and query["limit"] == ["4"]
+    want = ref.rank(cpu=2, memory=6000, allocation="ondemand")[:4]
+    assert len(want) == 4
+    assert [(s["vendor_id"], s["server_id"]) for s in got] == [(t[1], t[2]) for t in want]
+    assert [s["price"] for s in got] == pytest.approx([t[0] for t in want])
+    assert all(s["vcpus"] >= 2 and s["memory_amount"] >= 6000 for s in got)
+
+
+def test_recommended_servers_send_gpus_and_vram_in_gib(keeper, ref):
+    got = get_recommended_cloud_servers(1, 1024, gpu=1, vram=16, n=2)
+    query = keeper.requests[-1]["query"]
+    assert query["gpu_min"] == ["1"] and query["gpu_memory_total"] == ["16"]  # GiB, as given
+    want = ref.rank(cpu=1, memory=1024, gpu=1, vram=16 * 1024, allocation="ondemand")[:2]
+    assert len(want) == 2
+    assert [(s["vendor_id"], s["server_id"]) for s in got] == [(t[1], t[2]) for t in want]
+    assert get_recommended_cloud_servers(100000, 1024) == []  # nothing that large
+    with pytest.raises(ValueError):
+        get_recommended_cloud_servers("many", 1024)

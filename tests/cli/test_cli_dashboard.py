@@ -21,6 +21,8 @@ import sys
 
 import pytest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "report"))
+
 from resource_tracker.dashboard import RunRecord, _trend
 from resource_tracker.dashboard._fleet import build_fleet
 from resource_tracker.dashboard._page import MAX_POINTS, kept_points, step_data
@@ -108,7 +110,7 @@ def test_runs_json_page_and_money(saved, tmp_path):
     assert data["skipped"] and "notes.json" in data["skipped"][0]
     html = page.read_text()
     assert "\x1b" not in html and "risky job" in html  # control sequences taken out
-    assert data["headline"] in html
+    assert data["headline"].replace("<", "&lt;") in html  # "< $0.01 a month ...", escaped
 
 
 def test_bad_sources_are_one_clear_line(tmp_path):
@@ -252,3 +254,99 @@ def test_a_file_name_that_is_not_utf8_reaches_page_and_json_as_a_replacement(sav
     )  # fmt: skip
     assert dom.returncode == 0, dom.returncode
     assert "\ufffd\ufffd.json" in dom.stdout
+
+
+def test_money_is_written_as_the_report_writes_it_and_unpriced_is_not_zero():
+    """A step asking for twice what it needs on a $0.0416/h server (1 run an hour of 60 s:
+    about $0.01 a month unused) reads as the report writes an amount, not '$0.000846/month';
+    a fleet nothing could be priced for says so, not '$0/month'."""
+    from resource_tracker.dashboard._page import render_dashboard
+    from resource_tracker.insights import Pricing
+
+    server = Pricing(hourly_usd=0.0416, vcpus=2, memory_mib=4096, server="aws t3.medium")
+    records = _records(8, spikes=(), slow=())
+    priced = build_fleet(records, lambda need: server)
+    waste = priced.waste_usd_month
+    assert waste is not None and 0 < waste < 0.05, waste
+    money = "< $0.01" if waste < 0.005 else f"${waste:,.2f}"
+    assert priced.headline().startswith(f"{money} a month asked but unused across 1 step")
+    page = str(render_dashboard(priced, ["runs in test"]))
+    assert (
+        f"{money} a month asked but unused (priced on aws t3.medium)".replace("<", "&lt;") in page
+    )
+    assert "/month" not in page.replace("Unused $/month", "")  # a price's form, not an amount's
+    unpriced = build_fleet(records)
+    assert unpriced.waste_usd_month is None
+    assert unpriced.headline().startswith("unused asks not priced across 1 step")
+    page = str(render_dashboard(unpriced, ["runs in test"]))
+    assert "$0" not in page and "asked but unused" not in page.replace("Asked but unused", "")
+
+
+LAYOUT_390 = """(function () {
+  var out = {scroll: document.documentElement.scrollWidth, inner: innerWidth, cut: [],
+             overlaps: [], repeats: [], ticks: []};
+  document.querySelectorAll('table.rt-fleet tbody th, table.rt-fleet td').forEach(function (c) {
+    var r = c.getBoundingClientRect();
+    if (r.width > 0 && (r.right > innerWidth + 0.5 || c.scrollWidth > c.clientWidth + 1)) {
+      out.cut.push(c.textContent);
+    }
+  });
+  var wrap = document.querySelector('#rt-fleet .rt-scroll');
+  out.hidden = wrap.scrollWidth - wrap.clientWidth;
+  document.querySelectorAll('.rt-chart svg').forEach(function (svg) {
+    /* the time axis' labels: the texts lowest in the chart */
+    var texts = Array.from(svg.querySelectorAll('text'));
+    var low = Math.max.apply(null, texts.map(function (t) { return +t.getAttribute('y'); }));
+    var labels = texts.filter(function (t) { return +t.getAttribute('y') === low; });
+    labels = labels.map(function (t) {
+      var b = t.getBBox(); return {text: t.textContent, left: b.x, right: b.x + b.width}; });
+    labels.sort(function (a, b) { return a.left - b.left; });
+    out.ticks.push(labels.length);
+    for (var i = 1; i < labels.length; i++) {
+      if (labels[i].left < labels[i - 1].right + 2) {
+        out.overlaps.push([labels[i - 1], labels[i]]);
+      }
+    }
+    var words = labels.map(function (l) { return l.text; });
+    if (new Set(words).size !== words.length) { out.repeats.push(words); }
+  });
+  return out;
+})()"""
+
+
+def test_the_dashboard_at_390_px_cuts_no_column_and_no_axis_label(tmp_path):
+    """On a phone (390 px, light and dark; and at 1280 px): every cell of the fleet table on
+    screen and whole (no column scrolled out of sight, "Changed" not cut to "Chang..."), the
+    time axis' labels apart and none repeated (a one-run step's chart too)."""
+    from report_browser import Browser, chromium_path
+
+    if chromium_path() is None:
+        pytest.skip("chromium is not installed")
+    from resource_tracker.dashboard._page import render_dashboard
+
+    records = _records(8, spikes=(5,), slow=())
+    once = RunRecord(step="once/only_step_with_a_long_name", run_id="one", started=1.7e9,
+                     duration_s=60.0, status="ok", source="runs", peak_memory_mib=300.0,
+                     mean_cpu_cores=0.5, ask={"memory_mib": 4000.0, "cpu": 1.0})  # fmt: skip
+    records.append(once)
+    records += [  # runs minutes apart: the axis reads to the second ('MM-DD HH:MM:SS')
+        RunRecord(step="quick/step", run_id=f"q{i}", started=1.7e9 + i * 300, duration_s=20.0,
+                  status="ok", source="runs", peak_memory_mib=500.0 + i, mean_cpu_cores=1.0,
+                  ask={"memory_mib": 1000.0, "cpu": 1.0})
+        for i in range(6)
+    ]  # fmt: skip
+    page = tmp_path / "fleet.html"
+    page.write_text(str(render_dashboard(build_fleet(records), ["runs in test"])))
+    ready = "document.documentElement.getAttribute('data-rt-rendered-ms')"
+    with Browser() as b:
+        for width, dark in ((390, False), (390, True), (1280, False)):
+            b.viewport(width, 800, dark=dark)
+            b.events.clear()
+            b.load("file://" + str(page), ready)
+            got = b.eval(LAYOUT_390)
+            assert got["scroll"] <= got["inner"] and got["hidden"] <= 0, got
+            assert got["cut"] == [], got["cut"]
+            assert got["overlaps"] == [] and got["repeats"] == [], got
+            assert min(got["ticks"]) >= 1 and max(got["ticks"]) >= 2, got["ticks"]
+            assert b.console_errors() == []
+            b.screenshot(str(tmp_path / f"dashboard-{width}-{dark}.png"))

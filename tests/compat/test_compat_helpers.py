@@ -8,6 +8,7 @@ import importlib
 import inspect
 import os
 import sys
+import time
 
 import pytest
 
@@ -37,6 +38,19 @@ DOCUMENTED = {
         "get_total_memory_mb": ([], None),  # 0.4
     },
     "resource_tracker.report": {"round_memory": (["mib"], "int")},
+    "resource_tracker.keeper": {
+        "keeper_request": (["path", "timeout=2", "endpoint=None"], "Any"),
+        "get_instance_price": (["vendor_id", "region_id", "instance_type"], "Optional[float]"),
+        "get_recommended_cloud_servers": (
+            ["cpu", "memory", "gpu=None", "vram=None", "n=10"],
+            "List[Dict[str, Any]]",
+        ),
+    },
+    "resource_tracker.tiny_bars": {"render_template": (["template", "context"], "str")},
+    "resource_tracker.dummy_workloads": {
+        "cpu_single": (["duration=1"], "None"),
+        "cpu_multi": (["duration=1", "ncores=None"], "None"),  # the original: os.cpu_count()
+    },
 }
 
 
@@ -197,3 +211,105 @@ def test_tracker_psutil_without_psutil_names_what_to_use(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert "pip install psutil" in out.stdout and "tracker_procfs" in out.stdout
+
+
+def test_aggregate_stats_rejects_a_figure_stats_never_gives():
+    """The original raised ValueError for an aggregation it did not know; here the known ones
+    are every figure stats() gives, and the sections describing a run are left out."""
+    from resource_tracker.helpers import aggregate_stats
+
+    tracker = ResourceTracker(interval=0.05, discover_cloud=False)
+    tracker.wait_for_samples(2, timeout=30)
+    tracker.stop()
+    run = tracker.stats()
+    out = aggregate_stats([run, run])
+    assert "data_quality" in run and not {"data_quality", "cgroup", "tree_source"} & set(out)
+    assert set(out["process_memory"]) == {"mean", "max", "p50", "p90", "p99"}
+    assert out["timestamp"]["samples"] == run["timestamp"]["samples"]
+    odd = {**run, "process_memory": {**run["process_memory"], "median": 1.0}}
+    with pytest.raises(ValueError) as info:
+        aggregate_stats([run, odd])
+    text = str(info.value)
+    assert "Unsupported aggregation type: 'median'" in text and "'process_memory'" in text
+    assert "supported: mean, max, p50, p90, p99, sum, duration, samples" in text
+    with pytest.raises(ValueError, match="'avg' in column 'cpu_usage'"):
+        aggregate_stats([{"cpu_usage": {"avg": 1.0}}])
+
+
+def _schedstat(path):
+    """(seconds on a CPU, seconds waiting for one) of a task, from its schedstat."""
+    with open(path) as f:
+        on_cpu, waiting = f.read().split()[:2]
+    return int(on_cpu) / 1e9, int(waiting) / 1e9
+
+
+def test_cpu_single_never_sleeps_for_its_duration():
+    """One busy thread: the whole wall time it ran, it was on a CPU or waiting for one
+    (the kernel's schedstat of this thread), however loaded the machine."""
+    from resource_tracker.dummy_workloads import cpu_single
+
+    on0, wait0 = _schedstat("/proc/thread-self/schedstat")
+    t0 = os.times()
+    began = time.monotonic()
+    cpu_single(0.4)
+    elapsed = time.monotonic() - began
+    on1, wait1 = _schedstat("/proc/thread-self/schedstat")
+    t1 = os.times()
+    assert elapsed >= 0.4
+    assert (on1 - on0) + (wait1 - wait0) >= 0.9 * elapsed, (on1 - on0, wait1 - wait0, elapsed)
+    burnt = (t1.user + t1.system) - (t0.user + t0.system)
+    assert abs(burnt - (on1 - on0)) <= 0.05 + 0.1 * burnt  # the CPU it got is this thread's
+
+
+def _busy_children():
+    """{pid: /proc/pid} of this process's children running a `python -c` busy loop."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and argv[1:2] == [b"-c"] and b"monotonic" in argv[2]:
+            found[int(entry)] = f"/proc/{entry}"
+    return found
+
+
+def test_cpu_multi_runs_ncores_busy_processes():
+    """ncores child processes, each on a CPU or waiting for one all the time it lived (their
+    schedstat against their age), and their CPU seconds are what this process's children's
+    rusage counts."""
+    import threading
+
+    from resource_tracker.dummy_workloads import cpu_multi
+
+    t0 = os.times()
+    worker = threading.Thread(target=cpu_multi, args=(1.0, 3))
+    worker.start()
+    seen = {}
+    while worker.is_alive():
+        for pid, path in _busy_children().items():
+            try:
+                on_cpu, waiting = _schedstat(f"{path}/schedstat")
+                with open(f"{path}/stat") as f:
+                    started = int(f.read().rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+                with open("/proc/uptime") as f:
+                    age = float(f.read().split()[0]) - started
+            except (OSError, IndexError, ValueError):
+                continue
+            if age >= 0.3:
+                seen[pid] = (on_cpu + waiting, age)
+        time.sleep(0.02)
+    worker.join()
+    t1 = os.times()
+    assert len(seen) == 3, seen
+    for pid, (busy, age) in seen.items():
+        assert busy >= 0.85 * age - 0.02, (pid, busy, age)  # age: clock ticks (10 ms)
+    children_cpu = (t1.children_user + t1.children_system) - (t0.children_user + t0.children_system)
+    assert children_cpu > 0
+    with pytest.raises(ValueError, match="ncores"):
+        cpu_multi(0.1, 0)

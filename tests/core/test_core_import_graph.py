@@ -113,6 +113,37 @@ def test_a_downward_graph_passes_and_a_module_of_no_layer_is_named(check, tmp_pa
     ]
 
 
+def test_the_library_importing_its_metaflow_plug_in_is_caught(check, tmp_path):
+    """Issue 40: the command line read Metaflow history through the extension's module; the
+    library never imports ``metaflow_extensions`` (inside a function too), the plug-in
+    imports the library."""
+    root = _package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "cli/__init__.py": "",
+            "cli/recommend.py": """\
+                def history():
+                    from metaflow_extensions.rt.plugins import history
+                    return history
+            """,
+        },
+    )
+    plugin = root / "metaflow_extensions" / "rt" / "plugins"
+    plugin.mkdir(parents=True)
+    for init in (root / "metaflow_extensions", plugin.parent, plugin):
+        (init / "__init__.py").write_text("")
+    (plugin / "history.py").write_text("from resource_tracker.cli import recommend\n")
+    found = check.problems(root)
+    assert (
+        "resource_tracker/cli/recommend.py:2: resource_tracker.cli.recommend imports "
+        "metaflow_extensions.rt.plugins.history: the library never imports its own Metaflow "
+        "plug-in (the plug-in imports the library)"
+    ) in found, found
+    (root / "resource_tracker" / "cli" / "recommend.py").write_text("def history():\n    pass\n")
+    assert not [line for line in check.problems(root) if "plug-in" in line]
+
+
 def test_the_documented_layer_table_is_the_tools(check):
     with open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8") as f:
         text = f.read()

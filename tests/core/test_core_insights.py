@@ -94,10 +94,7 @@ def test_changed_needs_more_than_noise():
 
 PHASED = """
 import select
-def burn(fd):                   # one core busy until fd has something to read (or EOF)
-    while not select.select([fd], [], [], 0)[0]:
-        pass
-    os.read(fd, 64)
+LOG = []                        # (time, CPU seconds of the workload so far), on its own clock
 def own_cpu():
     t = os.times()
     return t.user + t.system + t.children_user + t.children_system
@@ -105,27 +102,42 @@ def cpu_of(pid):                # another process's CPU seconds so far
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def workload_cpu():             # this process, its reaped helper, the helper while it runs
+    try:
+        return own_cpu() + (cpu_of(helper) if helper_running else 0.0)
+    except OSError:
+        return own_cpu()
+def burn(fd, log=False):        # one core busy until fd has something to read (or EOF)
+    due = 0.0
+    while not select.select([fd], [], [], 0)[0]:
+        if log and time.time() >= due:
+            LOG.append((time.time(), workload_cpu()))
+            due = time.time() + 0.05
+    os.read(fd, 64)
 r, w = os.pipe()
 helper = os.fork()              # computing: two cores and 400 MiB
 if helper == 0:
     os.close(w)
     burn(r)
     os._exit(0)
+helper_running = True
 os.close(r)
 block = touched(400)
 began, cpu0, helper0 = time.time(), own_cpu(), cpu_of(helper)
 report(began=began)             # the test starts tracking now
-burn(0)                         # until the test says "next"
+burn(0, log=True)               # until the test says "next"
 release = time.time()
 del block                       # released at once (munmap): one core, little memory
 os.close(w)                     # the helper's end
 os.waitpid(helper, 0)
+helper_running = False
 switch, cpu1 = time.time(), own_cpu() - helper0
 report(switch=switch)
-burn(0)                         # until the test says "end"
+burn(0, log=True)               # until the test says "end"
 end, cpu2 = time.time(), own_cpu()
+LOG.append((end, workload_cpu()))
 report(release=release, switch=switch, rss=rss_kib(),
-       rate1=(cpu1 - cpu0) / (release - began), rate2=(cpu2 - cpu1) / (end - release))
+       rate1=(cpu1 - cpu0) / (release - began), rate2=(cpu2 - cpu1) / (end - release), log=LOG)
 """
 #: samples the tracker takes in each phase of PHASED before the test moves it on
 PHASE_SAMPLES = 12
@@ -203,37 +215,60 @@ def _cores_needed(rate):
     return {max(1, math.ceil(r - 0.2)) for r in (0.85 * rate, rate, 1.1 * rate + 0.05)}
 
 
+def _cpu_at(log, moment):
+    """The workload's CPU seconds at `moment`, from its own log (linear between entries)."""
+    for (t0, c0), (t1, c1) in zip(log, log[1:]):
+        if t0 <= moment <= t1:
+            return c0 + (c1 - c0) * ((moment - t0) / (t1 - t0) if t1 > t0 else 0.0)
+    return log[0][1] if moment < log[0][0] else log[-1][1]
+
+
+def _phase_shapes(n):
+    """[{start_time, duration_s, cpu, memory}] of the finding's phases, in order."""
+    keys = ("start_time", "duration_s", "cpu", "memory")
+    return [{k: n[f"phase{i}_{k}"] for k in keys} for i in range(1, n["phases"] + 1)]
+
+
 def test_two_phases_with_the_boundary_within_one_interval(phased_run):
     """400 MiB and two cores, then one core and little memory, each for PHASE_SAMPLES
-    samples. The memory step makes two phases whatever the load; the boundary is the sample
-    interval in which the workload released it (its own clock against the tracker's own
-    timestamps), and each phase's cores are what the workload's own CPU times (os.times) say
-    it got: 2 and 1 on a quiet machine, fewer on a busy one (never a skip)."""
+    samples. The memory step is a boundary whatever the load, in the sample interval in
+    which the workload released it (its own clock against the tracker's own timestamps).
+    The cores each phase needs are what the workload's own CPU times (os.times, the helper's
+    /proc stat) say it got over that phase's span: 2 and 1 on a quiet machine, fewer on a
+    busy one, where a neighbour's burst may also cut the first part in two: a third phase
+    only when the workload's own record shows its CPU changed that much (never a skip)."""
     tracker, truth = phased_run
     summary = build_summary(tracker)  # the embedded catalog prices the split
     (found,) = _kinds(summary, "phases")
     n = found.numbers
-    assert n["phases"] == 2, found.message
+    shapes = _phase_shapes(n)
+    assert 2 <= len(shapes) <= 4 and "memory" in n["changed_series"], found.message
     stamps = [float(t) for t in tracker.process_metrics["timestamp"]]
     before = [t for t in stamps if t <= truth["release"]]
     during = [t for t in stamps if t <= truth["switch"]]
-    assert before and before[-1] <= n["phase2_start_time"] <= during[-1], (n, truth, stamps)
-    assert "memory" in n["changed_series"]
-    assert n["phase1_memory"] >= 400, found.message
-    # phase 2's memory is what was left after the release began (a busy machine draws the
-    # release out over samples), never the 400 MiB held before it
+    # the phases up to the release hold the 400 MiB; the first after it, what was left after
+    # the release began (a busy machine draws the release out over samples)
+    cut = next(i for i, s in enumerate(shapes) if s["memory"] < shapes[0]["memory"] - 256)
+    assert before and before[-1] <= shapes[cut]["start_time"] <= during[-1], (n, truth, stamps)
+    assert all(s["memory"] >= 400 for s in shapes[:cut]), found.message
     after = _memory_after(tracker, truth["release"])
-    assert n["phase2_memory"] <= max(after, truth["rss"] / 1024 + 32), (found.message, after)
-    assert n["phase2_memory"] < n["phase1_memory"] - 256, found.message
-    assert n["phase1_cpu"] in _cores_needed(truth["rate1"]), (found.message, truth)
-    assert n["phase2_cpu"] in _cores_needed(truth["rate2"]), (found.message, truth)
+    assert all(s["memory"] <= max(after, truth["rss"] / 1024 + 32) for s in shapes[cut:]), (
+        found.message,
+        after,
+    )
+    log = truth["log"]
+    for shape in shapes:  # each phase's cores: what the workload's own record says it got
+        began, ended = shape["start_time"], shape["start_time"] + shape["duration_s"]
+        rate = (_cpu_at(log, ended) - _cpu_at(log, began)) / (ended - began)
+        assert shape["cpu"] in _cores_needed(rate), (found.message, shape, rate)
     if "split_saving_share" not in n:  # priced on the catalog's recommended server
         pytest.fail(f"no catalog price for the split: {summary.server}")
     assert n["split_saving_usd_per_month"] == pytest.approx(30 * n["split_saving_usd_per_run"])
-    # phase 2 needs less memory: a saving, at most phase 2's share of the time (phase 1
-    # needs what the whole step needs)
-    share2 = n["phase2_duration_s"] / (n["phase1_duration_s"] + n["phase2_duration_s"])
-    assert 0 < n["split_saving_share"] <= share2, (n, share2)
+    # a saving, at most the share of the time in phases that need less than the whole step
+    whole = (max(s["cpu"] for s in shapes), max(s["memory"] for s in shapes))
+    total = sum(s["duration_s"] for s in shapes)
+    smaller = sum(s["duration_s"] for s in shapes if (s["cpu"], s["memory"]) != whole)
+    assert 0 < n["split_saving_share"] <= smaller / total, (n, smaller / total)
 
 
 def test_one_steady_phase_is_no_finding():

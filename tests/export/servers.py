@@ -1,9 +1,10 @@
 """Real servers on loopback for the export tests.
 
-- Debian's ``prometheus-pushgateway`` and ``prometheus`` binaries (installed by ``make
-  test``), each on a free 127.0.0.1 port with its data in a temporary folder (the
-  Pushgateway with its own ``--persistence.file``), Prometheus scraping the Pushgateway
-  every second with ``honor_labels`` (the pushed job/instance labels stay).
+- Debian's ``prometheus-pushgateway`` and ``prometheus`` binaries (unpacked into
+  ``.test-servers/`` by ``make test``, see tests/server_binaries.py), each on a free
+  127.0.0.1 port with its data in a temporary folder (the Pushgateway with its own
+  ``--persistence.file``), Prometheus scraping the Pushgateway every second with
+  ``honor_labels`` (the pushed job/instance labels stay).
 - :class:`OtlpReceiver`: an HTTP server on 127.0.0.1 that decodes every OTLP/HTTP request
   with the official ``opentelemetry-proto`` message class (``ExportMetricsServiceRequest``)
   — a stand-in for an OpenTelemetry Collector speaking the real protocol. It can also answer
@@ -16,7 +17,6 @@ import gzip
 import http.server
 import json
 import os
-import shutil
 import socket
 import subprocess
 import threading
@@ -25,7 +25,7 @@ import urllib.parse
 import urllib.request
 import zlib
 
-import pytest
+from server_binaries import need_binary
 
 
 def free_port() -> int:
@@ -46,13 +46,6 @@ def _wait_http(url: str, proc: subprocess.Popen, log: str, timeout: float = 60.0
         except OSError:
             time.sleep(0.2)
     raise RuntimeError(f"{url} did not come up in {timeout} s: {open(log).read()[-2000:]}")
-
-
-def _need(binary: str) -> str:
-    path = shutil.which(binary)
-    if path is None:
-        pytest.skip(f"{binary} is not installed (make test installs Debian's package)")
-    return path
 
 
 class Server:
@@ -80,7 +73,7 @@ class Server:
 
 
 def start_pushgateway(folder: str) -> Server:
-    binary = _need("prometheus-pushgateway")
+    binary = need_binary("prometheus-pushgateway")
     port = free_port()
     args = [
         binary,
@@ -93,7 +86,7 @@ def start_pushgateway(folder: str) -> Server:
 def start_prometheus(folder: str, pushgateway_url: str, rule_files=()) -> Server:
     """Prometheus scraping the Pushgateway every second; rule_files: rule files it loads
     (evaluated every second)."""
-    binary = _need("prometheus")
+    binary = need_binary("prometheus")
     port = free_port()
     target = urllib.parse.urlparse(pushgateway_url).netloc
     config = os.path.join(folder, "prometheus.yml")

@@ -25,6 +25,7 @@ LINUX_READERS = (
     "cloud_evidence",
     "keeper_servers",
     "keeper_prices",
+    "keeper_path",
 )
 PORTABLE_CORE = ("stats", "summarize", "recommend", "round_memory_mib", "PROCESS_COLUMNS")
 

@@ -9,11 +9,11 @@ import glob
 import json
 import os
 import re
-import shutil
 import subprocess
 
 import pytest
 from prom_stack import ROOT
+from server_binaries import need_binary
 
 RULES = sorted(glob.glob(os.path.join(ROOT, "docs", "prometheus", "*.yml")))
 DASHBOARDS = sorted(glob.glob(os.path.join(ROOT, "docs", "grafana", "*.json")))
@@ -22,10 +22,7 @@ MIB = 1024 * 1024
 
 
 def _promtool() -> str:
-    path = shutil.which("promtool")
-    if path is None:
-        pytest.skip("promtool is not installed (make test installs Debian's prometheus)")
-    return path
+    return need_binary("promtool")
 
 
 def test_rule_files_pass_promtool_check():

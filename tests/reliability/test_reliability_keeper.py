@@ -1,8 +1,8 @@
-"""The Keeper API client of the C core (_core.keeper_servers / keeper_prices, csrc/keeper.c and
-csrc/py_catalog.c) against a real HTTP server on 127.0.0.1 (an ephemeral port) that answers
-what each test scripts: no leak over many calls (answers, HTTP errors, refused connections),
-and any answer body (damaged JSON, deep nesting, invalid UTF-8, huge numbers, a hang) gives a
-value or RuntimeError/ValueError within the timeout, never a crash."""
+"""The Keeper API client of the C core (_core.keeper_servers / keeper_prices / keeper_path,
+csrc/keeper.c and csrc/py_catalog.c) against a real HTTP server on 127.0.0.1 (an ephemeral
+port) that answers what each test scripts: no leak over many calls (answers, HTTP errors,
+refused connections), and any answer body (damaged JSON, deep nesting, invalid UTF-8, huge
+numbers, a hang) gives a value or RuntimeError/ValueError within the timeout, never a crash."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def keeper():
 QUERY = dict(vcpus_min=2, memory_min_mib=4096.0, vendors=["aws", "gcp"], regions=["eu-west-1"])
 
 
-@covers("keeper_servers", "keeper_prices")
+@covers("keeper_servers", "keeper_prices", "keeper_path")
 def test_reliability_leak_keeper(keeper):
     # each call returns once the stand-in's handler threads ended (settle): their sockets,
     # threads and objects are the server's, not a leak of the client
@@ -87,6 +87,15 @@ def test_reliability_leak_keeper(keeper):
     assert_no_leak("keeper_servers(answer)", servers, 100)
     keeper.answer = (200, PRICES, 0.0)
     assert_no_leak("keeper_prices(answer)", prices, 100)
+
+    def path():
+        url, answer = _core.keeper_path(keeper.url, "/server/aws/m5.large/prices", timeout=2.0)
+        keeper.settle()
+        assert answer[0]["price"] == 0.096
+
+    assert_no_leak("keeper_path(answer)", path, 100)
+    with pytest.raises(ValueError, match="percent-encoded"):
+        _core.keeper_path(keeper.url, "/servers?q=a b")
     keeper.answer = (503, b"upstream down", 0.0)
     assert_no_leak("keeper_servers(HTTP 503)", lambda: refused("servers"), 100)
     keeper.answer = (200, b"{not json", 0.0)

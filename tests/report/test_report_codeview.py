@@ -23,6 +23,7 @@ import pytest
 from report_browser import Browser, chromium_path
 
 from resource_tracker import ResourceTracker, _core
+from resource_tracker import formatting as fmt
 from resource_tracker.cli.summary import lines_of
 from resource_tracker.code_view import code_view, label_phases, phase_texts
 from resource_tracker.insights import Insight
@@ -165,7 +166,7 @@ def test_each_phase_is_labelled_with_its_code(run):
     assert [p["function"] for p in view["phases"]] == [f for f, _, _ in truth["spans"]]
     (labelled,) = label_phases([finding], view)
     first, _ = _lines_of_def("load_dataset")
-    assert f"phase 2, {round(finding.numbers['phase2_start_s'])}-" in labelled.message
+    assert f"phase 2, {fmt.duration(finding.numbers['phase2_start_s'])} to " in labelled.message
     assert f"load_dataset() at train.py:{first}" in labelled.message
     assert labelled.numbers["phase3_code"].startswith("train_model() train.py:")
     assert "Split" not in labelled.message  # no split advised: no split named

@@ -55,6 +55,45 @@ def test_report_notebook_runs_and_shows_tables_and_report(executed):
     assert "keeper.sparecores.net" not in page  # the kernel ran with the loopback overrides
 
 
+def _display_rows(cell):
+    """{header: value} of the tracker's own display (its table) in a cell's output."""
+    shown = _html_output(cell)
+    assert shown and "resource-tracker-status" in shown, cell.get("outputs")
+    pairs = re.findall(r"<th[^>]*>([^<]*)</th><td>([^<]*)</td>", shown)
+    return {html.unescape(k): html.unescape(v) for k, v in pairs}
+
+
+def test_the_tracker_shows_its_state_and_headline_figures(executed):
+    """The tracker itself, the last expression of a cell, shows what it tracks, its state and,
+    once stopped, the run's headline figures: those of the report of the same run; and the
+    report calls a kernel's run a notebook, not `ipykernel_launcher -f /tmp/...`."""
+    cells = [c for c in executed.cells if c.cell_type == "code"]
+    started = _display_rows(cells[0])
+    assert started["Status"] == "running" and started["Tracking"].startswith("Jupyter notebook")
+    assert "ResourceTracker pid=" not in _html_output(cells[0])
+    done = _display_rows(cells[4])
+    assert done["Status"] == "finished" and done["Duration"].endswith(" s"), done
+    samples = int(done["Samples"].split()[0])
+    assert samples >= 8, done  # wait_for_samples(8) before stop()
+    page = html.unescape(re.search(r'srcdoc="([^"]*)"', _html_output(cells[3])).group(1))
+    title = re.search(r"<title>([^<]*)</title>", page).group(1)
+    assert title == "Resource usage: Jupyter notebook", title
+    assert done["Recommended"] in page, (done["Recommended"], "not in the report")
+    assert done["Memory peak"] in page, (done["Memory peak"], "not in the report")
+    assert (
+        done["Recommended"]
+        == "@resources("
+        + ", ".join(
+            f"{k}={v}"
+            for k, v in re.findall(
+                r"'(cpu|memory|gpu)': (\d+)", cells[1]["outputs"][-1]["data"]["text/plain"]
+            )
+            if int(v)
+        )
+        + ")"
+    )
+
+
 @pytest.mark.skipif(chromium_path() is None, reason="chromium is not installed")
 def test_report_notebook_output_draws_in_chromium(executed, tmp_path):
     """The cell's HTML output put into a page as Jupyter does: the iframe's report draws its

@@ -52,11 +52,11 @@ if TYPE_CHECKING:
         TuningEntry,
         TuningResult,
     )
+    from resource_tracker.metaflow_history import HistoryLookup, Record, Stats
     from resource_tracker.summary import RunSummary
 
-    from .track_resources_history import HistoryLookup, Stats
     from .track_resources_live import LiveCard, LivePage
-    from .track_resources_record import Record, RecordWriter
+    from .track_resources_record import RecordWriter
 
 CARD_TYPE = "tracked_resources"
 CARD_ID = "resource_tracker"
@@ -401,7 +401,7 @@ class TrackResourcesDecorator(StepDecorator):  # type: ignore[misc]
     def _start_history(self, flow: FlowSpec, step_name: str, run_id: str) -> None:
         if _as_bool(self.attributes["history"]) and self._history_runs > 0:
             try:
-                from .track_resources_history import HistoryLookup
+                from resource_tracker.metaflow_history import HistoryLookup
 
                 self._history = HistoryLookup(
                     flow.name,
@@ -607,7 +607,7 @@ def _history_records(
 ) -> List[Record]:
     """The tuning records of the step in the flow's latest runs (newest first; failed and
     killed runs included)."""
-    from .track_resources_history import HistoryLookup
+    from resource_tracker.metaflow_history import HistoryLookup
 
     lookup = HistoryLookup(
         flow_name, step_name, artifact_name, current_run_id="", max_runs=max_runs, timeout=timeout
@@ -625,7 +625,7 @@ def _earlier_attempts(
     """The records of this task's earlier attempts (a @retry), newest first."""
     if not retry_count or flow_datastore is None:
         return []
-    from .track_resources_record import read_record
+    from resource_tracker.metaflow_history import read_record
 
     found: List[Record] = []
     for attempt in range(int(retry_count) - 1, -1, -1):
@@ -696,7 +696,7 @@ def step_error(exc: BaseException) -> StepError:
 
 def error_artifact(message: str, failed: Optional[bool]) -> TrackResourcesArtifact:
     """The artifact when there is nothing to show but an error."""
-    from .track_resources_history import summarize_history
+    from resource_tracker.metaflow_history import summarize_history
 
     return {
         "process_metrics": None,
@@ -805,7 +805,7 @@ def build_artifact(
     ``ResourceTracker.from_snapshot(data["tracker"])`` is the tracker again (its tables are
     the same frames as ``process_metrics`` / ``system_metrics``, stored once).
     """
-    from .track_resources_history import summarize_history
+    from resource_tracker.metaflow_history import summarize_history
 
     if history is not None:
         stats_list, notes, runs = history.result()

@@ -20,19 +20,20 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple
+
+from resource_tracker.metaflow_history import (  # noqa: F401  (the reader, importable from here)
+    RECORD_NAME,
+    Record,
+    read_record,
+    task_records,
+)
 
 if TYPE_CHECKING:
-    from metaflow.client import Task
-    from metaflow.datastore import FlowDataStore, TaskDataStore
+    from metaflow.datastore import TaskDataStore
 
     from resource_tracker import ResourceTracker
 
-#: A tuning record (``resource_tracker.tuning.run_record`` plus ``status``, ``final``,
-#: ``run``, ``attempt``): JSON values, read back from the datastore.
-Record = Dict[str, Any]
-
-RECORD_NAME = "resource_tracker_record"
 #: The setting holding the seconds between two checks of the figures (default 2).
 CHECK_SETTING = "RESOURCE_TRACKER_RECORD_CHECK_S"
 #: A record is written at least this often while the step runs.
@@ -146,57 +147,3 @@ def _counters(record: Mapping[str, Any]) -> Tuple[Any, bool]:
 
     return record.get("oom_kills"), was_throttled(record.get("throttled_share"),
                                                   record.get("throttled_s"))  # fmt: skip
-
-
-def _flow_datastore(task: Task) -> Optional[FlowDataStore]:
-    """The FlowDataStore holding a client Task's data (from its metadata)."""
-    from metaflow.client.filecache import FileCache
-    from metaflow.datastore import FlowDataStore
-
-    meta = task.metadata_dict
-    ds_type, ds_root = meta.get("ds-type"), meta.get("ds-root")
-    if not ds_type or not ds_root:
-        return None
-    storage = FileCache._get_datastore_storage_impl(ds_type)
-    return FlowDataStore(
-        flow_name=task.path_components[0], environment=None, storage_impl=storage,
-        ds_root=ds_root,
-    )  # fmt: skip
-
-
-def read_record(
-    flow_datastore: FlowDataStore, run_id: str, step: str, task_id: str, attempt: int
-) -> Optional[Record]:
-    """The stored record of one attempt (``killed`` when it never became final), or None."""
-    ds = flow_datastore.get_task_datastore(
-        str(run_id), step, str(task_id), attempt=int(attempt), mode="r", allow_not_done=True
-    )
-    if not ds.has_metadata(RECORD_NAME):
-        return None
-    stored = ds.load_metadata([RECORD_NAME]).get(RECORD_NAME)
-    if not isinstance(stored, dict):
-        return None
-    record: Record = dict(stored, run=str(run_id), attempt=int(attempt))
-    if not record.get("final"):
-        record["status"] = "killed"
-    return record
-
-
-def task_records(
-    task: Task,
-    below_attempt: Optional[int] = None,
-    flow_datastore: Optional[FlowDataStore] = None,
-) -> List[Record]:
-    """The records of a client Task's attempts, newest first (those before
-    ``below_attempt`` only, when given)."""
-    flow_datastore = flow_datastore or _flow_datastore(task)
-    if flow_datastore is None:
-        return []
-    run_id, step, task_id = task.path_components[1:4]
-    last = task.current_attempt if below_attempt is None else below_attempt - 1
-    found: List[Record] = []
-    for attempt in range(int(last), -1, -1):
-        record = read_record(flow_datastore, run_id, step, task_id, attempt)
-        if record is not None:
-            found.append(record)
-    return found
