@@ -203,8 +203,10 @@ Policy = Callable[[List[Dict[str, Any]], Scenario, Run, str], Ask]
 
 
 def tuned(platform: str) -> Policy:
+    """The rule as the decorator calls it (the step's current code known)."""
+
     def ask(records: List[Dict[str, Any]], sc: Scenario, run: Run, _: str) -> Ask:
-        tuning = tune_resources(limit_runs(records, HISTORY), sc.asked)
+        tuning = tune_resources(limit_runs(records, HISTORY), sc.asked, code=run.code)
         return {**sc.asked, **tuning.resources}
 
     return ask

@@ -5,11 +5,11 @@
 C targets (fuzz_*.c, libFuzzer + ASan + UBSan, built with clang) fuzz the procfs parsers of
 csrc/procfs_parse.c and the metadata answer parsers of csrc/cloud.c (and the catalog parser of
 csrc/keeper.c when it exists); Python targets (fuzz_*.py, atheris) fuzz the cgroup file parsers
-of resource_tracker/server_info.py, snapshot loading and the catalog loader. Each run starts
-from a seed corpus written at fuzz time into a temporary directory from this machine's real
-files, plus the committed regression inputs of fuzz/regressions/<target>/ (every crash found is
-kept there and replayed by tests/reliability/test_reliability_fuzz.py, which runs no random
-input: random fuzzing lives here only). One line of figures per target.
+of resource_tracker/server_info.py, snapshot loading, the catalog loader and tuning records.
+Each run starts from a seed corpus written at fuzz time into a temporary directory from this
+machine's real files, plus the committed regression inputs of fuzz/regressions/<target>/
+(every crash found is kept there and replayed by tests/reliability/test_reliability_fuzz.py,
+which runs no random input: random fuzzing lives here only). One line of figures per target.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ C_TARGETS = {
     "stats": ["stats.c", "columns.c"],
     "cgroup_files": ["cgroup_parse.c"],
 }
-PY_TARGETS = ["cgroup", "snapshot", "catalog"]
+PY_TARGETS = ["cgroup", "snapshot", "catalog", "tuning"]
 LIBS = {"cloud": ["-lcjson"], "keeper": ["-lcjson"]}
 
 
@@ -204,6 +204,14 @@ def _keeper_seeds():
     ]
 
 
+def _tuning_seeds():
+    """Tuning records as the decorator keeps them (fuzz_tuning.py's), as JSON."""
+    import json
+
+    records = load_python_target("tuning").seed_records()
+    return [json.dumps(records).encode(), json.dumps(records[0]).encode(), b"[]"]
+
+
 def _catalog_seeds():
     """Catalog dumps: SQL text as iterdump() and the sqlite3 shell write it (a real server row
     of the 2026-01 dump in tests/data), one with a generated column, and a SQLite file."""
@@ -262,6 +270,7 @@ def seeds(name):
         "stats": _stats_seeds,
         "cgroup_files": _cgroup_file_seeds,
         "catalog": _catalog_seeds,
+        "tuning": _tuning_seeds,
     }
     return [s for s in table[name]() if s is not None]
 

@@ -41,7 +41,7 @@ def _regressions(target):
     return sorted(glob.glob(os.path.join(FUZZ, "regressions", target, "*")))
 
 
-@pytest.mark.parametrize("target", ["cgroup", "snapshot", "catalog"])
+@pytest.mark.parametrize("target", ["cgroup", "snapshot", "catalog", "tuning"])
 def test_reliability_fuzz_python_targets(target):
     """Regression inputs and the seeds of this machine replay cleanly."""
     module = _load(f"fuzz_{target}")
