@@ -53,12 +53,14 @@ runs of an unchanged workload keep the same ask (no compounding).
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 import statistics
 import time
+import types
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from . import formatting as fmt
 from ._artifact_types import TuningResult
@@ -673,6 +675,30 @@ def limit_runs(records: Sequence[Mapping[str, Any]], runs: Any) -> List[Dict[str
             seen.append(run)
         kept.append(dict(record))
     return kept
+
+
+def _code_parts(code: types.CodeType) -> Iterator[bytes]:
+    """What a code object does, not where it sits: its bytecode, names and constants (nested
+    functions included), without file names or line numbers."""
+    yield code.co_code
+    yield repr((code.co_names, code.co_varnames)).encode()
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _code_parts(const)
+        else:
+            yield repr(const).encode()
+
+
+def code_fingerprint(func: Any) -> Optional[str]:
+    """A short fingerprint of a step function's code (records carry it: the runs of the
+    step's current code are weighed over older code); None when it has no code."""
+    code = getattr(getattr(func, "__func__", func), "__code__", None)
+    if not isinstance(code, types.CodeType):
+        return None
+    digest = hashlib.sha256()
+    for part in _code_parts(code):
+        digest.update(part)
+    return digest.hexdigest()[:16]
 
 
 def machine_cores(server_info: Any) -> Optional[float]:
