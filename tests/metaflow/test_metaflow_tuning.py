@@ -102,3 +102,60 @@ def test_a_retry_attempt_after_an_oom_kill_asks_more(tmp_path, kubelet):
     tuning = data["tuning"]
     assert tuning["resources"]["memory"] == 512 and tuning["got"]["memory"] == 512
     assert "was killed (taken as an OOM kill) at 256 MiB" in tuning["note"]
+
+
+REFACTORED = """
+from metaflow import FlowSpec, resources, step, track_resources
+
+
+class RefactorFlow(FlowSpec):
+    @step
+    def start(self):
+        self.next(self.work)
+
+    @track_resources(tune=True, interval=0.2, live=False, create_card=False,
+                     history_timeout=60)
+    @resources(memory=4096)
+    @step
+    def work(self):
+        block = bytearray(MIB * 2**20)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        self.next(self.end)
+
+    @step
+    def end(self):
+        pass
+
+
+if __name__ == "__main__":
+    RefactorFlow()
+"""
+
+
+def test_a_refactored_step_is_sized_on_its_new_code(tmp_path):
+    """Issue 37: two runs of a step holding 600 MiB, then its code changes to hold 40 MiB:
+    the new code's run says what the next run needs (the records carry a fingerprint of
+    the step function), not the old code's 600 MiB; the CLI says the same."""
+    flow = os.path.join(str(tmp_path), "refactor_flow.py")
+    for mib, runs in ((600, 2), (40, 1)):
+        with open(flow, "w") as f:
+            f.write(REFACTORED.replace("MIB", str(mib)))
+        for _ in range(runs):
+            done = run_flow(tmp_path, flow, timeout=300)
+            assert done.returncode == 0, done.stdout[-3000:]
+    newest = query(tmp_path, "RefactorFlow")[0]
+    tuning = task_of(newest, "work")["artifacts"]["resource_tracker_data"]["tuning"]
+    assert tuning["resources"]["memory"] > 600  # asked from the old code's runs
+    assert tuning["next"]["memory"] < 600 <= tuning["resources"]["memory"]
+    assert "older code left out" in tuning["next_note"]
+    done = subprocess.run(
+        [sys.executable, "-m", "resource_tracker", "recommend", "--metaflow", "RefactorFlow",
+         "--json", "--catalog", os.path.join(str(tmp_path), "no-catalog.db")],
+        cwd=str(tmp_path), env=hermetic_env(tmp_path), capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    cli = json.loads(done.stdout)["steps"]["work"]["recommended"]
+    assert {k: cli[k] for k in ("cpu", "memory")} == {
+        k: tuning["next"][k] for k in ("cpu", "memory")
+    }
