@@ -32,11 +32,12 @@ when it has some: a refactor changes the need; older code otherwise):
   (spot preemption, a node lost, a scheduler's kill) keeps the ask it had for the next
   attempt, raises nothing, so kills never compound;
 - CPU: the 90th percentile of each run's per-interval usage (the busy part of a run, not
-  its mean), the highest over the runs, rounded up to whole cores (0.1 core of tolerance;
-  ``cpu_step`` for platforms taking fractions), at least one step; a run throttled by its
+  its mean), the highest over the runs, rounded up to whole cores (0.1 core of tolerance),
+  at least 1; a run throttled by its
   CPU limit (more than 10% of its periods) needed its usage plus its throttled time per
-  second (the cores that waited for quota: ``cpu.stat`` ``throttled_usec`` /
-  ``throttled_time``), or a core more than it had when that time is unknown; a run
+  second (the cores that waited for quota: the kernel sums ``cpu.stat``'s
+  ``throttled_usec`` / ``throttled_time`` over the CPUs whose run queue was throttled), or
+  a core more than it had when that time is unknown; a run
   *starved* by the machine (system CPU at the machine's cores while the step used less
   than it could have) counts as needing what it could have had;
 - GPUs: the highest number in use; lowered only from :data:`MIN_RUNS` finished runs;

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+from cgroup_v1 import remove_cgroup
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from workloads import Workload, run_to_report
@@ -320,3 +321,58 @@ def test_tuning_never_raises_and_one_bad_record_never_switches_it_off(junk, fiel
         tuning = tune_resources(runs, junk, junk)
         assert all(isinstance(v, int) and v >= 1 for v in tuning.resources.values())
     assert tune_resources([record, junk] + good, {"memory": 2048}).resources.get("memory")
+
+
+def _v1_cpu_root():
+    """This machine's writable v1 cpu hierarchy (root needed), or None."""
+    if os.geteuid() != 0:
+        return None
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            head, _, tail = line.partition(" - ")
+            fields = tail.split()
+            if fields[:1] == ["cgroup"] and "cpu" in fields[2].split(","):
+                mount = head.split()[4]
+                return mount if os.access(mount, os.W_OK) else None
+    return None
+
+
+def test_a_throttled_run_asks_its_need_from_the_throttled_time(real):
+    """A real step needing 2 cores (2 spinning processes, 3 s of wall time, given the CPUs
+    they want whatever else runs) in a real v1 cpu cgroup with a half-core quota: the
+    kernel throttles it; its usage plus its throttled time per second says 2 cores, asked
+    after one run (main: 1, a core over 0.5)."""
+    root = _v1_cpu_root()
+    if root is None or (os.cpu_count() or 1) < 2:
+        pytest.skip("needs root, 2 cores and a writable cgroup v1 cpu controller")
+    group = os.path.join(root, f"rt-tune-cpu-{os.getpid()}")
+    os.mkdir(group)
+    try:
+        # a half-core quota; the group's weight at its highest (cpu.shares): its processes'
+        # nice level does not count against the other groups' tasks
+        quota = (("cpu.cfs_period_us", "100000"), ("cpu.cfs_quota_us", "50000"),
+                 ("cpu.shares", "262144"))  # fmt: skip
+        for name, value in quota:
+            with open(os.path.join(group, name), "w") as f:
+                f.write(value)
+
+        def enter():
+            with open(os.path.join(group, "cgroup.procs"), "w") as f:
+                f.write("0")
+
+        spinner = "import time\nend = time.time() + 3\nwhile time.time() < end: pass"
+        w = Workload(f"import subprocess\nps = [subprocess.Popen([sys.executable, '-c', "
+                     f"{spinner!r}]) for _ in range(2)]\n[p.wait() for p in ps]\n"
+                     "report(done=1)", preexec_fn=enter)  # fmt: skip
+        tracker = ResourceTracker(pid=w.pid, interval=0.2, discover_cloud=False,
+                                  discover_server=False)  # fmt: skip
+        run_to_report(w, tracker)
+        stats = tracker.stats()
+    finally:
+        remove_cgroup(group)
+    cg = stats["cgroup"]
+    assert cg["cpu_limit_cores"] == pytest.approx(0.5) and cg["cpu_throttled_seconds"] > 1
+    record = run_record(stats, {"cpu": 1})
+    tuning = tune_resources([record], {"cpu": 1})
+    assert tuning.resources["cpu"] == 2, (tuning, record["throttled_cores"], record["cpu_p90"])
+    assert "was throttled at 0.5 cores (" in tuning.note and "waited for quota" in tuning.note
