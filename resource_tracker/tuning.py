@@ -79,6 +79,8 @@ __all__ = [
     "as_record",
     "check_bounds",
     "resources_line",
+    "record_problem",
+    "code_fingerprint",
     "RULE_TEXT",
 ]
 
@@ -343,6 +345,7 @@ def _checked(record: Mapping[str, Any]) -> _Run:
         _number(record, "system_cpu_p90", "cpu"),
     )
     code = record.get("code")
+    _number(record, "updated")  # the time of its last write (a killed run's end)
     return _Run(
         name=printable(record.get("run", "?"), 24),
         status="killed" if status == "running" else status,
@@ -357,6 +360,19 @@ def _checked(record: Mapping[str, Any]) -> _Run:
         starved=_is_starved(cores, system, had["cpu"], cpu),
         could=_could_have(had["cpu"], cores),
     )
+
+
+def record_problem(record: Any) -> Optional[str]:
+    """None when a tuning record (:func:`run_record`'s, as stored) can be read, else what is
+    wrong with it (one line): text or a container where a number belongs, an overflowing
+    number, a size beyond the largest machine. Readers of stored records skip those."""
+    if not isinstance(record, Mapping):
+        return f"{_shown(record)} is not a record"
+    try:
+        _checked(record)
+    except _Corrupt as exc:
+        return str(exc)
+    return None
 
 
 def _could_have(had: Optional[float], cores: Optional[float]) -> Optional[float]:
@@ -557,7 +573,7 @@ def _memory_step(mib: float) -> float:
     return max(MEMORY_STEP, 2.0 ** math.floor(math.log2(max(mib, 1.0))) / MEMORY_STEPS)
 
 
-def _rounded(key: str, value: float, asked: Mapping[str, float], cpu_step: float) -> int:
+def _rounded(key: str, value: float, asked: Mapping[str, float]) -> int:
     """Whole numbers, rounded up (memory in :func:`_memory_step` steps, CPU in whole cores
     with :data:`CPU_TOLERANCE`), except an ask kept as it is."""
     if value == asked.get(key):
@@ -566,7 +582,7 @@ def _rounded(key: str, value: float, asked: Mapping[str, float], cpu_step: float
         step = _memory_step(value)
         return int(math.ceil(value / step - 1e-9) * step)  # held by _bounded
     if key == "cpu":
-        return int(max(cpu_step, math.ceil(value - CPU_TOLERANCE)))
+        return int(max(1, math.ceil(value - CPU_TOLERANCE)))
     return int(math.ceil(value - 1e-9))
 
 
@@ -618,7 +634,7 @@ def tune_resources(
         note = "; ".join(dict.fromkeys(notes + ["not tuned: no earlier run with resource data"]))
         return Tuning(0, note=note)
     records = _current_code(every, code, notes)
-    values = {k: _rounded(k, v, ask, 1.0) for k, v in _values(records, ask, notes).items()}
+    values = {k: _rounded(k, v, ask) for k, v in _values(records, ask, notes).items()}
     _bounded(values, limits, notes)
     return _result(records, values, ask, limits, notes)
 

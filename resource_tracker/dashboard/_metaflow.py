@@ -68,7 +68,7 @@ def step_record(step: Any, artifact: str) -> Optional[RunRecord]:
     )
 
     from ..cli.recommend_metaflow import _made_by
-    from ..tuning import machine_cores
+    from ..tuning import machine_cores, record_problem
     from ._snapshots import record_from
 
     task = step.task
@@ -77,7 +77,8 @@ def step_record(step: Any, artifact: str) -> Optional[RunRecord]:
     data = task[artifact].data if artifact in task else None
     if data is not None and not (isinstance(data, dict) and _made_by(data, step.id, task.id)):
         data = None
-    records = run_records(task, data)
+    # a corrupt or forged record (issue 41) is left out, as tuning leaves it out
+    records = [r for r in run_records(task, data) if record_problem(r) is None]
     if not records:
         return None
     newest = records[0]

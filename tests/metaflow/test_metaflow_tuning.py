@@ -159,3 +159,43 @@ def test_a_refactored_step_is_sized_on_its_new_code(tmp_path):
     assert {k: cli[k] for k in ("cpu", "memory")} == {
         k: tuning["next"][k] for k in ("cpu", "memory")
     }
+
+
+def test_forged_records_are_skipped_and_tuning_stays_on(tmp_path):
+    """Issue 41: the stored records of two earlier runs forged (a 400-digit peak, limits as
+    text): the next run is still tuned (a line for each skipped record, no "not tuned"),
+    and `dashboard --metaflow` and `recommend --metaflow` answer without a traceback."""
+    flow = os.path.join(str(tmp_path), "refactor_flow.py")
+    with open(flow, "w") as f:
+        f.write(REFACTORED.replace("MIB", "40"))
+    for _ in range(3):
+        done = run_flow(tmp_path, flow, timeout=300)
+        assert done.returncode == 0, done.stdout[-3000:]
+    stored = sorted(  # in the local datastore, .metaflow/<flow>/<run>/work/<task>/
+        os.path.join(folder, name)
+        for folder, _, names in os.walk(str(tmp_path))
+        for name in names
+        if name.endswith(".resource_tracker_record") and os.sep + "work" + os.sep in folder
+    )
+    assert len(stored) == 3, stored
+    for path, forged in zip(stored[:2], ({"memory_peak_mib": 10**400}, {"limits": "16Gi"})):
+        with open(path) as f:
+            record = json.load(f)
+        with open(path, "w") as f:
+            json.dump(dict(record, **forged), f)
+    done = run_flow(tmp_path, flow, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:]
+    tuning = task_of(query(tmp_path, "RefactorFlow")[0], "work")["artifacts"][
+        "resource_tracker_data"]["tuning"]  # fmt: skip
+    assert tuning["resources"].get("memory"), tuning
+    assert tuning["note"].count("skipped") == 2 and "not tuned" not in tuning["note"], tuning
+    for command in (["dashboard", "--metaflow", "RefactorFlow", "--json"],
+                    ["recommend", "--metaflow", "RefactorFlow", "--json"]):  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "resource_tracker", *command, "--catalog",
+             os.path.join(str(tmp_path), "no-catalog.db")],
+            cwd=str(tmp_path), env=hermetic_env(tmp_path), capture_output=True, text=True,
+            timeout=180,
+        )  # fmt: skip
+        assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
+        json.loads(done.stdout)
