@@ -81,6 +81,9 @@ __all__ = [
     "resources_line",
     "record_problem",
     "code_fingerprint",
+    "step_tuning",
+    "next_tuning",
+    "run_attempts",
     "RULE_TEXT",
 ]
 
@@ -724,6 +727,57 @@ def machine_cores(server_info: Any) -> Optional[float]:
                  "cpu")  # fmt: skip
 
 
+def step_tuning(records: Sequence[Any], settings: Any = None, asked: Any = None) -> Tuning:
+    """The tuned request of a step's next run: the one call of every surface that shows it
+    (the artifact and card through :func:`next_tuning`, the export, ``recommend
+    --metaflow``, ``dashboard``). Never raises.
+
+    Args:
+        records: the records its store keeps (its runs' attempts, newest first).
+        settings: the step's tuning settings as its newest run stored them (the artifact's
+            ``tuning_input``: ``asked``, the ask in the step's code; ``bounds``; ``runs``,
+            how many runs are read; ``code``; ``run``; ``records``, the earlier runs' records
+            that run saw: those of runs the store lacks are read too, right after it).
+        asked: without settings, the ask (default: what the newest record asked, a killed
+            run's too; no guardrails then).
+    """
+    given = settings if isinstance(settings, Mapping) else {}
+    listed = records if isinstance(records, (list, tuple)) else ()
+    kept = _with_history([r for r in listed if isinstance(r, Mapping)], given)
+    if asked is None and kept:
+        asked = kept[0].get("asked")
+    code = given.get("code")
+    return tune_resources(limit_runs(kept, given.get("runs") or len(kept) or 1),
+                          given.get("asked", asked), given.get("bounds"),
+                          code if isinstance(code, str) else None)  # fmt: skip
+
+
+def _with_history(
+    records: List[Mapping[str, Any]], given: Mapping[str, Any]
+) -> List[Mapping[str, Any]]:
+    """``records`` with the earlier records the settings' run saw whose run is not among
+    them, put right after that run's records (saved snapshots keep one run each)."""
+    earlier = given.get("records")
+    if not isinstance(earlier, (list, tuple)):
+        return records
+    seen = {str(r.get("run")) for r in records}
+    missing = [r for r in earlier if isinstance(r, Mapping) and str(r.get("run")) not in seen]
+    run = str(given.get("run"))
+    at = max((i + 1 for i, r in enumerate(records) if str(r.get("run")) == run), default=0)
+    return records[:at] + missing + records[at:]
+
+
+def run_attempts(record: Dict[str, Any], settings: Any) -> List[Dict[str, Any]]:
+    """A run's records, newest first: its own ``record`` (named after the settings' run)
+    and its earlier attempts (``@retry``) from its tuning settings' ``records``."""
+    given = settings if isinstance(settings, Mapping) else {}
+    run = str(given.get("run") or record.get("run") or "this run")
+    earlier = given.get("records")
+    same = [dict(r) for r in earlier if isinstance(r, Mapping) and str(r.get("run")) == run] \
+        if isinstance(earlier, (list, tuple)) else []  # fmt: skip
+    return [dict(record, run=run)] + same
+
+
 def next_tuning(
     extra: Mapping[str, Any], stats: Mapping[str, Any], server_info: Any
 ) -> Optional[Tuning]:
@@ -736,15 +790,7 @@ def next_tuning(
         return None
     status = "failed" if extra.get("step_failed") else "ok"
     this = run_record(stats or {}, extra.get("resources_asked"), machine_cores(server_info), status)
-    this["run"] = str(given.get("run") or "this run")
     code = given.get("code")
     if isinstance(code, str):
         this["code"] = code
-    earlier = given.get("records")
-    records = (
-        [this] + [r for r in earlier if isinstance(r, Mapping)]
-        if isinstance(earlier, (list, tuple))
-        else [this]
-    )
-    return tune_resources(limit_runs(records, given.get("runs")), given.get("asked"),
-                          given.get("bounds"), code if isinstance(code, str) else None)  # fmt: skip
+    return step_tuning(run_attempts(this, given), given)

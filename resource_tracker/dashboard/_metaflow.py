@@ -95,5 +95,5 @@ def step_record(step: Any, artifact: str) -> Optional[RunRecord]:
         step=f"{flow}/{step.id}", run_id=task.pathspec, source="metaflow", stats=stats,
         tuning=newest, status=str(newest.get("status") or "ok"), asked=asked,
         cores=machine_cores((data or {}).get("server_info")), started=started, labels=labels,
-        duration=duration,
+        duration=duration, records=records, settings=extra.get("tuning_input"),
     )  # fmt: skip

@@ -39,6 +39,18 @@ def _cli(root):
     return json.loads(done.stdout)["steps"]["work"]
 
 
+def _dashboard(root, flow="OomTuneFlow"):
+    """What `dashboard --metaflow` says the step `work` needs."""
+    done = subprocess.run(
+        [sys.executable, "-m", "resource_tracker", "dashboard", "--metaflow", flow, "--json",
+         "--catalog", os.path.join(str(root), "no-catalog.db")],
+        cwd=str(root), env=hermetic_env(root), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
+    (step,) = [s for s in json.loads(done.stdout)["steps"] if s["step"] == f"{flow}/work"]
+    return step["need"]
+
+
 @pytest.fixture
 def kubelet():
     root = v1_memory_root()
@@ -61,6 +73,7 @@ def test_oom_kill_loop_ends_in_one_run_and_the_ask_stays(tmp_path, kubelet):
     view = _cli(tmp_path)
     asked_next = view["recommended"]["memory"]
     assert asked_next > 256  # raised above the ask that failed (1.5 x 256, rounded up)
+    assert _dashboard(tmp_path) == view["recommended"]  # the 360° view: the same answer
     asks = []
     for _ in range(3):  # run 2 succeeds in one go; runs 3-4: the same ask (no compounding)
         limit = _cli(tmp_path)["recommended"]["memory"]
@@ -77,6 +90,7 @@ def test_oom_kill_loop_ends_in_one_run_and_the_ask_stays(tmp_path, kubelet):
         assert data["recommendations"]["resources"]["memory"] == tuning["next"]["memory"]
         cli = _cli(tmp_path)["recommended"]
         assert cli["memory"] == tuning["next"]["memory"]
+        assert _dashboard(tmp_path) == cli
         # the card: the next run's @resources line, as the CLI prints it
         (card,) = [c for c in task_of(run, "work")["cards"] if c["type"] == "tracked_resources"]
         assert f"Next run: {resources_line(cli)}" in html.unescape(card["html"])
@@ -102,6 +116,9 @@ def test_a_retry_attempt_after_an_oom_kill_asks_more(tmp_path, kubelet):
     tuning = data["tuning"]
     assert tuning["resources"]["memory"] == 512 and tuning["got"]["memory"] == 512
     assert "was killed (taken as an OOM kill) at 256 MiB" in tuning["note"]
+    # the next run's ask counts the killed attempt on every surface
+    cli = _cli(tmp_path)["recommended"]
+    assert cli["memory"] == tuning["next"]["memory"] and _dashboard(tmp_path) == cli
 
 
 REFACTORED = """
@@ -159,6 +176,7 @@ def test_a_refactored_step_is_sized_on_its_new_code(tmp_path):
     assert {k: cli[k] for k in ("cpu", "memory")} == {
         k: tuning["next"][k] for k in ("cpu", "memory")
     }
+    assert _dashboard(tmp_path, "RefactorFlow") == cli  # the 360° view weighs the new code too
 
 
 def test_forged_records_are_skipped_and_tuning_stays_on(tmp_path):
