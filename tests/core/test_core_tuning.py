@@ -185,7 +185,11 @@ def test_recommend_metaflow_step_view_with_odd_values(real, tmp_path, capsys):
         "tune": "junk",
     }
     view = step_view(entry, 30.0, str(tmp_path / "no-catalog.db"))
-    assert "ignored" in view["note"] and view["recommended"]["memory"] >= 128
+    assert view["recommended"]["memory"] >= 128  # junk settings: the newest record's ask
+    # odd tuning settings (the ask in the code, guardrails, runs): notes, never raised
+    odd_settings = {"asked": entry["asked"], "bounds": "junk", "runs": "x", "code": 3}
+    view = step_view(dict(entry, tune=odd_settings), 30.0, str(tmp_path / "no-catalog.db"))
+    assert "ignored" in view["note"] and view["recommended"]["memory"] >= 128, view
     _print("F", ["1"], {"work": view}, 30.0, "assumed")
     out = capsys.readouterr().out
     assert "recommended @resources(" in out and "e+" not in out
