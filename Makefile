@@ -119,6 +119,7 @@ bench: deps-test build $(BENCH_PY)  ## benchmarks side by side with resource-tra
 	$(PY) bench/bench_long.py
 	$(PY) bench/bench_export.py
 	$(PY) bench/bench_dashboard.py
+	$(PY) bench/bench_tuning.py
 	$(BENCH_PY) -m pip install -q py-spy
 	$(PY) bench/bench_code.py --py-spy .bench-venv/bin/py-spy --repeat 3  # medians: one run of the 1 s cost varies by ~20 %
 	$(PY) bench/bench_code_children.py --py-spy .bench-venv/bin/py-spy  # run --code's cost per child Python

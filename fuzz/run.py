@@ -6,7 +6,7 @@ C targets (fuzz_*.c, libFuzzer + ASan + UBSan, built with clang) fuzz the procfs
 csrc/procfs_parse.c and the metadata answer parsers of csrc/cloud.c (and the catalog parser of
 csrc/keeper.c when it exists); Python targets (fuzz_*.py, atheris) fuzz the cgroup file parsers
 of resource_tracker/server_info.py, snapshot loading, the catalog loader, the `run --code`
-agents' folder reader and the dashboard's Prometheus answer reader. Each run starts
+agents' folder reader, the dashboard's Prometheus answer reader and tuning records. Each run starts
 from a seed corpus written at fuzz time into a temporary directory from this machine's real
 files, plus the committed regression inputs of fuzz/regressions/<target>/ (every crash found is
 kept there and replayed by tests/reliability/test_reliability_fuzz.py, which runs no random
@@ -47,7 +47,7 @@ C_TARGETS = {
     "stats": ["stats.c", "columns.c"],
     "cgroup_files": ["cgroup_parse.c"],
 }
-PY_TARGETS = ["cgroup", "snapshot", "catalog", "agent_records", "prometheus_answer"]
+PY_TARGETS = ["cgroup", "snapshot", "catalog", "agent_records", "prometheus_answer", "tuning"]
 LIBS = {"cloud": ["-lcjson"], "keeper": ["-lcjson"]}
 
 
@@ -206,6 +206,14 @@ def _keeper_seeds():
     ]
 
 
+def _tuning_seeds():
+    """Tuning records as the decorator keeps them (fuzz_tuning.py's), as JSON."""
+    import json
+
+    records = load_python_target("tuning").seed_records()
+    return [json.dumps(records).encode(), json.dumps(records[0]).encode(), b"[]"]
+
+
 def _catalog_seeds():
     """Catalog dumps: SQL text as iterdump() and the sqlite3 shell write it (a real server row
     of the 2026-01 dump in tests/data), one with a generated column, and a SQLite file."""
@@ -307,6 +315,7 @@ def seeds(name):
         "catalog": _catalog_seeds,
         "agent_records": _agent_record_seeds,
         "prometheus_answer": _prometheus_answer_seeds,
+        "tuning": _tuning_seeds,
     }
     return [s for s in table[name]() if s is not None]
 

@@ -1,54 +1,78 @@
 """Tuned resource requests from a step's history (``@track_resources(tune=True)``, its card,
 artifact and export, and ``resource-tracker recommend --metaflow``). Pure: the history is
 passed in. :func:`tune_resources` is the one rule; everything that shows a tuned
-``@resources(...)`` calls it.
+``@resources(...)`` calls it. ``bench/bench_tuning.py`` replays it against KRR-like,
+VPA-like and oracle policies (docs/insights.md has its table).
 
 Each earlier run is a *record* (:func:`run_record`): its peak memory, its CPU at the 90th
 percentile of the sampling intervals, its GPUs, what it *had* (the cgroup limit when the
-kernel enforced one, else the ask it ran with), its OOM kills and CPU throttling, and its
-status (``ok``, ``failed``, or ``killed``: the run left a live record and no final one, as a
-SIGKILL or the OOM killer leaves it). A run's ``stats()`` dict is turned into a record.
+kernel enforced one, else the ask it ran with), its OOM kills, its CPU throttling (share of
+periods and cores of throttled time), the step's code (``code``: the decorator's
+fingerprint of the step function) and its status (``ok``, ``failed``, or ``killed``: the run
+left a live record and no final one, as a SIGKILL leaves it). A run's ``stats()`` dict is
+turned into a record. A record whose figures are not numbers of the right kind (text, an
+overflowing number, a size beyond the largest machine: corrupt or forged) is skipped with
+one note; nothing in a record raises.
 
-The rule (per resource, from at most the newest runs the caller passes):
+The rule, over the newest runs the caller passes (only the runs of the step's current code
+when it has some: a refactor changes the need; older code otherwise):
 
-- memory: the highest peak of the runs (failed and killed ones included) + 20%, rounded up
-  as :meth:`recommend_resources` rounds; after an OOM kill (a kill counted by the cgroup,
-  or a killed run) at least 1.5 x what that run *had*, so the run after a kill asks more
-  than the ask that failed, and the floor stays while that run is in the history (once,
-  not again on every later run);
+- memory: the highest peak of the runs that went through (or the next peak of a growth, when
+  the newest :data:`TREND_RUNS` peaks each grew), plus a margin of 10% (the oracle's) and
+  the larger of 5% and half the spread of their peaks (coefficient of variation, at most
+  20%), rounded up to 1/16 of its
+  power of two (at least 64 MiB: a 537 MiB need asks 576, not 1024;
+  ``recommend_resources()`` keeps its 128/256/512/1024 MiB or whole-GiB steps);
+- after an OOM kill, until a run goes through: at least 2 x what the killed run had (the
+  next attempt asks more than the ask that failed; several kills of one ask count once).
+  A kill is an OOM kill when the cgroup counted one, when its last live reading was at
+  :data:`NEAR_LIMIT` of what it had, when no run of its code went through within what it
+  had (nothing says the step fits), or when that ask was killed twice using more than any
+  run that went through (an allocation faster than the live readings); any other kill
+  (spot preemption, a node lost, a scheduler's kill) keeps the ask it had for the next
+  attempt, raises nothing, so kills never compound;
 - CPU: the 90th percentile of each run's per-interval usage (the busy part of a run, not
-  its mean), the highest over the runs, in whole cores (0.1 core of tolerance), at least
-  1; a run throttled by its CPU limit (more than 10% of its periods, for a second at least:
-  ``insights.was_throttled``) counts as needing a
-  core more than it had, and a run *starved* by the machine (system CPU at the machine's
-  cores while the step used less than it could have: what it had, at most the machine's
-  cores) counts as needing that much: it never lowers the ask below what it could get;
-- GPUs: the highest number in use;
-- with fewer than :data:`MIN_RUNS` finished runs a value is only raised (to what a run was
-  seen to need), never lowered; with enough, it may go down, by at most half of what the
-  newest run had per run;
-- last, the guardrails ``min_*`` / ``max_*`` (``@track_resources(min_memory=...)``).
+  its mean), the highest over the runs, rounded up to whole cores (0.1 core of tolerance),
+  at least 1; a run throttled by its
+  CPU limit (more than 10% of its periods, for a second at least:
+  ``insights.was_throttled``) needed its usage plus its throttled time per
+  second (the cores that waited for quota: the kernel sums ``cpu.stat``'s
+  ``throttled_usec`` / ``throttled_time`` over the CPUs whose run queue was throttled), or
+  a core more than it had when that time is unknown; a run
+  *starved* by the machine (system CPU at the machine's cores while the step used less
+  than it could have) counts as needing what it could have had;
+- GPUs: the highest number in use; lowered only from :data:`MIN_RUNS` finished runs;
+- a value the runs did not measure (no memory peak, no CPU, no GPU in use) stays as asked;
+- with one run gone through, a value is lowered only when the ask is above
+  :data:`FAR_ABOVE` x the rule's value (one run is thin evidence for a small saving);
+- last, the guardrails ``min_*`` / ``max_*`` (``@track_resources(min_memory=...)``) and the
+  largest machine of the catalog (:data:`LARGEST_MACHINE`): a tuned ask never exceeds them,
+  with a note saying it was held there.
 
 Nothing is added to an ask: every figure is relative to what a run used or had, so tuned
-runs of an unchanged workload keep the same ask (no compounding). Odd values (text, None,
-infinities, NaN, sizes beyond :data:`PLAUSIBLE`) are left out with a note, never raised.
+runs of an unchanged workload keep the same ask (no compounding).
 """
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import math
+import statistics
 import time
+import types
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from . import formatting as fmt
 from ._artifact_types import TuningResult
+from ._text import printable
 from .insights import was_throttled
 
 __all__ = [
     "MIN_RUNS",
     "OOM_RAISE",
-    "MEMORY_MARGIN",
+    "LARGEST_MACHINE",
     "BOUND_NAMES",
     "Tuning",
     "tune_resources",
@@ -56,23 +80,48 @@ __all__ = [
     "as_record",
     "check_bounds",
     "resources_line",
+    "record_problem",
+    "code_fingerprint",
+    "step_tuning",
+    "next_tuning",
+    "run_attempts",
     "RULE_TEXT",
 ]
 
-#: The fewest finished earlier runs a tuning may lower a value from.
+#: The fewest finished earlier runs the GPUs may be lowered from.
 MIN_RUNS = 3
-#: What an OOM kill multiplies the memory the run had by.
-OOM_RAISE = 1.5
-#: The margin over the highest memory peak.
-MEMORY_MARGIN = 1.2
-#: A tuned value goes down by at most this share of what the newest run had.
-STEP_DOWN = 0.5
-#: Cores of tolerance before the CPU percentile is rounded up to the next whole core.
+#: What an OOM kill multiplies the memory the run had by (2x: the kill says only that the
+#: step needs more; the floor lasts only until a run goes through, then its peak decides).
+OOM_RAISE = 2.0
+#: The margin over the highest memory peak every tuned ask keeps (the oracle's 10%).
+BASE_MARGIN = 0.1
+#: The least margin over the oracle's (the same for one run or many: an unchanged workload
+#: keeps one ask from its first tuned run on).
+EVIDENCE_MARGIN = 0.05
+#: The spread of the peaks (coefficient of variation) times this adds to the margin, up to
+#: SPREAD_CAP: the highest of spread peaks already covers most of their spread (weight and
+#: cap chosen on bench/bench_tuning.py's scenarios, checked on its held-out histories).
+SPREAD_WEIGHT = 0.5
+SPREAD_CAP = 0.2
+#: The newest peaks that must each grow for a growth trend.
+TREND_RUNS = 3
+#: With one run gone through, an ask is lowered only when above this x the rule's value.
+FAR_ABOVE = 1.5
+#: A killed run whose last live memory reading was at this share of what it had: OOM killed.
+NEAR_LIMIT = 0.8
+#: Tuned memory is rounded up to its power of two / this (and to at least MEMORY_STEP MiB).
+MEMORY_STEPS = 16
+MEMORY_STEP = 64.0
+#: Cores of tolerance before the CPU percentile is rounded up to the next step.
 CPU_TOLERANCE = 0.1
 #: A machine at this share of its cores is saturated (a run on it may be starved).
 SATURATED_SHARE = 0.9
+#: The largest machine in the catalog shipped with the package (the 2026-01-31 dump: 1,920
+#: vCPUs, 32 TiB; tests/core/test_core_tuning.py checks it against the catalog): no tuned
+#: ask goes above it, and a size above it in a record is not a size.
+LARGEST_MACHINE = {"cpu": 1920.0, "memory": 32.0 * 1024 * 1024}
 #: The largest value taken as a size (cores, MiB, GPUs); beyond it a value is not a size.
-PLAUSIBLE = {"cpu": 4096.0, "memory": 64.0 * 1024 * 1024, "gpu": 64.0}
+PLAUSIBLE = {"cpu": LARGEST_MACHINE["cpu"], "memory": LARGEST_MACHINE["memory"], "gpu": 64.0}
 #: Units the values are given in, for the change lines.
 UNITS = {"cpu": "", "memory": " MiB", "gpu": ""}
 RESOURCES = ("cpu", "memory", "gpu")
@@ -81,12 +130,20 @@ BOUND_NAMES = tuple(f"{side}_{k}" for k in RESOURCES for side in ("min", "max"))
 #: One line: why the tuned request may differ from ``recommend_resources()``.
 RULE_TEXT = (
     "tuned by @track_resources: CPU covers the 90th percentile of the busy intervals "
-    "(recommend_resources() uses the mean), memory the highest peak + 20% of the runs "
-    "including failed and killed ones, raised 1.5x over what a run had after an OOM kill"
+    "(recommend_resources() uses the mean), memory the highest peak of the runs of the "
+    "current code + 15% or more for spread runs, in finer steps; raised 2x "
+    "over what a run had after an OOM kill"
 )
 
 
 # -- reading values from outside ----------------------------------------------------------
+
+
+def _shown(value: Any, limit: int = 40) -> str:
+    """A value from outside as a short printable text (a huge number is not printed)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return "a number too large to be a size"
+    return repr(printable(value if isinstance(value, str) else repr(value), limit))
 
 
 def _size(
@@ -98,14 +155,14 @@ def _size(
         return None
     try:
         number = float(value) if not isinstance(value, bool) else math.nan
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         number = math.nan
     if math.isfinite(number) and 0 <= number <= PLAUSIBLE[key]:
         return number
     if notes is not None:
         unit = {"cpu": "cores", "memory": "MiB", "gpu": "GPUs"}[key]
         notes.append(
-            f"{what or key} {str(value)[:40]!r} ignored: not a number of {unit} "
+            f"{what or key} {_shown(value)} ignored: not a number of {unit} "
             f"between 0 and {PLAUSIBLE[key]:.0f}"
         )
     return None
@@ -115,7 +172,7 @@ def _count(value: Any) -> float:
     """A counter from outside (``3``, ``"0"``): a finite number >= 0, else 0."""
     try:
         number = float(value) if not isinstance(value, bool) else float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return 0.0
     return number if math.isfinite(number) and number > 0 else 0.0
 
@@ -125,7 +182,11 @@ def _field(stats: Mapping[str, Any], key: str, fld: str) -> Optional[float]:
     value = entry.get(fld) if isinstance(entry, Mapping) else None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def check_bounds(bounds: Optional[Mapping[str, Any]]) -> Dict[str, float]:
@@ -152,10 +213,13 @@ def check_bounds(bounds: Optional[Mapping[str, Any]]) -> Dict[str, float]:
 # -- one run's record ---------------------------------------------------------------------
 
 
-def _cgroup_part(cgroup: Any) -> Dict[str, Any]:
-    """Limits, OOM kills and the throttled share from ``stats()['cgroup']``."""
+def _cgroup_part(cgroup: Any, seconds: float) -> Dict[str, Any]:
+    """Limits, OOM kills, the throttled share and the throttled cores (throttled time per
+    second of the run's ``seconds``) from ``stats()['cgroup']``."""
     cg = cgroup if isinstance(cgroup, Mapping) else {}
     periods, hit = _count(cg.get("cpu_periods")), _count(cg.get("cpu_throttled_periods"))
+    known = cg.get("cpu_throttled_seconds") is not None and seconds > 0
+    waited = _count(cg.get("cpu_throttled_seconds")) / seconds if known else None
     return {
         "limits": {
             "cpu": _size(cg.get("cpu_limit_cores"), "cpu"),
@@ -164,6 +228,7 @@ def _cgroup_part(cgroup: Any) -> Dict[str, Any]:
         "oom_kills": _count(cg.get("oom_kills")),
         "throttled_share": hit / periods if periods else 0.0,
         "throttled_s": cg.get("cpu_throttled_seconds"),  # None: unknown
+        "throttled_cores": _size(waited, "cpu"),
     }
 
 
@@ -192,11 +257,14 @@ def run_record(
         "gpu_peak": _field(stats, column("process", "gpu_utilized").key, "max"),
         "system_cpu_p90": _field(stats, column("system", "cpu_usage").key, "p90"),
         "machine_cores": _size(machine_cores, "cpu"),
-        "asked": {k: _size((asked or {}).get(k), k) for k in RESOURCES},
+        "asked": {
+            k: _size(asked.get(k), k) if isinstance(asked, Mapping) else None for k in RESOURCES
+        },
         "updated": time.time(),
         "measured": has_measurements(stats),
     }
-    record.update(_cgroup_part(stats.get("cgroup")))
+    seconds = _field(stats, "timestamp", "duration") or 0.0
+    record.update(_cgroup_part(stats.get("cgroup"), seconds))
     record["starved"] = _starved(record)  # marked; the rule reads the figures themselves
     return record
 
@@ -215,30 +283,147 @@ def as_record(run: Any) -> Optional[Dict[str, Any]]:
     return None
 
 
-def _had(record: Mapping[str, Any], key: str) -> Optional[float]:
-    """What a run had of ``key``: its cgroup limit, else its ask."""
-    limit = _size((record.get("limits") or {}).get(key), key) if key != "gpu" else None
-    return limit if limit is not None else _size((record.get("asked") or {}).get(key), key)
+class _Corrupt(ValueError):
+    """A record whose figures are not numbers of the right kind: skipped."""
 
 
-def _could_have(record: Mapping[str, Any]) -> Optional[float]:
+@dataclass(frozen=True)
+class _Run:
+    """One record, checked: what the rule reads of it."""
+
+    name: str
+    status: str  # ok, failed or killed
+    code: Optional[str]
+    peak: Optional[float]  # MiB (of a killed run: its last live reading)
+    cpu: Optional[float]  # cores at the 90th percentile
+    gpu: Optional[float]
+    had: Dict[str, Optional[float]]  # the cgroup limit, else the ask
+    oom_kills: float
+    throttled_share: float
+    throttled_cores: Optional[float]
+    throttled_s: Optional[float]
+    starved: bool
+    could: Optional[float]  # the cores it could have used (what it had, at most the machine's)
+
+    @property
+    def went_through(self) -> bool:
+        return self.status != "killed" and not self.oom_kills
+
+
+def _number(record: Mapping[str, Any], key: str, kind: Optional[str] = None) -> Optional[float]:
+    """A figure of a record: None when unset, else a finite number >= 0 (a size of ``kind``
+    at most :data:`PLAUSIBLE`); anything else makes the record corrupt."""
+    value = record.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _Corrupt(f"{key} {_shown(value)} is not a number")
+    try:
+        number = float(value)
+    except OverflowError:
+        raise _Corrupt(f"{key} is {_shown(value)}") from None
+    top = PLAUSIBLE[kind] if kind else math.inf
+    if not (math.isfinite(number) and 0 <= number <= top):
+        raise _Corrupt(f"{key} {_shown(value)} is not a size" if kind else f"{key} {_shown(value)}")
+    return number
+
+
+def _part(record: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = record.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise _Corrupt(f"{key} {_shown(value)} is not a set of resources")
+    return value
+
+
+def _checked(record: Mapping[str, Any]) -> _Run:
+    """The record as the rule reads it; _Corrupt saying what is wrong."""
+    status = record.get("status")
+    if status not in ("ok", "failed", "killed", "running"):
+        raise _Corrupt(f"status {_shown(status)}")
+    limits, asked = _part(record, "limits"), _part(record, "asked")
+    had = {k: _number(limits, k, k) for k in ("cpu", "memory")}
+    had = {k: had.get(k) if had.get(k) is not None else _number(asked, k, k) for k in RESOURCES}
+    cpu = _number(record, "cpu_p90", "cpu")
+    cores, system = (
+        _number(record, "machine_cores", "cpu"),
+        _number(record, "system_cpu_p90", "cpu"),
+    )
+    code = record.get("code")
+    _number(record, "updated")  # the time of its last write (a killed run's end)
+    return _Run(
+        name=printable(record.get("run", "?"), 24),
+        status="killed" if status == "running" else status,
+        code=printable(code, 80) if isinstance(code, str) else None,
+        peak=_number(record, "memory_peak_mib", "memory"),
+        cpu=cpu,
+        gpu=_number(record, "gpu_peak", "gpu"),
+        had=had,
+        oom_kills=_number(record, "oom_kills") or 0.0,
+        throttled_share=_number(record, "throttled_share") or 0.0,
+        throttled_cores=_number(record, "throttled_cores", "cpu"),
+        throttled_s=_number(record, "throttled_s"),
+        starved=_is_starved(cores, system, had["cpu"], cpu),
+        could=_could_have(had["cpu"], cores),
+    )
+
+
+def record_problem(record: Any) -> Optional[str]:
+    """None when a tuning record (:func:`run_record`'s, as stored) can be read, else what is
+    wrong with it (one line): text or a container where a number belongs, an overflowing
+    number, a size beyond the largest machine. Readers of stored records skip those."""
+    if not isinstance(record, Mapping):
+        return f"{_shown(record)} is not a record"
+    try:
+        _checked(record)
+    except _Corrupt as exc:
+        return str(exc)
+    return None
+
+
+def _could_have(had: Optional[float], cores: Optional[float]) -> Optional[float]:
     """The cores a run could have used: what it had, at most the machine's cores."""
-    had, cores = _had(record, "cpu"), _size(record.get("machine_cores"), "cpu")
     if had is None:
         return cores
     return min(had, cores) if cores else had
 
 
-def _starved(record: Mapping[str, Any]) -> bool:
+def _is_starved(
+    cores: Optional[float], system: Optional[float], had: Optional[float], used: Optional[float]
+) -> bool:
     """The machine was saturated (system CPU at its cores) while the step used half a core
     or more below what it could have: the run's CPU says what it got, not what it
     needed."""
-    cores, system = _size(record.get("machine_cores"), "cpu"), record.get("system_cpu_p90")
-    system = _size(system, "cpu")
     if not cores or system is None or system < SATURATED_SHARE * cores:
         return False
-    could, used = _could_have(record), _size(record.get("cpu_p90"), "cpu")
+    could = _could_have(had, cores)
     return could is not None and (used is None or used < could - 0.5)
+
+
+def _starved(record: Mapping[str, Any]) -> bool:
+    """Whether a record (:func:`run_record`'s) was starved by a saturated machine."""
+    try:
+        run = _checked(record)
+    except _Corrupt:
+        return False
+    return run.starved
+
+
+def _runs(raw: Sequence[Any], notes: List[str]) -> List[_Run]:
+    """The checked records of ``raw`` (records or stats() dicts), newest first; a corrupt
+    one is skipped with a note."""
+    out = []
+    for item in raw:
+        try:
+            record = as_record(item)
+            if record is not None:
+                out.append(_checked(record))
+        except Exception as exc:  # a corrupt or forged record: skipped, never raised
+            what = str(exc) if isinstance(exc, _Corrupt) else type(exc).__name__
+            name = printable(item.get("run", "?"), 24) if isinstance(item, Mapping) else "?"
+            notes.append(f"record of run {name} skipped: {what}")
+    return out
 
 
 # -- the rule -----------------------------------------------------------------------------
@@ -269,87 +454,147 @@ class Tuning:
         }
 
 
-def _memory_need(records: Sequence[Mapping[str, Any]], notes: List[str]) -> Tuple[float, float]:
-    """(highest peak + margin, OOM floor) in MiB (0 when unknown)."""
-    need = floor = 0.0
-    for r in records:
-        peak = _size(r.get("memory_peak_mib"), "memory", notes, f"run {r.get('run', '?')} peak")
-        if peak is not None:
-            need = max(need, peak * MEMORY_MARGIN)
-        killed = r.get("status") == "killed" or _count(r.get("oom_kills")) > 0
-        if killed:
-            had = _had(r, "memory")
-            base = had if had is not None else (peak or 0.0)
-            floor = max(floor, base * OOM_RAISE, (peak or 0.0) * MEMORY_MARGIN)
-            what = (
-                "was killed (taken as an OOM kill)"
-                if r.get("status") == "killed"
-                else ("had an OOM kill")
-            )
-            notes.append(f"run {r.get('run', '?')} {what} at {base:.0f} MiB: memory at least "
-                         f"{OOM_RAISE:g}x that")  # fmt: skip
+def _current_code(runs: Sequence[_Run], code: Optional[str], notes: List[str]) -> List[_Run]:
+    """The runs of the step's current code (``code``, else the newest run's) when it has
+    some, else all: a refactor changes what a step needs."""
+    code = code if isinstance(code, str) else next((r.code for r in runs if r.code), None)
+    same = [r for r in runs if r.code == code]
+    if code is None or not same or len(same) == len(runs):
+        return list(runs)
+    notes.append(f"{fmt.plural(len(runs) - len(same), 'run')} of older code left out")
+    return same
+
+
+def _margin(peaks: Sequence[float]) -> float:
+    """The memory margin over the highest peak: see the module's docstring."""
+    spread = statistics.pstdev(peaks) / statistics.fmean(peaks) if len(peaks) > 1 else 0.0
+    if not math.isfinite(spread):
+        spread = 0.0
+    spread = min(SPREAD_WEIGHT * spread, SPREAD_CAP)
+    return BASE_MARGIN + max(EVIDENCE_MARGIN, spread)
+
+
+def _next_peak(peaks: Sequence[float]) -> float:
+    """The next peak of a growth (the newest peaks, newest first, each above the one before
+    it): the newest plus the mean growth per run; else 0."""
+    newest = list(peaks[:TREND_RUNS])
+    if len(newest) < TREND_RUNS or any(a <= b * 1.01 for a, b in zip(newest, newest[1:])):
+        return 0.0
+    return newest[0] + (newest[0] - newest[-1]) / (len(newest) - 1)
+
+
+def _oom_evidence(run: _Run, known: Sequence[float], killed_at: List[float]) -> str:
+    """Why a run counts as OOM killed ('' when it does not): see the module's docstring.
+    ``known``: the peaks of the runs that went through; ``killed_at``: what the newer kills
+    since then that did not count had (this one is added when it does not count)."""
+    had = run.had.get("memory")
+    if run.oom_kills:
+        return "the cgroup counted an OOM kill"
+    if run.status != "killed":
+        return ""
+    if had is None or run.peak is None or run.peak >= NEAR_LIMIT * had:
+        return "its last reading was near its limit"
+    if not any(p <= had for p in known):
+        return f"no run went through within {had:.0f} MiB"
+    if run.peak <= max(known, default=0.0):  # in use: what runs that went through needed
+        return ""
+    if any(abs(had - other) <= 0.01 * had for other in killed_at):
+        return "killed twice at that ask, using more than any run that went through"
+    killed_at.append(had)
+    return ""
+
+
+def _memory(runs: Sequence[_Run], notes: List[str]) -> Tuple[float, float]:
+    """(need, floor) in MiB, 0 when unknown: the peaks of the runs that went through with
+    their margin and trend (a killed run's last reading: a lower bound); the floor of the
+    kills since the newest run that went through."""
+    peaks = [r.peak for r in runs if r.went_through and r.peak is not None]
+    margin = 1 + _margin(peaks)
+    need = max(max(peaks, default=0.0), _next_peak(peaks)) * margin
+    need = max([need] + [r.peak * margin for r in runs if r.peak is not None])
+    floor, killed_at = 0.0, []  # type: Tuple[float, List[float]]
+    for run in reversed(list(itertools.takewhile(lambda r: not r.went_through, runs))):
+        why, had = _oom_evidence(run, peaks, killed_at), run.had.get("memory")
+        what = "had an OOM kill" if run.oom_kills else "was killed (taken as an OOM kill)"
+        if why:
+            base = had if had is not None else (run.peak or 0.0)
+            floor = max(floor, base * OOM_RAISE)
+            notes.append(f"run {run.name} {what} at {base:.0f} MiB: memory at least "
+                         f"{OOM_RAISE:g}x that ({why})")  # fmt: skip
+        elif had is not None:
+            floor = max(floor, had)
+            notes.append(f"run {run.name} was killed at {had:.0f} MiB with {run.peak or 0:.0f} "
+                         "MiB in use, not as an OOM kill (runs went through within it): "
+                         "its ask kept")  # fmt: skip
     return need, floor
 
 
-def _cpu_need(records: Sequence[Mapping[str, Any]], notes: List[str]) -> float:
+def _cpu(runs: Sequence[_Run], notes: List[str]) -> float:
     """The cores the runs were seen to need (0 when unknown)."""
     need = 0.0
-    for r in records:
-        used = _size(r.get("cpu_p90"), "cpu", notes, f"run {r.get('run', '?')} CPU")
-        had = _had(r, "cpu")
-        value = used or 0.0
-        if _starved(r):
-            value = max(value, _could_have(r) or 0.0)
-            notes.append(f"run {r.get('run', '?')} was starved by a saturated machine: "
+    for r in runs:
+        value, had = r.cpu or 0.0, r.had.get("cpu")
+        if r.starved:
+            value = max(value, r.could or 0.0)
+            notes.append(f"run {r.name} was starved by a saturated machine: "
                          "its CPU does not lower the ask")  # fmt: skip
-        if was_throttled(r.get("throttled_share"), r.get("throttled_s")) and had is not None:
-            value = max(value, math.floor(had) + 1.0)
-            notes.append(f"run {r.get('run', '?')} was throttled at {had:g} cores: "
-                         f"CPU at least {math.floor(had) + 1:g}")  # fmt: skip
+        if was_throttled(r.throttled_share, r.throttled_s) and had is not None:
+            if r.throttled_cores is not None:  # the cores that waited for quota
+                value = max(value, max(r.cpu or 0.0, had) + r.throttled_cores)
+                why = f"{r.throttled_cores:.2g} more cores waited for quota"
+            else:
+                value = max(value, math.floor(had) + 1.0)
+                why = "its throttled time unknown: a core more"
+            notes.append(f"run {r.name} was throttled at {had:g} cores ({why}): "
+                         f"CPU at least {value:.3g}")  # fmt: skip
         need = max(need, value)
     return need
 
 
-def _values(
-    records: Sequence[Mapping[str, Any]], asked: Mapping[str, float], notes: List[str]
-) -> Dict[str, float]:
-    """Each resource before the guardrails: see the module's docstring."""
-    finished = [r for r in records if r.get("status") in ("ok", "failed")]
-    may_lower = len(finished) >= MIN_RUNS
-    mem_need, oom_floor = _memory_need(records, notes)
-    cpu_need = _cpu_need(records, notes)
-    gpu_need = max((_size(r.get("gpu_peak"), "gpu") or 0.0 for r in records), default=0.0)
+def _values(runs: Sequence[_Run], asked: Mapping[str, float], notes: List[str]) -> Dict[str, float]:
+    """Each resource before the rounding and the guardrails: see the module's docstring."""
+    through = sum(r.status != "killed" for r in runs)
+    mem_need, floor = _memory(runs, notes)
+    cpu_need, gpu_need = _cpu(runs, notes), max((r.gpu or 0.0 for r in runs), default=0.0)
     raw = {
-        "cpu": max(1.0, float(math.ceil(cpu_need - CPU_TOLERANCE))) if cpu_need else 0.0,
-        "memory": max(mem_need, oom_floor),
+        "cpu": cpu_need,
+        "memory": mem_need,
         "gpu": float(math.ceil(gpu_need - 0.2)) if gpu_need > 0.2 else 0.0,
     }
-    newest = records[0] if records else {}
     out: Dict[str, float] = {}
     for key in RESOURCES:
-        value = raw[key]
-        if not may_lower:  # too little history: only raise what is asked (or after a kill)
-            forced = key == "memory" and oom_floor > 0
-            value = max(value, asked.get(key) or 0.0) if key in asked or forced else 0.0
-        else:
-            had = _had(newest, key)
-            value = max(value, STEP_DOWN * had) if had else value
+        value, ask = raw[key], asked.get(key)
+        if through == 0 or not value or (key == "gpu" and through < MIN_RUNS):
+            value = max(value, ask or 0.0) if ask else 0.0  # only raised
+        elif through == 1 and ask and value < ask <= FAR_ABOVE * value:
+            value = ask  # one run: lowered only from far above
+        if key == "memory":
+            value = max(value, floor)
         if value > 0:
             out[key] = value
     return out
 
 
-def _rounded(key: str, value: float, asked: Mapping[str, float]) -> int:
-    """Whole numbers, rounded up; memory rounded as the recommender rounds, except an ask
-    kept as it is."""
-    from . import _core
+def _memory_step(mib: float) -> float:
+    """Tuned memory's step: 1/16 of the value's power of two, at least 64 MiB."""
+    return max(MEMORY_STEP, 2.0 ** math.floor(math.log2(max(mib, 1.0))) / MEMORY_STEPS)
 
-    if key == "memory" and value != asked.get(key):
-        return int(_core.round_memory_mib(min(value, PLAUSIBLE["memory"])))
+
+def _rounded(key: str, value: float, asked: Mapping[str, float]) -> int:
+    """Whole numbers, rounded up (memory in :func:`_memory_step` steps, CPU in whole cores
+    with :data:`CPU_TOLERANCE`), except an ask kept as it is."""
+    if value == asked.get(key):
+        return int(math.ceil(value - 1e-9))
+    if key == "memory":
+        step = _memory_step(value)
+        return int(math.ceil(value / step - 1e-9) * step)  # held by _bounded
+    if key == "cpu":
+        return int(max(1, math.ceil(value - CPU_TOLERANCE)))
     return int(math.ceil(value - 1e-9))
 
 
 def _bounded(values: Dict[str, int], bounds: Mapping[str, float], notes: List[str]) -> None:
+    """The guardrails, then the largest machine of the catalog."""
     for key in list(values):
         low, high = bounds.get(f"min_{key}"), bounds.get(f"max_{key}")
         if low is not None and values[key] < low:
@@ -357,14 +602,20 @@ def _bounded(values: Dict[str, int], bounds: Mapping[str, float], notes: List[st
         if high is not None and values[key] > high:
             notes.append(f"{key} held at max_{key}={high:g} (the runs needed {values[key]})")
             values[key] = int(math.floor(high)) or values[key]
+        top = LARGEST_MACHINE.get(key)
+        if top is not None and values[key] > top:
+            notes.append(f"{key} held at {top:.0f}{UNITS[key]}, the largest machine of the "
+                         f"catalog (the runs needed {values[key]})")  # fmt: skip
+            values[key] = int(top)
 
 
 def tune_resources(
     runs: Sequence[Any],
     asked: Optional[Mapping[str, Any]] = None,
     bounds: Optional[Mapping[str, Any]] = None,
+    code: Optional[str] = None,
 ) -> Tuning:
-    """The request for the step's next run.
+    """The request for the step's next run; never raises (odd values: notes).
 
     Args:
         runs: its earlier runs, newest first: records (:func:`run_record`, also of failed
@@ -372,38 +623,50 @@ def tune_resources(
         asked: what the step's code asks (``cpu``, ``memory`` MiB, ``gpu``; values may be
             text or odd: they are checked): kept where the history is too short to lower it.
         bounds: the guardrails (``min_memory``, ``max_cpu``, ...), see :func:`check_bounds`.
+        code: the fingerprint of the step's current code (default: the newest run's).
     """
     notes: List[str] = []
-    records = [r for r in (as_record(run) for run in runs or ()) if r is not None]
+    every = _runs(runs if isinstance(runs, (list, tuple)) else (), notes)
     if asked is not None and not isinstance(asked, Mapping):
-        notes.append(f"asked {str(asked)[:40]!r} ignored: not a set of resources")
+        notes.append(f"asked {_shown(asked)} ignored: not a set of resources")
         asked = None
     sizes = {k: _size((asked or {}).get(k), k, notes, f"asked {k}") for k in RESOURCES}
     ask = {k: v for k, v in sizes.items() if v}
     try:
-        limits = check_bounds(bounds)
+        limits = check_bounds(bounds if isinstance(bounds, Mapping) else None)
     except ValueError as exc:
         notes.append(f"bounds ignored: {exc}")
         limits = {}
-    if not records:
-        return Tuning(0, note="not tuned: no earlier run with resource data")
+    if not every:
+        note = "; ".join(dict.fromkeys(notes + ["not tuned: no earlier run with resource data"]))
+        return Tuning(0, note=note)
+    records = _current_code(every, code, notes)
     values = {k: _rounded(k, v, ask) for k, v in _values(records, ask, notes).items()}
     _bounded(values, limits, notes)
-    finished = sum(r.get("status") in ("ok", "failed") for r in records)
+    return _result(records, values, ask, limits, notes)
+
+
+def _result(
+    records: Sequence[_Run],
+    values: Dict[str, int],
+    ask: Mapping[str, float],
+    limits: Mapping[str, float],
+    notes: List[str],
+) -> Tuning:
+    finished = sum(r.status != "killed" for r in records)
     changes = []
     for key, value in values.items():
         before = ask.get(key)
         if before is None or before != value:
             was = "unset" if before is None else f"{before:g}"
-            runs = fmt.plural(len(records), "run")
-            changes.append(f"{key} {was} -> {value}{UNITS[key]} from {runs}")
-    if finished < MIN_RUNS:
-        notes.append(f"{fmt.plural(finished, 'finished earlier run')}: values only raised, "
-                     f"lowered from {MIN_RUNS}")  # fmt: skip
+            changes.append(f"{key} {was} -> {value}{UNITS[key]} from "
+                           f"{fmt.plural(len(records), 'run')}")  # fmt: skip
+    if finished == 0:
+        notes.append("no finished earlier run: values only raised")
     note = "; ".join(dict.fromkeys(notes)) or (
         "" if changes else f"no change: the request fits {fmt.plural(len(records), 'run')}"
     )
-    basis = {"records": len(records), "finished": finished, "bounds": limits}
+    basis = {"records": len(records), "finished": finished, "bounds": dict(limits)}
     return Tuning(len(records), values, changes, note, RULE_TEXT, basis)
 
 
@@ -438,10 +701,85 @@ def limit_runs(records: Sequence[Mapping[str, Any]], runs: Any) -> List[Dict[str
     return kept
 
 
+def _code_parts(code: types.CodeType) -> Iterator[bytes]:
+    """What a code object does, not where it sits: its bytecode, names and constants (nested
+    functions included), without file names or line numbers."""
+    yield code.co_code
+    yield repr((code.co_names, code.co_varnames)).encode()
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _code_parts(const)
+        else:
+            yield repr(const).encode()
+
+
+def code_fingerprint(func: Any) -> Optional[str]:
+    """A short fingerprint of a step function's code (records carry it: the runs of the
+    step's current code are weighed over older code); None when it has no code."""
+    code = getattr(getattr(func, "__func__", func), "__code__", None)
+    if not isinstance(code, types.CodeType):
+        return None
+    digest = hashlib.sha256()
+    for part in _code_parts(code):
+        digest.update(part)
+    return digest.hexdigest()[:16]
+
+
 def machine_cores(server_info: Any) -> Optional[float]:
     """The machine's cores from ``server_info`` (``vcpus``), for telling a starved run."""
     return _size((server_info or {}).get("vcpus") if isinstance(server_info, Mapping) else None,
                  "cpu")  # fmt: skip
+
+
+def step_tuning(records: Sequence[Any], settings: Any = None, asked: Any = None) -> Tuning:
+    """The tuned request of a step's next run: the one call of every surface that shows it
+    (the artifact and card through :func:`next_tuning`, the export, ``recommend
+    --metaflow``, ``dashboard``). Never raises.
+
+    Args:
+        records: the records its store keeps (its runs' attempts, newest first).
+        settings: the step's tuning settings as its newest run stored them (the artifact's
+            ``tuning_input``: ``asked``, the ask in the step's code; ``bounds``; ``runs``,
+            how many runs are read; ``code``; ``run``; ``records``, the earlier runs' records
+            that run saw: those of runs the store lacks are read too, right after it).
+        asked: without settings, the ask (default: what the newest record asked, a killed
+            run's too; no guardrails then).
+    """
+    given = settings if isinstance(settings, Mapping) else {}
+    listed = records if isinstance(records, (list, tuple)) else ()
+    kept = _with_history([r for r in listed if isinstance(r, Mapping)], given)
+    if asked is None and kept:
+        asked = kept[0].get("asked")
+    code = given.get("code")
+    return tune_resources(limit_runs(kept, given.get("runs") or len(kept) or 1),
+                          given.get("asked", asked), given.get("bounds"),
+                          code if isinstance(code, str) else None)  # fmt: skip
+
+
+def _with_history(
+    records: List[Mapping[str, Any]], given: Mapping[str, Any]
+) -> List[Mapping[str, Any]]:
+    """``records`` with the earlier records the settings' run saw whose run is not among
+    them, put right after that run's records (saved snapshots keep one run each)."""
+    earlier = given.get("records")
+    if not isinstance(earlier, (list, tuple)):
+        return records
+    seen = {str(r.get("run")) for r in records}
+    missing = [r for r in earlier if isinstance(r, Mapping) and str(r.get("run")) not in seen]
+    run = str(given.get("run"))
+    at = max((i + 1 for i, r in enumerate(records) if str(r.get("run")) == run), default=0)
+    return records[:at] + missing + records[at:]
+
+
+def run_attempts(record: Dict[str, Any], settings: Any) -> List[Dict[str, Any]]:
+    """A run's records, newest first: its own ``record`` (named after the settings' run)
+    and its earlier attempts (``@retry``) from its tuning settings' ``records``."""
+    given = settings if isinstance(settings, Mapping) else {}
+    run = str(given.get("run") or record.get("run") or "this run")
+    earlier = given.get("records")
+    same = [dict(r) for r in earlier if isinstance(r, Mapping) and str(r.get("run")) == run] \
+        if isinstance(earlier, (list, tuple)) else []  # fmt: skip
+    return [dict(record, run=run)] + same
 
 
 def next_tuning(
@@ -456,7 +794,7 @@ def next_tuning(
         return None
     status = "failed" if extra.get("step_failed") else "ok"
     this = run_record(stats or {}, extra.get("resources_asked"), machine_cores(server_info), status)
-    this["run"] = str(given.get("run") or "this run")
-    records = [this] + [r for r in given.get("records") or () if isinstance(r, Mapping)]
-    return tune_resources(limit_runs(records, given.get("runs")), given.get("asked"),
-                          given.get("bounds"))  # fmt: skip
+    code = given.get("code")
+    if isinstance(code, str):
+        this["code"] = code
+    return step_tuning(run_attempts(this, given), given)

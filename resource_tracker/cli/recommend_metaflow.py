@@ -148,15 +148,12 @@ def resources_line(values: Optional[Dict[str, Any]]) -> str:
 def step_view(entry: StepRuns, per_month: float, catalog: Optional[str]) -> StepView:
     """The recommendation of one step (the tuning rule over its records, with the ask in
     its code and the guardrails of a tuned step) and its monthly saving."""
-    from ..tuning import limit_runs, tune_resources
+    from ..tuning import step_tuning
 
-    stats, asked, tune = entry["stats"], entry["asked"], entry.get("tune") or {}
-    if not isinstance(tune, dict):
-        tune = {}
-    records = limit_runs(entry["records"], tune.get("runs") or len(entry["records"]) or 1)
-    tuning = tune_resources(records, tune.get("asked", asked), tune.get("bounds"))
+    stats, asked = entry["stats"], entry["asked"]
+    tuning = step_tuning(entry["records"], entry.get("tune"))  # the ask: the newest run's
     view = StepView(
-        runs=len(records), asked=asked, note=tuning.note, recommended=tuning.resources or None
+        runs=tuning.runs, asked=asked, note=tuning.note, recommended=tuning.resources or None
     )
     if not tuning.resources or not isinstance(asked, dict) or not asked:
         return view

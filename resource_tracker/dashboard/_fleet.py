@@ -1,10 +1,11 @@
 """The fleet: every step's runs turned into what the page, ``--check`` and ``--json`` show.
 
-Nothing here is a new rule: what a step needs is ``tuning.tune_resources`` over its runs'
-records (failed and killed ones included); a run at risk is ``insights.at_risk`` /
-``insights.above_ask`` on its figures (or a killed run); an anomaly is ``insights.changed``
-against the runs before it; the money is ``insights.Pricing`` on the cheapest catalog server
-for the need (as ``recommend --metaflow``). The trend is :mod:`._trend`.
+Nothing here is a new rule: what a step needs is ``tuning.step_tuning`` over its runs'
+records (failed and killed ones included) and the tuning settings its newest run stored; a
+run at risk is ``insights.at_risk`` / ``insights.above_ask`` on its figures (or a killed
+run); an anomaly is ``insights.changed`` against the runs before it; the money is
+``insights.Pricing`` on the cheapest catalog server for the need (as ``recommend
+--metaflow``). The trend is :mod:`._trend`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ..insights import (
     changed,
     runs_per_month,
 )
-from ..tuning import tune_resources
+from ..tuning import step_tuning
 from . import _trend
 from ._model import RunRecord
 
@@ -146,8 +147,9 @@ def build_fleet(
 def step_view(name: str, runs: List[RunRecord], price_for: Optional[PriceFor]) -> StepView:
     """One step: its need, money, at-risk runs, anomalies and trends."""
     view = StepView(name, runs, ask=_ask_of(runs))
-    newest_first = [r.tuning_record() for r in reversed(runs[-TUNING_RUNS:])]
-    tuning = tune_resources(newest_first, _tuning_ask(view.ask))
+    newest_first = [record for r in reversed(runs[-TUNING_RUNS:]) for record in r.tuning_records()]
+    settings = next((r.tuning_settings for r in reversed(runs) if r.tuning_settings), None)
+    tuning = step_tuning(newest_first, settings)  # the ask: the newest run's
     view.need, view.note = dict(tuning.resources), tuning.note
     per_month = runs_per_month([r.started for r in runs])
     if per_month:

@@ -67,7 +67,7 @@ def step_record(step: Any, artifact: str) -> Optional[RunRecord]:
         run_records,
         stats_from_artifact,
     )
-    from ..tuning import machine_cores
+    from ..tuning import machine_cores, record_problem
     from ._snapshots import record_from
 
     task = step.task
@@ -76,7 +76,8 @@ def step_record(step: Any, artifact: str) -> Optional[RunRecord]:
     data = task[artifact].data if artifact in task else None
     if data is not None and not (isinstance(data, dict) and _made_by(data, step.id, task.id)):
         data = None
-    records = run_records(task, data)
+    # a corrupt or forged record (issue 41) is left out, as tuning leaves it out
+    records = [r for r in run_records(task, data) if record_problem(r) is None]
     if not records:
         return None
     newest = records[0]
@@ -93,5 +94,5 @@ def step_record(step: Any, artifact: str) -> Optional[RunRecord]:
         step=f"{flow}/{step.id}", run_id=task.pathspec, source="metaflow", stats=stats,
         tuning=newest, status=str(newest.get("status") or "ok"), asked=asked,
         cores=machine_cores((data or {}).get("server_info")), started=started, labels=labels,
-        duration=duration,
+        duration=duration, records=records, settings=extra.get("tuning_input"),
     )  # fmt: skip

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field, fields
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 __all__ = ["RunRecord", "Loaded", "STATUSES", "SOURCES", "check_figures", "MAX_FIGURE"]
 
@@ -54,6 +54,10 @@ class RunRecord:
     name, a push id). ``ask`` is what the run asked (``cpu`` cores, ``memory_mib``,
     ``gpu``; empty when unknown); ``limit_memory_mib`` / ``limit_cpu_cores`` the cgroup
     limits it had, if known. ``labels``: extra labels (flow, step, run, job, host, ...).
+    ``records``: the run's tuning records as its store keeps them (``tuning.run_record``'s,
+    its attempts newest first; empty: made from the figures, :meth:`tuning_record`);
+    ``tuning_settings``: the step's tuning settings the run stored (``tuning_input``: the
+    ask in its code, its guardrails), read by ``tuning.step_tuning``.
     """
 
     step: str
@@ -76,6 +80,8 @@ class RunRecord:
     throttled_share: float = 0.0
     machine_cores: Optional[float] = None
     labels: Mapping[str, str] = field(default_factory=dict)
+    records: Tuple[Mapping[str, Any], ...] = ()
+    tuning_settings: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         """Its figures checked (check_figures: ValueError, the source skips the run with a
@@ -95,6 +101,10 @@ class RunRecord:
             "gpu_peak": self.peak_gpu_count,
         }
         return {k: float(v) for k, v in values.items() if v is not None}
+
+    def tuning_records(self) -> List[Mapping[str, Any]]:
+        """The records ``tuning.step_tuning`` reads of this run (attempts newest first)."""
+        return list(self.records) or [self.tuning_record()]
 
     def tuning_record(self) -> Dict[str, Any]:
         """The record ``tuning.tune_resources`` reads (the shape of ``tuning.run_record``)."""

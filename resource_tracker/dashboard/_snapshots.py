@@ -10,7 +10,7 @@ skipped with one line saying why.
 from __future__ import annotations
 
 import os
-from typing import Any, List, Mapping, Optional
+from typing import Any, List, Mapping, Optional, Sequence
 
 from ._model import Loaded, RunRecord
 
@@ -87,21 +87,28 @@ def _status(tracker: Any) -> str:
 
 
 def snapshot_record(tracker: Any, name: str) -> Optional[RunRecord]:
-    """The record of a loaded snapshot (None when nothing of the process was measured)."""
-    from ..tuning import as_record, machine_cores
+    """The record of a loaded snapshot (None when nothing of the process was measured); a
+    tuned Metaflow step's snapshot carries its tuning settings (``extra["tuning_input"]``)."""
+    from .._run_data import has_measurements
+    from ..tuning import machine_cores, run_attempts, run_record
 
     stats = tracker.stats()
+    if not has_measurements(stats):
+        return None
     cores = machine_cores(tracker.server_info)
     extra = tracker.extra if isinstance(tracker.extra, Mapping) else {}
     requested = extra.get("resources_asked")
     asked = requested if isinstance(requested, Mapping) else {}
-    tuning = as_record(stats)
-    if tuning is None:
-        return None
+    status = _status(tracker)
+    settings = extra.get("tuning_input")
+    tuning = run_record(stats, asked, cores, status)
+    if isinstance(settings, Mapping) and isinstance(settings.get("code"), str):
+        tuning["code"] = settings["code"]
     return record_from(
         step=job_name(tracker), run_id=name, source="runs", stats=stats, tuning=tuning,
-        status=_status(tracker), asked=asked, cores=cores, started=tracker.start_time,
+        status=status, asked=asked, cores=cores, started=tracker.start_time,
         labels={"job": job_name(tracker), "file": name}, cost=_run_cost(tracker),
+        records=run_attempts(dict(tuning, run=name), settings), settings=settings,
     )  # fmt: skip
 
 
@@ -126,6 +133,7 @@ def record_from(
     *, step: str, run_id: str, source: str, stats: Mapping[str, Any], tuning: Mapping[str, Any],
     status: str, asked: Mapping[str, Any], cores: Optional[float], started: Any,
     labels: Mapping[str, str], cost: Optional[float] = None, duration: Optional[float] = None,
+    records: Sequence[Mapping[str, Any]] = (), settings: Any = None,
 ) -> RunRecord:  # fmt: skip
     """A RunRecord from a run's ``stats()`` (may be empty) and its tuning record (the
     ``tuning.run_record`` shape; the only figures of a killed Metaflow run)."""
@@ -153,5 +161,6 @@ def record_from(
         limit_memory_mib=limits.get("memory"), limit_cpu_cores=limits.get("cpu"),
         oom_kills=float(tuning.get("oom_kills") or 0.0),
         throttled_share=float(tuning.get("throttled_share") or 0.0),
-        machine_cores=cores, labels=dict(labels),
+        machine_cores=cores, labels=dict(labels), records=tuple(records),
+        tuning_settings=dict(settings) if isinstance(settings, Mapping) else {},
     )  # fmt: skip

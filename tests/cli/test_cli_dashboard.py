@@ -102,8 +102,9 @@ def test_runs_json_page_and_money(saved, tmp_path):
     assert set(steps) == {"etl", "risky\x1b[31m job"}
     etl = steps["etl"]
     assert etl["runs"] == 3 and etl["alerts"] == [] and etl["waste_usd_per_month"] > 0
-    # the need is the tuning rule's: the highest peak + 20%, rounded up; never below the peak
-    assert saved["peak"] * 1.2 <= etl["need"]["memory"] < etl["ask"]["memory_mib"]
+    # the need is the tuning rule's: the highest peak + 15% or more (issue 37: was 20%),
+    # rounded up; never below the peak
+    assert saved["peak"] * 1.15 <= etl["need"]["memory"] < etl["ask"]["memory_mib"]
     assert steps["risky\x1b[31m job"]["newest_at_risk"] and data["steps_at_risk"] == 1
     assert math.isclose(data["waste_usd_per_month"],
                         sum(s["waste_usd_per_month"] or 0 for s in data["steps"]))  # fmt: skip

@@ -496,8 +496,9 @@ def test_phases_of_a_one_then_two_core_series_priced_on_a_server(monkeypatch):
 
 def test_tuning_is_raised_after_an_oom_kill_and_heavy_throttling(tmp_path, monkeypatch):
     """Three real runs of this process in the cgroup stand-in (a 2 GiB, 1-core container),
-    the last with an OOM kill and 19% of its CPU periods throttled: memory raised by half
-    over the limit the run had, one core over the CPU limit it had."""
+    the last with an OOM kill and 19% of its CPU periods throttled, 3 s of throttled time:
+    memory raised to twice the limit the run had, CPU to what it used plus the cores that
+    waited for quota (issue 37: from throttled time, no longer one core more)."""
     from resource_tracker.tuning import tune_resources
 
     proc, sys_root, d = _v2_container(tmp_path, os.getpid(), 2048, "100000 100000")
@@ -512,19 +513,20 @@ def test_tuning_is_raised_after_an_oom_kill_and_heavy_throttling(tmp_path, monke
                "nr_throttled 30\nthrottled_usec 3000000\n")  # fmt: skip
 
     hit = _track_in(monkeypatch, proc, sys_root, during).stats()
-    raised = tune_resources(quiet + [hit], {"cpu": 1, "memory": 2048})
-    assert raised.resources["memory"] == 3072 and raised.resources["cpu"] == 2
+    raised = tune_resources([hit] + quiet, {"cpu": 1, "memory": 2048})
+    waited = 3.0 / hit["timestamp"]["duration"]  # cores that waited for quota
+    assert raised.resources["memory"] == 4096
+    assert raised.resources["cpu"] == max(1, math.ceil(1 + waited - 0.1))
     assert "had an OOM kill at 2048 MiB" in raised.note
-    assert "was throttled at 1 cores: CPU at least 2" in raised.note
-    assert "memory 2048 -> 3072 MiB from 3 runs" in raised.changes
+    assert "was throttled at 1 cores (" in raised.note
+    assert "memory 2048 -> 4096 MiB from 3 runs" in raised.changes
 
 
-def test_tuning_lowers_nothing_from_fewer_than_three_runs():
+def test_tuning_keeps_what_the_runs_did_not_measure():
     from resource_tracker.tuning import tune_resources
 
     tuning = tune_resources([{"timestamp": {"duration": 1.0}}] * 2, {"memory": 16000})
     assert tuning.resources == {"memory": 16000} and tuning.changes == []  # kept as asked
-    assert "2 finished earlier runs: values only raised, lowered from 3" in tuning.note
 
 
 def test_the_cli_summary_lines_carry_the_insights(tmp_path, monkeypatch):

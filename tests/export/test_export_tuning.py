@@ -6,6 +6,7 @@ step's peak alone would give)."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -16,6 +17,9 @@ import urllib.request
 import pytest
 from mf_harness import FLOWS, hermetic_env, query, run_flow, task_of
 from servers import start_pushgateway
+
+from resource_tracker import ResourceTracker
+from resource_tracker.tuning import resources_line
 
 pytest.importorskip("metaflow")
 MIB = 1024 * 1024
@@ -52,3 +56,66 @@ def test_tuned_step_pushes_the_artifacts_recommendation(tmp_path):
         timeout=120,
     )  # fmt: skip
     assert json.loads(cli.stdout)["steps"]["work"]["recommended"]["memory"] == 2048
+
+
+def _json_cli(root, *args):
+    done = subprocess.run(
+        [sys.executable, "-m", "resource_tracker", *args, "--json", "--catalog",
+         os.path.join(str(root), "no-catalog.db")],
+        cwd=str(root), env=hermetic_env(root), capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
+    return json.loads(done.stdout)
+
+
+def _surfaces(root, pushgateway, run):
+    """The next run's @resources line of the step `work` on every surface."""
+    data = task_of(run, "work")["artifacts"]["resource_tracker_data"]
+    (card,) = [c for c in task_of(run, "work")["cards"] if c["type"] == "tracked_resources"]
+    shown = re.search(r"Next run: (@resources\([^)]*\))", html.unescape(card["html"]))
+    pushed = {key: _pushed(pushgateway.url, f"resource_tracker_recommended_{name}", "work")
+              for key, name in (("cpu", "cpu_cores"), ("memory", "memory_bytes"))}  # fmt: skip
+    saved = os.path.join(str(root), "saved", str(run["id"]))
+    os.makedirs(saved, exist_ok=True)
+    with open(os.path.join(saved, "resource-tracker.json"), "w") as f:  # `run --output`'s
+        f.write(ResourceTracker.from_snapshot(data["tracker"]).dumps())
+    (mf_view,) = _json_cli(root, "dashboard", "--metaflow", "OomTuneFlow")["steps"]
+    (runs_view,) = _json_cli(root, "dashboard", "--runs", os.path.join(str(root), "saved"))[
+        "steps"]  # fmt: skip
+    return {
+        "artifact": resources_line(data["tuning"]["next"]),
+        "summary": resources_line(data["recommendations"]["resources"]),
+        "card": shown.group(1) if shown else None,
+        "export": resources_line({"cpu": pushed["cpu"][-1], "memory": pushed["memory"][-1] / MIB}),
+        "recommend --metaflow": resources_line(
+            _json_cli(root, "recommend", "--metaflow", "OomTuneFlow")["steps"]["work"][
+                "recommended"
+            ]
+        ),  # fmt: skip
+        "dashboard --metaflow": resources_line(
+            {"cpu": mf_view["need"].get("cpu"), "memory": mf_view["need"].get("memory")}
+        ),
+        "dashboard --runs": resources_line(
+            {"cpu": runs_view["need"].get("cpu"), "memory": runs_view["need"].get("memory")}
+        ),
+    }
+
+
+def test_one_answer_on_every_surface(tmp_path):
+    """Issue 37, point 5: a tuned step with the guardrail min_memory=1024 (its peak alone
+    would ask less), after one run and after a second: the artifact, the card, the export,
+    `recommend --metaflow`, `dashboard --metaflow` and `dashboard --runs` (its saved
+    snapshots) show the same @resources line (one run included: a recommendation)."""
+    pushgateway = start_pushgateway(str(tmp_path))
+    env = {"RESOURCE_TRACKER_EXPORT": "pushgateway", "RT_TEST_ALLOC_MIB": "50",
+           "RESOURCE_TRACKER_PUSHGATEWAY_URL": pushgateway.url,
+           "RT_TEST_MIN_MEMORY": "1024"}  # fmt: skip
+    try:
+        for runs in (1, 2):
+            done = run_flow(tmp_path, os.path.join(FLOWS, "mf_oom_tune_flow.py"), env=env)
+            assert done.returncode == 0, done.stdout[-3000:]
+            answers = _surfaces(tmp_path, pushgateway, query(tmp_path, "OomTuneFlow")[0])
+            assert len(set(answers.values())) == 1, (runs, answers)
+            assert "memory=1024" in answers["artifact"], answers
+    finally:
+        pushgateway.stop()

@@ -140,9 +140,13 @@ def test_every_step_is_listed_in_the_table_and_the_json(fleet):
         assert _step(fleet, name)["failed_or_killed"] == 1
         step, _ = _charts(fleet, name)
         assert step["status"].count(status) == 1 and step["status"][index] == status, step
-    # the killed run counts for the need: taken as an OOM kill, at least 1.5x its ask
+    # the killed run is at risk; five runs went through after it within the same ask, so
+    # the need follows their peaks (growing 5% a run): above the newest run's own peak
+    # with the oracle's 10%, at most 1.5x it (issue 37: the tuning rule, one answer)
     grow = _step(fleet, "DashGrowFlow/start")
-    assert grow["need"]["memory"] >= 1.5 * GROW_ASK and grow["at_risk_runs"] == 1
+    newest = _truth_at(fleet, RUNS - 1)
+    assert 1.1 * newest <= grow["need"]["memory"] <= 1.5 * newest, (grow, newest)
+    assert grow["at_risk_runs"] == 1
 
 
 def test_peaks_follow_each_runs_own_truth(fleet):

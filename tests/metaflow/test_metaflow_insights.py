@@ -2,9 +2,9 @@
 
 RightsizeFlow (flows/mf_rightsize_flow.py): `start` asks @resources(memory=16000, cpu=8)
 and uses ~500 MiB on one core; `train` asks memory=8000, cpu=4 and holds 200 MiB, idle.
-Run 6 times in one hermetic root (module-scoped, shared by every test): two plain runs, a
-run with tune=True after 2 runs (too little history: values only raised), three runs with
-tune=True after 3, 4 and 5 runs (tuned); in the 6th, `train` holds 300 MiB (+50%): the
+Run 6 times in one hermetic root (module-scoped, shared by every test): two plain runs,
+four runs with tune=True after 2, 3, 4 and 5 runs (tuned: the ask far above the need is
+lowered at once); in the 6th, `train` holds 300 MiB (+50%): the
 changed finding. The step reads its own @resources attributes inside the task.
 """
 
@@ -66,34 +66,38 @@ def test_over_provisioned_finding_in_artifact_and_card(rightsize):
     assert other["numbers"]["asked_memory"] == 8000
 
 
-def test_tune_with_two_runs_of_history_only_raises(rightsize):
-    _, runs = rightsize
-    task, data = _start(runs[2])
-    assert task["artifacts"]["asked_inside"] == {"cpu": 8, "memory": 16000, "gpu": None}
+def _tuned_from(runs, index):
+    """The tuning of `start` in run `index` after the runs before it: the ask far above
+    the need is lowered at once (issue 37), to the highest peak with the oracle's 10% and
+    at most 1.5x it; the task saw the tuned values on its own @resources; the card says so."""
+    task, data = _start(runs[index])
     tuning = data["tuning"]
-    # the ask covers both runs: too little history to lower it
-    assert tuning["changes"] == [] and tuning["runs"] == 2
-    assert "2 finished earlier runs: values only raised, lowered from 3" in tuning["note"]
-    (card,) = [c for c in task["cards"] if c["type"] == "tracked_resources"]
-    assert "values only raised, lowered from 3" in html.unescape(card["html"])
-
-
-def test_tune_with_three_runs_sets_the_steps_resources(rightsize):
-    _, runs = rightsize
-    task, data = _start(runs[3])
-    tuning = data["tuning"]
-    assert tuning["runs"] == 3
+    assert tuning["runs"] == index
     tuned = tuning["resources"]
-    # never below the highest observed peak plus the margin (20%)
-    peaks = [_start(r)[1]["detailed_stats"]["process_memory"]["max"] / 1024 for r in runs[:3]]
-    assert tuned["memory"] >= 1.2 * max(peaks)
-    # a step down by at most half of what the newest run had (16000 MiB, 8 CPU) per run
-    assert tuned["memory"] == 8192 and tuned["cpu"] == 4
+    peaks = [_start(r)[1]["detailed_stats"]["process_memory"]["max"] / 1024 for r in runs[:index]]
+    assert 1.1 * max(peaks) <= tuned["memory"] <= 1.5 * max(peaks), (tuned, peaks)
+    # one spinning core, whole cores; a run starved by a saturated machine (a loaded test
+    # runner) keeps what it could have had: the asked 8 cores or the machine's, if fewer
+    assert 1 <= tuned["cpu"] <= max(2, min(8, os.cpu_count() or 1)), tuning
     inside = task["artifacts"]["asked_inside"]  # what the task saw on its own @resources
     assert (float(inside["cpu"]), float(inside["memory"])) == (tuned["cpu"], tuned["memory"])
-    assert f"memory 16000 -> {tuned['memory']} MiB from 3 runs" in tuning["changes"]
+    change = f"memory 16000 -> {tuned['memory']} MiB from {index} runs"
+    assert change in tuning["changes"]
     (card,) = [c for c in task["cards"] if c["type"] == "tracked_resources"]
-    assert f"memory 16000 -> {tuned['memory']} MiB from 3 runs" in html.unescape(card["html"])
+    assert change in html.unescape(card["html"])
+    return tuned
+
+
+def test_tune_with_two_runs_lowers_an_ask_far_above_the_need(rightsize):
+    _, runs = rightsize
+    _tuned_from(runs, 2)
+
+
+def test_tune_with_three_runs_keeps_the_steps_resources(rightsize):
+    _, runs = rightsize
+    before, after = _tuned_from(runs, 2), _tuned_from(runs, 3)
+    # a tuned run of an unchanged workload: the same ask, give or take one memory step
+    assert abs(after["memory"] - before["memory"]) <= 64 and after["cpu"] == before["cpu"]
 
 
 def test_changed_on_the_sixth_run_and_no_false_alarm_before(rightsize):
@@ -127,8 +131,14 @@ def test_recommend_metaflow_lists_both_tracked_steps(rightsize):
     assert "step end" not in out  # end holds train's artifact, passed on by Metaflow
     train = out.split("step train", 1)[1]
     assert "today       @resources(cpu=4, memory=8000)" in train
-    # half of what the newest run had (a step down by at most half per run)
-    assert "recommended @resources(cpu=2, memory=4096)" in train
+    # the tuning rule over the 5 recent runs (issue 37): the highest peak with the oracle's
+    # 10%, at most 1.5x it; the step is idle: 1 core, or what a run starved by a saturated
+    # machine could have had (the asked 4 or the machine's cores, if fewer)
+    found = re.search(r"recommended @resources\(cpu=(\d+), memory=(\d+)\)", train)
+    peaks = [task_of(r, "train")["artifacts"]["resource_tracker_data"]["detailed_stats"][
+        "process_memory"]["max"] / 1024 for r in runs[1:]]  # fmt: skip
+    assert found and 1 <= int(found.group(1)) <= max(1, min(4, os.cpu_count() or 1)), train
+    assert 1.1 * max(peaks) <= int(found.group(2)) <= 1.5 * max(peaks), (train, peaks)
     # the saving by the documented rule for amounts: "$1.23" or "< $0.01", never "$0.000190"
     assert re.search(r"saving      (< )?\$\d+(,\d{3})*(\.\d\d)? a month", train), train
     start = out.split("step start", 1)[1].split("step train")[0]

@@ -39,6 +39,18 @@ def _cli(root):
     return json.loads(done.stdout)["steps"]["work"]
 
 
+def _dashboard(root, flow="OomTuneFlow"):
+    """What `dashboard --metaflow` says the step `work` needs."""
+    done = subprocess.run(
+        [sys.executable, "-m", "resource_tracker", "dashboard", "--metaflow", flow, "--json",
+         "--catalog", os.path.join(str(root), "no-catalog.db")],
+        cwd=str(root), env=hermetic_env(root), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
+    (step,) = [s for s in json.loads(done.stdout)["steps"] if s["step"] == f"{flow}/work"]
+    return step["need"]
+
+
 @pytest.fixture
 def kubelet():
     k = started_kubelet(v1_memory_root(), "work", "memory")
@@ -58,6 +70,7 @@ def test_oom_kill_loop_ends_in_one_run_and_the_ask_stays(tmp_path, kubelet):
     view = _cli(tmp_path)
     asked_next = view["recommended"]["memory"]
     assert asked_next > 256  # raised above the ask that failed (1.5 x 256, rounded up)
+    assert _dashboard(tmp_path) == view["recommended"]  # the 360° view: the same answer
     asks = []
     for _ in range(3):  # run 2 succeeds in one go; runs 3-4: the same ask (no compounding)
         limit = _cli(tmp_path)["recommended"]["memory"]
@@ -74,6 +87,7 @@ def test_oom_kill_loop_ends_in_one_run_and_the_ask_stays(tmp_path, kubelet):
         assert data["recommendations"]["resources"]["memory"] == tuning["next"]["memory"]
         cli = _cli(tmp_path)["recommended"]
         assert cli["memory"] == tuning["next"]["memory"]
+        assert _dashboard(tmp_path) == cli
         # the card: the next run's @resources line, as the CLI prints it
         (card,) = [c for c in task_of(run, "work")["cards"] if c["type"] == "tracked_resources"]
         assert f"Next run: {resources_line(cli)}" in html.unescape(card["html"])
@@ -99,3 +113,104 @@ def test_a_retry_attempt_after_an_oom_kill_asks_more(tmp_path, kubelet):
     tuning = data["tuning"]
     assert tuning["resources"]["memory"] == 512 and tuning["got"]["memory"] == 512
     assert "was killed (taken as an OOM kill) at 256 MiB" in tuning["note"]
+    # the next run's ask counts the killed attempt on every surface
+    cli = _cli(tmp_path)["recommended"]
+    assert cli["memory"] == tuning["next"]["memory"] and _dashboard(tmp_path) == cli
+
+
+REFACTORED = """
+from metaflow import FlowSpec, resources, step, track_resources
+
+
+class RefactorFlow(FlowSpec):
+    @step
+    def start(self):
+        self.next(self.work)
+
+    @track_resources(tune=True, interval=0.2, live=False, create_card=False,
+                     history_timeout=60)
+    @resources(memory=4096)
+    @step
+    def work(self):
+        block = bytearray(MIB * 2**20)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        self.next(self.end)
+
+    @step
+    def end(self):
+        pass
+
+
+if __name__ == "__main__":
+    RefactorFlow()
+"""
+
+
+def test_a_refactored_step_is_sized_on_its_new_code(tmp_path):
+    """Issue 37: two runs of a step holding 600 MiB, then its code changes to hold 40 MiB:
+    the new code's run says what the next run needs (the records carry a fingerprint of
+    the step function), not the old code's 600 MiB; the CLI says the same."""
+    flow = os.path.join(str(tmp_path), "refactor_flow.py")
+    for mib, runs in ((600, 2), (40, 1)):
+        with open(flow, "w") as f:
+            f.write(REFACTORED.replace("MIB", str(mib)))
+        for _ in range(runs):
+            done = run_flow(tmp_path, flow, timeout=300)
+            assert done.returncode == 0, done.stdout[-3000:]
+    newest = query(tmp_path, "RefactorFlow")[0]
+    tuning = task_of(newest, "work")["artifacts"]["resource_tracker_data"]["tuning"]
+    assert tuning["resources"]["memory"] > 600  # asked from the old code's runs
+    assert tuning["next"]["memory"] < 600 <= tuning["resources"]["memory"]
+    assert "older code left out" in tuning["next_note"]
+    done = subprocess.run(
+        [sys.executable, "-m", "resource_tracker", "recommend", "--metaflow", "RefactorFlow",
+         "--json", "--catalog", os.path.join(str(tmp_path), "no-catalog.db")],
+        cwd=str(tmp_path), env=hermetic_env(tmp_path), capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    cli = json.loads(done.stdout)["steps"]["work"]["recommended"]
+    assert {k: cli[k] for k in ("cpu", "memory")} == {
+        k: tuning["next"][k] for k in ("cpu", "memory")
+    }
+    assert _dashboard(tmp_path, "RefactorFlow") == cli  # the 360° view weighs the new code too
+
+
+def test_forged_records_are_skipped_and_tuning_stays_on(tmp_path):
+    """Issue 41: the stored records of two earlier runs forged (a 400-digit peak, limits as
+    text): the next run is still tuned (a line for each skipped record, no "not tuned"),
+    and `dashboard --metaflow` and `recommend --metaflow` answer without a traceback."""
+    flow = os.path.join(str(tmp_path), "refactor_flow.py")
+    with open(flow, "w") as f:
+        f.write(REFACTORED.replace("MIB", "40"))
+    for _ in range(3):
+        done = run_flow(tmp_path, flow, timeout=300)
+        assert done.returncode == 0, done.stdout[-3000:]
+    stored = sorted(  # in the local datastore, .metaflow/<flow>/<run>/work/<task>/
+        os.path.join(folder, name)
+        for folder, _, names in os.walk(str(tmp_path))
+        for name in names
+        if name.endswith(".resource_tracker_record") and os.sep + "work" + os.sep in folder
+    )
+    assert len(stored) == 3, stored
+    for path, forged in zip(stored[:2], ({"memory_peak_mib": 10**400}, {"limits": "16Gi"})):
+        with open(path) as f:
+            record = json.load(f)
+        with open(path, "w") as f:
+            json.dump(dict(record, **forged), f)
+    done = run_flow(tmp_path, flow, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:]
+    tuning = task_of(query(tmp_path, "RefactorFlow")[0], "work")["artifacts"][
+        "resource_tracker_data"]["tuning"]  # fmt: skip
+    assert tuning["resources"].get("memory"), tuning
+    assert tuning["note"].count("skipped") == 2 and "not tuned" not in tuning["note"], tuning
+    for command in (["dashboard", "--metaflow", "RefactorFlow", "--json"],
+                    ["recommend", "--metaflow", "RefactorFlow", "--json"]):  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "resource_tracker", *command, "--catalog",
+             os.path.join(str(tmp_path), "no-catalog.db")],
+            cwd=str(tmp_path), env=hermetic_env(tmp_path), capture_output=True, text=True,
+            timeout=180,
+        )  # fmt: skip
+        assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
+        json.loads(done.stdout)

@@ -43,7 +43,7 @@ def _regressions(target):
 
 
 @pytest.mark.parametrize(
-    "target", ["cgroup", "snapshot", "catalog", "agent_records", "prometheus_answer"]
+    "target", ["cgroup", "snapshot", "catalog", "agent_records", "prometheus_answer", "tuning"]
 )
 def test_reliability_fuzz_python_targets(target):
     """Regression inputs and the seeds of this machine replay cleanly."""

@@ -229,6 +229,7 @@ class TrackResourcesDecorator(StepDecorator):  # type: ignore[misc]
         self._asked: Optional[Asked] = None
         self._logger: Optional[Logger] = None
         self._tuning: Optional[TuningResult] = None
+        self._code: Optional[str] = None  # the step function's fingerprint (set by step_init)
         self._reset_task_state()
 
     def _reset_task_state(self) -> None:
@@ -277,6 +278,7 @@ class TrackResourcesDecorator(StepDecorator):  # type: ignore[misc]
         self._static_asked = asked_resources(decorators)
         self._tune_on = _as_bool(self.attributes["tune"])
         self._bounds = _check_bounds(self.attributes)
+        self._code = _step_code(flow, step_name)
         if self._tune_on:
             self._tuning = self._tune(flow, step_name, decorators)
         self._asked = asked_resources(decorators)
@@ -317,7 +319,7 @@ class TrackResourcesDecorator(StepDecorator):  # type: ignore[misc]
                     )  # fmt: skip
                 records = _TUNED_HISTORY[key]
             records = limit_runs(records, self._history_runs)
-            tuning = tune_resources(records, self._static_asked, self._bounds)
+            tuning = tune_resources(records, self._static_asked, self._bounds, self._code)
             static = self._static_asked or {}
             changed = {k: v for k, v in tuning.resources.items() if static.get(k) != v}
             if changed:  # an ask kept as it is stays as the code wrote it
@@ -502,7 +504,9 @@ class TrackResourcesDecorator(StepDecorator):  # type: ignore[misc]
         try:
             from .track_resources_record import RecordWriter
 
-            self._record = RecordWriter(self._tracker, self._datastore, self._asked).start()
+            self._record = RecordWriter(
+                self._tracker, self._datastore, self._asked, {"code": self._code}
+            ).start()
         except Exception as exc:
             self._record = None
             self._error = f"tuning record could not start: {_describe(exc)}"
@@ -525,6 +529,7 @@ class TrackResourcesDecorator(StepDecorator):  # type: ignore[misc]
                 "bounds": dict(self._bounds),
                 "runs": self._history_runs,
                 "run": str(self._run_id),
+                "code": self._code,
             }
 
     def _stop_tracking(self, failed: Optional[bool] = None) -> None:
@@ -636,6 +641,16 @@ def _earlier_attempts(
         if record is not None:
             found.append(record)
     return found
+
+
+def _step_code(flow: Any, step_name: str) -> Optional[str]:
+    """The fingerprint of the step function's code (``tuning.code_fingerprint``), or None."""
+    try:
+        from resource_tracker.tuning import code_fingerprint
+
+        return code_fingerprint(getattr(flow, step_name, None))
+    except Exception:  # a flow object Metaflow made in another way: no fingerprint
+        return None
 
 
 def _tuning_entry(
