@@ -31,6 +31,7 @@ from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tupl
 
 from .._stored import TooDeep, strict_json
 from .._text import printable
+from ..tuning import NEAR_LIMIT  # a stopped run this near its limit (else its ask) was OOM killed
 from ._model import Loaded, RunRecord, check_figures
 
 #: seconds all the queries of one load may take together
@@ -48,9 +49,6 @@ PUSH_TIME_METRIC = "push_time_seconds"
 MISSED_PUSHES = 2
 #: the same for a run of a version that pushed no period
 KILLED_AFTER_S = 600.0
-#: a stopped run whose last memory reading was at this share of its limit (else its ask)
-#: was OOM killed (the tuning rule's evidence, tuning.py)
-NEAR_LIMIT = 0.8
 _MIB = 1024.0 * 1024.0
 #: the live gauges of what a run had: (metrics.SIZING key, figure, scale to the record's unit)
 LIVE_FIGURES = (
