@@ -115,6 +115,7 @@ bench: deps-test build $(BENCH_PY)  ## benchmarks side by side with resource-tra
 	$(PY) bench/bench_tree.py --baseline-python $(BENCH_PY)
 	$(PY) bench/bench_accuracy.py --baseline-python $(BENCH_PY)
 	$(PY) bench/bench_scale.py --baseline-python $(BENCH_PY)
+	$(PY) bench/bench_children.py  # child discovery on a quiet and a busy host (pid namespaces; root)
 	$(PY) bench/bench_report.py
 	$(PY) bench/bench_long.py
 	$(PY) bench/bench_export.py

@@ -1,7 +1,8 @@
 """One measurement of this project's tracker, run in a fresh interpreter by bench/run.py.
 
 Usage: python3 bench/measure_ours.py TASK [options]; prints one JSON line. Tasks:
-  persample --pid P --part process|system|both   CPU cost of one sample (C sampler)
+  persample --pid P --part process|system|both   CPU cost of one sample (C sampler;
+            [--discovery auto|listing])
   share --interval S --duration D                tracker CPU share while tracking an idle tree
   memory --interval S --few F --samples N --hold-mib M   extra memory of the tracked
                                                  process after F and after N samples
@@ -37,6 +38,7 @@ def persample(args):
         1.0,
         track_processes=args.part != "system",
         track_system=args.part != "process",
+        discovery=args.discovery,
     )
     if args.cgroup:  # the tree in its own cgroup: read from it (v1 blkio taken as it is)
         from resource_tracker._tree_cgroup import tree_cgroup_plan
@@ -62,6 +64,9 @@ def persample(args):
             "pss_reads": sampler.pss_reads,
             "pss_s": sampler.pss_seconds,
             "tree_source": sampler.tree_source()["source"],
+            "listings": sampler.listings,
+            "probes": sampler.probes,
+            "children_scans": sampler.children_scans,
         }
     )
 
@@ -167,6 +172,10 @@ def main():
     parser.add_argument(
         "--cgroup", action="store_true", help="persample: read the tree from its cgroup"
     )
+    parser.add_argument(
+        "--discovery", default="auto", choices=["auto", "listing"], help="persample: how new "
+        "members are found (the children lists, or listing /proc)"
+    )  # fmt: skip
     args = parser.parse_args()
     globals()[args.task](args)
 

@@ -69,6 +69,8 @@ collector_init(Collector *collector, const CollectorConfig *cfg)
                        cfg->track_processes && cfg->follow_children) != 0)
         return -1;
     collector->tree.count_processes = cfg->track_system;
+    if (cfg->child_listing)
+        proc_tree_use_listing(&collector->tree);
     cgroup_tree_init(&collector->cgroup, collector->tree.proc.fd, cfg->pid,
                      cfg->follow_children ? cfg->adopter : 0);
     collector->walked_last = 1;

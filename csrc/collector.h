@@ -17,6 +17,7 @@ typedef struct CollectorConfig {
     int track_processes;
     int track_system;
     int gpu_from_first_row; /* the GPU library loaded at the first row, not at the baseline */
+    int child_listing;      /* new members found by listing procfs, not from children lists */
     char proc_root[512];
     char sys_root[512];
     char nvml_library[512]; /* empty: the default library name */

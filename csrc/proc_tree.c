@@ -141,6 +141,7 @@ proc_tree_init(ProcTree *tree, const char *proc_root, pid_t root, int follow_chi
     if (tree->probe_pids)
         kept_fd_open_at(&tree->loadavg_file, tree->proc.fd, "loadavg", tree->fd_limit);
     tree->last_pid = tree->pid_at_listing = tree->tasks = tree->tasks_at_listing = -1;
+    tree->children_lists = root > 0 && task_children_available(tree->proc.fd, root);
     note_root_start(tree);
     return 0;
 }
@@ -156,6 +157,12 @@ void
 proc_tree_adopt_children_of(ProcTree *tree, pid_t adopter)
 {
     tree->adopter = adopter;
+}
+
+void
+proc_tree_use_listing(ProcTree *tree)
+{
+    tree->children_lists = 0;
 }
 
 static int
@@ -220,6 +227,7 @@ close_kept(ProcTree *tree, ProcEntry *entry)
     entry->kept = 0;
     kept_fd_close(&entry->stat_file, &tree->fds_replaced);
     kept_fd_close(&entry->io_file, &tree->fds_replaced);
+    list_cache_drop(&tree->lists, entry->pid, &tree->fds_replaced);
 }
 
 /* Reads RLIMIT_NOFILE into tree->fd_limit (-1: none). */
@@ -259,6 +267,7 @@ shed_when_short(ProcTree *tree, double now)
     }
     for (i = 0; i < vec->len; i++)
         close_kept(tree, &vec->items[i]);
+    list_cache_drop(&tree->lists, 0, &tree->fds_replaced);
     kept_fd_close(&tree->stat_file, &tree->fds_replaced); /* read by path from now on */
     kept_fd_close(&tree->loadavg_file, &tree->fds_replaced);
     tree->keep_blocked_til = now + KEEP_RETRY_S;
@@ -275,7 +284,7 @@ keep_open(ProcTree *tree, ProcEntry *entry)
         return;
     if (entry->kept) /* its stat was the application's number: both opened again */
         close_kept(tree, entry);
-    if (tree->kept_open * 2 + 2 > KEPT_FD_BUDGET)
+    if (tree->kept_open * 2 + (long)tree->lists.len + 2 > KEPT_FD_BUDGET)
         return;
     snprintf(path, sizeof(path), "%d/stat", (int)entry->pid);
     kept_fd_open_at(&entry->stat_file, tree->proc.fd, path, tree->fd_limit);
@@ -544,34 +553,62 @@ entry_pid_cmp(const void *a, const void *b)
     return (x->pid > y->pid) - (x->pid < y->pid);
 }
 
+/* Sorts scratch by pid again when the entries appended after the carried ones (in the order
+ * they were found: a child's children come after its siblings) are out of order. */
+static void
+sort_appended(ProcTree *tree, size_t carried)
+{
+    size_t i;
+
+    for (i = carried > 0 ? carried : 1; i < tree->scratch.len; i++)
+        if (tree->scratch.items[i].pid < tree->scratch.items[i - 1].pid) {
+            qsort(tree->scratch.items, tree->scratch.len, sizeof(ProcEntry), entry_pid_cmp);
+            return;
+        }
+}
+
+/* Non-zero when the pids handed out since the last tick are known: a pid range to probe. */
+static int
+range_known(const ProcTree *tree, long last_pid)
+{
+    return last_pid >= 0 && tree->last_pid >= 0 && last_pid >= tree->last_pid;
+}
+
+/* Adds to the carried entries the processes created since the last tick, by looking up the
+ * pids handed out since (scratch sorted again after): 0, or -1 on ENOMEM (the caller's next
+ * listing or scan finds the rest). */
+static int
+probe_range(ProcTree *tree, long last_pid)
+{
+    size_t carried = tree->scratch.len;
+    int added = 0, got = 0;
+    long pid;
+
+    for (pid = tree->last_pid + 1; pid <= last_pid; pid++) {
+        if ((got = probe_pid(tree, carried, (pid_t)pid)) < 0)
+            break;
+        added += got;
+    }
+    sort_appended(tree, carried);
+    tree->listed_count += added;
+    tree->probes++;
+    return got < 0 ? -1 : 0;
+}
+
 /* Carries the entries and adds the processes created since the last tick, found by looking
  * up the pids handed out since (no listing of procfs): 0, or -1 when that cannot be done (the
  * range is unknown, wrapped or too large) and a listing is needed. */
 static int
 probe_new_pids(ProcTree *tree, long last_pid, int *count)
 {
-    size_t carried;
-    int added = 0, got;
-    long pid;
-
-    if (last_pid < 0 || tree->last_pid < 0 || last_pid < tree->last_pid ||
-        (last_pid - tree->last_pid) * 2 > tree->listed_count || carry_entries(tree) != 0)
+    if (!range_known(tree, last_pid) || (last_pid - tree->last_pid) * 2 > tree->listed_count ||
+        carry_entries(tree) != 0)
         return -1;
-    carried = tree->scratch.len;
-    for (pid = tree->last_pid + 1; pid <= last_pid; pid++) {
-        if ((got = probe_pid(tree, carried, (pid_t)pid)) < 0) {
-            tree->read_errors++; /* out of memory: the next listing finds the rest */
-            tree->listed_at = 0;
-            break;
-        }
-        added += got;
+    if (probe_range(tree, last_pid) != 0) {
+        tree->read_errors++; /* out of memory: the next listing finds the rest */
+        tree->listed_at = 0;
     }
-    if (tree->scratch.len > carried && carried > 0 &&
-        tree->scratch.items[carried].pid < tree->scratch.items[carried - 1].pid)
-        qsort(tree->scratch.items, tree->scratch.len, sizeof(ProcEntry), entry_pid_cmp);
-    tree->listed_count += added;
     *count = tree->listed_count;
-    tree->probes++;
     return 0;
 }
 
@@ -592,10 +629,20 @@ listing_unchanged(const ProcTree *tree, long last_pid)
            last_pid == tree->pid_at_listing && tree->tasks == tree->tasks_at_listing;
 }
 
+static int update_from_members(ProcTree *tree, double now, int created, long last_pid, int *count);
+
+/* Non-zero when new members are found from the children lists this tick. */
+static int
+lists_in_use(const ProcTree *tree, double now)
+{
+    return tree->children_lists && now >= tree->lists_paused_til;
+}
+
 /* Lists procfs and merges, or carries the entries when no process was created since the last
- * tick, or adds the new ones by probing their pids: 0, or -1. Sets *count to the processes on
- * the system (a listing at least every LISTING_MAX_AGE refreshes it, unless it would list the
- * same processes as the last one). */
+ * tick, or adds the new ones by probing their pids; or, with the children lists, finds them
+ * from the members: 0, or -1. Sets *count to the processes on the system (a listing at least
+ * every LISTING_MAX_AGE refreshes it, unless it would list the same processes as the last
+ * one). */
 static int
 update_entries(ProcTree *tree, double now, int *count)
 {
@@ -604,6 +651,11 @@ update_entries(ProcTree *tree, double now, int *count)
     int have_forks = read_forks(tree, &forks, &last_pid) == 0;
     long listed;
 
+    if (lists_in_use(tree, now)) {
+        int created = !have_forks || !tree->has_baseline || forks != tree->forks_at_listing;
+        tree->forks_at_listing = forks;
+        return update_from_members(tree, now, created, last_pid, count);
+    }
     if (have_forks && tree->has_baseline) {
         if (now - tree->listed_at >= listing_max_age(tree) && listing_unchanged(tree, last_pid))
             tree->listed_at = now; /* due, but it would list the same processes: not made */
@@ -659,6 +711,205 @@ verify_reused(ProcTree *tree, ProcEntry *entry)
         fresh.ppid = entry->stat.ppid;
         *entry = fresh;
     }
+    return 0;
+}
+
+/* Children-list mode: the identity (start time) of every carried member, with its stat read
+ * for this tick. A pid handed to another process makes a new entry (classified later; its
+ * lists are read at the next tick). 0, or -1 on ENOMEM. */
+static int
+check_members(ProcTree *tree)
+{
+    size_t i;
+
+    for (i = 0; i < tree->scratch.len; i++) {
+        ProcEntry *e = &tree->scratch.items[i];
+        if (!e->classified || !e->member)
+            continue; /* not kept (carried over from the listing): dropped this tick */
+        if (verify_reused(tree, e) != 0)
+            return -1;
+        if (!e->classified)
+            tree->rescan = 1;
+    }
+    return 0;
+}
+
+/* Non-zero when pid was appended to scratch after the carried entries. */
+static int
+appended(const ProcTree *tree, size_t carried, pid_t pid)
+{
+    size_t i;
+
+    for (i = carried; i < tree->scratch.len; i++)
+        if (tree->scratch.items[i].pid == pid)
+            return 1;
+    return 0;
+}
+
+/* Reads the children lists of the entry at idx of scratch into tree->found, through lists
+ * kept open (CHILDREN_KEPT_MAX, within the fd budget's rules). As task_children_read. */
+static int
+read_lists(ProcTree *tree, size_t idx)
+{
+    ProcEntry *e = &tree->scratch.items[idx];
+    /* a zombie leader may have live threads: its task directory tells */
+    long threads = e->stat.state == 'Z' ? 0 : e->stat.num_threads;
+    size_t keep = tree->keep_blocked_til > tree->now ? 0 : CHILDREN_KEPT_MAX;
+    PidStat now;
+    int rc = task_children_read_kept(tree->proc.fd, e->pid, threads, &tree->lists, keep,
+                                     tree->fd_limit, &tree->fds_replaced, &tree->buf, &tree->found);
+
+    /* a thread that ended during the reads may have handed its children to one read before
+     * (its own kept list then reads as empty): fewer threads now than listed is a race */
+    if (rc == 0 && threads != 1 && keep > 0 &&
+        (read_pid_file(tree, &e->stat_file, e->pid, "stat") < 0 ||
+         parse_pid_stat(tree->buf.data, &now) != 0 || now.num_threads < (long)tree->lists.tids.len))
+        rc = TASK_CHILDREN_RACED;
+    return rc;
+}
+
+/* Appends to scratch the children in tree->found not known yet, their stat read, their
+ * parent noted as the one whose list named them (a descendant, even if reparented since).
+ * rc: what reading the lists gave (task_children_read). 0, or -1 when the lists could not
+ * be read for another reason than the process being gone. */
+static int
+add_children_of(ProcTree *tree, size_t carried, pid_t parent, int rc)
+{
+    size_t k;
+
+    if (rc < 0) {
+        tree->found.len = 0;
+        return errno == ENOENT || errno == ESRCH ? 0 : -1;
+    }
+    if (rc == TASK_CHILDREN_RACED)
+        tree->rescan = 1;
+    for (k = 0; k < tree->found.len; k++) {
+        EntryVec known = {tree->scratch.items, carried, carried};
+        pid_t pid = tree->found.items[k];
+        ProcEntry fresh;
+        if (entries_find(&known, pid) >= 0 || appended(tree, carried, pid))
+            continue;
+        memset(&fresh, 0, sizeof(fresh));
+        fresh.pid = pid;
+        kept_fd_none(&fresh.stat_file);
+        kept_fd_none(&fresh.io_file);
+        if (read_stat(tree, &fresh) != 0) {
+            tree->rescan = 1; /* reaped since listed: the list may have skipped a sibling */
+            continue;
+        }
+        fresh.ppid = parent;
+        if (entries_push(&tree->scratch, &fresh) != 0) {
+            tree->found.len = 0;
+            return -1;
+        }
+        tree->listed_count++;
+    }
+    tree->found.len = 0;
+    return 0;
+}
+
+/* Reads the children lists of the adopter and of every live member, then of the processes
+ * they name (any depth): every process of the tree created since the last tick. 0, or -1. */
+static int
+scan_members(ProcTree *tree, double now)
+{
+    size_t carried = tree->scratch.len, i;
+    int rc = 0;
+
+    tree->rescan = 0;
+    if (tree->adopter > 0)
+        rc = add_children_of(
+            tree, carried, tree->adopter,
+            task_children_read(tree->proc.fd, tree->adopter, 0, &tree->buf, &tree->found));
+    for (i = 0; rc == 0 && i < tree->scratch.len; i++) {
+        const ProcEntry *e = &tree->scratch.items[i];
+        if (e->gone || !e->has_stat || (e->classified && !e->member))
+            continue; /* the root and processes added this tick are not classified yet */
+        rc = add_children_of(tree, carried, e->pid, read_lists(tree, i));
+    }
+    sort_appended(tree, carried);
+    tree->scanned_at = now;
+    tree->scans++;
+    return rc;
+}
+
+/* Reads (threads) of the lists a scan would read: what it costs against probing new pids. */
+static long
+scan_cost(const ProcTree *tree)
+{
+    long cost = tree->adopter > 0 ? 4 : 0;
+    size_t i;
+
+    for (i = 0; i < tree->scratch.len; i++) {
+        const ProcEntry *e = &tree->scratch.items[i];
+        if (e->member && !e->gone)
+            cost += e->stat.num_threads > 1 ? e->stat.num_threads + 2 : 1;
+    }
+    return cost;
+}
+
+/* Adds the root when it is not among the entries (the first reading, or not seen yet). */
+static int
+find_root(ProcTree *tree)
+{
+    size_t carried = tree->scratch.len;
+
+    if (tree->root <= 0 || tree->root_ended || entries_find(&tree->scratch, tree->root) >= 0)
+        return 0;
+    if (probe_pid(tree, carried, tree->root) < 0)
+        return -1;
+    sort_appended(tree, carried);
+    return 0;
+}
+
+/* Lists procfs for the process count of the system table when it is due (every
+ * LISTING_MAX_AGE, unless it would list the same processes as the last one). */
+static void
+count_when_due(ProcTree *tree, double now, long last_pid)
+{
+    long listed;
+
+    if (!tree->count_processes || now - tree->listed_at < LISTING_MAX_AGE)
+        return;
+    tree->listed_at = now;
+    if (listing_unchanged(tree, last_pid) || (listed = list_processes(tree)) < 0)
+        return;
+    tree->listed_count = (int)listed;
+    tree->pid_at_listing = last_pid;
+    tree->tasks_at_listing = tree->tasks;
+    tree->listings++;
+}
+
+/* Children-list mode: carries the members (identity checked), adds the root if missing and,
+ * when a process was created since the last tick (or the lists are due again), the new
+ * members: from the lists, or by probing the new pids when they are fewer than the lists.
+ * Lists that cannot be read hand over to the listing of procfs for CHILDREN_RETRY_S. */
+static int
+update_from_members(ProcTree *tree, double now, int created, long last_pid, int *count)
+{
+    int rc = 0;
+
+    if (carry_entries(tree) != 0 || check_members(tree) != 0 || find_root(tree) != 0)
+        return -1;
+    if (tree->follow_children &&
+        (created || tree->rescan || now - tree->scanned_at >= CHILDREN_SCAN_MAX_AGE)) {
+        if (created && !tree->rescan && tree->probe_pids && range_known(tree, last_pid) &&
+            last_pid - tree->last_pid < scan_cost(tree))
+            rc = probe_range(tree, last_pid);
+        else
+            rc = scan_members(tree, now);
+    }
+    if (rc != 0) {
+        if (errno == ENOMEM)
+            return -1;
+        tree->list_failures++; /* the listing takes over, from the next tick */
+        tree->lists_paused_til = now + CHILDREN_RETRY_S;
+        tree->listed_at = 0;
+        tree->rescan = 1;
+    }
+    tree->last_pid = last_pid;
+    count_when_due(tree, now, last_pid);
+    *count = tree->listed_count;
     return 0;
 }
 
@@ -1023,6 +1274,7 @@ refresh_entries(ProcTree *tree)
 {
     EntryVec *vec = &tree->scratch;
     size_t i, kept = 0;
+    int lists = lists_in_use(tree, tree->now);
 
     for (i = 0; i < vec->len; i++)
         if (vec->items[i].verify && vec->items[i].classified && verify_reused(tree, &vec->items[i]))
@@ -1042,11 +1294,15 @@ refresh_entries(ProcTree *tree)
         }
         if (e->member)
             account_member(tree, e);
+        else if (lists)
+            continue; /* only the members are kept: the lists find the others' */
         vec->items[kept++] = *e;
     }
     vec->len = kept;
-    if (tree->vanished.len)
+    if (tree->vanished.len) {
         tree->generation++;
+        tree->rescan = 1; /* a reaped member may have made a list skip, or handed its children */
+    }
     return 0;
 }
 
@@ -1071,6 +1327,8 @@ proc_tree_sample(ProcTree *tree, double now, ProcTreeReading *out)
     }
     /* members found gone while reading them are gone from the count too */
     out->processes -= (int)(tree->vanished.len - listed_vanished);
+    if (out->processes < 0)
+        out->processes = 0; /* members gone that the count (not listed yet) never had */
     tree->listed_count = out->processes;
     for (i = 0; i < tree->vanished.len; i++)
         if (!reaped_by_member(tree, &tree->vanished.items[i]))
@@ -1140,7 +1398,9 @@ size_t
 proc_tree_bytes(const ProcTree *tree)
 {
     return (tree->entries.cap + tree->scratch.cap + tree->vanished.cap) * sizeof(ProcEntry) +
-           tree->listing_cap * sizeof(*tree->listing) + tree->buf.cap;
+           tree->listing_cap * sizeof(*tree->listing) + tree->found.cap * sizeof(pid_t) +
+           tree->lists.cap * sizeof(KeptList) + tree->lists.tids.cap * sizeof(pid_t) +
+           tree->buf.cap;
 }
 
 void
@@ -1157,6 +1417,8 @@ proc_tree_free(ProcTree *tree)
     free(tree->scratch.items);
     free(tree->vanished.items);
     free(tree->listing);
+    pid_list_free(&tree->found);
+    list_cache_free(&tree->lists, &tree->fds_replaced);
     textbuf_free(&tree->buf);
     memset(tree, 0, sizeof(*tree));
     kept_fd_none(&tree->proc);

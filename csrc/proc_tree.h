@@ -1,9 +1,16 @@
-/* The tracked workload: a root process and its live descendants, found by a parent-id scan of
- * procfs (no /proc/<pid>/task/<tid>/children needed). No Python here.
+/* The tracked workload: a root process and its live descendants. No Python here.
  *
- * Each tick lists the procfs root once (names and inode numbers only) and merges the list with
- * the previous one; only new processes (or a reused pid, seen as a new inode) get their stat
- * read to learn the parent. Members have stat and io read every tick.
+ * New members are found from the members themselves where procfs has the kernel's per-thread
+ * children lists (/proc/<pid>/task/<tid>/children, task_children.h): when a process was
+ * created anywhere since the last tick, the lists of the members' threads are read (or the
+ * new pids looked up one by one, when they are fewer), and only the members are kept, so a
+ * tick costs what the tree costs, not what the machine does. Where the lists are missing (a
+ * kernel without CONFIG_PROC_CHILDREN, a fake procfs), could not be read, or the listing is
+ * asked for (RESOURCE_TRACKER_CHILD_DISCOVERY=listing), the tree is found by a parent-id scan
+ * of procfs instead: each tick lists the procfs root (names and inode numbers only) and merges
+ * the list with the previous one; only new processes (or a reused pid, seen as a new inode)
+ * get their stat read to learn the parent. Members have stat and io read every tick, and their
+ * start time checked (a pid handed to another process is not the member it was).
  *
  * CPU time and I/O bytes are conserved: the workload total is the sum over live members of
  * their own plus reaped children's counters (cutime/cstime, io of reaped children), plus what
@@ -25,6 +32,7 @@
 
 #include "fd_budget.h"
 #include "procfs_parse.h"
+#include "task_children.h"
 #include "textbuf.h"
 
 /* CPU seconds of smaps_rollup reads allowed per elapsed second, and the budget's burst and
@@ -59,6 +67,20 @@
  * pid the kernel handed out, /proc/loadavg) are looked up one by one instead of listing all of
  * procfs, while the range holds at most half as many pids as the listing had processes (a
  * lookup of a gone pid costs about two listed entries); else, or after a pid wrap, a listing. */
+
+/* Children lists: read again at least this often though no process was created (a safety
+ * net; a list read while a child was reaped or a thread exited is read again at the next
+ * tick anyway). */
+#define CHILDREN_SCAN_MAX_AGE 60.0
+/* Lists that could not be read (other than a process gone: descriptors exhausted, say) hand
+ * over to the listing of procfs for this many seconds. */
+#define CHILDREN_RETRY_S 60.0
+/* Children lists kept open (a descriptor each, one per thread of a member). A kept list of
+ * a thread that exits reads as empty, not as an error, so the threads of a multi-threaded
+ * member are listed at each read, and its thread count is read again after: fewer threads
+ * than listed means one may have handed its children to a thread read before, and the lists
+ * are read again at the next tick. */
+#define CHILDREN_KEPT_MAX 64
 
 /* A member's io is re-read when its CPU time moved since the last read (I/O takes CPU), or
  * that read is this many seconds old (a process doing I/O with less than a clock tick of CPU
@@ -181,6 +203,15 @@ typedef struct ProcTree {
     long tasks;                          /* tasks on the machine this tick (loadavg; -1: unknown) */
     long pid_at_listing, tasks_at_listing; /* the last pid and the tasks at the last listing */
     unsigned long probes;                  /* ticks that found new pids by probing */
+    /* new members found from the members' children lists (else: the listing of procfs) */
+    int children_lists;
+    int rescan;                  /* the lists are read at the next tick, created pids or not */
+    double scanned_at;           /* when they were last read; 0 = never */
+    double lists_paused_til;     /* the listing is used until then (the lists failed) */
+    unsigned long scans;         /* ticks that read them */
+    unsigned long list_failures; /* times they could not be read: the listing took over */
+    PidList found;               /* pids of one member's lists */
+    ListCache lists;             /* children lists kept open (CHILDREN_KEPT_MAX) */
     double listed_at;
     int listed_count;
     unsigned long listings;
@@ -198,6 +229,9 @@ int proc_tree_check_root(ProcTree *tree);
 /* Makes the children of adopter members too (with their descendants): the processes a
  * subreaper that started the root inherits when the root's descendants double-fork. */
 void proc_tree_adopt_children_of(ProcTree *tree, pid_t adopter);
+
+/* Finds new members by listing procfs, never from the children lists. */
+void proc_tree_use_listing(ProcTree *tree);
 
 /* Reads the tree at monotonic time now. The first call sets the baseline (interval zeros). */
 void proc_tree_sample(ProcTree *tree, double now, ProcTreeReading *out);

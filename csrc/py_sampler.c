@@ -33,25 +33,36 @@ copy_path(const char *arg, const char *fallback, char *dst, size_t size, const c
 static int
 sampler_init_py(SamplerObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"pid",          "interval",           "children", "track_processes",
-                             "track_system", "proc_root",          "sys_root", "nvml_library",
-                             "adopted_by",   "gpu_from_first_row", NULL};
+    static char *kwlist[] = {"pid",          "interval",           "children",  "track_processes",
+                             "track_system", "proc_root",          "sys_root",  "nvml_library",
+                             "adopted_by",   "gpu_from_first_row", "discovery", NULL};
     PyObject *pid_obj;
     long pid, adopted_by = 0;
     int overflow = 0;
     double interval;
     int children = 1, track_processes = 1, track_system = 1, gpu_from_first_row = 0;
-    const char *proc_root = NULL, *sys_root = NULL, *nvml = NULL;
+    const char *proc_root = NULL, *sys_root = NULL, *nvml = NULL, *discovery = NULL;
     CollectorConfig cfg;
 
     if (self->sampler) {
         PyErr_SetString(PyExc_RuntimeError, "Sampler is already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Od|pppzzzlp", kwlist, &pid_obj, &interval,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Od|pppzzzlpz", kwlist, &pid_obj, &interval,
                                      &children, &track_processes, &track_system, &proc_root,
-                                     &sys_root, &nvml, &adopted_by, &gpu_from_first_row))
+                                     &sys_root, &nvml, &adopted_by, &gpu_from_first_row,
+                                     &discovery))
         return -1;
+    if (discovery != NULL && strcmp(discovery, "auto") != 0 && strcmp(discovery, "listing") != 0) {
+        PyObject *given = PyUnicode_DecodeUTF8(discovery, (Py_ssize_t)strlen(discovery), "replace");
+        if (given != NULL)
+            PyErr_Format(PyExc_ValueError,
+                         "discovery must be 'auto' (the children lists where procfs has them) "
+                         "or 'listing' (list procfs), got %R",
+                         given);
+        Py_XDECREF(given);
+        return -1;
+    }
     if (!(interval >= SAMPLER_MIN_INTERVAL && interval <= SAMPLER_MAX_INTERVAL)) {
         char msg[160];
         snprintf(msg, sizeof(msg),
@@ -82,6 +93,7 @@ sampler_init_py(SamplerObject *self, PyObject *args, PyObject *kwargs)
     cfg.track_processes = track_processes;
     cfg.track_system = track_system;
     cfg.gpu_from_first_row = gpu_from_first_row;
+    cfg.child_listing = discovery != NULL && strcmp(discovery, "listing") == 0;
     if (copy_path(proc_root, "/proc", cfg.proc_root, sizeof(cfg.proc_root), "proc_root") ||
         copy_path(sys_root, "", cfg.sys_root, sizeof(cfg.sys_root), "sys_root") ||
         copy_path(nvml, "", cfg.nvml_library, sizeof(cfg.nvml_library), "nvml_library"))
@@ -195,6 +207,9 @@ SAMPLER_FLOAT_GETTER(tree_missed, (double)s->tree_missed)
 SAMPLER_FLOAT_GETTER(pss_denied, (double)s->pss_denied)
 SAMPLER_FLOAT_GETTER(listings, (double)s->listings)
 SAMPLER_FLOAT_GETTER(probes, (double)s->probes)
+SAMPLER_FLOAT_GETTER(children_scans, (double)s->children_scans)
+SAMPLER_FLOAT_GETTER(list_failures, (double)s->list_failures)
+SAMPLER_FLOAT_GETTER(children_lists, (double)s->children_lists)
 SAMPLER_FLOAT_GETTER(fd_sheds, (double)s->fd_sheds)
 SAMPLER_FLOAT_GETTER(kept_open, (double)s->kept_open)
 SAMPLER_FLOAT_GETTER(fds_replaced, (double)s->fds_replaced)
@@ -341,6 +356,13 @@ static PyGetSetDef sampler_getset[] = {
     {"listings", (getter)sampler_get_listings, NULL, "ticks that listed all of procfs", NULL},
     {"probes", (getter)sampler_get_probes, NULL,
      "ticks that found new processes by looking up the new pids only", NULL},
+    {"children_scans", (getter)sampler_get_children_scans, NULL,
+     "ticks that read the members' children lists (/proc/<pid>/task/<tid>/children)", NULL},
+    {"list_failures", (getter)sampler_get_list_failures, NULL,
+     "times the children lists could not be read (the listing of procfs took over for 60 s)", NULL},
+    {"children_lists", (getter)sampler_get_children_lists, NULL,
+     "1 when new members are found from the members' children lists, 0 when by listing procfs",
+     NULL},
     {"fd_sheds", (getter)sampler_get_fd_sheds, NULL,
      "times the kept-open descriptors were given back (the application neared RLIMIT_NOFILE)",
      NULL},
@@ -433,10 +455,13 @@ static PyMethodDef sampler_methods[] = {
 };
 
 static PyType_Slot sampler_slots[] = {
-    {Py_tp_doc, "Sampler(pid, interval, children=True, track_processes=True, track_system=True,"
-                " proc_root=None, sys_root=None, nvml_library=None, adopted_by=0)\n\n"
-                "adopted_by: a process id whose children also belong to the workload (a "
-                "subreaper that started pid)."},
+    {Py_tp_doc,
+     "Sampler(pid, interval, children=True, track_processes=True, track_system=True,"
+     " proc_root=None, sys_root=None, nvml_library=None, adopted_by=0, gpu_from_first_row=False,"
+     " discovery='auto')\n\n"
+     "adopted_by: a process id whose children also belong to the workload (a "
+     "subreaper that started pid). discovery: 'auto' finds new members from their "
+     "children lists where procfs has them, 'listing' by listing procfs."},
     {Py_tp_init, sampler_init_py},
     {Py_tp_dealloc, sampler_dealloc},
     {Py_tp_methods, sampler_methods},

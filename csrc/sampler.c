@@ -26,6 +26,9 @@ publish_counters(void *arg)
     s->pss_denied = c->tree.pss_denied;
     s->listings = c->tree.listings;
     s->probes = c->tree.probes;
+    s->children_scans = c->tree.scans;
+    s->list_failures = c->tree.list_failures;
+    s->children_lists = c->tree.children_lists;
     s->fd_sheds = c->tree.fd_sheds;
     s->kept_open = (unsigned long)c->tree.kept_open;
     s->fds_replaced = c->tree.fds_replaced + c->system.fds_replaced + cg->fds_replaced;

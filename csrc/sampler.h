@@ -52,6 +52,9 @@ typedef struct Sampler {
     unsigned long io_denied, pss_denied; /* member reads refused (another user's processes) */
     double memory_hwm_kib;               /* the largest resident set of one member */
     unsigned long listings, probes;      /* ticks that listed procfs / probed new pids */
+    unsigned long children_scans;        /* ticks that read the members' children lists */
+    unsigned long list_failures;         /* times those could not be read (the listing took over) */
+    int children_lists;                  /* new members are found from the children lists */
     unsigned long fd_sheds, kept_open;   /* kept descriptors given back; members kept open */
     unsigned long fds_replaced;          /* kept descriptors the application closed or replaced */
     /* where the tree's columns came from (cgroup_tree.h) */

@@ -39,9 +39,12 @@ class Sampler:
         nvml_library: Optional[str] = ...,
         adopted_by: int = ...,
         gpu_from_first_row: bool = ...,
+        discovery: Optional[str] = ...,
     ) -> None:
         """gpu_from_first_row: the GPU library loaded at the first row, not at the baseline
-        (a process that ends before its first tick never loads it: the code agent's)."""
+        (a process that ends before its first tick never loads it: the code agent's).
+        discovery: 'auto' (new members from the members' children lists where procfs has
+        them) or 'listing' (list procfs; RESOURCE_TRACKER_CHILD_DISCOVERY)."""
     def start(self) -> None: ...
     def run_after_baseline(self, fn: Callable[[], object], /) -> None:
         """Before start(): the sampler thread starts a thread that calls fn() right after its
@@ -109,6 +112,12 @@ class Sampler:
     def listings(self) -> float: ...
     @property
     def probes(self) -> float: ...
+    @property
+    def children_scans(self) -> float: ...
+    @property
+    def list_failures(self) -> float: ...
+    @property
+    def children_lists(self) -> float: ...
     @property
     def fd_sheds(self) -> float: ...
     @property

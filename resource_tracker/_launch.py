@@ -77,6 +77,7 @@ def _new_sampler(
             sys_root=settings.get("RESOURCE_TRACKER_SYSFS_ROOT"),
             nvml_library=settings.get("RESOURCE_TRACKER_NVML_LIBRARY"),
             adopted_by=adopted_by,
+            discovery=settings.get("RESOURCE_TRACKER_CHILD_DISCOVERY"),
             **kwargs,
         )
     if method == "psutil":

@@ -206,6 +206,11 @@ SETTINGS = _declare(
             "processes), `cgroup` (also v1 `blkio`, which recent kernels leave at 0 unless "
             "throttled) or `procfs` (always walk the processes); see docs/metrics.md",
             default="auto", choices=("auto", "cgroup", "procfs")),
+    Setting("RESOURCE_TRACKER_CHILD_DISCOVERY", "choice", "how the C sampler finds the "
+            "tracked tree's new processes: `auto` (from the members' own children lists, "
+            "`/proc/<pid>/task/<tid>/children`, where the kernel has them, else by listing "
+            "`/proc`) or `listing` (always list `/proc`: a cost that grows with the machine's "
+            "processes); see docs/metrics.md", default="auto", choices=("auto", "listing")),
     Setting("RESOURCE_TRACKER_PROCFS_ROOT", "path", "root under which procfs is read (default "
             "`/proc`; for tests)"),
     Setting("RESOURCE_TRACKER_SYSFS_ROOT", "path", "root under which sysfs evidence is read "

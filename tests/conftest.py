@@ -116,6 +116,23 @@ def backend(request, monkeypatch):
     return chosen
 
 
+#: how the C sampler finds a tree's new processes (RESOURCE_TRACKER_CHILD_DISCOVERY): from the
+#: members' children lists (where the kernel has them), or by listing /proc
+DISCOVERIES = ("auto", "listing")
+
+
+@pytest.fixture(params=DISCOVERIES)
+def discovery(request, monkeypatch):
+    """The child discovery of this run of the test ('auto' or 'listing'): every C sampler a
+    tracker makes uses it, also in subprocesses; 'auto' is skipped where procfs has no
+    children lists (a kernel without CONFIG_PROC_CHILDREN)."""
+    own_list = f"/proc/{os.getpid()}/task/{os.getpid()}/children"
+    if request.param == "auto" and not os.path.exists(own_list):
+        pytest.skip("this kernel has no /proc/<pid>/task/<tid>/children")
+    monkeypatch.setenv("RESOURCE_TRACKER_CHILD_DISCOVERY", request.param)
+    return request.param
+
+
 #: the suite's parts that reach no C code in the test process (their own processes, tools or
 #: builds): `-m "not metaflow and not browser and not packaging"` (make sanitize) leaves them out
 PART_MARKERS = {

@@ -11,6 +11,17 @@ import sys
 import textwrap
 import time
 
+# an unrelated neighbour creating ~100 short-lived processes a second (python -c FORKER)
+FORKER = """
+import os, time
+while True:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    time.sleep(0.01)
+"""
+
 PRELUDE = """
 import json, os, sys, time
 def rss_kib():

@@ -11,12 +11,13 @@ the rules of a row (the CPU rate's clock-tick floor and cap, the fold); the one 
 the "key value" cgroup files; the tick schedule (the grid, skipping ahead, the last
 partial interval).
 
-tree_check.c (csrc/proc_tree.c, fd_budget.c, procfs_parse.c, textbuf.c): the PSS round
-schedule of real process trees read from the real /proc, on an injected clock
+tree_check.c (csrc/proc_tree.c, task_children.c, fd_budget.c, procfs_parse.c, textbuf.c): the
+PSS round schedule of real process trees read from the real /proc, on an injected clock
 (proc_tree_sample takes the tick's time): a round when the last is PSS_MAX_AGE old,
 PSS_IDLE_MAX_AGE for an idle tree; and the listing of procfs on a fake root: due every
 LISTING_MAX_AGE, not made while /proc/loadavg shows nothing created or reaped, made once it
-does. No check waits for any of these ages.
+does; the children lists on a fake root: read when pids were handed out (or the one new pid
+looked up), else only every CHILDREN_SCAN_MAX_AGE. No check waits for any of these ages.
 
 frames_check.c (csrc/frame_table.c): the code profile's frame table: interning, the bound
 (refused and counted, nothing changed), and a simulated day at 1 s (86,400 ticks of four
@@ -57,7 +58,13 @@ CHECKS = {
         "csrc/cgroup_parse.c",
         "csrc/schedule.c",
     ],
-    "tree_check": ["csrc/proc_tree.c", "csrc/fd_budget.c", "csrc/procfs_parse.c", "csrc/textbuf.c"],
+    "tree_check": [
+        "csrc/proc_tree.c",
+        "csrc/task_children.c",
+        "csrc/fd_budget.c",
+        "csrc/procfs_parse.c",
+        "csrc/textbuf.c",
+    ],
     "frames_check": ["csrc/frame_table.c"],
     "cgroup_check": [
         "csrc/cgroup_tree.c",
@@ -65,6 +72,7 @@ CHECKS = {
         "csrc/procfs_parse.c",
         "csrc/textbuf.c",
         "csrc/proc_tree.c",
+        "csrc/task_children.c",
         "csrc/fd_budget.c",
     ],
     "engine_check": [

@@ -12,6 +12,8 @@ is no GPU here). Cloud: the loopback metadata stand-in of tests/gpu_cloud/gpu_cl
 from __future__ import annotations
 
 import os
+import subprocess
+import threading
 from array import array
 
 import pytest
@@ -46,13 +48,22 @@ def sampled():
 def test_reliability_leak_sampler_create(tmp_path):
     assert_no_leak("Sampler() + free", lambda: _core.Sampler(os.getpid(), 1.0), 2000)
     assert_no_leak(
+        "Sampler(discovery='listing') + free",
+        lambda: _core.Sampler(os.getpid(), 1.0, discovery="listing"),
+        2000,
+    )
+    assert_no_leak(
         "Sampler(no processes, no system)",
         lambda: _core.Sampler(os.getpid(), 1.0, track_processes=False, track_system=False),
         2000,
     )
 
     def refused():
-        for kwargs in ({"proc_root": str(tmp_path / "missing")}, {"interval": -1.0}):
+        for kwargs in (
+            {"proc_root": str(tmp_path / "missing")},
+            {"interval": -1.0},
+            {"discovery": "fast\x1b"},
+        ):
             try:
                 _core.Sampler(os.getpid(), **dict({"interval": 1.0}, **kwargs))
             except (OSError, ValueError):
@@ -61,6 +72,42 @@ def test_reliability_leak_sampler_create(tmp_path):
                 raise AssertionError(f"Sampler({kwargs}) was accepted")
 
     assert_no_leak("Sampler() refused", refused, 2000)
+
+
+@pytest.mark.parametrize("discovery", ["auto", "listing"])
+@pytest.mark.parametrize("forker", ["main thread", "a new thread each time"])
+def test_reliability_leak_children_come_and_go(discovery, forker):
+    """Readings of this process while its children come and go (one started, one reaped
+    each reading), started by the main thread or by a thread that then ends: the children
+    lists (one kept per thread), their descriptors and the entries are given back, on both
+    discovery paths."""
+    kids = []
+    s = _core.Sampler(os.getpid(), 1.0, track_system=False, discovery=discovery)
+
+    def start():
+        kids.append(subprocess.Popen(["sleep", "30"]))
+
+    def reading():
+        if forker == "main thread":
+            start()
+        else:
+            t = threading.Thread(target=start)
+            t.start()
+            s.sample_now()  # the thread's list is read (and kept) while it lives
+            t.join()
+        if len(kids) > 3:
+            kid = kids.pop(0)
+            kid.kill()
+            kid.wait()
+        s.sample_now()
+
+    try:
+        assert_no_leak(f"children come and go ({discovery})", reading, 100)
+    finally:
+        for kid in kids:
+            kid.kill()
+            kid.wait()
+    s.stop()
 
 
 @covers("Sampler.start", "Sampler.stop")
@@ -331,6 +378,9 @@ PROPERTIES = (
     "pss_denied",
     "listings",
     "probes",
+    "children_scans",
+    "list_failures",
+    "children_lists",
     "fd_sheds",
     "kept_open",
     "fds_replaced",

@@ -11,7 +11,8 @@
  * And the listing of procfs (the machine's process count), on a fake procfs root whose
  * /proc/loadavg the check writes: a listing due by age (LISTING_MAX_AGE) is not made while
  * the last pid and the task count did not move; once they move, the next listing is made and
- * the count follows. Nothing on a real machine keeps its task count still that long.
+ * the count follows. Nothing on a real machine keeps its task count still that long. And the
+ * children lists' schedule on a fake root with lists (check_children_schedule).
  * Prints "ok <checks>"; exits non-zero at the first failed check. */
 #include <signal.h>
 #include <stdio.h>
@@ -259,6 +260,111 @@ check_listing_schedule(void)
     }
 }
 
+/* <root>/<pid>/task/<pid>/children holding text */
+static void
+fake_children(const char *root, int pid, const char *text)
+{
+    char dir[4096];
+
+    snprintf(dir, sizeof(dir), "%s/%d/task", root, pid);
+    mkdir(dir, 0755);
+    snprintf(dir, sizeof(dir), "%s/%d/task/%d", root, pid, pid);
+    mkdir(dir, 0755);
+    write_file(dir, "children", text);
+}
+
+/* The children lists' schedule on a fake procfs root (4242 and its child 4243, with lists):
+ * read at the first reading; not again while the last pid handed out does not move (a child
+ * the lists name meanwhile is not seen), until CHILDREN_SCAN_MAX_AGE; a new pid that is the
+ * only one handed out is looked up (cheaper than reading the lists), a larger burst reads
+ * the lists. No listing of procfs at all. */
+static void
+check_children_schedule(void)
+{
+    char root[] = "/tmp/rt-tree-check-XXXXXX", self[32], link[4200];
+    ProcTree tree;
+    ProcTreeReading r;
+    const double t0 = 700.0;
+    double t;
+
+    if (mkdtemp(root) == NULL)
+        exit(2);
+    write_file(root, "loadavg", "0.00 0.00 0.00 1/100 5000\n");
+    snprintf(self, sizeof(self), "%d", (int)getpid());
+    snprintf(link, sizeof(link), "%s/self", root);
+    if (symlink(self, link) != 0) /* this pid namespace's loadavg: trusted */
+        exit(2);
+    fake_process(root, 4242, 1);
+    fake_process(root, 4243, 4242);
+    fake_children(root, 4242, "4243 ");
+    fake_children(root, 4243, "");
+    CHECK(proc_tree_init(&tree, root, 4242, 1) == 0);
+    CHECK(tree.children_lists == 1);
+    proc_tree_sample(&tree, t0, &r);
+    CHECK(tree.scans == 1 && r.members == 2);
+    fake_process(root, 4300, 4242); /* named by the list, but no pid was handed out */
+    fake_children(root, 4300, "");
+    fake_children(root, 4242, "4243 4300 ");
+    for (t = 1; t < CHILDREN_SCAN_MAX_AGE; t += 1) {
+        proc_tree_sample(&tree, t0 + t, &r);
+        CHECK(tree.scans == 1 && r.members == 2);
+    }
+    proc_tree_sample(&tree, t0 + CHILDREN_SCAN_MAX_AGE, &r); /* the safety net */
+    CHECK(tree.scans == 2 && r.members == 3);
+    fake_process(root, 5001, 4242); /* the one pid handed out: looked up */
+    fake_children(root, 5001, "");
+    fake_children(root, 4242, "4243 4300 5001 ");
+    write_file(root, "loadavg", "0.00 0.00 0.00 1/101 5001\n");
+    proc_tree_sample(&tree, t0 + CHILDREN_SCAN_MAX_AGE + 1, &r);
+    CHECK(tree.scans == 2 && tree.probes == 1 && r.members == 4);
+    fake_process(root, 5100, 4243); /* a burst of 99 pids: the lists are read */
+    fake_children(root, 5100, "");
+    fake_children(root, 4243, "5100 ");
+    write_file(root, "loadavg", "0.00 0.00 0.00 1/102 5100\n");
+    proc_tree_sample(&tree, t0 + CHILDREN_SCAN_MAX_AGE + 2, &r);
+    CHECK(tree.scans == 3 && tree.probes == 1 && r.members == 5);
+    CHECK(tree.listings == 0);
+    proc_tree_free(&tree);
+    snprintf(link, sizeof(link), "rm -rf '%s'", root);
+    CHECK(system(link) == 0);
+}
+
+/* Children the lists name out of pid order (as a child's children come after its siblings):
+ * the tree's entries are still in pid order (every member found by a lookup), and the
+ * members' pids come out ascending. */
+static void
+check_children_order(void)
+{
+    char root[] = "/tmp/rt-tree-check-XXXXXX", link[4200];
+    static const int kids[] = {4250, 4243, 4244};
+    pid_t pids[8];
+    ProcTree tree;
+    ProcTreeReading r;
+    size_t i, n;
+
+    if (mkdtemp(root) == NULL)
+        exit(2);
+    write_file(root, "loadavg", "0.00 0.00 0.00 1/100 5000\n");
+    fake_process(root, 4242, 1);
+    fake_children(root, 4242, "4250 4243 4244 ");
+    for (i = 0; i < 3; i++) {
+        fake_process(root, kids[i], 4242);
+        fake_children(root, kids[i], "");
+    }
+    CHECK(proc_tree_init(&tree, root, 4242, 1) == 0);
+    proc_tree_sample(&tree, 900.0, &r);
+    CHECK(r.members == 4);
+    for (i = 0; i < 3; i++)
+        CHECK(proc_tree_contains(&tree, kids[i]));
+    n = proc_tree_member_pids(&tree, pids, 8);
+    CHECK(n == 4);
+    for (i = 1; i < n; i++)
+        CHECK(pids[i - 1] < pids[i]);
+    proc_tree_free(&tree);
+    snprintf(link, sizeof(link), "rm -rf '%s'", root);
+    CHECK(system(link) == 0);
+}
+
 int
 main(void)
 {
@@ -302,6 +408,8 @@ main(void)
     proc_tree_free(&busy);
     stop_trees();
     check_listing_schedule();
+    check_children_schedule();
+    check_children_order();
     printf("ok %d\n", checks);
     return 0;
 }
