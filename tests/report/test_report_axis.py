@@ -27,6 +27,8 @@ HELD_MIB = 300
 HELD_SAMPLES = 8
 #: the page's colour of the machine's line (report.css), light and dark
 SYSTEM_FILL = {False: "rgb(188, 76, 0)", True: "rgb(219, 109, 40)"}
+#: Metaflow's default @resources memory, as the step's ask
+ASKED = {"cpu": 1, "memory": 4096, "source": "@resources"}
 
 HOLD = f"""
 buf = touched({HELD_MIB})
@@ -65,8 +67,8 @@ _MEMORY = """(function () {
 
 @pytest.fixture(scope="module")
 def held_run(tmp_path_factory):
-    """(report path, the workload's RSS in MiB, the tracker's peaks in MiB: process, system)
-    of a real child holding HELD_MIB MiB for HELD_SAMPLES samples."""
+    """(report path, the workload's RSS in MiB, the tracker's peaks in MiB: process, system,
+    the tracker's snapshot) of a real child holding HELD_MIB MiB for HELD_SAMPLES samples."""
     workload = Workload(HOLD)
     tracker = ResourceTracker(pid=workload.pid, interval=0.1, discover_cloud=False)
     try:
@@ -87,7 +89,7 @@ def held_run(tmp_path_factory):
     system = max(tracker.system_metrics["memory_used"]) / 1024
     path = str(tmp_path_factory.mktemp("axis") / "report.html")
     tracker.report().save(path)
-    return path, rss_mib, process, system
+    return path, rss_mib, process, system, tracker.snapshot()
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +133,7 @@ def _mib(value, unit):
 def test_the_workload_fills_the_memory_axis_and_the_machine_is_named_above_it(
     browser, held_run, tmp_path_factory, width, dark
 ):
-    path, rss_mib, process_mib, system_mib = held_run
+    path, rss_mib, process_mib, system_mib, _ = held_run
     # the tracker saw what the workload holds; the machine uses several times that
     assert 0.9 * rss_mib <= process_mib <= 1.3 * rss_mib, (rss_mib, process_mib)
     assert system_mib >= 3 * process_mib, (process_mib, system_mib)
@@ -161,4 +163,34 @@ def test_the_workload_fills_the_memory_axis_and_the_machine_is_named_above_it(
     _shot(browser, shot.replace(".png", "-fit-all.png"))
     browser.eval("document.querySelector('#rt-chart-memory button.rt-fit-all').click()")
     assert browser.eval(_MEMORY)["process"] == chart["process"]
+    assert browser.console_errors() == []
+
+
+def test_the_metaflow_card_of_a_step_that_asked_4_gib_fills_the_axis_too(
+    browser, held_run, tmp_path
+):
+    """The card (the same renderer) of the run as a Metaflow step with Metaflow's default
+    @resources(memory=4096): the ask, 13 times the step's use, is named above the axis with
+    the machine; the process line still fills at least half the chart, at 390 px in dark."""
+    pytest.importorskip("metaflow")
+    from metaflow_extensions.resource_tracker.plugins.cards.resource_tracker_card import (
+        tracked_resources_card as card,
+    )
+    from metaflow_extensions.resource_tracker.plugins.track_resources_decorator import (
+        build_artifact,
+    )
+
+    snap = held_run[4]
+    snap = dict(snap, extra={"integration": "Metaflow", "resources_asked": ASKED})
+    data = build_artifact(ResourceTracker.from_snapshot(snap), None, failed=False, label="F/1/s/2")
+    path = tmp_path / "card.html"
+    path.write_text(card.render_artifact(data, label="F/1/s/2"), encoding="utf-8")
+    chart = _open(browser, str(path), 390, dark=True)
+    _shot(browser, str(tmp_path / "card-memory-390-dark.png"))
+    assert (chart["floor"] - chart["process"]) / (chart["floor"] - chart["top"]) >= 0.5, chart
+    assert [(a["name"], a["inside"]) for a in chart["above"]] == [
+        ("System", True),
+        ("asked (@resources)", True),
+    ], chart
+    assert chart["above"][1]["text"] == "↑ asked (@resources) 4 GiB", chart
     assert browser.console_errors() == []
