@@ -450,8 +450,8 @@
     top = Math.ceil(top / step - 1e-9) * step;
     chart.yOf = function (v) { return M.top + ph - (v / scale.div) / top * ph; };
     var topValue = top * scale.div;
-    /* above the axis even after its rounding up: clipped at the top and named there */
-    var above = axis.above.filter(function (it) { return it.peak > topValue * (1 + 1e-9); });
+    /* above the axis even after its rounding up (a mark with its label): named at its top */
+    var above = axis.above.filter(function (it) { return it.room > topValue * (1 + 1e-9); });
     for (var y = 0; y <= top + step / 2; y += step) {
       var py = M.top + ph - y / top * ph;
       el("line", { x1: M.left, x2: width - M.right, y1: py, y2: py, "class": "rt-grid-line" }, svg);
@@ -579,8 +579,11 @@
       var label = el("text", { x: chart.width - M.right - 4, y: M.top + 11 + 12 * k,
         "text-anchor": "end", "class": "rt-above", "data-series": item.name,
         "data-value": it.peak, style: "fill:var(--rt-c-" + item.role + ")" }, chart.svg);
-      label.textContent = "\u2191 " + item.name + (item.mark ? " " : ", max ") +
+      /* a line's peak as its legend has it (the run's, from the statistics, when in view) */
+      var whole = view.x0 === full[0] && view.x1 === full[1];
+      var peak = !item.mark && whole && item.stat.max ? item.stat.max :
         fmtQty(it.peak, chart.def.unit);
+      label.textContent = "\u2191 " + item.name + (item.mark ? " " : ", max ") + peak;
     });
   }
 
