@@ -1,10 +1,12 @@
 """The memory chart's axis is the workload's (issue 40): a real child process holding 300 MiB,
-tracked on a machine whose memory in use is several times that, drawn in a real headless
-Chromium (network off, as report_browser sets it) at 1280 and 390 px, light and dark. The
-process line fills at least half the plot's height and its peak reads, on the axis, as the
-workload's own RSS; the machine's line, above the axis, is named at its top with its peak
-(the tracker's own figure) in its colour, and "Fit all lines" puts it back on the axis.
-Screenshots go under $RESOURCE_TRACKER_TEST_ARTIFACTS, else the test's temporary directory."""
+tracked on a machine using several times that (another real child holds 1 GiB beside it),
+drawn in a real headless Chromium (network off, as report_browser sets it) at 1280 and
+390 px, light and dark. The process line fills at least half the plot's height and its peak
+reads, on the axis, as the workload's own RSS; the machine's line, above the axis, is named
+at its top with its peak (the tracker's own figure) in its colour, and "Fit all lines" puts
+it back on the axis. The Metaflow card (the same renderer) of the run as a step that asked
+4 GiB too. Screenshots go under $RESOURCE_TRACKER_TEST_ARTIFACTS, else the test's temporary
+directory."""
 
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ READY = "document.documentElement.getAttribute('data-rt-rendered-ms')"
 HELD_MIB = 300
 #: samples the tracker takes while the workload holds its memory
 HELD_SAMPLES = 8
+#: memory held meanwhile by another, untracked process (the machine's use beside the workload)
+BALLAST_MIB = 1024
 #: the page's colour of the machine's line (report.css), light and dark
 SYSTEM_FILL = {False: "rgb(188, 76, 0)", True: "rgb(219, 109, 40)"}
 #: Metaflow's default @resources memory, as the step's ask
@@ -69,10 +73,15 @@ _MEMORY = """(function () {
 @pytest.fixture(scope="module")
 def held_run(tmp_path_factory):
     """(report path, the workload's RSS in MiB, the tracker's peaks in MiB: process, system,
-    the tracker's snapshot) of a real child holding HELD_MIB MiB for HELD_SAMPLES samples."""
+    the tracker's snapshot) of a real child holding HELD_MIB MiB for HELD_SAMPLES samples.
+    Beside it, untracked, a second child holds BALLAST_MIB MiB: whatever else the machine
+    runs, it uses several times the workload's memory."""
+    ballast = Workload(f"buf = touched({BALLAST_MIB})\nreport(held=True)\nsys.stdin.readline()")
     workload = Workload(HOLD)
     tracker = ResourceTracker(pid=workload.pid, interval=0.1, discover_cloud=False)
     try:
+        ballast.go()
+        assert ballast.read_report() == {"held": True}
         wait_for_baseline(tracker)
         workload.go()
         rss_mib = workload.read_report()["rss_kib"] / 1024
@@ -86,6 +95,7 @@ def held_run(tmp_path_factory):
     finally:
         tracker.stop()
         workload.kill()
+        ballast.kill()
     process = max(tracker.process_metrics["memory"]) / 1024
     system = max(tracker.system_metrics["memory_used"]) / 1024
     path = str(tmp_path_factory.mktemp("axis") / "report.html")
