@@ -394,7 +394,7 @@
   }
 
   /* The axis' top value, and the context's lines and marks left above it: {ymax, above:
-   * [{item, peak}]}. The process tree's line sets the axis; another line or mark joins it
+   * [{item, peak, room: the peak with a mark's label}]}. The process tree's line sets the axis; another line or mark joins it
    * while at most CONTEXT_ROOM times the process' peak. Every shown line sets it on a
    * chart in % (0-100% always), with "Fit all lines", or when the process is not drawn or
    * stays at 0 in view (a machine's disk traffic beside none of the process). */
