@@ -280,6 +280,10 @@
   var LAYER = { system: 0, process: 1 };
   var DASHES = ["", "5 3", "1.5 2.5"];
   var MARK_DASH = { ask: "7 3", limit: "3 3", capacity: "1.5 3" };
+  /* The axis is the workload's: a line or mark of the context (the machine, the ask, the
+   * container's limit) joins it only while at most this many times the process tree's peak,
+   * so the process line always fills at least about half the chart's height. */
+  var CONTEXT_ROOM = 1.3;
 
   var charts = data.charts.map(function (def) {
     var box = html("div", def.compact ? "rt-chart rt-minor" : "rt-chart", grid);
@@ -303,8 +307,9 @@
       return { name: m.name, role: m.kind, mark: true, value: m.value, hidden: false };
     });
     var chart = { def: def, box: box, svg: svg, legend: legend, at: at, series: series,
-      marks: marks, scale: null, width: 0, cursor: null, sel: null };
+      marks: marks, scale: null, width: 0, cursor: null, sel: null, fitAll: false };
     series.concat(marks).forEach(function (item) { legendEntry(chart, item); });
+    chart.fit = fitButton(chart);
     bind(chart);
     return chart;
   });
@@ -325,6 +330,24 @@
       key.setAttribute("aria-pressed", item.hidden ? "false" : "true");
       draw(chart);
     });
+  }
+
+  /* "Fit all lines": the chart's axis taken to its highest line or mark, and back to the
+   * process tree's; shown only where a line or mark of the context is above the axis. */
+  function fitButton(chart) {
+    var button = html("button", "rt-button rt-fit-all", null, "Fit all lines");
+    chart.box.insertBefore(button, chart.legend);  /* at the title's right, over no figure */
+    button.type = "button";
+    button.hidden = true;
+    button.setAttribute("aria-pressed", "false");
+    button.title = "Scale the axis to every line, or back to the process tree's";
+    button.addEventListener("click", function () {
+      chart.fitAll = !chart.fitAll;
+      button.setAttribute("aria-pressed", chart.fitAll ? "true" : "false");
+      button.textContent = chart.fitAll ? "Fit the process" : "Fit all lines";
+      draw(chart);
+    });
+    return button;
   }
 
   function plotWidth(chart) { return chart.width - M.left - M.right; }
@@ -360,18 +383,43 @@
     return flat ? COMPACT_HEIGHT : h;
   }
 
-  function topOf(chart, ranges) {
-    var ymax = 0;
+  /* The highest value of a series in view (0 when none). */
+  function peakOf(s, range) {
+    var peak = 0;
+    for (var i = range[0]; i <= range[1]; i++) {
+      var v = s.values[i];
+      if (v !== null && v > peak) { peak = v; }
+    }
+    return peak;
+  }
+
+  /* The axis' top value, and the context's lines and marks left above it: {ymax, above:
+   * [{item, peak, room: the peak with a mark's label}]}. The process tree's line sets the axis; another line or mark joins it
+   * while at most CONTEXT_ROOM times the process' peak. Every shown line sets it on a
+   * chart in % (0-100% always), with "Fit all lines", or when the process is not drawn or
+   * stays at 0 in view (a machine's disk traffic beside none of the process). */
+  function axisTop(chart, ranges) {
+    var items = [], own = 0;
     chart.series.forEach(function (s, j) {
       if (s.hidden) { return; }
-      for (var i = ranges[j][0]; i <= ranges[j][1]; i++) {
-        var v = s.values[i];
-        if (v !== null && v > ymax) { ymax = v; }
-      }
+      var peak = peakOf(s, ranges[j]);
+      items.push({ item: s, peak: peak, room: peak });
+      if (s.role === "process") { own = Math.max(own, peak); }
     });
     /* room above a reference line for its label */
-    chart.marks.forEach(function (m) { if (!m.hidden) { ymax = Math.max(ymax, m.value * 1.12); } });
-    return ymax;
+    chart.marks.forEach(function (m) {
+      if (!m.hidden) { items.push({ item: m, peak: m.value, room: m.value * 1.12 }); }
+    });
+    var every = chart.fitAll || !(own > 0) || chart.def.unit === "pct";
+    var ymax = 0, above = [];
+    items.forEach(function (it) {
+      if (every || it.item.role === "process" || it.peak <= CONTEXT_ROOM * own) {
+        ymax = Math.max(ymax, it.room);
+      } else {
+        above.push(it);
+      }
+    });
+    return { ymax: ymax, above: above };
   }
 
   function draw(chart) {
@@ -388,7 +436,8 @@
     svg.style.height = printing ? "auto" : height + "px";
     while (svg.firstChild) { svg.removeChild(svg.firstChild); }
     var ph = height - M.top - M.bottom;
-    var ymax = topOf(chart, ranges);
+    var axis = axisTop(chart, ranges);
+    var ymax = axis.ymax;
     if (chart.def.unit === "pct") { ymax = Math.max(ymax, 100); }  /* 0-100%, as nvidia-smi */
     var scale = unitScale(chart.def.unit, ymax);
     chart.scale = scale;
@@ -400,6 +449,9 @@
     }
     top = Math.ceil(top / step - 1e-9) * step;
     chart.yOf = function (v) { return M.top + ph - (v / scale.div) / top * ph; };
+    var topValue = top * scale.div;
+    /* above the axis even after its rounding up (a mark with its label): named at its top */
+    var above = axis.above.filter(function (it) { return it.room > topValue * (1 + 1e-9); });
     for (var y = 0; y <= top + step / 2; y += step) {
       var py = M.top + ph - y / top * ph;
       el("line", { x1: M.left, x2: width - M.right, y1: py, y2: py, "class": "rt-grid-line" }, svg);
@@ -421,7 +473,10 @@
       return (LAYER[chart.series[a].role] || 0) - (LAYER[chart.series[b].role] || 0) || a - b;
     });
     order.forEach(function (j) { drawSeries(chart, chart.series[j], ranges[j], clip); });
-    chart.marks.forEach(function (m) { drawMark(chart, m, clip); });
+    chart.marks.forEach(function (m) {
+      if (above.every(function (it) { return it.item !== m; })) { drawMark(chart, m, clip); }
+    });
+    drawAbove(chart, above, ph);
     chart.cursor = el("line", { x1: 0, x2: 0, y1: M.top, y2: M.top + ph, "class": "rt-cursor",
       visibility: "hidden" }, svg);
     chart.sel = el("rect", { x: 0, y: M.top, width: 0, height: ph, "class": "rt-sel",
@@ -512,6 +567,24 @@
     var label = el("text", { x: chart.width - M.right - 4, y: +y - 4, "text-anchor": "end",
       "class": "rt-mark-label", style: "fill:var(--rt-c-" + m.role + ")" }, chart.svg);
     label.textContent = m.name + " " + fmtQty(m.value, chart.def.unit);
+  }
+
+  /* The context's lines and marks above the axis, named at its top (right-aligned, one a
+   * row, in their colour): "↑ System, max 2.1 GiB", "↑ asked (@resources) 4 GiB". */
+  function drawAbove(chart, above, ph) {
+    chart.fit.hidden = !chart.fitAll && !above.length;
+    var rows = Math.max(1, Math.floor(ph / 13) - 1);
+    above.slice(0, rows).forEach(function (it, k) {
+      var item = it.item;
+      var label = el("text", { x: chart.width - M.right - 4, y: M.top + 11 + 12 * k,
+        "text-anchor": "end", "class": "rt-above", "data-series": item.name,
+        "data-value": it.peak, style: "fill:var(--rt-c-" + item.role + ")" }, chart.svg);
+      /* a line's peak as its legend has it (the run's, from the statistics, when in view) */
+      var whole = view.x0 === full[0] && view.x1 === full[1];
+      var peak = !item.mark && whole && item.stat.max ? item.stat.max :
+        fmtQty(it.peak, chart.def.unit);
+      label.textContent = "\u2191 " + item.name + (item.mark ? " " : ", max ") + peak;
+    });
   }
 
   /* min, mean and max of the points in view (null when none). While the whole run is in

@@ -262,8 +262,18 @@ _MARKS = """(function (id) {
       return {name: l.getAttribute('data-series'), value: +l.getAttribute('data-value'),
               y: +l.getAttribute('y1')}; }),
     labels: Array.from(c.querySelectorAll('text.rt-mark-label')).map(function (t) {
+      return t.textContent; }),
+    above: Array.from(c.querySelectorAll('text.rt-above')).map(function (t) {
       return t.textContent; })};
 })"""
+
+
+def _fit_all(b, chart):
+    """Clicks the chart's "Fit all lines": its axis taken to every line and mark."""
+    _click(b, f"#rt-chart-{chart} button.rt-fit-all")
+    assert b.eval(f"document.querySelector('#rt-chart-{chart} button.rt-fit-all').textContent") == (
+        "Fit the process"
+    )
 
 
 def _marks(b, chart):
@@ -272,7 +282,23 @@ def _marks(b, chart):
 
 def test_ask_and_container_limit_drawn_on_cpu_and_memory(browser, pages, artifacts):
     b = _open(browser, pages["asked"])
+    # the axis is the workload's (CPU peak 2 cores, memory 2.86 GiB): the ask of 2 cores
+    # near it is drawn; the limits and the 4 GiB ask far above it are named at its top
     cpu = _marks(b, "cpu")
+    assert [m["name"] for m in cpu["marks"]] == ["asked (@resources)"], cpu
+    assert cpu["above"] == ["↑ container limit 4 cores"], cpu
+    memory = _marks(b, "memory")
+    assert memory["marks"] == [], memory
+    assert memory["above"] == [
+        "↑ System, max 6.67 GiB",
+        "↑ asked (@resources) 4 GiB",
+        "↑ container limit 16 GiB",
+    ], memory
+    # "Fit all lines": every mark on the axis, at its height
+    _fit_all(b, "cpu")
+    _fit_all(b, "memory")
+    cpu = _marks(b, "cpu")
+    assert cpu["above"] == [], cpu
     assert {m["name"]: m["value"] for m in cpu["marks"]} == {
         "asked (@resources)": 2.0,
         "container limit": 4.0,
@@ -285,10 +311,13 @@ def test_ask_and_container_limit_drawn_on_cpu_and_memory(browser, pages, artifac
         "asked (@resources)": 4096.0,
         "container limit": 16384.0,
     }
-    assert "container limit 16 GiB" in memory["labels"], memory
+    assert "container limit 16 GiB" in memory["labels"] and memory["above"] == [], memory
     b.screenshot(os.path.join(artifacts, "asked-and-limit.png"), clip=_box(b, "#rt-chart-grid"))
     # no limit; of the odd ask only the number is drawn, its source shown as text
     b = _open(browser, pages["no-limits"])
+    cpu = _marks(b, "cpu")
+    assert cpu["above"] == ["↑ asked (<b>@resources</b>) 3 cores"], cpu
+    _fit_all(b, "cpu")
     cpu = _marks(b, "cpu")
     assert [(m["name"], m["value"]) for m in cpu["marks"]] == [("asked (<b>@resources</b>)", 3.0)]
     assert cpu["labels"] == ["asked (<b>@resources</b>) 3 cores"]
@@ -307,6 +336,11 @@ def test_gpu_in_percent_and_vram_against_the_gpus_memory(browser, pages):
         "document.querySelector('#rt-chart-gpu .rt-key[data-series=\"Process\"]').textContent"
     )
     assert legend.endswith("max 80%"), legend
+    # the GPUs' 15 GiB far above the process's 4.88 GiB peak: named at the axis' top; on it
+    # with "Fit all lines"
+    vram = _marks(b, "vram")
+    assert vram["marks"] == [] and vram["above"] == ["↑ GPU memory 15 GiB"], vram
+    _fit_all(b, "vram")
     vram = _marks(b, "vram")
     assert vram["marks"] == [{"name": "GPU memory", "value": 15360.0, "y": vram["marks"][0]["y"]}]
     assert vram["labels"] == ["GPU memory 15 GiB"]
@@ -442,6 +476,9 @@ def test_gpu_chart_of_a_real_run_draws_one_line_per_gpu(browser, nvml_run, artif
     assert y["GPU 0 · Stub NVML GPU 0"] == pytest.approx(y25, abs=1.0), (ys, gpu)
     assert y["GPU 1 · Stub NVML GPU 1"] == pytest.approx(zero - (zero - y25) * 40 / 25, abs=1.0)
     assert y["Process (of all GPUs)"] == pytest.approx(zero - (zero - y25) * 20 / 25, abs=1.0)
+    vram = _marks(b, "vram")
+    assert vram["above"] == ["↑ System, max 3 GiB", "↑ GPU memory 40 GiB"], vram
+    _fit_all(b, "vram")
     vram = _marks(b, "vram")
     assert [(m["name"], m["value"]) for m in vram["marks"]] == [("GPU memory", 40960.0)]
     assert vram["labels"] == ["GPU memory 40 GiB"]
