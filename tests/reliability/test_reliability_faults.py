@@ -45,10 +45,12 @@ def _real(path):
 
 
 def _pid_stat(pid, ppid, comm=b"fake) (worker"):
-    """A real stat line of this process with pid, ppid and a hostile comm put in."""
+    """A real stat line of this process with pid, ppid and a hostile comm put in, and one
+    thread (its task directory holds one: a test worker's own threads would not be there)."""
     line = _real("/proc/self/stat")
     rest = line[line.rindex(b")") + 2 :].split(b" ")
     rest[1] = str(ppid).encode()
+    rest[17] = b"1"  # num_threads, the 20th field
     return str(pid).encode() + b" (" + comm + b") " + b" ".join(rest)
 
 
