@@ -84,8 +84,73 @@ def long_run_text(rows, interval):
         "extra": {},
         "process_metrics": proc,
         "system_metrics": syst,
+        "code_profile": code_record(rows, rnd),
     }
     return ResourceTracker.from_snapshot(snap).dumps()
+
+
+def code_record(rows, rnd):
+    """The code profile of a training job sampled at every row (docs/code_profile.md's
+    record): the main thread under 14 site-packages frames (a framework's CLI) running the
+    user's step, which loads data, trains (each batch down 6 site-packages frames of a
+    library) and waits for a loader thread in threading (sampled too in a tenth of the rows);
+    2,000 distinct call paths, 20 to 40 frames deep."""
+    import sysconfig
+
+    stdlib = sysconfig.get_paths()["stdlib"]
+    site = os.path.join(sysconfig.get_paths()["purelib"], "")
+    user = "/home/user/project/"
+    frames, index, stacks, paths = [], {}, [], {}
+
+    def frame(function, file, line, first):
+        key = (function, file, line, first)
+        if key not in index:
+            index[key] = len(frames)
+            frames.append(list(key))
+        return index[key]
+
+    def stack(chain):
+        parent = -1
+        for f in chain:
+            if (parent, f) not in paths:
+                paths[(parent, f)] = len(stacks)
+                stacks.append([parent, f])
+            parent = paths[(parent, f)]
+        return parent
+
+    cli = [frame(f"cli_{d}", f"{site}framework/cli.py", 100 + 7 * d, 90 + 7 * d) for d in range(14)]
+    step = cli + [frame("Flow.train", f"{user}flow.py", 40, 38)]
+    wait = [frame("Condition.wait", os.path.join(stdlib, "threading.py"), 324, 288)]
+    chains = []
+    for i in range(2000):
+        kind = i % 4
+        if kind == 3:  # waits for the loader
+            chains.append(step + [frame("next_batch", f"{user}data.py", 12 + i % 40, 10)] + wait)
+            continue
+        body = [frame("epoch", f"{user}model.py", 60 + i % 50, 55)]
+        body += [frame(f"layer_{d}", f"{site}lib/nn.py", 200 + 10 * d + i % 9, 195 + 10 * d)
+                 for d in range(6 + i % 15)]  # fmt: skip
+        chains.append(step + body)
+    main_stacks = [stack(c) for c in chains]
+    loader = stack(
+        [frame("Thread._bootstrap", os.path.join(stdlib, "threading.py"), 995, 990)]
+        + [frame("load", f"{user}data.py", 30 + i, 28) for i in range(3)]
+    )
+    samples = []
+    for row in range(rows):
+        samples.append([row, 0, main_stacks[rnd.randrange(len(main_stacks))], 700_000])
+        if row % 10 == 0:
+            samples.append([row, 1, loader, 200_000])
+    return {
+        "version": 1,
+        "status": "recorded",
+        "note": None,
+        "frames": frames,
+        "stacks": stacks,
+        "threads": [[4242, 1], [4243, 0]],
+        "samples": samples,
+        "stats": {"samples": len(samples)},
+    }
 
 
 def rss_kib(field):

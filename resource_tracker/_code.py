@@ -8,12 +8,13 @@ from __future__ import annotations
 import atexit
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from . import _core, settings
 from ._tracked import TrackedRun
 
 if TYPE_CHECKING:
+    from .code_profile import Attribution
     from .tiny_data_frame import TinyDataFrame
 
 _SWITCHED_OFF = "switched off (code_profile=False or RESOURCE_TRACKER_CODE_PROFILE=0)"
@@ -83,10 +84,19 @@ class CodeResults(TrackedRun):
             self._code_stored = record  # final: read once
         return record
 
-    def _code_sources(self) -> List[Any]:
-        from .code_profile import sources
+    def _code_attribution(self) -> Attribution:
+        """The run's code profile attributed once (``code_profile.Attribution``): kept while
+        the run is stopped, made again from the record of the moment while it runs."""
+        from .code_profile import Attribution, sources
 
-        return sources(self._code_record(), self._table_columns("process"), self.start_time or 0)
+        kept: Optional[Attribution] = getattr(self, "_code_attributed", None)
+        if kept is not None:
+            return kept
+        record = self._code_record()
+        made = Attribution(sources(record, self._table_columns("process"), self.start_time or 0))
+        if not self.running and record is getattr(self, "_code_stored", None):
+            self._code_attributed = made
+        return made
 
     def code_profile(
         self, by: str = "function", user_code: bool = False, limit: Optional[int] = None
@@ -98,34 +108,30 @@ class CodeResults(TrackedRun):
         largest ``cpu_seconds`` first. ``user_code``: standard-library and site-packages
         frames folded into the user code that called them. ``limit``: at most that many rows.
         Empty without stack samples (``code_profile_status()`` says why)."""
-        from .code_profile import check_by, profile
+        from .code_profile import check_by
 
-        return profile(self._code_sources(), check_by(by), user_code, limit)
+        return self._code_attribution().profile(check_by(by), user_code, limit)
 
     def code_between(
         self, start: float, end: float, by: str = "function", user_code: bool = True
     ) -> TinyDataFrame:
         """code_profile() over the intervals ending in (start, end] (seconds since the
         epoch), e.g. one phase of the run."""
-        from .code_profile import check_by, profile
+        from .code_profile import check_by
 
-        return profile(self._code_sources(), check_by(by), user_code, None, start, end)
+        return self._code_attribution().profile(check_by(by), user_code, None, start, end)
 
     def code_timeline(self) -> TinyDataFrame:
         """One row per sampled interval: ``timestamp``, the user code of the busiest thread
         (``function``, ``file``, ``line``), the tree's ``cpu_seconds`` and its largest ``memory``
         (KiB) in that interval."""
-        from .code_profile import timeline
-
-        return timeline(self._code_sources())
+        return self._code_attribution().timeline()
 
     def code_peak(self) -> Optional[Dict[str, Any]]:
         """The code running when the tree's memory peaked: ``memory_peak`` (KiB),
         ``timestamp``, ``function``, ``file``, ``line``, ``origin`` and ``stack`` (user
         frames, root first); None without stack samples."""
-        from .code_profile import peak
-
-        return peak(self._code_sources())
+        return self._code_attribution().peak()
 
     def code_profile_status(self) -> Dict[str, Any]:
         """``status`` ('recorded', 'off' or 'not supported'), ``note`` and the counters:

@@ -176,6 +176,37 @@ def round_memory_mib(mib: float) -> int: ...
 def float64_text(pieces: Sequence[Union[str, memoryview, Any]]) -> str:
     """ASCII str pieces as they are, float64 buffers as base64 of little-endian float64."""
 
+def code_segments(
+    samples: Sequence[Sequence[float]],
+    main_threads: _Values,
+    n_stacks: int,
+    timestamp: _Values,
+    cpu: _Values,
+    memory: _Values,
+    gpu: _Values,
+    start_time: float,
+    agent: bool,
+    other_times: _Values,
+    other_cumulative: _Values,
+) -> Tuple[bytes, bytes]:
+    """The attributed segments of a process's stack samples (code_profile._Attributed): 6
+    float64 a segment, 4 an entry."""
+
+def code_busiest(segments: _Values, entries: _Values, preferred: _Values) -> bytes:
+    """Each segment's busiest stack among the preferred ones, else among all (float64)."""
+
+def code_totals(
+    segments: _Values,
+    entries: _Values,
+    key_first: _Values,
+    keys: _Values,
+    self_key: _Values,
+    n_keys: int,
+    start: float,
+    end: float,
+) -> bytes:
+    """The 7 figures of each code location over the segments ending in (start, end]."""
+
 def change_points(values: _Values, floor: float, max_points: int, min_len: int) -> List[int]:
     """Where the mean of values steps by more than floor (insights.change_points)."""
 
