@@ -239,3 +239,44 @@ attr_totals(const double *segments, size_t n_segments, const double *entries, si
             add_entry(seg, entries + e * ENTRY_FIELDS, i + 1, keys, totals, seen);
     }
 }
+
+/* The group of interval i's code, or -1. */
+static long
+group_at(const double *codes, size_t i, const double *group_of, size_t n_codes, size_t n_groups)
+{
+    double code = codes[i], group;
+
+    if (!(code >= 0 && code < (double)n_codes))
+        return -1;
+    group = group_of[(size_t)code];
+    return group >= 0 && group < (double)n_groups ? (long)group : -1;
+}
+
+void
+attr_groups(const double *codes, const double *times, const double *memory, size_t n,
+            const double *group_of, size_t n_codes, size_t n_groups, double interval, double start,
+            double end, double *out)
+{
+    size_t i, before = (size_t)-1; /* the previous interval with a group */
+
+    memset(out, 0, n_groups * GROUP_FIELDS * sizeof(*out));
+    for (i = 0; i < n; i++) {
+        long g = group_at(codes, i, group_of, n_codes, n_groups);
+        double *x;
+        if (g < 0)
+            continue;
+        if (times[i] > start && times[i] <= end) {
+            x = out + (size_t)g * GROUP_FIELDS;
+            if (x[GROUP_COUNT] == 0 || memory[i] > x[GROUP_PEAK]) {
+                x[GROUP_PEAK] = memory[i];
+                x[GROUP_PEAK_AT] = (double)i;
+            }
+            if (x[GROUP_COUNT] == 0)
+                x[GROUP_FIRST] = (double)i;
+            x[GROUP_COUNT] += 1;
+            x[GROUP_SECONDS] += before == (size_t)-1 ? interval : times[i] - times[before];
+            x[GROUP_GROWTH] += before == (size_t)-1 ? 0.0 : memory[i] - memory[before];
+        }
+        before = i;
+    }
+}

@@ -68,4 +68,25 @@ typedef struct AttrKeys {
 void attr_totals(const double *segments, size_t n_segments, const double *entries, size_t n_entries,
                  const AttrKeys *keys, double start, double end, double *totals, size_t *seen);
 
+/* The figures of a group of intervals (code_view's running code: a function, its file). */
+enum {
+    GROUP_COUNT,
+    GROUP_FIRST,
+    GROUP_SECONDS,
+    GROUP_PEAK,
+    GROUP_PEAK_AT,
+    GROUP_GROWTH,
+    GROUP_FIELDS
+};
+
+/* Sums the intervals i in [0, n) whose code codes[i] has a group (0 <= group_of[code] <
+ * n_groups) by group, over those ending in (start, end]: GROUP_FIELDS values a group into out
+ * (zeroed first): how many, the first (its index), their wall seconds (each from the previous
+ * interval that has a group; interval for the first), the largest memory and the first
+ * interval with it, and the change of memory since each one's previous interval with a group
+ * (0 for the first). */
+void attr_groups(const double *codes, const double *times, const double *memory, size_t n,
+                 const double *group_of, size_t n_codes, size_t n_groups, double interval,
+                 double start, double end, double *out);
+
 #endif

@@ -249,6 +249,38 @@ done:
     return out;
 }
 
+static PyObject *
+core_code_groups(PyObject *module, PyObject *args)
+{
+    PyObject *obj[4], *out = NULL;
+    ColumnHold hold[4];
+    const double *c[4];
+    size_t len[4];
+    Py_ssize_t n_groups;
+    double interval, start, end;
+    int held = 0;
+
+    (void)module;
+    if (!PyArg_ParseTuple(args, "OOOOnddd:code_groups", &obj[0], &obj[1], &obj[2], &obj[3],
+                          &n_groups, &interval, &start, &end))
+        return NULL;
+    for (; held < 4; held++)
+        if (rt_hold_column(obj[held], "code_groups", &hold[held], &c[held], &len[held]) < 0)
+            goto done;
+    if (n_groups < 0 || len[1] != len[0] || len[2] != len[0]) {
+        PyErr_SetString(PyExc_ValueError, "code_groups: codes, times and memory of one length");
+        goto done;
+    }
+    out = doubles((size_t)n_groups * GROUP_FIELDS);
+    if (out && shrink(&out, (size_t)n_groups * GROUP_FIELDS) == 0)
+        attr_groups(c[0], c[1], c[2], len[0], c[3], len[3], (size_t)n_groups, interval, start, end,
+                    (double *)PyBytes_AS_STRING(out));
+done:
+    while (held-- > 0)
+        rt_release_column(&hold[held]);
+    return out;
+}
+
 static PyMethodDef attribution_functions[] = {
     {"code_segments", (PyCFunction)core_code_segments, METH_VARARGS,
      "code_segments(samples, main_threads, n_stacks, timestamp, cpu, memory, gpu, start_time, "
@@ -261,6 +293,10 @@ static PyMethodDef attribution_functions[] = {
      "code_totals(segments, entries, key_first, keys, self_key, n_keys, start, end) -> bytes: the "
      "figures of each code location over the segments ending in (start, end] (7 float64 a "
      "location)."},
+    {"code_groups", (PyCFunction)core_code_groups, METH_VARARGS,
+     "code_groups(codes, times, memory, group_of, n_groups, interval, start, end) -> bytes: "
+     "the intervals ending in (start, end] whose code has a group, summed by group (6 float64 "
+     "a group: count, first, seconds, peak, peak_at, growth)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -207,6 +207,19 @@ def code_totals(
 ) -> bytes:
     """The 7 figures of each code location over the segments ending in (start, end]."""
 
+def code_groups(
+    codes: _Values,
+    times: _Values,
+    memory: _Values,
+    group_of: _Values,
+    n_groups: int,
+    interval: float,
+    start: float,
+    end: float,
+) -> bytes:
+    """The intervals in (start, end] whose code has a group, summed by group (6 float64 a
+    group: count, first, seconds, peak, peak_at, growth)."""
+
 def change_points(values: _Values, floor: float, max_points: int, min_len: int) -> List[int]:
     """Where the mean of values steps by more than floor (insights.change_points)."""
 

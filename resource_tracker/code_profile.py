@@ -183,16 +183,21 @@ class _Source:
         self.stacks: List[Any] = list(record.get("stacks") or ())
         self.threads: List[Any] = list(record.get("threads") or ())
         self.samples: List[Any] = list(record.get("samples") or ())
-        self.timestamps = array("d", columns.get("timestamp") or ())
+        self.timestamps = _doubles(columns.get("timestamp") or ())
         n = len(self.timestamps)
         self.cpu = _column_sum(columns, ("utime", "stime"), n)
         self.memory = _column_sum(columns, ("memory",), n)
         self.gpu = _column_sum(columns, ("gpu_usage",), n)
         self.start_time = float(start_time or (self.timestamps[0] if n else 0.0))
+        self._locations: Dict[Tuple[int, str], Key] = {}
 
     def location(self, frame: int, by: str) -> Key:
-        function, file, line, first_line = self.frames[frame]
-        return (str(function), str(file), int(first_line if by == "function" else line))
+        found = self._locations.get((frame, by))
+        if found is None:
+            function, file, line, first_line = self.frames[frame]
+            found = (str(function), str(file), int(first_line if by == "function" else line))
+            self._locations[(frame, by)] = found
+        return found
 
     def frames_of(self, stack: int) -> List[int]:
         """The frame ids of a stack, root first."""
@@ -203,16 +208,26 @@ class _Source:
         return chain[::-1]
 
 
+def _doubles(values: Sequence[float]) -> Sequence[float]:
+    """The column as float64 values: itself when it holds them (the C core reads it in
+    place), else a copy."""
+    if (isinstance(values, memoryview) and values.format == "d" and values.c_contiguous) or (
+        isinstance(values, array) and values.typecode == "d"
+    ):
+        return values
+    return array("d", values)
+
+
 def _column_sum(
     columns: Mapping[str, Sequence[float]], names: Iterable[str], n: int
-) -> "array[float]":
+) -> Sequence[float]:
     """The named columns added row by row (those absent or of another length left out)."""
-    total = array("d", bytes(8 * n))
-    for name in names:
-        values = columns.get(name)
-        if values is not None and len(values) == n:
-            total = array("d", map(operator.add, total, values))
-    return total
+    found = [v for v in (columns.get(name) for name in names) if v is not None and len(v) == n]
+    if not found:
+        return array("d", bytes(8 * n))
+    if len(found) == 1:
+        return _doubles(found[0])
+    return array("d", map(operator.add, *found[:2]))
 
 
 # -- the attribution rule (csrc/attribution.c) -----------------------------------------------
@@ -272,21 +287,25 @@ class _Attributed:
         self.entries = memoryview(entries).cast("d")
         self.n = len(self.segments) // self.SEGMENT
         self._keys: Dict[Tuple[str, bool], _Keys] = {}
-        self._busiest: Optional["memoryview[float]"] = None
+        self._busiest: Optional[memoryview[float]] = None
+        self._fields: Dict[int, array[float]] = {}
+        self.used = sorted(int(s) for s in set(self.entries[:: self.ENTRY]))  # stacks sampled
 
-    def field(self, index: int) -> "memoryview[float]":
+    def field(self, index: int) -> array[float]:
         """One value of every segment: 0 end row, 1 end time, 2 wall seconds, 3 CPU-seconds,
-        4 largest memory."""
-        return self.segments[index :: self.SEGMENT]
+        4 largest memory (a copy, kept: the C sums read contiguous columns)."""
+        found = self._fields.get(index)
+        if found is None:
+            found = self._fields[index] = array("d", self.segments[index :: self.SEGMENT])
+        return found
 
     def keys(self, by: str, user_code: bool) -> _Keys:
         found = self._keys.get((by, user_code))
         if found is None:
-            used = {int(s) for s in self.entries[:: self.ENTRY]}
-            found = self._keys[(by, user_code)] = _Keys(self.source, sorted(used), by, user_code)
+            found = self._keys[(by, user_code)] = _Keys(self.source, self.used, by, user_code)
         return found
 
-    def busiest(self) -> "memoryview[float]":
+    def busiest(self) -> memoryview[float]:
         """Each segment's running code: the stack of its busiest sampled thread whose stack
         holds user code, or of its busiest thread when none does (docs/code_profile.md)."""
         if self._busiest is None:
@@ -301,7 +320,7 @@ class _Attributed:
 
     def totals(
         self, by: str, user_code: bool, start: Optional[float], end: Optional[float]
-    ) -> Iterable[Tuple[Key, "memoryview[float]"]]:
+    ) -> Iterable[Tuple[Key, memoryview[float]]]:
         """(location, its 7 figures) of each location on a stack in (start, end]."""
         keys = self.keys(by, user_code)
         low = -math.inf if start is None else float(start)
@@ -322,7 +341,7 @@ class _Attributed:
 _FIGURES, _PEAK, _SAMPLES = 7, 3, 6
 
 
-def _cpu_of(others: Sequence[_Attributed]) -> Tuple["array[float]", "array[float]"]:
+def _cpu_of(others: Sequence[_Attributed]) -> Tuple[array[float], array[float]]:
     """The other sources' segments' end times (sorted) and their CPU-seconds summed up to
     each (one more value, the first 0): what the tracked process's rule leaves to them."""
     ends = sorted(pair for a in others for pair in zip(a.field(1), a.field(3)))
@@ -432,30 +451,53 @@ class Attribution:
         process's running thread, or of an agent's process (docs/code_profile.md,
         ``code_timeline``)."""
         moments = self._moments()
-        rows = [i for i, code in enumerate(moments.code) if code is not None]
-        where = [moments.location(i) for i in rows]
+        times, memory, codes, name_of = self.running()
+        rows = [i for i, code in enumerate(codes) if code >= 0 and name_of[int(code)]]
+        where = [name_of[int(codes[i])] or ("", "", 0) for i in rows]
         columns: Dict[str, Iterable[Any]] = {
-            "timestamp": array("d", (moments.timestamps[i] for i in rows)),
+            "timestamp": array("d", (times[i] for i in rows)),
             "function": [w[0] for w in where],
             "file": [w[1] for w in where],
             "line": array("q", (w[2] for w in where)),
             "cpu_seconds": array("d", (moments.cpu[i] for i in rows)),
-            "memory": array("d", (moments.memory[i] for i in rows)),
+            "memory": array("d", (memory[i] for i in rows)),
         }
         return TinyDataFrame(columns, columns=TIMELINE_COLUMNS)
+
+    def running(
+        self,
+    ) -> Tuple[Sequence[float], Sequence[float], Sequence[float], List[Optional[Key]]]:
+        """The timeline without its rows: each interval's end time and largest memory (KiB),
+        the id of the code running then (-1: none known), and each id's user code (folded as
+        ``user_code=True``; None: no code)."""
+        moments = self._moments()
+        if moments.tracked is not None:  # the ids are the tracked process's stacks
+            keys = moments.tracked.keys("line", True)
+            of_stack = [keys.names[int(t)] if t >= 0 else None for t in keys.top]
+            return moments.timestamps, moments.memory, moments.stacks, of_stack
+        ids: Dict[Tuple[int, int], int] = {}  # agents: (source, stack) -> id
+        codes = array("d")
+        for owner, stack in zip(moments.agent_of, moments.stacks):
+            key = (-1, -1) if owner is None else (id(owner), int(stack))
+            codes.append(-1 if owner is None else ids.setdefault(key, len(ids)))
+        owners = {id(a): a for a in moments.owners()}
+        name_of: List[Optional[Key]] = [None] * len(ids)
+        for (owner_id, stack), i in ids.items():
+            name_of[i] = folded(owners[owner_id].source, stack, "line", True)[-1]
+        return moments.timestamps, moments.memory, codes, name_of
 
     def peak(self) -> Optional[Dict[str, Any]]:
         """The code running when the tree's memory was at its peak, or None without samples
         (or, with agents only, when no agent process was sampled then)."""
         moments = self._moments()
-        if not len(moments.memory):
-            return None
         memory = moments.memory
-        top = max(range(len(memory)), key=memory.__getitem__)
-        code = moments.code[top]
-        if code is None:
+        if not len(memory):
             return None
-        keys = folded(code[0].source, code[1], "line", True)
+        top = list(memory).index(max(memory))  # the first interval at the peak
+        owner = moments.tracked or moments.agent_of[top]
+        if owner is None:
+            return None
+        keys = folded(owner.source, int(moments.stacks[top]), "line", True)
         function, file, line = keys[-1]
         return {
             "memory_peak": memory[top],
@@ -470,16 +512,18 @@ class Attribution:
 
 class _Moments:
     """The tree's intervals with their code: end times, CPU-seconds, largest memory (KiB),
-    and the code running then (an attributed source and a stack; None where none is known):
-    the tracked process's sampled intervals (its running thread), or, when it was not
-    sampled (``run --code``), each row of the tree with the code of an agent process sampled
-    then (``_AgentCode``)."""
+    and the code running then (a stack of ``tracked``, or of ``agent_of[i]``; None where none
+    is known): the tracked process's sampled intervals (its running thread), or, when it was
+    not sampled (``run --code``), each row of the tree with the code of an agent process
+    sampled then (``_AgentCode``)."""
 
     def __init__(self, attribution: Attribution) -> None:
-        self.code: List[Optional[Tuple[_Attributed, int]]] = []
+        self.tracked: Optional[_Attributed] = None
+        self.agent_of: List[Optional[_Attributed]] = []
         self.timestamps: Sequence[float] = ()
         self.cpu: Sequence[float] = ()
         self.memory: Sequence[float] = ()
+        self.stacks: Sequence[float] = ()
         found = attribution.attributed
         if not found:
             return
@@ -487,20 +531,22 @@ class _Moments:
         if len(found) > 1 and tracked.n:  # the moments' CPU: the tracked process's own rule
             tracked = _Attributed(tracked.source)
         if tracked.n:
+            self.tracked = tracked
             self.timestamps, self.cpu, self.memory = (tracked.field(i) for i in (1, 3, 4))
-            self.code = [(tracked, int(s)) for s in tracked.busiest()]
+            self.stacks = tracked.busiest()
             return
         tree, agents = tracked.source, _AgentCode(found[1:])
         self.timestamps, self.cpu, self.memory = tree.timestamps, tree.cpu, tree.memory
         before = [tree.start_time, *tree.timestamps]
-        self.code = [agents.at(t, t - b) for t, b in zip(tree.timestamps, before)]
+        code = [agents.at(t, t - b) for t, b in zip(tree.timestamps, before)]
+        self.agent_of = [c[0] if c else None for c in code]
+        self.stacks = array("d", (c[1] if c else -1 for c in code))
 
-    def location(self, i: int) -> Key:
-        """The user code running in interval i (folded as ``user_code=True``)."""
-        attributed, stack = self.code[i] or (None, -1)
-        assert attributed is not None
-        keys = attributed.keys("line", True)
-        return keys.names[int(keys.top[stack])]
+    def owners(self) -> List[_Attributed]:
+        """The attributed sources whose stacks name the code."""
+        if self.tracked is not None:
+            return [self.tracked]
+        return list({id(a): a for a in self.agent_of if a is not None}.values())
 
 
 class _AgentCode:
