@@ -44,10 +44,8 @@ SCRIPT = textwrap.dedent(
     wait_for_the_pool()
     time.sleep(0.3)
     tracker.stop()
-    with open(sys.argv[1], "w") as f:
-        f.write(tracker.dumps())
-    with open(sys.argv[2], "w") as f:
-        json.dump(TRUTH, f)
+    with open(sys.argv[1], "w") as out:
+        json.dump({"truth": TRUTH, "run": tracker.dumps()}, out)
     """
 ).replace("INTERVAL", repr(INTERVAL))
 WAIT_LINE = next(i for i, text in enumerate(SCRIPT.splitlines(), 1) if "# the wait" in text)
@@ -62,14 +60,12 @@ def _freed_memory_stays() -> bool:
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     folder = tmp_path_factory.mktemp("peak")
-    script, saved, truth = folder / "train.py", folder / "run.json", folder / "truth.json"
+    script, saved = folder / "train.py", folder / "run.json"
     script.write_text(SCRIPT)
     env = dict(os.environ, RESOURCE_TRACKER_DISCOVER_CLOUD="0", RESOURCE_TRACKER_KEEPER_URL="off")
-    subprocess.run(
-        [sys.executable, str(script), str(saved), str(truth)], check=True, env=env, timeout=300
-    )
-    tracker = ResourceTracker.loads(saved.read_text())
-    return tracker, json.loads(truth.read_text()), str(script)
+    subprocess.run([sys.executable, str(script), str(saved)], check=True, env=env, timeout=300)
+    data = json.loads(saved.read_text())
+    return ResourceTracker.loads(data["run"]), data["truth"], str(script)
 
 
 def test_the_worker_without_user_code_was_sampled(run):
