@@ -4,6 +4,7 @@
  * Segments, entries and totals cross as bytes of float64 values (ids are exact as doubles). */
 #include "py_core.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "attribution.h"
@@ -22,16 +23,56 @@ sample_index(PyObject *row, Py_ssize_t i, size_t *out)
     return 0;
 }
 
-/* The samples [[row, thread, stack, cpu_us], ...] as AttrSamples (PyMem; those naming no stack
- * of n_stacks or a bad row are left out): 0, or -1 with an exception. */
+/* A sample from its four numbers into x (the *ns-th kept, counted) when it names a stack of
+ * n_stacks: 1, else 0. */
+static int
+take_sample(size_t row, size_t thread, size_t stack, double cpu_us, const double *main_threads,
+            size_t n_threads, size_t n_stacks, AttrSample *x, size_t *ns)
+{
+    if (stack >= n_stacks || !(cpu_us >= 0))
+        return 0;
+    x->order = (*ns)++;
+    x->row = row;
+    x->stack = stack;
+    x->cpu = cpu_us / 1e6;
+    x->is_main = thread < n_threads && main_threads[thread] != 0;
+    return 1;
+}
+
+/* The samples of a compact record (Sampler.stacks(True): 4 uint32 a sample) as AttrSamples. */
+static int
+read_compact(PyObject *samples, const double *main_threads, size_t n_threads, size_t n_stacks,
+             AttrSample **out, size_t *ns)
+{
+    const uint32_t *q = (const uint32_t *)PyBytes_AS_STRING(samples);
+    size_t i, n = (size_t)PyBytes_GET_SIZE(samples) / (4 * sizeof(uint32_t));
+    AttrSample *s = PyMem_Malloc((n ? n : 1) * sizeof(*s));
+
+    *out = s;
+    *ns = 0;
+    if (s == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (i = 0; i < n; i++, q += 4)
+        take_sample(q[0], q[1], q[2], q[3], main_threads, n_threads, n_stacks, s + *ns, ns);
+    return 0;
+}
+
+/* The samples [[row, thread, stack, cpu_us], ...] (or a compact record's bytes) as AttrSamples
+ * (PyMem; those naming no stack of n_stacks or a bad row are left out): 0, or -1 with an
+ * exception. */
 static int
 read_samples(PyObject *samples, const double *main_threads, size_t n_threads, size_t n_stacks,
              AttrSample **out, size_t *ns)
 {
-    PyObject *seq = PySequence_Fast(samples, "code_segments: samples must be a list");
+    PyObject *seq;
     Py_ssize_t i, n;
     AttrSample *s;
 
+    if (PyBytes_Check(samples))
+        return read_compact(samples, main_threads, n_threads, n_stacks, out, ns);
+    seq = PySequence_Fast(samples, "code_segments: samples must be a list");
     if (seq == NULL)
         return -1;
     n = PySequence_Fast_GET_SIZE(seq);
@@ -39,21 +80,16 @@ read_samples(PyObject *samples, const double *main_threads, size_t n_threads, si
     *ns = 0;
     for (i = 0; s && i < n; i++) {
         PyObject *row = PySequence_Fast(PySequence_Fast_GET_ITEM(seq, i), "a sample is a list");
-        size_t thread;
-        double cpu_us;
-        AttrSample *x = s + *ns;
+        size_t r, thread, stack;
         if (row == NULL || PySequence_Fast_GET_SIZE(row) != 4) {
             Py_XDECREF(row);
             PyErr_Clear();
             continue;
         }
-        cpu_us = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(row, 3));
-        if (sample_index(row, 0, &x->row) == 0 && sample_index(row, 1, &thread) == 0 &&
-            sample_index(row, 2, &x->stack) == 0 && x->stack < n_stacks && cpu_us >= 0) {
-            x->cpu = cpu_us / 1e6;
-            x->is_main = thread < n_threads && main_threads[thread] != 0;
-            x->order = (*ns)++;
-        }
+        if (sample_index(row, 0, &r) == 0 && sample_index(row, 1, &thread) == 0 &&
+            sample_index(row, 2, &stack) == 0)
+            take_sample(r, thread, stack, PyFloat_AsDouble(PySequence_Fast_GET_ITEM(row, 3)),
+                        main_threads, n_threads, n_stacks, s + *ns, ns);
         PyErr_Clear();
         Py_DECREF(row);
     }

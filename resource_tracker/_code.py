@@ -65,36 +65,40 @@ def start_stacks(tracker: Any, max_bytes: int = 0) -> Optional[Dict[str, Any]]:
 class CodeResults(TrackedRun):
     """The code profile of a run (docs/code_profile.md)."""
 
-    def _code_record(self) -> Optional[Dict[str, Any]]:
-        """The raw record (the snapshot's ``code_profile``), None for a run without one."""
+    def _code_record(self, compact: bool = False) -> Optional[Dict[str, Any]]:
+        """The raw record (the snapshot's ``code_profile``), None for a run without one.
+        ``compact``: the sampler's samples as one bytes object (``Sampler.stacks(True)``), for
+        the attribution alone (not kept)."""
         if hasattr(self, "_code_stored"):
             return self._code_stored
         off = getattr(self, "_code_off", None)
         processes = list(getattr(self, "_code_processes", ()))
         record = None
         if off is None and hasattr(self._sampler, "stacks"):
-            record = self._sampler.stacks()
+            record = self._sampler.stacks(True) if compact else self._sampler.stacks()
         if record is None and not processes:
             return off
         if record is None:  # run --code: the command's processes only (the agent's)
             record = {"version": 1, "frames": [], "stacks": [], "threads": [], "samples": []}
             record["stats"] = {}
         record.update(status="recorded", note=None, processes=processes)
-        if not self.running:
+        if not self.running and not compact:
             self._code_stored = record  # final: read once
         return record
 
     def _code_attribution(self) -> Attribution:
-        """The run's code profile attributed once (``code_profile.Attribution``): kept while
-        the run is stopped, made again from the record of the moment while it runs."""
+        """The run's code profile attributed once (``code_profile.Attribution``): kept once
+        the run is stopped, made again from the record of the moment while it runs. The
+        sampler's samples are read compact (no Python object a sample)."""
         from .code_profile import Attribution, sources
 
         kept: Optional[Attribution] = getattr(self, "_code_attributed", None)
         if kept is not None:
             return kept
-        record = self._code_record()
+        stopped = not self.running  # before the record: a sample after it is not missed
+        record = self._code_record(compact=True)
         made = Attribution(sources(record, self._table_columns("process"), self.start_time or 0))
-        if not self.running and record is getattr(self, "_code_stored", None):
+        if stopped:
             self._code_attributed = made
         return made
 

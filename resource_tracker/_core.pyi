@@ -51,8 +51,9 @@ class Sampler:
     def record_stacks(self, main_ident: int, max_bytes: int = 0) -> None:
         """Before start(): also record this interpreter's Python stacks at each tick
         (docs/code_profile.md); RuntimeError when it cannot (free-threaded, sub-interpreter)."""
-    def stacks(self) -> Optional[Dict[str, Any]]:
-        """The stack record (frames, stacks, threads, samples, stats); None without one."""
+    def stacks(self, compact: bool = ...) -> Optional[Dict[str, Any]]:
+        """The stack record (frames, stacks, threads, samples, stats); None without one.
+        compact: the samples as bytes (4 uint32 a sample: row, thread, stack, cpu_us)."""
     def stop(self) -> None: ...
     def sample_now(self) -> Optional[Tuple[List[float], List[float]]]: ...
     def wait(self, n: int, timeout: float) -> bool: ...

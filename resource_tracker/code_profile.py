@@ -182,7 +182,8 @@ class _Source:
         self.frames: List[Any] = list(record.get("frames") or ())
         self.stacks: List[Any] = list(record.get("stacks") or ())
         self.threads: List[Any] = list(record.get("threads") or ())
-        self.samples: List[Any] = list(record.get("samples") or ())
+        samples = record.get("samples") or ()  # bytes: a sampler's compact record
+        self.samples: Any = samples if isinstance(samples, bytes) else list(samples)
         self.timestamps = _doubles(columns.get("timestamp") or ())
         n = len(self.timestamps)
         self.cpu = _column_sum(columns, ("utime", "stime"), n)

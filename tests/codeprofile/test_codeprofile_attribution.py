@@ -123,6 +123,25 @@ def test_a_real_run_s_figures_are_the_rule_s(run):
     _check_against_the_rule(run)
 
 
+def test_the_sampler_s_compact_record_gives_the_same_figures(run):
+    """The attribution reads a live sampler's samples as bytes (Sampler.stacks(True)): the
+    same figures as from the record's lists."""
+    from resource_tracker.code_profile import Attribution, sources
+
+    columns, start = run._table_columns("process"), run.start_time
+    listed, compact = run._sampler.stacks(), run._sampler.stacks(True)
+    assert isinstance(compact["samples"], bytes) and len(compact["samples"]) == 16 * len(
+        listed["samples"]
+    )
+    views = []
+    for record in (listed, compact):
+        record.update(status="recorded", note=None)
+        made = Attribution(sources(record, columns, start))
+        tables = [made.profile(by, user) for by in ("function", "line") for user in (0, 1)]
+        views.append(([list(t.rows()) for t in tables], list(made.timeline().rows()), made.peak()))
+    assert views[0] == views[1]
+
+
 def test_a_simulated_day_s_figures_are_the_rule_s():
     _check_against_the_rule(_long_run(3_000))
 
