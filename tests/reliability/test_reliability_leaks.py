@@ -382,6 +382,15 @@ def test_reliability_leak_summarize():
     assert_no_leak("round_memory_mib", lambda: _core.round_memory_mib(1234.5), 5000)
 
 
+def _refused(call):
+    """call() raises TypeError or ValueError (a bad call refused, nothing kept)."""
+    try:
+        call()
+    except (TypeError, ValueError):
+        return
+    raise AssertionError("a bad call was accepted")
+
+
 @covers("code_segments", "code_busiest", "code_totals", "code_groups")
 def test_reliability_leak_attribution():
     rows = 50
@@ -415,12 +424,7 @@ def test_reliability_leak_attribution():
             lambda: _core.code_busiest(segs, ents, ["x"]),
             lambda: _core.code_groups(busiest, [1.0], [1.0], [0.0], 1, 1.0, 0.0, 9.0),
         ):
-            try:
-                call()
-            except (TypeError, ValueError):
-                pass
-            else:
-                raise AssertionError("a bad call was accepted")
+            _refused(call)
 
     assert_no_leak("attribution(bad)", bad, 2000)
 
@@ -453,12 +457,7 @@ def test_reliability_leak_series(sampled):
             lambda: _core.chart_series([1.0], "per_second", 10, ["x"]),
             lambda: _core.chart_times(None, 0.0, 10),
         ):
-            try:
-                call()
-            except (TypeError, ValueError):
-                pass
-            else:
-                raise AssertionError("a bad call was accepted")
+            _refused(call)
 
     assert_no_leak("series(bad)", bad, 2000)
 
