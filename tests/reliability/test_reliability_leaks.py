@@ -109,6 +109,8 @@ def test_reliability_leak_stack_captures():
         s.wait(3, 5.0)
         s.stop()
         assert s.stacks()["stats"]["requests"] >= 1
+        listed, compact = s.stacks()["samples"], s.stacks(True)["samples"]  # the same samples
+        assert compact == array("I", [v for sample in listed for v in sample]).tobytes()
         try:
             s.record_stacks(main)
         except RuntimeError:
