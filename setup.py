@@ -27,6 +27,7 @@ from setuptools.errors import CompileError
 
 # The portable core (csrc/platform.h); every other csrc/*.c file is a Linux reader.
 PORTABLE_SOURCES = [
+    "csrc/attribution.c",
     "csrc/cgroup_parse.c",
     "csrc/chart.c",
     "csrc/columns.c",
@@ -34,6 +35,7 @@ PORTABLE_SOURCES = [
     "csrc/float64_text.c",
     "csrc/module.c",
     "csrc/phases.c",
+    "csrc/py_attribution.c",
     "csrc/py_columns.c",
     "csrc/py_encode.c",
     "csrc/py_engine.c",

@@ -33,6 +33,7 @@ int rt_add_sampler(PyObject *module);
 int rt_add_stats(PyObject *module);
 int rt_add_encode(PyObject *module);
 int rt_add_series(PyObject *module);
+int rt_add_attribution(PyObject *module);
 int rt_add_gpu(PyObject *module);
 int rt_add_cloud(PyObject *module);
 int rt_add_catalog(PyObject *module);

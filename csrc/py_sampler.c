@@ -172,14 +172,15 @@ sampler_record_stacks_py(SamplerObject *self, PyObject *args)
 }
 
 static PyObject *
-sampler_stacks_py(SamplerObject *self, PyObject *unused)
+sampler_stacks_py(SamplerObject *self, PyObject *args)
 {
-    (void)unused;
-    if (get_sampler(self) == NULL)
+    int compact = 0;
+
+    if (!PyArg_ParseTuple(args, "|p:stacks", &compact) || get_sampler(self) == NULL)
         return NULL;
     if (self->stacks == NULL)
         Py_RETURN_NONE;
-    return stacks_record(self->stacks);
+    return stacks_record(self->stacks, compact);
 }
 
 /* A read-only float field of the Sampler, read under its lock. */
@@ -434,9 +435,10 @@ static PyMethodDef sampler_methods[] = {
     {"record_stacks", (PyCFunction)sampler_record_stacks_py, METH_VARARGS,
      "record_stacks(main_ident, max_bytes=0): before start(): also record the Python stacks of "
      "this interpreter at each tick (docs/code_profile.md); RuntimeError when it cannot."},
-    {"stacks", (PyCFunction)sampler_stacks_py, METH_NOARGS,
-     "The stack record (frames, stacks, threads, samples, stats) as a dict, None when "
-     "record_stacks() was not called."},
+    {"stacks", (PyCFunction)sampler_stacks_py, METH_VARARGS,
+     "stacks(compact=False): the stack record (frames, stacks, threads, samples, stats) as a "
+     "dict, None when record_stacks() was not called; compact: the samples as bytes (4 uint32 a "
+     "sample: row, thread, stack, cpu_us)."},
     {"stop", (PyCFunction)sampler_stop_py, METH_NOARGS,
      "Stop the thread (returns within STOP_TIMEOUT seconds) and release descriptors."},
     {"sample_now", rt_engine_sample_now, METH_NOARGS,

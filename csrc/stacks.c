@@ -727,15 +727,19 @@ sample_item(const FrameTable *t, size_t i)
     return Py_BuildValue("[IIII]", s->row, s->thread, s->stack, s->cpu_us);
 }
 
-/* The dict of the table (no capture runs meanwhile): new, or NULL */
+/* The dict of the table (no capture runs meanwhile): new, or NULL. compact: the samples as one
+ * bytes object (4 uint32 a sample: row, thread, stack, cpu_us) rather than a list of lists. */
 static PyObject *
-record_dict(StackCapture *capture)
+record_dict(StackCapture *capture, int compact)
 {
     const FrameTable *t = &capture->table;
     PyObject *frames = make_list(t, t->nframes, frame_item),
              *stacks = make_list(t, t->nstacks, stack_item);
     PyObject *threads = make_list(t, t->nthreads, thread_item);
-    PyObject *samples = make_list(t, t->nsamples, sample_item);
+    PyObject *samples =
+        compact ? PyBytes_FromStringAndSize((const char *)t->samples,
+                                            (Py_ssize_t)(t->nsamples * sizeof(FtSample)))
+                : make_list(t, t->nsamples, sample_item);
     PyObject *stats = record_stats(capture), *dict = NULL;
 
     if (frames && stacks && threads && samples && stats)
@@ -750,7 +754,7 @@ record_dict(StackCapture *capture)
 }
 
 PyObject *
-stacks_record(StackCapture *capture)
+stacks_record(StackCapture *capture, int compact)
 {
     PyObject *dict = NULL;
     int busy;
@@ -766,7 +770,7 @@ stacks_record(StackCapture *capture)
     if (busy)
         PyErr_SetString(PyExc_RuntimeError, "a stack capture under way did not end");
     else
-        dict = record_dict(capture);
+        dict = record_dict(capture, compact);
     pthread_mutex_lock(&capture->lock);
     capture->readers--;
     pthread_cond_broadcast(&capture->wake);

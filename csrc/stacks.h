@@ -50,8 +50,10 @@ void stacks_stop(StackCapture *capture, double wait);
 void stacks_release(void *capture);
 
 /* The record (docs/code_profile.md, the snapshot's "code_profile" without its status): a
- * new dict, or NULL with an exception. GIL held; waits for a capture under way. */
-PyObject *stacks_record(StackCapture *capture);
+ * new dict, or NULL with an exception. GIL held; waits for a capture under way. compact: its
+ * "samples" as one bytes object of 4 uint32 a sample (row, thread, stack, cpu_us), which the
+ * attribution reads (_core.code_segments) without a Python object a sample. */
+PyObject *stacks_record(StackCapture *capture, int compact);
 
 /* Stops every capture of this process and waits for those under way (GIL held by the caller,
  * released while waiting). For atexit. */

@@ -8,12 +8,13 @@ from __future__ import annotations
 import atexit
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Optional
 
 from . import _core, settings
 from ._tracked import TrackedRun
 
 if TYPE_CHECKING:
+    from .code_profile import Attribution
     from .tiny_data_frame import TinyDataFrame
 
 _SWITCHED_OFF = "switched off (code_profile=False or RESOURCE_TRACKER_CODE_PROFILE=0)"
@@ -64,29 +65,42 @@ def start_stacks(tracker: Any, max_bytes: int = 0) -> Optional[Dict[str, Any]]:
 class CodeResults(TrackedRun):
     """The code profile of a run (docs/code_profile.md)."""
 
-    def _code_record(self) -> Optional[Dict[str, Any]]:
-        """The raw record (the snapshot's ``code_profile``), None for a run without one."""
+    def _code_record(self, compact: bool = False) -> Optional[Dict[str, Any]]:
+        """The raw record (the snapshot's ``code_profile``), None for a run without one.
+        ``compact``: the sampler's samples as one bytes object (``Sampler.stacks(True)``), for
+        the attribution alone (not kept)."""
         if hasattr(self, "_code_stored"):
             return self._code_stored
         off = getattr(self, "_code_off", None)
         processes = list(getattr(self, "_code_processes", ()))
         record = None
         if off is None and hasattr(self._sampler, "stacks"):
-            record = self._sampler.stacks()
+            record = self._sampler.stacks(True) if compact else self._sampler.stacks()
         if record is None and not processes:
             return off
         if record is None:  # run --code: the command's processes only (the agent's)
             record = {"version": 1, "frames": [], "stacks": [], "threads": [], "samples": []}
             record["stats"] = {}
         record.update(status="recorded", note=None, processes=processes)
-        if not self.running:
+        if not self.running and not compact:
             self._code_stored = record  # final: read once
         return record
 
-    def _code_sources(self) -> List[Any]:
-        from .code_profile import sources
+    def _code_attribution(self) -> Attribution:
+        """The run's code profile attributed once (``code_profile.Attribution``): kept once
+        the run is stopped, made again from the record of the moment while it runs. The
+        sampler's samples are read compact (no Python object a sample)."""
+        from .code_profile import Attribution, sources
 
-        return sources(self._code_record(), self._table_columns("process"), self.start_time or 0)
+        kept: Optional[Attribution] = getattr(self, "_code_attributed", None)
+        if kept is not None:
+            return kept
+        stopped = not self.running  # before the record: a sample after it is not missed
+        record = self._code_record(compact=True)
+        made = Attribution(sources(record, self._table_columns("process"), self.start_time or 0))
+        if stopped:
+            self._code_attributed = made
+        return made
 
     def code_profile(
         self, by: str = "function", user_code: bool = False, limit: Optional[int] = None
@@ -98,34 +112,30 @@ class CodeResults(TrackedRun):
         largest ``cpu_seconds`` first. ``user_code``: standard-library and site-packages
         frames folded into the user code that called them. ``limit``: at most that many rows.
         Empty without stack samples (``code_profile_status()`` says why)."""
-        from .code_profile import check_by, profile
+        from .code_profile import check_by
 
-        return profile(self._code_sources(), check_by(by), user_code, limit)
+        return self._code_attribution().profile(check_by(by), user_code, limit)
 
     def code_between(
         self, start: float, end: float, by: str = "function", user_code: bool = True
     ) -> TinyDataFrame:
         """code_profile() over the intervals ending in (start, end] (seconds since the
         epoch), e.g. one phase of the run."""
-        from .code_profile import check_by, profile
+        from .code_profile import check_by
 
-        return profile(self._code_sources(), check_by(by), user_code, None, start, end)
+        return self._code_attribution().profile(check_by(by), user_code, None, start, end)
 
     def code_timeline(self) -> TinyDataFrame:
         """One row per sampled interval: ``timestamp``, the user code of the busiest thread
         (``function``, ``file``, ``line``), the tree's ``cpu_seconds`` and its largest ``memory``
         (KiB) in that interval."""
-        from .code_profile import timeline
-
-        return timeline(self._code_sources())
+        return self._code_attribution().timeline()
 
     def code_peak(self) -> Optional[Dict[str, Any]]:
         """The code running when the tree's memory peaked: ``memory_peak`` (KiB),
         ``timestamp``, ``function``, ``file``, ``line``, ``origin`` and ``stack`` (user
         frames, root first); None without stack samples."""
-        from .code_profile import peak
-
-        return peak(self._code_sources())
+        return self._code_attribution().peak()
 
     def code_profile_status(self) -> Dict[str, Any]:
         """``status`` ('recorded', 'off' or 'not supported'), ``note`` and the counters:

@@ -55,8 +55,9 @@ class Sampler:
     def record_stacks(self, main_ident: int, max_bytes: int = 0) -> None:
         """Before start(): also record this interpreter's Python stacks at each tick
         (docs/code_profile.md); RuntimeError when it cannot (free-threaded, sub-interpreter)."""
-    def stacks(self) -> Optional[Dict[str, Any]]:
-        """The stack record (frames, stacks, threads, samples, stats); None without one."""
+    def stacks(self, compact: bool = ...) -> Optional[Dict[str, Any]]:
+        """The stack record (frames, stacks, threads, samples, stats); None without one.
+        compact: the samples as bytes (4 uint32 a sample: row, thread, stack, cpu_us)."""
     def stop(self) -> None: ...
     def sample_now(self) -> Optional[Tuple[List[float], List[float]]]: ...
     def wait(self, n: int, timeout: float) -> bool: ...
@@ -187,6 +188,50 @@ def combine_runs(values: Sequence[Optional[float]], peaks: bool) -> Optional[flo
 def round_memory_mib(mib: float) -> int: ...
 def float64_text(pieces: Sequence[Union[str, memoryview, Any]]) -> str:
     """ASCII str pieces as they are, float64 buffers as base64 of little-endian float64."""
+
+def code_segments(
+    samples: Sequence[Sequence[float]],
+    main_threads: _Values,
+    n_stacks: int,
+    timestamp: _Values,
+    cpu: _Values,
+    memory: _Values,
+    gpu: _Values,
+    start_time: float,
+    agent: bool,
+    other_times: _Values,
+    other_cumulative: _Values,
+) -> Tuple[bytes, bytes]:
+    """The attributed segments of a process's stack samples (code_profile._Attributed): 6
+    float64 a segment, 4 an entry."""
+
+def code_busiest(segments: _Values, entries: _Values, preferred: _Values) -> bytes:
+    """Each segment's busiest stack among the preferred ones, else among all (float64)."""
+
+def code_totals(
+    segments: _Values,
+    entries: _Values,
+    key_first: _Values,
+    keys: _Values,
+    self_key: _Values,
+    n_keys: int,
+    start: float,
+    end: float,
+) -> bytes:
+    """The 7 figures of each code location over the segments ending in (start, end]."""
+
+def code_groups(
+    codes: _Values,
+    times: _Values,
+    memory: _Values,
+    group_of: _Values,
+    n_groups: int,
+    interval: float,
+    start: float,
+    end: float,
+) -> bytes:
+    """The intervals in (start, end] whose code has a group, summed by group (6 float64 a
+    group: count, first, seconds, peak, peak_at, growth)."""
 
 def change_points(values: _Values, floor: float, max_points: int, min_len: int) -> List[int]:
     """Where the mean of values steps by more than floor (insights.change_points)."""

@@ -10,10 +10,15 @@ is the snapshot's ``code_profile`` entry; every view here is recomputed from it.
 from __future__ import annotations
 
 import bisect
+import functools
+import math
+import operator
 import os
 import sysconfig
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from array import array
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from . import _core
 from .tiny_data_frame import TinyDataFrame
 
 if TYPE_CHECKING:
@@ -54,6 +59,7 @@ def _stdlib_dirs() -> Tuple[str, ...]:
 _STDLIB_DIRS = _stdlib_dirs()
 
 
+@functools.lru_cache(maxsize=65536)  # a file's origin never changes: asked once a frame
 def origin_of(file: str) -> str:
     """``user``, ``stdlib``, ``site-packages`` or ``resource_tracker``: where a frame's file is
     (a frozen module is stdlib; ``<string>``, ``<stdin>``, notebooks' cells are user code)."""
@@ -176,166 +182,180 @@ class _Source:
         self.frames: List[Any] = list(record.get("frames") or ())
         self.stacks: List[Any] = list(record.get("stacks") or ())
         self.threads: List[Any] = list(record.get("threads") or ())
-        self.samples: List[Any] = list(record.get("samples") or ())
-        self.timestamps = [float(t) for t in columns.get("timestamp") or ()]
+        samples = record.get("samples") or ()  # bytes: a sampler's compact record
+        self.samples: Any = samples if isinstance(samples, bytes) else list(samples)
+        self.timestamps = _doubles(columns.get("timestamp") or ())
         n = len(self.timestamps)
         self.cpu = _column_sum(columns, ("utime", "stime"), n)
         self.memory = _column_sum(columns, ("memory",), n)
         self.gpu = _column_sum(columns, ("gpu_usage",), n)
         self.start_time = float(start_time or (self.timestamps[0] if n else 0.0))
-        self._frames_of: Dict[int, List[int]] = {}
+        self._locations: Dict[Tuple[int, str], Key] = {}
+
+    def location(self, frame: int, by: str) -> Key:
+        found = self._locations.get((frame, by))
+        if found is None:
+            function, file, line, first_line = self.frames[frame]
+            found = (str(function), str(file), int(first_line if by == "function" else line))
+            self._locations[(frame, by)] = found
+        return found
 
     def frames_of(self, stack: int) -> List[int]:
         """The frame ids of a stack, root first."""
-        cached = self._frames_of.get(stack)
-        if cached is None:
-            parent, frame = self.stacks[stack]
-            cached = (self.frames_of(parent) if parent >= 0 else []) + [frame]
-            self._frames_of[stack] = cached
-        return cached
+        chain = []
+        while stack >= 0:
+            stack, frame = self.stacks[stack]
+            chain.append(frame)
+        return chain[::-1]
 
-    def location(self, frame: int, by: str) -> Key:
-        function, file, line, first_line = self.frames[frame]
-        return (str(function), str(file), int(first_line if by == "function" else line))
 
-    def keys_of(self, stack: int, by: str, user_code: bool) -> List[Key]:
-        """The code locations of a stack, root first (folded to user code when asked)."""
-        keys = [self.location(f, by) for f in self.frames_of(stack)]
-        if user_code:
-            user = [k for k in keys if origin_of(k[1]) == "user"]
-            keys = user or keys[-1:]
-        return keys
+def _doubles(values: Sequence[float]) -> Sequence[float]:
+    """The column as float64 values: itself when it holds them (the C core reads it in
+    place), else a copy."""
+    if (isinstance(values, memoryview) and values.format == "d" and values.c_contiguous) or (
+        isinstance(values, array) and values.typecode == "d"
+    ):
+        return values
+    return array("d", values)
 
 
 def _column_sum(
     columns: Mapping[str, Sequence[float]], names: Iterable[str], n: int
-) -> List[float]:
-    total = [0.0] * n
-    for name in names:
-        values = columns.get(name)
-        if values is not None and len(values) == n:
-            total = [a + float(b) for a, b in zip(total, values)]
-    return total
+) -> Sequence[float]:
+    """The named columns added row by row (those absent or of another length left out)."""
+    found = [v for v in (columns.get(name) for name in names) if v is not None and len(v) == n]
+    if not found:
+        return array("d", bytes(8 * n))
+    if len(found) == 1:
+        return _doubles(found[0])
+    return array("d", map(operator.add, *found[:2]))
 
 
-# -- the attribution rule --------------------------------------------------------------------
+# -- the attribution rule (csrc/attribution.c) -----------------------------------------------
 
 
-class _Segment:
-    """The rows from the one after the last sampled row to a sampled row: their CPU-seconds,
-    memory change, GPU-seconds and wall seconds, and the shares of the sampled threads."""
-
-    def __init__(self, source: _Source, first: int, last: int) -> None:
-        before = source.timestamps[first - 1] if first else source.start_time
-        self.end = last
-        self.timestamp = source.timestamps[last]
-        self.seconds = max(source.timestamps[last] - before, 0.0)
-        self.cpu = sum(source.cpu[first : last + 1])
-        self.gpu = sum(
-            g
-            * max(
-                source.timestamps[r] - (source.timestamps[r - 1] if r else source.start_time), 0.0
-            )
-            for r, g in enumerate(source.gpu[first : last + 1], first)
-        )
-        start_memory = source.memory[first - 1] if first else source.memory[first]
-        self.memory_change = source.memory[last] - start_memory
-        self.memory_peak = max(source.memory[first : last + 1])
-        self.entries: List[Tuple[int, float, float, float]] = []  # (stack, cpu, memory, gpu)
-
-    def attribute(self, samples: List[Tuple[int, float, bool]], remainder: float) -> None:
-        """Shares this segment among samples ``(stack, own CPU-seconds, is_main)``: each
-        thread its own CPU, ``remainder`` (the tree's CPU no sampled thread used) to the main
-        thread (else the busiest); memory and GPU by CPU share (to that thread when none
-        ran)."""
-        heir = next((i for i, s in enumerate(samples) if s[2]), None)
-        if heir is None:
-            heir = max(range(len(samples)), key=lambda i: samples[i][1])
-        self.cpu = sum(cpu for _, cpu, _ in samples) + remainder
-        for i, (stack, cpu, _) in enumerate(samples):
-            part = cpu + (remainder if i == heir else 0.0)
-            weight = part / self.cpu if self.cpu > 0 else float(i == heir)
-            self.entries.append((stack, part, self.memory_change * weight, self.gpu * weight))
-
-    def busiest(self) -> int:
-        """The stack with the most CPU-seconds here (the first on a tie)."""
-        return max(self.entries, key=lambda e: e[1])[0]
+def folded(source: _Source, stack: int, by: str, user_code: bool) -> List[Key]:
+    """The code locations of a stack, root first; ``user_code``: only the user's (the
+    standard library, site-packages and resource-tracker folded into the user code that
+    called them), or the top one when the stack holds no user frame."""
+    keys = [source.location(f, by) for f in source.frames_of(stack)]
+    if user_code:
+        keys = [k for k in keys if origin_of(k[1]) == "user"] or keys[-1:]
+    return keys
 
 
-def _segments(
-    source: _Source, elsewhere: Optional[Any] = None, agent: bool = False
-) -> List[_Segment]:
-    """The attributed segments of a source: a sampled row takes in the rows without samples
-    before it (their thread CPU is in its samples); rows after the last sample are left out.
-    Each thread gets its own CPU; the tree's CPU that no sampled thread used (child
-    processes, threads without Python, a thread's last moments) goes to the main thread,
-    counted over the run (the tree's figures are in clock ticks, the threads' in ns).
-    ``elsewhere(t0, t1)``: CPU-seconds in (t0, t1] that other sources attribute themselves;
-    ``agent``: an agent's process: its threads' own CPU only (its table also counts the
-    children it reaped)."""
-    by_row: Dict[int, List[Tuple[int, float, bool]]] = {}
-    n = len(source.timestamps)
-    for row, thread, stack, cpu_us in source.samples:
-        if 0 <= row < n and 0 <= stack < len(source.stacks):
-            is_main = bool(source.threads[thread][1]) if thread < len(source.threads) else False
-            by_row.setdefault(int(row), []).append((int(stack), cpu_us / 1e6, is_main))
-    segments, first = [], 0
-    unexplained = 0.0  # the tree's CPU so far that no sampled thread used, not yet given
-    for row in sorted(by_row):
-        segment = _Segment(source, first, row)
-        before = source.timestamps[first - 1] if first else source.start_time
-        own = sum(cpu for _, cpu, _ in by_row[row])
-        if not agent:  # counted over the run: the tree's clock-tick rounding evens out
-            unexplained += (
-                segment.cpu - own - (elsewhere(before, segment.timestamp) if elsewhere else 0.0)
-            )
-        remainder = max(unexplained, 0.0)
-        unexplained -= remainder
-        segment.attribute(by_row[row], remainder)
-        segments.append(segment)
-        first = row + 1
-    return segments
+class _Keys:
+    """The code locations of a source's stacks for one way of naming them (``by``, folded to
+    user code or not), as the C totals read them: each stack's locations (once each), its top
+    location, and whether it holds a user frame."""
+
+    def __init__(self, source: _Source, used: Iterable[int], by: str, user_code: bool) -> None:
+        self.names: List[Key] = []
+        ids: Dict[Key, int] = {}
+        per_stack: Dict[int, Tuple[List[int], int]] = {}
+        for stack in used:
+            keys = folded(source, stack, by, user_code)
+            numbers = [ids.setdefault(k, len(ids)) for k in keys]
+            per_stack[stack] = (list(dict.fromkeys(numbers)), numbers[-1] if numbers else -1)
+        self.names = list(ids)
+        self.first, self.keys, self.top = array("d", [0.0]), array("d"), array("d")
+        for stack in range(len(source.stacks)):
+            numbers, top = per_stack.get(stack, ([], -1))
+            self.keys.extend(numbers)
+            self.first.append(len(self.keys))
+            self.top.append(top)
 
 
-class _Totals:
-    """The figures of one code location, summed over segments (and processes)."""
+class _Attributed:
+    """One source's segments, attributed once (``_core.code_segments``): per segment its end
+    row, end time, wall seconds, CPU-seconds (shared), largest memory and first entry; per
+    entry (a sampled thread's share) its stack, CPU-seconds, memory change and GPU-seconds."""
 
-    __slots__ = ("cpu", "self_cpu", "on_stack", "peak", "growth", "gpu", "samples")
+    SEGMENT, ENTRY = 6, 4  # values a segment, an entry (csrc/attribution.h)
 
-    def __init__(self) -> None:
-        self.cpu = self.self_cpu = self.on_stack = self.growth = self.gpu = 0.0
-        self.peak = 0.0
-        self.samples = 0
+    def __init__(
+        self, source: _Source, others: Sequence[_Attributed] = (), agent: bool = False
+    ) -> None:
+        self.source = source
+        mains = array("d", (1.0 if t[1] else 0.0 for t in source.threads))
+        times, cumulative = _cpu_of(others)
+        segments, entries = _core.code_segments(
+            source.samples, mains, len(source.stacks), source.timestamps, source.cpu,
+            source.memory, source.gpu, source.start_time, agent,
+            times, cumulative,
+        )  # fmt: skip
+        self.segments = memoryview(segments).cast("d")
+        self.entries = memoryview(entries).cast("d")
+        self.n = len(self.segments) // self.SEGMENT
+        self._keys: Dict[Tuple[str, bool], _Keys] = {}
+        self._busiest: Optional[memoryview[float]] = None
+        self._fields: Dict[int, array[float]] = {}
+        self.used = sorted(int(s) for s in set(self.entries[:: self.ENTRY]))  # stacks sampled
+
+    def field(self, index: int) -> array[float]:
+        """One value of every segment: 0 end row, 1 end time, 2 wall seconds, 3 CPU-seconds,
+        4 largest memory (a copy, kept: the C sums read contiguous columns)."""
+        found = self._fields.get(index)
+        if found is None:
+            found = self._fields[index] = array("d", self.segments[index :: self.SEGMENT])
+        return found
+
+    def keys(self, by: str, user_code: bool) -> _Keys:
+        found = self._keys.get((by, user_code))
+        if found is None:
+            found = self._keys[(by, user_code)] = _Keys(self.source, self.used, by, user_code)
+        return found
+
+    def busiest(self) -> memoryview[float]:
+        """Each segment's running code: the stack of its busiest sampled thread whose stack
+        holds user code, or of its busiest thread when none does (docs/code_profile.md)."""
+        if self._busiest is None:
+            user = self.keys("line", True)
+            preferred = array("d", bytes(8 * len(self.source.stacks)))
+            for stack, top in enumerate(user.top):
+                if top >= 0 and origin_of(user.names[int(top)][1]) == "user":
+                    preferred[stack] = 1.0
+            made = _core.code_busiest(self.segments, self.entries, preferred)
+            self._busiest = memoryview(made).cast("d")
+        return self._busiest
+
+    def totals(
+        self, by: str, user_code: bool, start: Optional[float], end: Optional[float]
+    ) -> Iterable[Tuple[Key, memoryview[float]]]:
+        """(location, its 7 figures) of each location on a stack in (start, end]."""
+        keys = self.keys(by, user_code)
+        low = -math.inf if start is None else float(start)
+        high = math.inf if end is None else float(end)
+        raw = _core.code_totals(
+            self.segments, self.entries, keys.first, keys.keys, keys.top, len(keys.names),
+            low, high,
+        )  # fmt: skip
+        figures = memoryview(raw).cast("d")
+        for i, key in enumerate(keys.names):
+            row = figures[i * _FIGURES : (i + 1) * _FIGURES]
+            if row[_SAMPLES] > 0:
+                yield key, row
 
 
-def _add_segment(
-    totals: Dict[Key, _Totals], source: _Source, segment: _Segment, by: str, user_code: bool
-) -> None:
-    seen: Set[Key] = set()
-    for stack, cpu, memory, gpu in segment.entries:
-        keys = source.keys_of(stack, by, user_code)
-        for key in dict.fromkeys(keys):  # once per stack, however deep the recursion
-            t = totals.get(key) or totals.setdefault(key, _Totals())
-            t.cpu += cpu
-            t.growth += memory
-            t.gpu += gpu
-            t.samples += 1
-            t.peak = max(t.peak, segment.memory_peak)
-            if key not in seen:
-                t.on_stack += segment.seconds
-                seen.add(key)
-        if keys:
-            totals[keys[-1]].self_cpu += cpu
+#: the figures of a location from code_totals: cpu, self cpu, on stack, peak, growth, gpu,
+#: samples (csrc/attribution.h)
+_FIGURES, _PEAK, _SAMPLES = 7, 3, 6
 
 
-def _in_span(segment: _Segment, start: Optional[float], end: Optional[float]) -> bool:
-    return (start is None or segment.timestamp > start) and (
-        end is None or segment.timestamp <= end
-    )
+def _cpu_of(others: Sequence[_Attributed]) -> Tuple[array[float], array[float]]:
+    """The other sources' segments' end times (sorted) and their CPU-seconds summed up to
+    each (one more value, the first 0): what the tracked process's rule leaves to them."""
+    ends = sorted(pair for a in others for pair in zip(a.field(1), a.field(3)))
+    cumulative = array("d", [0.0])
+    for _, cpu in ends:
+        cumulative.append(cumulative[-1] + cpu)
+    return array("d", (t for t, _ in ends)), cumulative
 
 
-def _table(totals: Mapping[Key, _Totals], total_cpu: float, limit: Optional[int]) -> TinyDataFrame:
-    order = sorted(totals.items(), key=lambda kv: (-kv[1].cpu, -kv[1].self_cpu, kv[0]))
+def _table(
+    totals: Mapping[Key, List[float]], total_cpu: float, limit: Optional[int]
+) -> TinyDataFrame:
+    order = sorted(totals.items(), key=lambda kv: (-kv[1][0], -kv[1][1], kv[0]))
     if limit is not None:
         order = order[: max(int(limit), 0)]
     rows = [
@@ -344,14 +364,14 @@ def _table(totals: Mapping[Key, _Totals], total_cpu: float, limit: Optional[int]
             "file": key[1],
             "line": key[2],
             "origin": origin_of(key[1]),
-            "cpu_seconds": t.cpu,
-            "cpu_self_seconds": t.self_cpu,
-            "cpu_share": t.cpu / total_cpu if total_cpu > 0 else 0.0,
-            "seconds_on_stack": t.on_stack,
-            "memory_peak": t.peak,
-            "memory_growth": t.growth,
-            "gpu_seconds": t.gpu,
-            "samples": t.samples,
+            "cpu_seconds": t[0],
+            "cpu_self_seconds": t[1],
+            "cpu_share": t[0] / total_cpu if total_cpu > 0 else 0.0,
+            "seconds_on_stack": t[2],
+            "memory_peak": t[3],
+            "memory_growth": t[4],
+            "gpu_seconds": t[5],
+            "samples": int(t[6]),
         }
         for key, t in order
     ]
@@ -375,88 +395,159 @@ def sources(
     return found
 
 
-def _cpu_of(others: Sequence[_Source]) -> Any:
-    """A function (t0, t1) -> the CPU-seconds the other sources' samples cover in (t0, t1]
-    (each segment's CPU, by its end time)."""
-    ends = sorted((seg.timestamp, seg.cpu) for src in others for seg in _segments(src, agent=True))
-    times = [t for t, _ in ends]
-    cumulative = [0.0]
-    for _, cpu in ends:
-        cumulative.append(cumulative[-1] + cpu)
+class Attribution:
+    """The code profile of a run's sources, attributed once: every view (``profile``,
+    ``timeline``, ``peak``) reads the same segments (docs/code_profile.md)."""
 
-    def between(t0: float, t1: float) -> float:
-        return (
-            cumulative[bisect.bisect_right(times, t1)] - cumulative[bisect.bisect_right(times, t0)]
+    def __init__(self, found: Sequence[_Source]) -> None:
+        self.sources = list(found)
+        agents = [_Attributed(s, agent=True) for s in self.sources[1:]]
+        tracked = [_Attributed(self.sources[0], agents)] if self.sources else []
+        self.attributed = tracked + agents
+
+    def profile(
+        self,
+        by: str = "function",
+        user_code: bool = False,
+        limit: Optional[int] = None,
+        start: Optional[float] = None,
+        end: Optional[float] = None,
+    ) -> TinyDataFrame:
+        """The code_profile() table, over the intervals ending in (start, end] when given.
+        Shares are of the tracked tree's CPU-seconds in those intervals (the first source's
+        columns), which include its agent processes' own."""
+        check_by(by)
+        totals: Dict[Key, List[float]] = {}
+        for attributed in self.attributed:
+            for key, row in attributed.totals(by, user_code, start, end):
+                found = totals.get(key)
+                if found is None:
+                    totals[key] = list(row)
+                    continue
+                for i in range(_FIGURES):
+                    found[i] = max(found[i], row[i]) if i == _PEAK else found[i] + row[i]
+        return _table(totals, self._tree_cpu(start, end), limit)
+
+    def _tree_cpu(self, start: Optional[float], end: Optional[float]) -> float:
+        if not self.sources:
+            return 0.0
+        tree = self.sources[0]
+        if start is None and end is None:
+            return float(sum(tree.cpu))
+        return float(
+            sum(
+                cpu
+                for t, cpu in zip(tree.timestamps, tree.cpu)
+                if (start is None or t > start) and (end is None or t <= end)
+            )
         )
 
-    return between
+    def _moments(self) -> _Moments:
+        if not hasattr(self, "_made_moments"):
+            self._made_moments = _Moments(self)
+        return self._made_moments
+
+    def timeline(self) -> TinyDataFrame:
+        """One row per interval of the tree whose code is known: the user code of the tracked
+        process's running thread, or of an agent's process (docs/code_profile.md,
+        ``code_timeline``)."""
+        moments = self._moments()
+        times, memory, codes, name_of = self.running()
+        rows = [i for i, code in enumerate(codes) if code >= 0 and name_of[int(code)]]
+        where = [name_of[int(codes[i])] or ("", "", 0) for i in rows]
+        columns: Dict[str, Iterable[Any]] = {
+            "timestamp": array("d", (times[i] for i in rows)),
+            "function": [w[0] for w in where],
+            "file": [w[1] for w in where],
+            "line": array("q", (w[2] for w in where)),
+            "cpu_seconds": array("d", (moments.cpu[i] for i in rows)),
+            "memory": array("d", (memory[i] for i in rows)),
+        }
+        return TinyDataFrame(columns, columns=TIMELINE_COLUMNS)
+
+    def running(
+        self,
+    ) -> Tuple[Sequence[float], Sequence[float], Sequence[float], List[Optional[Key]]]:
+        """The timeline without its rows: each interval's end time and largest memory (KiB),
+        the id of the code running then (-1: none known), and each id's user code (folded as
+        ``user_code=True``; None: no code)."""
+        moments = self._moments()
+        if moments.tracked is not None:  # the ids are the tracked process's stacks
+            keys = moments.tracked.keys("line", True)
+            of_stack = [keys.names[int(t)] if t >= 0 else None for t in keys.top]
+            return moments.timestamps, moments.memory, moments.stacks, of_stack
+        ids: Dict[Tuple[int, int], int] = {}  # agents: (source, stack) -> id
+        codes = array("d")
+        for owner, stack in zip(moments.agent_of, moments.stacks):
+            key = (-1, -1) if owner is None else (id(owner), int(stack))
+            codes.append(-1 if owner is None else ids.setdefault(key, len(ids)))
+        owners = {id(a): a for a in moments.owners()}
+        name_of: List[Optional[Key]] = [None] * len(ids)
+        for (owner_id, stack), i in ids.items():
+            name_of[i] = folded(owners[owner_id].source, stack, "line", True)[-1]
+        return moments.timestamps, moments.memory, codes, name_of
+
+    def peak(self) -> Optional[Dict[str, Any]]:
+        """The code running when the tree's memory was at its peak, or None without samples
+        (or, with agents only, when no agent process was sampled then)."""
+        moments = self._moments()
+        memory = moments.memory
+        if not len(memory):
+            return None
+        top = list(memory).index(max(memory))  # the first interval at the peak
+        owner = moments.tracked or moments.agent_of[top]
+        if owner is None:
+            return None
+        keys = folded(owner.source, int(moments.stacks[top]), "line", True)
+        function, file, line = keys[-1]
+        return {
+            "memory_peak": memory[top],
+            "timestamp": moments.timestamps[top],
+            "function": function,
+            "file": file,
+            "line": line,
+            "origin": origin_of(file),
+            "stack": [list(k) for k in keys],
+        }
 
 
-def profile(
-    found: Sequence[_Source],
-    by: str = "function",
-    user_code: bool = False,
-    limit: Optional[int] = None,
-    start: Optional[float] = None,
-    end: Optional[float] = None,
-) -> TinyDataFrame:
-    """The code_profile() table of the sources (docs/code_profile.md), over the intervals
-    ending in (start, end] when given. Shares are of the tracked tree's CPU-seconds in
-    those intervals (the first source's columns), which include its agent processes' own."""
-    check_by(by)
-    totals: Dict[Key, _Totals] = {}
-    for index, source in enumerate(found):
-        for segment in _segments(source, _cpu_of(found[1:]) if index == 0 else None, index > 0):
-            if _in_span(segment, start, end):
-                _add_segment(totals, source, segment, by, user_code)
-    tree = found[0] if found else None
-    total_cpu = (
-        sum(
-            cpu
-            for t, cpu in zip(tree.timestamps, tree.cpu)
-            if (start is None or t > start) and (end is None or t <= end)
-        )
-        if tree
-        else 0.0
-    )
-    return _table(totals, total_cpu, limit)
+class _Moments:
+    """The tree's intervals with their code: end times, CPU-seconds, largest memory (KiB),
+    and the code running then (a stack of ``tracked``, or of ``agent_of[i]``; None where none
+    is known): the tracked process's sampled intervals (its running thread), or, when it was
+    not sampled (``run --code``), each row of the tree with the code of an agent process
+    sampled then (``_AgentCode``)."""
 
+    def __init__(self, attribution: Attribution) -> None:
+        self.tracked: Optional[_Attributed] = None
+        self.agent_of: List[Optional[_Attributed]] = []
+        self.timestamps: Sequence[float] = ()
+        self.cpu: Sequence[float] = ()
+        self.memory: Sequence[float] = ()
+        self.stacks: Sequence[float] = ()
+        found = attribution.attributed
+        if not found:
+            return
+        tracked = found[0]
+        if len(found) > 1 and tracked.n:  # the moments' CPU: the tracked process's own rule
+            tracked = _Attributed(tracked.source)
+        if tracked.n:
+            self.tracked = tracked
+            self.timestamps, self.cpu, self.memory = (tracked.field(i) for i in (1, 3, 4))
+            self.stacks = tracked.busiest()
+            return
+        tree, agents = tracked.source, _AgentCode(found[1:])
+        self.timestamps, self.cpu, self.memory = tree.timestamps, tree.cpu, tree.memory
+        before = [tree.start_time, *tree.timestamps]
+        code = [agents.at(t, t - b) for t, b in zip(tree.timestamps, before)]
+        self.agent_of = [c[0] if c else None for c in code]
+        self.stacks = array("d", (c[1] if c else -1 for c in code))
 
-class _Moment:
-    """One interval of the tree: its end, CPU-seconds and memory (KiB), and the code running
-    then (``source``'s ``stack``; None when no sample names it)."""
-
-    __slots__ = ("timestamp", "cpu", "memory", "source", "stack")
-
-    def __init__(
-        self, timestamp: float, cpu: float, memory: float, code: Optional[Tuple[_Source, int]]
-    ) -> None:
-        self.timestamp, self.cpu, self.memory = timestamp, cpu, memory
-        source, stack = code if code else (None, -1)
-        self.source: Optional[_Source] = source
-        self.stack: int = stack
-
-    def keys(self) -> List[Key]:
-        """The user code of the stack, root first (empty without one)."""
-        return self.source.keys_of(self.stack, "line", True) if self.source else []
-
-
-def _moments(found: Sequence[_Source]) -> List[_Moment]:
-    """The tree's intervals with their code: the tracked process's sampled intervals (its
-    busiest thread), or, when it was not sampled (``run --code``), each row of the tree with
-    the code of an agent process sampled then (``_AgentCode``)."""
-    if not found:
-        return []
-    segments = _segments(found[0])
-    if segments:
-        return [
-            _Moment(s.timestamp, s.cpu, s.memory_peak, (found[0], s.busiest())) for s in segments
-        ]
-    tree, agents = found[0], _AgentCode(found[1:])
-    return [
-        _Moment(t, tree.cpu[r], tree.memory[r], agents.at(t, t - before))
-        for r, (t, before) in enumerate(zip(tree.timestamps, [tree.start_time, *tree.timestamps]))
-    ]
+    def owners(self) -> List[_Attributed]:
+        """The attributed sources whose stacks name the code."""
+        if self.tracked is not None:
+            return [self.tracked]
+        return list({id(a): a for a in self.agent_of if a is not None}.values())
 
 
 class _AgentCode:
@@ -465,67 +556,26 @@ class _AgentCode:
     of those, the one of the process holding the most memory at its sample (the peak's
     likeliest owner), the nearest on a tie."""
 
-    def __init__(self, agents: Sequence[_Source]) -> None:
-        self.agents = [(a, _segments(a, agent=True)) for a in agents]
-        self.agents = [(a, segs) for a, segs in self.agents if segs]
-        self.times = [[s.timestamp for s in segs] for _, segs in self.agents]
+    def __init__(self, agents: Sequence[_Attributed]) -> None:
+        self.agents = [a for a in agents if a.n]
+        self.times = [a.field(1) for a in self.agents]
+        self.seconds = [a.field(2) for a in self.agents]
+        self.rows = [a.field(0) for a in self.agents]
 
-    def at(self, t: float, span: float) -> Optional[Tuple[_Source, int]]:
-        found = []  # (distance, -memory, index, segment)
-        for index, ((source, segs), times) in enumerate(zip(self.agents, self.times)):
+    def at(self, t: float, span: float) -> Optional[Tuple[_Attributed, int]]:
+        found = []  # (-memory, distance, index, segment)
+        for index, (agent, times) in enumerate(zip(self.agents, self.times)):
             i = bisect.bisect_left(times, t)
-            near = min(segs[max(i - 1, 0) : i + 1], key=lambda s: abs(s.timestamp - t))
-            distance = abs(near.timestamp - t)
-            if distance <= max(span, 0.0) + near.seconds:
-                found.append((distance, -source.memory[near.end], index, near))
+            near = min(range(max(i - 1, 0), min(i + 1, agent.n)), key=lambda s: abs(times[s] - t))
+            distance = abs(times[near] - t)
+            if distance <= max(span, 0.0) + self.seconds[index][near]:
+                memory = agent.source.memory[int(self.rows[index][near])]
+                found.append((-memory, distance, index, near))
         if not found:
             return None
-        best = min(found, key=lambda f: (f[1], f[0]))
-        return self.agents[best[2]][0], best[3].busiest()
-
-
-def timeline(found: Sequence[_Source]) -> TinyDataFrame:
-    """One row per interval of the tree whose code is known: the user code of the tracked
-    process's busiest thread, or of an agent's process (docs/code_profile.md,
-    ``code_timeline``)."""
-    rows = []
-    for moment in _moments(found):
-        if moment.source is None:
-            continue
-        function, file, line = moment.keys()[-1]
-        rows.append(
-            {
-                "timestamp": moment.timestamp,
-                "function": function,
-                "file": file,
-                "line": line,
-                "cpu_seconds": moment.cpu,
-                "memory": moment.memory,
-            }
-        )
-    return TinyDataFrame(rows, columns=TIMELINE_COLUMNS)
-
-
-def peak(found: Sequence[_Source]) -> Optional[Dict[str, Any]]:
-    """The code running when the tree's memory was at its peak, or None without samples (or,
-    with agents only, when no agent process was sampled then)."""
-    moments = _moments(found)
-    if not moments:
-        return None
-    top = max(moments, key=lambda m: m.memory)
-    keys = top.keys()
-    if not keys:
-        return None
-    function, file, line = keys[-1]
-    return {
-        "memory_peak": top.memory,
-        "timestamp": top.timestamp,
-        "function": function,
-        "file": file,
-        "line": line,
-        "origin": origin_of(file),
-        "stack": [list(k) for k in keys],
-    }
+        best = min(found, key=lambda f: (f[0], f[1]))
+        agent = self.agents[best[2]]
+        return agent, int(agent.busiest()[best[3]])
 
 
 def phase_code(tracker: Any, start: float, end: float) -> Optional[Dict[str, Any]]:

@@ -18,10 +18,13 @@ here for the report, the card and the CLI; ``code`` wraps each code name (HTML: 
 
 from __future__ import annotations
 
+import math
 import os
+from array import array
 from dataclasses import replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from . import _core
 from . import formatting as fmt
 from .insights import Insight
 
@@ -69,10 +72,11 @@ def _text(value: Any) -> Optional[str]:
 
 
 def _recorded(tracker: Any, insights: Sequence[Insight]) -> Dict[str, Any]:
-    rows = [r for r in tracker.code_profile("function", True).rows() if _users(r)]
-    timeline = [r for r in tracker.code_timeline().rows() if _users(r)]
-    peak = tracker.code_peak()
+    attribution = tracker._code_attribution()  # attributed once for every fact below
+    rows = [r for r in attribution.profile("function", True).rows() if _users(r)]
+    peak = attribution.peak()
     base = _code_dir([r["file"] for r in rows])
+    timeline = _Timeline(*attribution.running())
     found = _Found(rows, timeline, base, float(getattr(tracker, "interval", 0) or 0))
     where = found.where
     view: Dict[str, Any] = {"status": "recorded", "note": None, "base_dir": base}
@@ -91,6 +95,60 @@ def _recorded(tracker: Any, insights: Sequence[Insight]) -> Dict[str, Any]:
     if not rows:
         view["note"] = "no stack sample was taken (the run was shorter than one interval)"
     return view
+
+
+class _Timeline:
+    """The user code running in each interval (``code_timeline`` without its rows, from
+    ``Attribution.running``), grouped by function (its name and file) for the C sums
+    (``_core.code_groups``)."""
+
+    def __init__(
+        self,
+        times: Sequence[float],
+        memory: Sequence[float],
+        codes: Sequence[float],
+        name_of: List[Any],
+    ) -> None:
+        self.times, self.memory, self.codes, self.name_of = times, memory, codes, name_of
+        self.group_of, self.groups = self._grouped(2)
+        self._by_line: Optional[Tuple[Any, List[Tuple[Any, ...]]]] = None  # made when asked
+
+    def _grouped(self, width: int) -> Tuple[Any, List[Tuple[Any, ...]]]:
+        """Each code's group (-1: not user code) and the groups: the first ``width`` parts of
+        its name (2: the function and its file; 3: its line too)."""
+        groups: Dict[Tuple[Any, ...], int] = {}
+        group_of = array("d", [-1.0]) * len(self.name_of)
+        for code, name in enumerate(self.name_of):
+            if name is not None and _users({"file": name[1]}):
+                group_of[code] = groups.setdefault(tuple(name[:width]), len(groups))
+        return group_of, list(groups)
+
+    def sums(
+        self, interval: float, began: float, ended: float, by_line: bool = False
+    ) -> List[Dict[str, Any]]:
+        """Each function that ran in (began, ended], in the order it first ran there: its
+        ``function``, ``file``, ``line`` (of its first interval), ``seconds`` (wall),
+        ``memory_peak`` (KiB) and ``peak_line`` (the line then), ``memory_growth`` (KiB)."""
+        group_of, groups = self.group_of, self.groups
+        if by_line:
+            self._by_line = self._by_line or self._grouped(3)
+            group_of, groups = self._by_line
+        raw = _core.code_groups(
+            self.codes, self.times, self.memory, group_of, len(groups), interval, began, ended
+        )
+        figures = memoryview(raw).cast("d")
+        found = []
+        for g, (function, file, *_) in enumerate(groups):
+            count, first, seconds, peak, peak_at, growth = figures[g * 6 : g * 6 + 6]
+            if count > 0:
+                line = self.name_of[int(self.codes[int(first)])][2]
+                peak_line = self.name_of[int(self.codes[int(peak_at)])][2]
+                found.append(
+                    {"function": function, "file": file, "line": line, "seconds": seconds,
+                     "memory_peak": peak, "peak_line": peak_line, "memory_growth": growth,
+                     "first": first}
+                )  # fmt: skip
+        return sorted(found, key=lambda item: item["first"])
 
 
 def _users(row: Mapping[str, Any]) -> bool:
@@ -138,26 +196,18 @@ def _top_cpu(rows: Sequence[Mapping[str, Any]], where: Callable[[str], str]) -> 
     ]
 
 
-def _top_memory(timeline: Sequence[Mapping[str, Any]], where: Callable[[str], str]) -> List[Any]:
+def _top_memory(timeline: _Timeline, where: Callable[[str], str]) -> List[Any]:
     """The functions that were running (the user code of the busiest thread) when the
-    memory was highest: the memory at its highest while each ran (KiB), the change of
-    memory over the intervals it ran (KiB; the first interval's change is unknown: 0)."""
-    found: Dict[Tuple[str, str], Dict[str, Any]] = {}
-    before = None
-    for row in timeline:
-        memory = float(row["memory"])
-        key = (row["function"], row["file"])
-        item = found.setdefault(
-            key, {"function": key[0], "file": where(key[1]), "line": row["line"],
-                  "memory_peak": memory, "memory_growth": 0.0, "seconds": 0}
-        )  # fmt: skip
-        if memory > item["memory_peak"]:
-            item.update(memory_peak=memory, line=row["line"])
-        item["memory_growth"] += 0.0 if before is None else memory - before
-        item["seconds"] += 1
-        before = memory
-    ranked = sorted(found.values(), key=lambda i: (-i["memory_peak"], -i["memory_growth"]))
-    return [{k: v for k, v in i.items() if k != "seconds"} for i in ranked[:TOP]]
+    memory was highest: the memory at its highest while each ran (KiB, and the line then),
+    the change of memory over the intervals it ran (KiB; the first interval's change is
+    unknown: 0)."""
+    found = timeline.sums(0.0, -math.inf, math.inf)
+    ranked = sorted(found, key=lambda i: (-i["memory_peak"], -i["memory_growth"]))
+    return [
+        {"function": i["function"], "file": where(i["file"]), "line": i["peak_line"],
+         "memory_peak": i["memory_peak"], "memory_growth": i["memory_growth"]}
+        for i in ranked[:TOP]
+    ]  # fmt: skip
 
 
 def _phases(tracker: Any, insights: Sequence[Insight], found: _Found) -> List[Any]:
@@ -207,7 +257,7 @@ class _Found:
     """The rows a view is made of: the user functions (``code_profile``), the timeline of the
     running code, and where their files are shown from."""
 
-    def __init__(self, rows: List[Any], timeline: List[Any], base: str, interval: float):
+    def __init__(self, rows: List[Any], timeline: _Timeline, base: str, interval: float):
         self.def_lines = {(r["function"], r["file"]): r["line"] for r in rows}
         self.timeline, self.base, self.interval = timeline, base, interval
 
@@ -217,22 +267,13 @@ class _Found:
     def running(
         self, began: float, ended: float, by_line: bool = False
     ) -> Optional[Dict[str, Any]]:
-        """The timeline row of the code (the function, or its line when ``by_line``) that ran
-        for the most wall seconds in (began, ended] (None when no interval ends there)."""
-        seconds: Dict[Tuple[Any, ...], float] = {}
-        first: Dict[Tuple[Any, ...], Any] = {}
-        before = None
-        for row in self.timeline:
-            stamp = float(row["timestamp"])
-            length = self.interval if before is None else stamp - before
-            before = stamp
-            if began < stamp <= ended:
-                key = (row["function"], row["file"]) + ((row["line"],) if by_line else ())
-                seconds[key] = seconds.get(key, 0.0) + length
-                first.setdefault(key, row)
-        if not seconds:
+        """The code (function, file, line of its first interval there; its line too when
+        ``by_line``) that ran for the most wall seconds in (began, ended] (None when no interval
+        ends there)."""
+        found = self.timeline.sums(self.interval, began, ended, by_line)
+        if not found:
             return None
-        return first[max(seconds, key=lambda k: seconds[k])]  # type: ignore[no-any-return]
+        return max(found, key=lambda item: item["seconds"])
 
 
 def stored_view(data: Any) -> Optional[Dict[str, Any]]:

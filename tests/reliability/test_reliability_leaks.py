@@ -156,6 +156,8 @@ def test_reliability_leak_stack_captures():
         s.wait(3, 5.0)
         s.stop()
         assert s.stacks()["stats"]["requests"] >= 1
+        listed, compact = s.stacks()["samples"], s.stacks(True)["samples"]  # the same samples
+        assert compact == array("I", [v for sample in listed for v in sample]).tobytes()
         try:
             s.record_stacks(main)
         except RuntimeError:
@@ -433,6 +435,53 @@ def test_reliability_leak_summarize():
     assert_no_leak("round_memory_mib", lambda: _core.round_memory_mib(1234.5), 5000)
 
 
+def _refused(call):
+    """call() raises TypeError or ValueError (a bad call refused, nothing kept)."""
+    try:
+        call()
+    except (TypeError, ValueError):
+        return
+    raise AssertionError("a bad call was accepted")
+
+
+@covers("code_segments", "code_busiest", "code_totals", "code_groups")
+def test_reliability_leak_attribution():
+    rows = 50
+    samples = [[r, r % 2, r % 3, 1000 + r] for r in range(rows)] + [["x"], [1, 0, 99, 5]]
+    compact = array("I", [v for s in samples[:rows] for v in s]).tobytes()
+    t = array("d", (float(r + 1) for r in range(rows)))
+    ones, none, zero = [1.0] * rows, array("d"), array("d", [0.0])
+
+    def segments(found):
+        return _core.code_segments(found, [1.0, 0.0], 3, t, ones, t, ones, 0.0, False, none, zero)
+
+    made = segments(samples)
+    assert made == segments(compact)  # the skipped samples named no stack
+    segs, ents = (memoryview(b).cast("d") for b in made)
+    busiest = memoryview(_core.code_busiest(segs, ents, [1.0, 0.0, 1.0])).cast("d")
+    keys = ([0.0, 1.0, 2.0, 3.0], [0.0, 1.0, 0.0], [0.0, 1.0, 0.0], 2)
+    assert_no_leak("code_segments(list)", lambda: segments(samples), 1000)
+    assert_no_leak("code_segments(bytes)", lambda: segments(compact), 1000)
+    assert_no_leak("code_busiest", lambda: _core.code_busiest(segs, ents, [1.0, 0, 1]), 2000)
+    assert_no_leak("code_totals", lambda: _core.code_totals(segs, ents, *keys, 0.0, 99.0), 2000)
+    groups = (busiest, array("d", segs[1::6]), array("d", segs[4::6]), [0.0, -1.0, 0.0], 1)
+    assert_no_leak("code_groups", lambda: _core.code_groups(*groups, 1.0, 0.0, 99.0), 2000)
+
+    def bad():
+        for call in (
+            lambda: _core.code_segments(None, [1.0], 3, t, ones, t, ones, 0.0, False, none, zero),
+            lambda: _core.code_segments([], [1.0], 3, t, [1.0], t, ones, 0.0, False, none, zero),
+            lambda: _core.code_segments([], [1.0], 3, t, ones, t, ones, 0.0, False, none, none),
+            lambda: _core.code_totals(segs, ents, [0.0, 5.0], [0.0], [0.0], 1, 0.0, 1.0),
+            lambda: _core.code_totals(segs, ents, [0.0], [0.0], [0.0], 1, 0.0, 1.0),
+            lambda: _core.code_busiest(segs, ents, ["x"]),
+            lambda: _core.code_groups(busiest, [1.0], [1.0], [0.0], 1, 1.0, 0.0, 9.0),
+        ):
+            _refused(call)
+
+    assert_no_leak("attribution(bad)", bad, 2000)
+
+
 @covers("change_points", "chart_series", "chart_times")
 def test_reliability_leak_series(sampled):
     s = sampled[0]
@@ -461,12 +510,7 @@ def test_reliability_leak_series(sampled):
             lambda: _core.chart_series([1.0], "per_second", 10, ["x"]),
             lambda: _core.chart_times(None, 0.0, 10),
         ):
-            try:
-                call()
-            except (TypeError, ValueError):
-                pass
-            else:
-                raise AssertionError("a bad call was accepted")
+            _refused(call)
 
     assert_no_leak("series(bad)", bad, 2000)
 
