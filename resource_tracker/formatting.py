@@ -26,6 +26,7 @@ from typing import List, Optional, Tuple, Union
 
 __all__ = [
     "NA",
+    "energy",
     "OTHER_ARCHITECTURE",
     "alternative_server",
     "price_allocation",
@@ -169,6 +170,18 @@ def money(usd: object, per: str = "") -> str:
     if a < 0.005:
         return f"{'> -' if sign else '< '}$0.01"
     return f"{sign}${a:,.2f}"
+
+
+def energy(joules: object) -> str:
+    """An amount of energy: '850 J', '12.3 kJ', '4.56 MJ', with kWh beside it from 0.01 kWh
+    up ('36 MJ (10 kWh)'); n/a when not measured (None)."""
+    v = _finite(joules)
+    if v is None:
+        return NA
+    scaled = next(((v / f, p) for f, p in ((1e9, "GJ"), (1e6, "MJ"), (1e3, "kJ")) if v >= f), None)
+    text = f"{_sig(scaled[0], 3)} {scaled[1]}" if scaled else f"{_sig(v, 3)} J"
+    kwh = v / 3.6e6
+    return f"{text} ({_sig(kwh, 3)} kWh)" if kwh >= 0.01 else text
 
 
 def percent(share: object) -> str:

@@ -265,6 +265,30 @@ def _cost(summary: RunSummary) -> str:
     )
 
 
+def _energy(summary: RunSummary) -> str:
+    """The run's energy beside its cost: the machine's (measured) and the process's share
+    (an estimate); nothing when no source measured any (the data-quality note says why)."""
+    figures = (summary.stats or {}).get("energy") or {}
+    if figures.get("joules") is None:
+        return ""
+    sources = [
+        f"{name} {fmt.energy(figures.get(key))}"
+        for name, key in (("CPU", "cpu_joules"), ("DRAM", "dram_joules"), ("GPU", "gpu_joules"))
+        if figures.get(key) is not None
+    ]
+    share = figures.get("process_joules")
+    sub = f"the machine's: {', '.join(sources)}" + (
+        f"; this process about {fmt.energy(share)} (estimate: its share of CPU and GPU use)"
+        if share is not None
+        else ""
+    )
+    return (
+        '<div class="rt-answer" id="rt-energy"><div class="rt-tile-title">Energy of this run</div>'
+        f'<div class="rt-answer-value"><b>{_esc(fmt.energy(figures["joules"]))}</b></div>'
+        f'<div class="rt-tile-sub">{_esc(sub)}</div></div>'
+    )
+
+
 def _field(item: object, name: str, default: object = None) -> object:
     if isinstance(item, dict):
         return item.get(name, default)
@@ -314,7 +338,7 @@ def problems(summary: RunSummary) -> List[str]:
 
 def headline(summary: RunSummary) -> str:
     """The headline band (HTML)."""
-    answers = _recommendation(summary) + _server(summary) + _cost(summary)
+    answers = _recommendation(summary) + _server(summary) + _cost(summary) + _energy(summary)
     out = [
         '<section id="rt-headline" class="rt-headline" aria-label="Summary">',
         f'<div class="rt-tiles">{"".join(_usage_tiles(summary))}</div>',

@@ -25,6 +25,7 @@ from array import array
 import pytest
 
 from resource_tracker import ResourceTracker, _core
+from resource_tracker import formatting as fmt
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INTERVAL = 0.05
@@ -343,3 +344,29 @@ def test_gpu_nvml_energy_in_stats(nvml_stub, control, workload, monkeypatch):
     assert stats["energy"]["kwh"] == pytest.approx(stats["energy"]["joules"] / 3.6e6)
     assert stats["system_gpu_power_w"]["max"] == pytest.approx(350.0)
     assert "power times the interval" in stats["data_quality"]["energy"]
+
+
+def _energy_tile(page):
+    tile = page[page.index('id="rt-energy"') :]
+    return tile[: tile.index("</div></div>")]
+
+
+def test_gpu_nvml_energy_beside_the_cost_in_report_and_card(
+    nvml_stub, control, workload, monkeypatch
+):
+    """The report's answers and the Metaflow card (the same report, from the step's artifact)
+    show the run's energy beside its cost, the process's share said to be an estimate."""
+    tracker = _tracked(nvml_stub, control, workload, monkeypatch, 6)
+    shown = fmt.energy(tracker.stats()["energy"]["joules"])
+    tile = _energy_tile(str(tracker.report()))
+    assert "Energy of this run" in tile and f"<b>{shown}</b>" in tile
+    assert "GPU " in tile and "estimate" in tile
+    card = pytest.importorskip(
+        "metaflow_extensions.resource_tracker.plugins.cards.resource_tracker_card"
+        ".tracked_resources_card"
+    )
+    decorator = pytest.importorskip(
+        "metaflow_extensions.resource_tracker.plugins.track_resources_decorator"
+    )
+    data = decorator.build_artifact(tracker, None, failed=False, label="Flow/1/step/2")
+    assert f"<b>{shown}</b>" in _energy_tile(card.render_artifact(data, label="Flow/1/step/2"))
