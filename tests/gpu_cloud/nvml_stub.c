@@ -276,7 +276,8 @@ nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *mem)
 
 /* Power and energy: GPU 0 draws 100 W and has an energy counter (mJ since nvmlInit, as Volta and
  * later GPUs); GPUs 1.. draw 250 W and have no counter (NVML_ERROR_NOT_SUPPORTED, as older GPUs).
- * The power is in mW. */
+ * The power is in mW. Built with -DSTUB_NO_POWER neither is exported (bench/bench_energy.py). */
+#ifndef STUB_NO_POWER
 EXPORT nvmlReturn_t
 nvmlDeviceGetPowerUsage(nvmlDevice_t dev, unsigned int *power)
 {
@@ -302,6 +303,7 @@ nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t dev, unsigned long long *energy
     *energy = (unsigned long long)((now() - init_at) * 100.0 * 1000.0); /* mJ at 100 W */
     return NVML_SUCCESS;
 }
+#endif
 
 /* the scripted process (pid, bytes) on a device: 1, or 0 when there is none */
 static int
