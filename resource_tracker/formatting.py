@@ -62,6 +62,8 @@ CHANGE_FLOORS = {
     "GB": 0.1,
     "processes": 1.0,
     "s": 1.0,
+    "J": 1000.0,  # 1 kJ of energy
+    "W": 10.0,  # 10 W of power
 }
 
 #: Bytes per unit of a registry unit that is an amount of bytes.
@@ -213,6 +215,8 @@ def quantity(value: object, unit: str) -> str:
         return nbytes(v * per)
     if unit == "s":
         return duration(v)
+    if unit == "J":
+        return energy(v)
     if unit in _COUNT_UNITS:
         word = _COUNT_UNITS[unit]
         shown = round(v, 2)
