@@ -420,7 +420,7 @@ read_energy(GpuMonitor *m, GpuDevice *d, double dt, GpuReading *system)
     }
     if (watts > 0 && dt > 0) {
         system->energy_j += watts * dt;
-        system->integrated++;
+        system->integrated += !d->has_mj; /* a GPU with a counter: at its first reading only */
     }
 }
 
