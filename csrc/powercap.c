@@ -136,8 +136,8 @@ zone_delta_j(Powercap *pc, PowercapZone *z)
     unsigned long long now_uj, delta;
     int had = z->has_last;
 
-    if (read_number(pc, z->dir, "energy_uj", &now_uj) != 0) {
-        pc->unreadable++;
+    if (read_number(pc, z->dir, "energy_uj", &now_uj) != 0 || (z->max_uj && now_uj > z->max_uj)) {
+        pc->unreadable++; /* above its range: no real reading either */
         return 0.0;
     }
     pc->readings++;

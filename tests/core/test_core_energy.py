@@ -64,7 +64,8 @@ def test_energy_package_and_dram_counted_core_and_mmio_left_out(tmp_path):
 
 def test_energy_counter_wrap_counted_through_max_energy_range(tmp_path):
     """A counter that passed max_energy_range_uj starts again from 0: the rise is the rest
-    of the range plus the new value, not a negative or huge figure."""
+    of the range plus the new value, not a negative or huge figure; a value beyond the range
+    is no reading."""
     fake = FakePowercap(tmp_path)
     fake.zone("intel-rapl:0", "package-0", MAX_UJ - 1_000_000)
     sampler = _sampler(os.getpid(), fake)
@@ -76,6 +77,12 @@ def test_energy_counter_wrap_counted_through_max_energy_range(tmp_path):
     fake.set("intel-rapl:0", 4_000_000)
     _, system = _rows(sampler)
     assert system["cpu_energy_j"] == pytest.approx(1.0)
+    fake.set("intel-rapl:0", 2**64 - 1)  # beyond max_energy_range_uj: no real reading
+    _, system = _rows(sampler)
+    assert system["cpu_energy_j"] == 0.0
+    fake.set("intel-rapl:0", 6_000_000)  # counted from the last real reading
+    _, system = _rows(sampler)
+    assert system["cpu_energy_j"] == pytest.approx(2.0)
 
 
 def test_energy_unreadable_zone_gives_zero_and_a_note(tmp_path, monkeypatch):
