@@ -142,30 +142,15 @@ fill_process_row(Collector *collector, const ProcTreeReading *tree, int self_in_
     row[PC_GPU_UTILIZED] = gpu->utilized;
 }
 
-/* part as a share of whole, within 0..1 (0 when whole is 0) */
-static double
-share_of(double part, double whole)
-{
-    if (!(whole > 0) || !(part > 0))
-        return 0.0;
-    return part >= whole ? 1.0 : part / whole;
-}
-
-/* The process's estimated energy: the machine's CPU and DRAM energy times its share of the
- * machine's CPU time, the GPUs' energy times its share of their usage (estimates: RAPL and
- * NVML measure the machine and the device, not a process). */
+/* The machine's energy columns (the process's share is estimated from the run's figures:
+ * resource_tracker/_energy.py) */
 static void
-fill_energy(const SystemReading *sys, const PowercapReading *rapl, const GpuReading *gpu_system,
-            const double *prow, double *srow, double *prow_out)
+fill_energy(const PowercapReading *rapl, const GpuReading *gpu_system, double *srow)
 {
     srow[SC_CPU_ENERGY_J] = rapl->package_j;
     srow[SC_DRAM_ENERGY_J] = rapl->dram_j;
     srow[SC_GPU_POWER_W] = gpu_system->power_w;
     srow[SC_GPU_ENERGY_J] = gpu_system->energy_j;
-    prow_out[PC_CPU_ENERGY_J] = (rapl->package_j + rapl->dram_j) *
-                                share_of(prow[PC_UTIME] + prow[PC_STIME], sys->user_s + sys->sys_s);
-    prow_out[PC_GPU_ENERGY_J] =
-        gpu_system->energy_j * share_of(prow[PC_GPU_USAGE], gpu_system->usage);
 }
 
 static void
@@ -340,7 +325,7 @@ collector_sample(Collector *collector, double mono, double wall, const OwnUsage 
     }
     fill_process_row(collector, &tree, self_in_tree, &gpu_process, own, dt, wall, prow);
     fill_system_row(collector, &sys, &gpu_system, tree.processes, dt, wall, srow);
-    fill_energy(&sys, &rapl, &gpu_system, prow, srow, prow);
+    fill_energy(&rapl, &gpu_system, srow);
     return 1;
 }
 

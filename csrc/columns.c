@@ -19,10 +19,6 @@ const ColumnSpec process_columns[PC_COUNT] = {
     COL("gpu_usage", "Process GPU usage", "GPUs", PEAK, DIST, NONE, 4, "gpu_usage", "gpu"),
     COL("gpu_vram", "Process VRAM used", "MiB", PEAK, DIST, VRAM, 2, "vram", "vram"),
     COL("gpu_utilized", "Process GPUs in use", "GPUs", PEAK, DIST, GPU, 4, "gpu", ""),
-    COL("cpu_energy_j", "Process CPU and DRAM energy (estimate: its share of the CPU time)", "J",
-        SUM, SUM, NONE, 3, "cpu_energy", ""),
-    COL("gpu_energy_j", "Process GPU energy (estimate: its share of the GPU usage)", "J", SUM, SUM,
-        NONE, 3, "gpu_energy", ""),
 };
 
 const ColumnSpec system_columns[SC_COUNT] = {

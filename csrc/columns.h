@@ -21,8 +21,6 @@ enum ProcessColumn {
     PC_GPU_USAGE,
     PC_GPU_VRAM,
     PC_GPU_UTILIZED,
-    PC_CPU_ENERGY_J,
-    PC_GPU_ENERGY_J,
     PC_COUNT
 };
 

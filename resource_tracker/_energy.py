@@ -1,15 +1,16 @@
 """The run's energy: ``stats()["energy"]`` and its data-quality note.
 
 The columns (``csrc/columns.c``): the machine's CPU package and DRAM energy from the
-kernel's powercap (RAPL) zones, the GPUs' power and energy from NVML, and the process's
-share of both, estimated from its share of the CPU time and of the GPU usage. RAPL and
-NVML measure the machine and the device, never a process: ``joules`` is the machine's,
-``process_joules`` an estimate. A source that read nothing gives ``None``, not 0.
+kernel's powercap (RAPL) zones, the GPUs' power and energy from NVML. RAPL and NVML measure
+the machine and the device, never a process: ``joules`` is the machine's, and
+``process_joules`` the process's share estimated from its share of the CPU time and of the
+GPU usage over the run (no column of its own: a day at 1 s stays within 25 MiB). A source
+that read nothing gives ``None``, not 0.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional
 
 from . import settings
 from .registry import by_role
@@ -21,16 +22,30 @@ JOULES_PER_KWH = 3.6e6
 
 #: What the process figures are: said beside them wherever they are shown.
 ESTIMATE = (
-    "estimate: the machine's CPU and DRAM energy times the process's share of the CPU time, "
-    "the GPUs' energy times its share of their usage"
+    "estimate: the machine's CPU and DRAM energy times the process's share of the machine's "
+    "CPU time over the run, the GPUs' energy times its share of their usage"
 )
 
 
-def _sum(stats: Mapping[str, Any], table: str, role: str) -> Optional[float]:
-    """The run's sum of the column with ``role`` (None when absent or nothing was read)."""
-    entry = stats.get(by_role(table, role).key)
+def _sum(stats: Mapping[str, Any], role: str) -> Optional[float]:
+    """The run's sum of the system column with ``role`` (None when absent or nothing read)."""
+    entry = stats.get(by_role("system", role).key)
     value = entry.get("sum") if isinstance(entry, Mapping) else None
     return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+def _share(stats: Mapping[str, Any], role: str) -> Optional[float]:
+    """The process's share (0..1) of the machine's figure with ``role`` over the run: the
+    ratio of the two time-weighted means (None when either table lacks it)."""
+    means = []
+    for table in ("process", "system"):
+        entry = stats.get(by_role(table, role).key)
+        mean = entry.get("mean") if isinstance(entry, Mapping) else None
+        if not isinstance(mean, (int, float)):
+            return None
+        means.append(float(mean))
+    process, machine = means
+    return min(1.0, max(0.0, process / machine)) if machine > 0 else 0.0
 
 
 def _total(*parts: Optional[float]) -> Optional[float]:
@@ -42,16 +57,29 @@ def _kwh(joules: Optional[float]) -> Optional[float]:
     return None if joules is None else joules / JOULES_PER_KWH
 
 
-def energy_summary(stats: Mapping[str, Any]) -> Optional[dict[str, Any]]:
+def _process_joules(
+    stats: Mapping[str, Any], rapl: Optional[float], gpu: Optional[float]
+) -> Optional[float]:
+    """The process's estimated joules: each source times its share (None when unknown)."""
+    cpu_share, gpu_share = _share(stats, "cpu"), _share(stats, "gpu_usage")
+    return _total(
+        rapl * cpu_share if rapl is not None and cpu_share is not None else None,
+        gpu * gpu_share if gpu is not None and gpu_share is not None else None,
+    )
+
+
+def energy_summary(stats: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     """``stats()["energy"]`` from the energy columns' sums in ``stats`` (None when the system
     was not tracked: the energy sources are the machine's)."""
     if by_role("system", "cpu_energy").key not in stats:
         return None
-    cpu = _sum(stats, "system", "cpu_energy")
-    dram = _sum(stats, "system", "dram_energy")
-    gpu = _sum(stats, "system", "gpu_energy")
-    process = _total(_sum(stats, "process", "cpu_energy"), _sum(stats, "process", "gpu_energy"))
+    cpu, dram, gpu = (
+        _sum(stats, "cpu_energy"),
+        _sum(stats, "dram_energy"),
+        _sum(stats, "gpu_energy"),
+    )
     machine = _total(cpu, dram, gpu)
+    process = _process_joules(stats, _total(cpu, dram), gpu)
     return {
         "joules": machine,
         "kwh": _kwh(machine),

@@ -173,8 +173,6 @@ class RunStats(_RunStatsBase, total=False):
     process_gpu_usage: Distribution
     process_gpu_vram: Distribution
     process_gpu_utilized: Distribution
-    process_cpu_energy_j: Total  # J, an estimate (share of the CPU time)
-    process_gpu_energy_j: Total  # J, an estimate (share of the GPU usage)
     system_cpu_usage: Distribution
     system_memory_used: Distribution
     system_disk_read_bytes: Total
