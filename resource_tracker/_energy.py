@@ -10,12 +10,13 @@ that read nothing gives ``None``, not 0.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Tuple
 
+from . import formatting as fmt
 from . import settings
 from .registry import by_role
 
-__all__ = ["JOULES_PER_KWH", "energy_summary", "energy_note"]
+__all__ = ["JOULES_PER_KWH", "energy_summary", "energy_note", "energy_lines"]
 
 #: 1 kWh = 3.6 MJ.
 JOULES_PER_KWH = 3.6e6
@@ -90,6 +91,25 @@ def energy_summary(stats: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
         "process_kwh": _kwh(process),
         "process_estimate": ESTIMATE,
     }
+
+
+def energy_lines(figures: Optional[Mapping[str, Any]]) -> Optional[Tuple[str, str]]:
+    """(the run's energy, what it is made of) as the report and the CLI summary show it, or
+    None when no source measured any (the data-quality note says why)."""
+    if not figures or figures.get("joules") is None:
+        return None
+    sources = [
+        f"{name} {fmt.energy(figures.get(key))}"
+        for name, key in (("CPU", "cpu_joules"), ("DRAM", "dram_joules"), ("GPU", "gpu_joules"))
+        if figures.get(key) is not None
+    ]
+    share = figures.get("process_joules")
+    detail = f"the machine's: {', '.join(sources)}" + (
+        f"; this process about {fmt.energy(share)} (estimate: its share of CPU and GPU use)"
+        if share is not None
+        else ""
+    )
+    return fmt.energy(figures["joules"]), detail
 
 
 def energy_note(sampler: Any) -> Optional[str]:

@@ -9,6 +9,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple
 
 from .. import formatting as fmt
+from .._energy import energy_lines
 from ..registry import by_key, stat_columns
 
 if TYPE_CHECKING:
@@ -268,24 +269,13 @@ def _cost(summary: RunSummary) -> str:
 def _energy(summary: RunSummary) -> str:
     """The run's energy beside its cost: the machine's (measured) and the process's share
     (an estimate); nothing when no source measured any (the data-quality note says why)."""
-    figures = (summary.stats or {}).get("energy") or {}
-    if figures.get("joules") is None:
+    shown = energy_lines((summary.stats or {}).get("energy"))
+    if shown is None:
         return ""
-    sources = [
-        f"{name} {fmt.energy(figures.get(key))}"
-        for name, key in (("CPU", "cpu_joules"), ("DRAM", "dram_joules"), ("GPU", "gpu_joules"))
-        if figures.get(key) is not None
-    ]
-    share = figures.get("process_joules")
-    sub = f"the machine's: {', '.join(sources)}" + (
-        f"; this process about {fmt.energy(share)} (estimate: its share of CPU and GPU use)"
-        if share is not None
-        else ""
-    )
     return (
         '<div class="rt-answer" id="rt-energy"><div class="rt-tile-title">Energy of this run</div>'
-        f'<div class="rt-answer-value"><b>{_esc(fmt.energy(figures["joules"]))}</b></div>'
-        f'<div class="rt-tile-sub">{_esc(sub)}</div></div>'
+        f'<div class="rt-answer-value"><b>{_esc(shown[0])}</b></div>'
+        f'<div class="rt-tile-sub">{_esc(shown[1])}</div></div>'
     )
 
 

@@ -26,6 +26,7 @@ import pytest
 
 from resource_tracker import ResourceTracker, _core
 from resource_tracker import formatting as fmt
+from resource_tracker.cli.summary import summary_lines
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INTERVAL = 0.05
@@ -356,13 +357,16 @@ def _energy_tile(page):
 def test_gpu_nvml_energy_beside_the_cost_in_report_and_card(
     nvml_stub, control, workload, monkeypatch
 ):
-    """The report's answers and the Metaflow card (the same report, from the step's artifact)
-    show the run's energy beside its cost, the process's share said to be an estimate."""
+    """The report's answers, the CLI summary and the Metaflow card (the same report, from the
+    step's artifact) show the run's energy beside its cost, the process's share said to be an
+    estimate."""
     tracker = _tracked(nvml_stub, control, workload, monkeypatch, 6)
     shown = fmt.energy(tracker.stats()["energy"]["joules"])
     tile = _energy_tile(str(tracker.report()))
     assert "Energy of this run" in tile and f"<b>{shown}</b>" in tile
     assert "GPU " in tile and "estimate" in tile
+    energy = [line for line in summary_lines(tracker, server=False) if line.split()[0] == "energy"]
+    assert len(energy) == 1 and shown in energy[0] and "estimate" in energy[0]
     card = pytest.importorskip(
         "metaflow_extensions.resource_tracker.plugins.cards.resource_tracker_card"
         ".tracked_resources_card"
