@@ -81,6 +81,7 @@ collector_init(Collector *collector, const CollectorConfig *cfg)
         proc_tree_free(&collector->tree);
         return -1;
     }
+    powercap_init(&collector->powercap, cfg->sys_root[0] ? cfg->sys_root : NULL);
     return 0;
 }
 
@@ -95,7 +96,7 @@ member_pids(const Collector *collector, pid_t *out, size_t cap)
 
 /* GPU readings for the tree's members (the library is loaded on first use, in this thread). */
 static void
-read_gpus(Collector *collector, GpuReading *system, GpuReading *process)
+read_gpus(Collector *collector, double dt, GpuReading *system, GpuReading *process)
 {
     size_t n;
 
@@ -117,7 +118,7 @@ read_gpus(Collector *collector, GpuReading *system, GpuReading *process)
         collector->member_pids_cap = n * 2;
         n = member_pids(collector, grown, n * 2);
     }
-    gpu_monitor_sample(collector->gpu, collector->member_pids, n, system, process);
+    gpu_monitor_sample(collector->gpu, collector->member_pids, n, dt, system, process);
 }
 
 static void
@@ -141,6 +142,17 @@ fill_process_row(Collector *collector, const ProcTreeReading *tree, int self_in_
     row[PC_GPU_USAGE] = gpu->usage;
     row[PC_GPU_VRAM] = gpu->vram_mib;
     row[PC_GPU_UTILIZED] = gpu->utilized;
+}
+
+/* The machine's energy columns (the process's share is estimated from the run's figures:
+ * resource_tracker/_energy.py) */
+static void
+fill_energy(const PowercapReading *rapl, const GpuReading *gpu_system, double *srow)
+{
+    srow[SC_CPU_ENERGY_J] = rapl->package_j;
+    srow[SC_DRAM_ENERGY_J] = rapl->dram_j;
+    srow[SC_GPU_POWER_W] = gpu_system->power_w;
+    srow[SC_GPU_ENERGY_J] = gpu_system->energy_j;
 }
 
 static void
@@ -280,6 +292,7 @@ collector_sample(Collector *collector, double mono, double wall, const OwnUsage 
     ProcTreeReading tree;
     SystemReading sys;
     GpuReading gpu_system, gpu_process;
+    PowercapReading rapl;
     double dt = mono - collector->last_mono;
     int self_in_tree = 0;
 
@@ -293,15 +306,19 @@ collector_sample(Collector *collector, double mono, double wall, const OwnUsage 
     else if (collector->cfg.track_processes && root_hidden(collector))
         collector->tree_missed++;
     memset(&sys, 0, sizeof(sys));
-    if (collector->cfg.track_system)
+    memset(&rapl, 0, sizeof(rapl));
+    if (collector->cfg.track_system) {
         system_stats_sample(&collector->system, mono, &sys);
+        powercap_sample(&collector->powercap, mono, &rapl);
+    }
     if (collector->has_baseline || !collector->cfg.gpu_from_first_row) {
-        read_gpus(collector, &gpu_system, &gpu_process);
+        read_gpus(collector, collector->has_baseline ? dt : 0.0, &gpu_system, &gpu_process);
     } else { /* a process that ends before its first row never loads the GPU library */
         memset(&gpu_system, 0, sizeof(gpu_system));
         memset(&gpu_process, 0, sizeof(gpu_process));
     }
     collector->gpu_last = gpu_system;
+    collector->gpu_energy_integrated += gpu_system.integrated;
     collector->last_mono = mono;
     if (!collector->has_baseline) {
         set_cpu_caps(collector); /* at the baseline: in the sampler thread, not in start() */
@@ -310,6 +327,7 @@ collector_sample(Collector *collector, double mono, double wall, const OwnUsage 
     }
     fill_process_row(collector, &tree, self_in_tree, &gpu_process, own, dt, wall, prow);
     fill_system_row(collector, &sys, &gpu_system, tree.processes, dt, wall, srow);
+    fill_energy(&rapl, &gpu_system, srow);
     return 1;
 }
 
@@ -345,7 +363,8 @@ size_t
 collector_bytes(const Collector *collector)
 {
     return proc_tree_bytes(&collector->tree) + cgroup_tree_bytes(&collector->cgroup) +
-           collector->system.buf.cap + collector->member_pids_cap * sizeof(pid_t);
+           collector->system.buf.cap + collector->powercap.buf.cap +
+           collector->member_pids_cap * sizeof(pid_t);
 }
 
 void
@@ -356,6 +375,7 @@ collector_release(Collector *collector)
     cgroup_tree_free(&collector->cgroup);
     proc_tree_free(&collector->tree);
     system_stats_free(&collector->system);
+    powercap_free(&collector->powercap);
     if (collector->gpu)
         gpu_monitor_close(collector->gpu);
     collector->gpu = NULL;

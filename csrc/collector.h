@@ -7,6 +7,7 @@
 
 #include "cgroup_tree.h"
 #include "gpu.h"
+#include "powercap.h"
 #include "proc_tree.h"
 #include "system_stats.h"
 
@@ -34,9 +35,11 @@ typedef struct Collector {
     int processes;             /* processes on the system, while the walk does not run */
     double processes_at;       /* when they were counted (monotonic) */
     SystemStats system;
+    Powercap powercap; /* CPU package and DRAM energy (read with the system's columns) */
     GpuMonitor *gpu;
     int gpu_tried;
     GpuReading gpu_last; /* the GPUs' reading of the last collector_sample() (machine-wide) */
+    unsigned long gpu_energy_integrated; /* GPU readings whose energy was power x interval */
     pid_t *member_pids;
     size_t member_pids_cap;
     double last_mono;

@@ -46,6 +46,10 @@ enum SystemColumn {
     SC_GPU_USAGE,
     SC_GPU_VRAM,
     SC_GPU_UTILIZED,
+    SC_CPU_ENERGY_J,
+    SC_DRAM_ENERGY_J,
+    SC_GPU_POWER_W,
+    SC_GPU_ENERGY_J,
     SC_COUNT
 };
 
@@ -71,7 +75,7 @@ enum ColumnResource { RES_NONE, RES_CPU, RES_MEMORY, RES_GPU, RES_VRAM };
 typedef struct ColumnSpec {
     const char *name;  /* the column's name in its table */
     const char *label; /* for people, as the seeds print it: "System CPU usage" */
-    const char *unit;  /* "s", "cores", "KiB", "MiB", "B", "GB", "GPUs", "%", "count", "" */
+    const char *unit;  /* "s", "cores", "KiB", "MiB", "B", "GB", "GPUs", "J", "W", "count", "" */
     enum ColumnFold fold;
     enum ColumnAggregate aggregate;
     enum ColumnResource resource;

@@ -13,6 +13,11 @@ typedef struct GpuReading {
     double usage;    /* sum of utilisation over GPUs, in GPUs (0..N) */
     double vram_mib; /* memory used, MiB */
     double utilized; /* GPUs with utilisation above 0 */
+    /* system reading only: power and energy, summed over the GPUs that report them */
+    double power_w;          /* power draw at the reading, W */
+    double energy_j;         /* energy in the interval, J: the GPU's energy counter, else (no
+                                counter, or its first reading) the power times the interval */
+    unsigned int integrated; /* GPUs whose energy was the power times the interval */
     /* system reading only: each of the first GPU_SERIES_MAX GPUs, as nvidia-smi shows it */
     double device_util[GPU_SERIES_MAX];     /* utilisation, % (0 when the call fails) */
     double device_vram_mib[GPU_SERIES_MAX]; /* memory used, MiB */
@@ -30,12 +35,13 @@ typedef struct GpuMonitor GpuMonitor;
  * when there is no usable library or no GPU (silently: that is the normal case). */
 GpuMonitor *gpu_monitor_open(const char *library_path);
 
-/* Fills system (all GPUs) and process (only the processes in pids, in any order). A failing
- * call leaves the affected values at 0; sampling goes on. Process-level: usage is the tree's
- * per-process utilisation, vram the tree's used GPU memory, utilized the GPUs where the tree
- * has utilisation or memory. */
-void gpu_monitor_sample(GpuMonitor *monitor, const pid_t *pids, size_t npids, GpuReading *system,
-                        GpuReading *process);
+/* Fills system (all GPUs) and process (only the processes in pids, in any order) for an
+ * interval of dt seconds. A failing call leaves the affected values at 0; sampling goes on.
+ * Process-level: usage is the tree's per-process utilisation, vram the tree's used GPU
+ * memory, utilized the GPUs where the tree has utilisation or memory (power and energy are
+ * the system reading's only: NVML does not split them by process). */
+void gpu_monitor_sample(GpuMonitor *monitor, const pid_t *pids, size_t npids, double dt,
+                        GpuReading *system, GpuReading *process);
 
 /* Number of GPUs the monitor reads (0 for NULL). */
 size_t gpu_monitor_count(const GpuMonitor *monitor);

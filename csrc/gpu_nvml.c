@@ -18,6 +18,7 @@ typedef void *nvmlDevice_t;
 #define GPU_MAX_DEVICES 64
 #define GPU_MAX_PROCESSES 4096
 #define GPU_MAX_VRAM_MIB (1024.0 * 1024.0 * 1024.0) /* 1 PiB: more is no real reading */
+#define GPU_MAX_WATTS 10000.0                       /* one GPU drawing more is no real reading */
 
 typedef struct {
     unsigned int gpu;
@@ -62,6 +63,8 @@ typedef nvmlReturn_t (*fn_procs)(nvmlDevice_t, unsigned int *, void *);
 typedef nvmlReturn_t (*fn_proc_util)(nvmlDevice_t, nvmlProcessUtilizationSample_t *, unsigned int *,
                                      unsigned long long);
 typedef nvmlReturn_t (*fn_name)(nvmlDevice_t, char *, unsigned int);
+typedef nvmlReturn_t (*fn_energy)(nvmlDevice_t, unsigned long long *); /* mJ since driver load */
+typedef nvmlReturn_t (*fn_power)(nvmlDevice_t, unsigned int *);        /* mW */
 
 /* A process on one GPU, whichever struct version NVML filled. */
 typedef struct {
@@ -73,6 +76,8 @@ typedef struct {
     nvmlDevice_t handle;
     int valid;
     unsigned long long last_seen; /* newest per-process utilisation sample read, in us */
+    unsigned long long last_mj;   /* the energy counter at the previous reading */
+    int has_mj;                   /* last_mj was read */
 } GpuDevice;
 
 struct GpuMonitor {
@@ -85,6 +90,8 @@ struct GpuMonitor {
     size_t proc_stride; /* sizeof the process struct the resolved functions fill */
     fn_proc_util proc_util;
     fn_name name;
+    fn_energy energy;
+    fn_power power;
     fn_handle handle;
     unsigned int count;
     GpuDevice devices[GPU_MAX_DEVICES];
@@ -169,6 +176,8 @@ gpu_monitor_open(const char *library_path)
     m->proc_stride = stride_c ? stride_c : stride_g;
     m->proc_util = (fn_proc_util)dlsym(m->lib, "nvmlDeviceGetProcessUtilization");
     m->name = (fn_name)dlsym(m->lib, "nvmlDeviceGetName");
+    m->energy = (fn_energy)dlsym(m->lib, "nvmlDeviceGetTotalEnergyConsumption");
+    m->power = (fn_power)dlsym(m->lib, "nvmlDeviceGetPowerUsage");
     if (init() != NVML_SUCCESS)
         goto error;
     initialised = 1;
@@ -383,9 +392,41 @@ load_tree(GpuMonitor *m, const pid_t *pids, size_t npids)
     return 0;
 }
 
+/* The device's power (W) and energy of the interval (J) into system: the energy counter's rise
+ * (Volta and later), else the power times dt (older GPUs, a counter's first reading or a
+ * counter gone back: a driver reload). Readings beyond GPU_MAX_WATTS are no real ones. */
+static void
+read_energy(GpuMonitor *m, GpuDevice *d, double dt, GpuReading *system)
+{
+    unsigned int mw;
+    unsigned long long mj;
+    double watts = 0.0;
+
+    if (m->power && m->power(d->handle, &mw) == NVML_SUCCESS && mw <= GPU_MAX_WATTS * 1000.0) {
+        watts = mw / 1000.0;
+        system->power_w += watts;
+    }
+    if (m->energy && m->energy(d->handle, &mj) == NVML_SUCCESS) {
+        double span = dt > 1.0 ? dt : 1.0;
+        int rose =
+            d->has_mj && mj >= d->last_mj && (mj - d->last_mj) / 1000.0 <= GPU_MAX_WATTS * span;
+        double joules = rose ? (double)(mj - d->last_mj) / 1000.0 : -1.0;
+        d->last_mj = mj;
+        d->has_mj = 1;
+        if (joules >= 0) {
+            system->energy_j += joules;
+            return;
+        }
+    }
+    if (watts > 0 && dt > 0) {
+        system->energy_j += watts * dt;
+        system->integrated += !d->has_mj; /* a GPU with a counter: at its first reading only */
+    }
+}
+
 /* fills the readings; failing calls leave their values at 0 */
 void
-gpu_monitor_sample(GpuMonitor *m, const pid_t *pids, size_t npids, GpuReading *system,
+gpu_monitor_sample(GpuMonitor *m, const pid_t *pids, size_t npids, double dt, GpuReading *system,
                    GpuReading *process)
 {
     unsigned int i;
@@ -418,6 +459,8 @@ gpu_monitor_sample(GpuMonitor *m, const pid_t *pids, size_t npids, GpuReading *s
             if (i < GPU_SERIES_MAX)
                 system->device_vram_mib[i] = (double)mem.used / (1024.0 * 1024.0);
         }
+        if (m->power || m->energy)
+            read_energy(m, d, dt, system);
         if (i < GPU_SERIES_MAX)
             system->device_util[i] = device_util;
         system->usage += device_util / 100.0;

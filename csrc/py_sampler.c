@@ -214,6 +214,10 @@ SAMPLER_FLOAT_GETTER(children_lists, (double)s->children_lists)
 SAMPLER_FLOAT_GETTER(fd_sheds, (double)s->fd_sheds)
 SAMPLER_FLOAT_GETTER(kept_open, (double)s->kept_open)
 SAMPLER_FLOAT_GETTER(fds_replaced, (double)s->fds_replaced)
+SAMPLER_FLOAT_GETTER(powercap_zones, (double)s->powercap_zones)
+SAMPLER_FLOAT_GETTER(powercap_unreadable, (double)s->powercap_unreadable)
+SAMPLER_FLOAT_GETTER(powercap_wraps, (double)s->powercap_wraps)
+SAMPLER_FLOAT_GETTER(gpu_energy_integrated, (double)s->gpu_energy_integrated)
 
 /* use_cgroup(version, cpu_dir, memory_dir, io_dir, pids_dir=""): the tree's columns from
  * its cgroup */
@@ -373,6 +377,14 @@ static PyGetSetDef sampler_getset[] = {
      "kept-open descriptors found closed or replaced by the application (never read nor "
      "closed: the files were opened again by path)",
      NULL},
+    {"powercap_zones", (getter)sampler_get_powercap_zones, NULL,
+     "powercap (RAPL) zones read: CPU packages and DRAM", NULL},
+    {"powercap_unreadable", (getter)sampler_get_powercap_unreadable, NULL,
+     "powercap zone readings that failed (energy_uj unreadable: root-only on most kernels)", NULL},
+    {"powercap_wraps", (getter)sampler_get_powercap_wraps, NULL,
+     "powercap counters found wrapped (counted on through max_energy_range_uj)", NULL},
+    {"gpu_energy_integrated", (getter)sampler_get_gpu_energy_integrated, NULL,
+     "GPU readings whose energy was integrated from the power (no energy counter)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

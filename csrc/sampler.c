@@ -32,6 +32,10 @@ publish_counters(void *arg)
     s->fd_sheds = c->tree.fd_sheds;
     s->kept_open = (unsigned long)c->tree.kept_open;
     s->fds_replaced = c->tree.fds_replaced + c->system.fds_replaced + cg->fds_replaced;
+    s->powercap_zones = (unsigned long)powercap_zone_count(&c->powercap);
+    s->powercap_unreadable = c->powercap.unreadable;
+    s->powercap_wraps = c->powercap.wraps;
+    s->gpu_energy_integrated = c->gpu_energy_integrated;
     s->tree_seen = c->tree_seen;
     s->tree_missed = c->tree_missed;
     snprintf(s->tree_source, sizeof(s->tree_source), "%s", cgroup_tree_source(cg));

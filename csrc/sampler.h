@@ -57,6 +57,9 @@ typedef struct Sampler {
     int children_lists;                  /* new members are found from the children lists */
     unsigned long fd_sheds, kept_open;   /* kept descriptors given back; members kept open */
     unsigned long fds_replaced;          /* kept descriptors the application closed or replaced */
+    /* energy sources (powercap.h, gpu.h): RAPL zones read, their failed and wrapped readings,
+     * GPU readings whose energy was integrated from the power (no energy counter) */
+    unsigned long powercap_zones, powercap_unreadable, powercap_wraps, gpu_energy_integrated;
     /* where the tree's columns came from (cgroup_tree.h) */
     char tree_source[8], column_source[CG_COLUMNS][8];
     char tree_note[256];

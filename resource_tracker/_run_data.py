@@ -26,6 +26,7 @@ from typing import (
 
 from . import _core, settings
 from . import formatting as fmt
+from ._energy import energy_note, energy_summary
 from ._tracked import TrackedRun
 from .code_profile import quality_note as code_quality_note
 from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABELS
@@ -147,6 +148,9 @@ def stats(tracker: TrackedRun) -> Dict[str, Any]:
         for k, v in cached(tracker, "stats", compute).items()
     }
     result["data_quality"] = data_quality(tracker)
+    energy = energy_summary(result)
+    if energy is not None:
+        result["energy"] = energy
     hwm = tracker.memory_hwm
     if hwm and tracker.track_processes:
         result["process_memory_hwm"] = {"max": hwm}
@@ -183,6 +187,9 @@ def data_quality(tracker: TrackedRun) -> Dict[str, Any]:
     if tracker.track_processes and seen == 0 and missed:
         quality["errors"] = [invisible_process_error(tracker.pid, errors)]
         quality["process_visible"] = False
+    note = energy_note(sampler) if tracker.track_system else None
+    if note:
+        quality["energy"] = note
     code_note = code_quality_note(tracker._code_record())
     if code_note:
         quality["code_profile"] = code_note
@@ -300,6 +307,8 @@ def data_quality_notes(stats: Optional[Mapping[str, Any]]) -> List[str]:
         notes.append(f"{', '.join(columns)} incomplete: {reason}")
     if quality.get("descriptors_replaced"):
         notes.append(descriptors_replaced_note(quality["descriptors_replaced"]))
+    if isinstance(quality.get("energy"), str):
+        notes.append(f"energy: {quality['energy']}")
     if quality.get("read_in_caller"):
         notes.append(str(quality["read_in_caller"]))
     if quality.get("code_profile"):

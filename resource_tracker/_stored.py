@@ -498,6 +498,8 @@ def _stored_quality(value: Any) -> Dict[str, Any]:
     }
     if value.get("code_profile"):
         quality["code_profile"] = str(value["code_profile"])
+    if value.get("energy"):
+        quality["energy"] = str(value["energy"])
     if value.get("read_errors"):
         quality["read_errors"] = _nonnegative_int(value["read_errors"], "read_errors")
     if value.get("descriptors_replaced"):
@@ -593,8 +595,11 @@ def _stored_table(data: Any, names: Sequence[str]) -> TinyDataFrame:
     if not isinstance(columns, dict):  # rows (a list of dicts): the frame sorts them out
         return TinyDataFrame(columns, columns=names)
     table: Dict[str, Any] = {}
+    rows = _stored_rows(columns)
     for name in names:
-        col = columns.get(name, ())
+        # a column the snapshot's version did not have (the energy columns): zeros, which
+        # every view reads as "not measured"
+        col = columns.get(name, array("d", bytes(8 * rows)) if rows else ())
         if copied or not _is_float64(col):
             try:
                 col = array("d", col)
@@ -608,6 +613,14 @@ def _stored_table(data: Any, names: Sequence[str]) -> TinyDataFrame:
     if len(lengths) > 1:
         raise ValueError(f"columns must be equally long, got lengths {sorted(lengths)}")
     return TinyDataFrame._from_arrays(table)
+
+
+def _stored_rows(columns: Mapping[str, Any]) -> int:
+    """The rows of a snapshot's table: its timestamp column's length (0 when absent)."""
+    try:
+        return len(columns.get("timestamp", ()))
+    except TypeError:
+        return 0
 
 
 def _json_default(value: Any) -> Any:

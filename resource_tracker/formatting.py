@@ -26,6 +26,7 @@ from typing import List, Optional, Tuple, Union
 
 __all__ = [
     "NA",
+    "energy",
     "OTHER_ARCHITECTURE",
     "alternative_server",
     "price_allocation",
@@ -61,6 +62,8 @@ CHANGE_FLOORS = {
     "GB": 0.1,
     "processes": 1.0,
     "s": 1.0,
+    "J": 1000.0,  # 1 kJ of energy
+    "W": 10.0,  # 10 W of power
 }
 
 #: Bytes per unit of a registry unit that is an amount of bytes.
@@ -171,6 +174,18 @@ def money(usd: object, per: str = "") -> str:
     return f"{sign}${a:,.2f}"
 
 
+def energy(joules: object) -> str:
+    """An amount of energy: '850 J', '12.3 kJ', '4.56 MJ', with kWh beside it from 0.01 kWh
+    up ('36 MJ (10 kWh)'); n/a when not measured (None)."""
+    v = _finite(joules)
+    if v is None:
+        return NA
+    scaled = next(((v / f, p) for f, p in ((1e9, "GJ"), (1e6, "MJ"), (1e3, "kJ")) if v >= f), None)
+    text = f"{_sig(scaled[0], 3)} {scaled[1]}" if scaled else f"{_sig(v, 3)} J"
+    kwh = v / 3.6e6
+    return f"{text} ({_sig(kwh, 3)} kWh)" if kwh >= 0.01 else text
+
+
 def percent(share: object) -> str:
     """A share as a whole percentage: '89%', '< 1%' for a share above 0 that rounds to 0,
     '0%' for none."""
@@ -200,6 +215,8 @@ def quantity(value: object, unit: str) -> str:
         return nbytes(v * per)
     if unit == "s":
         return duration(v)
+    if unit == "J":
+        return energy(v)
     if unit in _COUNT_UNITS:
         word = _COUNT_UNITS[unit]
         shown = round(v, 2)

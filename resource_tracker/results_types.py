@@ -73,6 +73,24 @@ class DataQuality(_DataQualityBase, total=False):
     errors: List[str]  # why nothing is recommended from this run
     process_visible: bool  # False: the tracked process was never seen (only then present)
     code_profile: str  # what the code profile missed
+    energy: str  # what the energy figures miss (no powercap, unreadable, GPU power integrated)
+
+
+class Energy(TypedDict):
+    """``stats()["energy"]``: the run's energy (docs/metrics.md, "GPU power and energy").
+
+    ``joules``/``kwh``: the machine's (CPU packages + DRAM from powercap, GPUs from NVML);
+    ``process_joules``/``process_kwh``: the process's share, an estimate (its share of the
+    CPU time and of the GPU usage, said in ``process_estimate``). ``None``: not measured."""
+
+    joules: Optional[float]
+    kwh: Optional[float]
+    cpu_joules: Optional[float]
+    dram_joules: Optional[float]
+    gpu_joules: Optional[float]
+    process_joules: Optional[float]
+    process_kwh: Optional[float]
+    process_estimate: str
 
 
 class CgroupFigures(TypedDict):
@@ -165,6 +183,11 @@ class RunStats(_RunStatsBase, total=False):
     system_gpu_usage: Distribution
     system_gpu_vram: Distribution
     system_gpu_utilized: Distribution
+    system_cpu_energy_j: Total  # J, CPU packages (powercap)
+    system_dram_energy_j: Total  # J, DRAM (powercap)
+    system_gpu_power_w: Distribution  # W, all GPUs
+    system_gpu_energy_j: Total  # J, all GPUs
+    energy: Energy  # the run's energy, J and kWh
     process_memory_hwm: Peak  # KiB; the C sampler, processes tracked
     cgroup: CgroupFigures  # when the process is in a cgroup
     tree_source: TreeSource  # the C sampler

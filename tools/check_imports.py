@@ -90,6 +90,7 @@ LAYERS: Tuple[Tuple[str, str, Tuple[str, ...]], ...] = (
         "a run's tables, statistics, snapshot codec and code-profile tables, live or stored",
         (
             "resource_tracker._run_data",
+            "resource_tracker._energy",
             "resource_tracker._tracked",
             "resource_tracker.code_profile",
             "resource_tracker._stored",

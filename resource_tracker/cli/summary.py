@@ -7,6 +7,7 @@ import signal
 from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Protocol, Sequence
 
 from .. import formatting as fmt
+from .._energy import energy_lines
 from ..registry import Column, by_role, traffic_columns
 
 if TYPE_CHECKING:
@@ -95,6 +96,9 @@ def lines_of(summary: RunSummary, server: bool = True) -> List[str]:
     lines.append(_row("recommended", describe_resources(summary.resources)))
     if server:
         lines += server_lines(summary)
+    energy = energy_lines(summary.stats.get("energy"))
+    if energy is not None:
+        lines.append(_row("energy", f"{energy[0]}; {energy[1]}"))
     return lines
 
 

@@ -9,7 +9,8 @@ table) gives the convention's name, unit and attributes. Values are converted to
 - OTLP names: the semantic-convention name where one exists, else
   ``resource_tracker.<table>.<column>``.
 - Prometheus names: ``resource_tracker_<table>_<column>`` with the base-unit suffix
-  (``_bytes``, ``_seconds``, ``_cores``), ``_total`` for the cumulative counters.
+  (``_bytes``, ``_seconds``, ``_cores``, ``_joules``, ``_watts``), ``_total`` for the
+  cumulative counters (``resource_tracker_system_gpu_energy_joules_total``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ UNITS: Dict[str, Tuple[float, str, str]] = {
     "cores": (1.0, "{cpu}", "cores"),
     "GPUs": (1.0, "{gpu}", ""),
     "processes": (1.0, "{process}", ""),
+    "J": (1.0, "J", "joules"),
+    "W": (1.0, "W", "watts"),
     "": (1.0, "1", ""),
 }
 
@@ -100,6 +103,11 @@ SEMCONV: Dict[Tuple[str, str], SemConv] = {
     ("system", "net_sent_bytes"): SemConv(
         "system.network.io", "By", {"network.io.direction": "transmit"}
     ),
+    # the hardware conventions: one component each (all packages, all DIMMs, all GPUs)
+    ("system", "cpu_energy_j"): SemConv("hw.energy", "J", {"hw.type": "cpu", "hw.id": "rapl"}),
+    ("system", "dram_energy_j"): SemConv("hw.energy", "J", {"hw.type": "memory", "hw.id": "rapl"}),
+    ("system", "gpu_power_w"): SemConv("hw.power", "W", {"hw.type": "gpu", "hw.id": "nvml"}),
+    ("system", "gpu_energy_j"): SemConv("hw.energy", "J", {"hw.type": "gpu", "hw.id": "nvml"}),
 }
 
 
@@ -129,7 +137,7 @@ class ExportedMetric:
 
 def _prometheus_name(col: Column, suffix: str, counter: bool) -> str:
     base = col.name
-    for unit_word in ("_gb", "_bytes"):
+    for unit_word in ("_gb", "_bytes", "_j", "_w"):
         if base.endswith(unit_word):
             base = base[: -len(unit_word)]
     name = f"{PROMETHEUS_PREFIX}_{col.table}_{base}"

@@ -9,6 +9,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple
 
 from .. import formatting as fmt
+from .._energy import energy_lines
 from ..registry import by_key, stat_columns
 from ..tuning import resources_line as tuning_resources_line
 
@@ -264,6 +265,19 @@ def _cost(summary: RunSummary) -> str:
     )
 
 
+def _energy(summary: RunSummary) -> str:
+    """The run's energy beside its cost: the machine's (measured) and the process's share
+    (an estimate); nothing when no source measured any (the data-quality note says why)."""
+    shown = energy_lines((summary.stats or {}).get("energy"))
+    if shown is None:
+        return ""
+    return (
+        '<div class="rt-answer" id="rt-energy"><div class="rt-tile-title">Energy of this run</div>'
+        f'<div class="rt-answer-value"><b>{_esc(shown[0])}</b></div>'
+        f'<div class="rt-tile-sub">{_esc(shown[1])}</div></div>'
+    )
+
+
 def _field(item: object, name: str, default: object = None) -> object:
     if isinstance(item, dict):
         return item.get(name, default)
@@ -313,7 +327,7 @@ def problems(summary: RunSummary) -> List[str]:
 
 def headline(summary: RunSummary) -> str:
     """The headline band (HTML)."""
-    answers = _recommendation(summary) + _server(summary) + _cost(summary)
+    answers = _recommendation(summary) + _server(summary) + _cost(summary) + _energy(summary)
     out = [
         '<section id="rt-headline" class="rt-headline" aria-label="Summary">',
         f'<div class="rt-tiles">{"".join(_usage_tiles(summary))}</div>',

@@ -168,11 +168,15 @@ def test_otlp_sends_the_command_line_only_when_asked(monkeypatch, receiver, opt_
 def test_semconv_names_are_the_official_ones():
     """Every name of the mapping table is a metric of the OpenTelemetry semantic conventions
     (the opentelemetry-semantic-conventions package the SDK brings)."""
-    from opentelemetry.semconv._incubating.metrics import process_metrics, system_metrics
+    from opentelemetry.semconv._incubating.metrics import (
+        hw_metrics,
+        process_metrics,
+        system_metrics,
+    )
 
     official = {
         value
-        for module in (process_metrics, system_metrics)
+        for module in (process_metrics, system_metrics, hw_metrics)
         for key, value in vars(module).items()
         if key.isupper() and isinstance(value, str)
     }

@@ -84,6 +84,7 @@ typedef struct {
 
 static StubDevice devices[STUB_MAX_GPUS];
 static int init_count;
+static double init_at; /* monotonic seconds at the first nvmlInit: GPU 0's counter starts there */
 static struct {
     unsigned int tree_pid, other_pid, gpus, crowd;
     unsigned long long tree_bytes;
@@ -190,6 +191,8 @@ stub_init(void)
         return NVML_ERROR_DRIVER_NOT_LOADED;
     for (int i = 0; i < STUB_MAX_GPUS; i++)
         devices[i].index = i;
+    if (init_count == 0)
+        init_at = now();
     init_count++;
     return NVML_SUCCESS;
 }
@@ -270,6 +273,37 @@ nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *mem)
     mem->free = mem->total - mem->used;
     return NVML_SUCCESS;
 }
+
+/* Power and energy: GPU 0 draws 100 W and has an energy counter (mJ since nvmlInit, as Volta and
+ * later GPUs); GPUs 1.. draw 250 W and have no counter (NVML_ERROR_NOT_SUPPORTED, as older GPUs).
+ * The power is in mW. Built with -DSTUB_NO_POWER neither is exported (bench/bench_energy.py). */
+#ifndef STUB_NO_POWER
+EXPORT nvmlReturn_t
+nvmlDeviceGetPowerUsage(nvmlDevice_t dev, unsigned int *power)
+{
+    nvmlReturn_t rc = check(dev);
+
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (ctl.not_supported)
+        return NVML_ERROR_NOT_SUPPORTED;
+    *power = dev->index == 0 ? 100000u : 250000u; /* mW */
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t
+nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t dev, unsigned long long *energy)
+{
+    nvmlReturn_t rc = check(dev);
+
+    if (rc != NVML_SUCCESS)
+        return rc;
+    if (ctl.not_supported || dev->index != 0)
+        return NVML_ERROR_NOT_SUPPORTED;
+    *energy = (unsigned long long)((now() - init_at) * 100.0 * 1000.0); /* mJ at 100 W */
+    return NVML_SUCCESS;
+}
+#endif
 
 /* the scripted process (pid, bytes) on a device: 1, or 0 when there is none */
 static int

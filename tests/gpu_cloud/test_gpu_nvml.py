@@ -25,6 +25,8 @@ from array import array
 import pytest
 
 from resource_tracker import ResourceTracker, _core
+from resource_tracker import formatting as fmt
+from resource_tracker.cli.summary import summary_lines
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INTERVAL = 0.05
@@ -109,13 +111,31 @@ def _gpu_rows(sampler, which):
     return list(zip(t["gpu_usage"], t["gpu_vram"], t["gpu_utilized"]))
 
 
-def _sample(library, pid, n=3):
+def _tracked(library, control, workload, monkeypatch, n):
+    """A stopped ResourceTracker of the workload with n rows, the library from the environment."""
+    control.set(tree_pid=workload.pid)
+    monkeypatch.setenv("RESOURCE_TRACKER_NVML_LIBRARY", library)
+    tracker = ResourceTracker(pid=workload.pid, interval=INTERVAL, discover_cloud=False)
+    try:
+        assert tracker.wait_for_samples(n, 30.0)
+    finally:
+        tracker.stop()
+    return tracker
+
+
+def _run(library, pid, n):
+    """A stopped sampler of pid with at least n rows."""
     sampler = _core.Sampler(pid, INTERVAL, nvml_library=library)
     sampler.start()
     try:
-        assert sampler.wait(n, 10.0), "the sampler did not store samples"
+        assert sampler.wait(n, 30.0), "the sampler did not store samples"
     finally:
         sampler.stop()
+    return sampler
+
+
+def _sample(library, pid, n=3):
+    sampler = _run(library, pid, n)
     return _gpu_rows(sampler, "system"), _gpu_rows(sampler, "process")
 
 
@@ -229,13 +249,7 @@ def test_gpu_nvml_tracker_recommendation(nvml_stub, control, workload, monkeypat
 
     1.5 GiB of VRAM + 20 % = 1843.2 MiB, rounded up to 2048 MiB; one GPU in use.
     """
-    control.set(tree_pid=workload.pid)
-    monkeypatch.setenv("RESOURCE_TRACKER_NVML_LIBRARY", nvml_stub)
-    tracker = ResourceTracker(pid=workload.pid, interval=INTERVAL, discover_cloud=False)
-    try:
-        assert tracker.wait_for_samples(4, 10.0)
-    finally:
-        tracker.stop()
+    tracker = _tracked(nvml_stub, control, workload, monkeypatch, 4)
     stats = tracker.stats()
     assert stats["process_gpu_vram"]["max"] == pytest.approx(1536.0)
     assert stats["process_gpu_utilized"]["max"] == pytest.approx(1.0)
@@ -286,3 +300,79 @@ def test_a_crash_in_the_sampler_thread_reaches_the_applications_fault_handler(
     assert "Fatal Python error: Segmentation fault" in proc.stderr
     assert "Current thread" not in proc.stderr
     assert 'File "<string>", line 11 in <module>' in proc.stderr
+
+
+def _energy_run(library, pid, n=20):
+    sampler = _run(library, pid, n)
+    return sampler, _table(sampler, "system")
+
+
+def test_gpu_nvml_power_and_energy(nvml_stub, control, workload):
+    """GPU 0 (100 W, an energy counter in mJ) and GPU 1 (250 W in mW, no counter: integrated
+    from the power): 350 W each row, and the energy of the rows after the first is 350 W times
+    the time from the first row's reading to the last's (the counters' own clock and the
+    sampler's, telescoped; the first row's interval begins at the baseline, not at start)."""
+    control.set(tree_pid=workload.pid)
+    sampler, system = _energy_run(nvml_stub, workload.pid)
+    assert all(w == pytest.approx(350.0) for w in system["gpu_power_w"])
+    span = system["timestamp"][-1] - system["timestamp"][0]
+    assert span > 0.5
+    assert sum(system["gpu_energy_j"][1:]) == pytest.approx(350.0 * span, rel=0.05)
+    assert sampler.gpu_energy_integrated >= len(system["timestamp"])  # GPU 1, every row
+
+
+def test_gpu_nvml_power_not_supported(nvml_stub, control, workload):
+    """No power or energy from the GPUs (NVML_ERROR_NOT_SUPPORTED): zeros, sampling goes on."""
+    control.set(tree_pid=workload.pid, mode="not_supported")
+    sampler, system = _energy_run(nvml_stub, workload.pid, n=3)
+    assert set(system["gpu_power_w"]) == {0.0}
+    assert set(system["gpu_energy_j"]) == {0.0}
+    assert sampler.gpu_energy_integrated == 0
+
+
+def test_gpu_nvml_energy_in_stats(nvml_stub, control, workload, monkeypatch):
+    """stats()["energy"]: the GPUs' joules and kWh; the note says GPU 1's are integrated."""
+    tracker = _tracked(nvml_stub, control, workload, monkeypatch, 10)
+    stats = tracker.stats()
+    gpu = stats["system_gpu_energy_j"]["sum"]
+    times, joules = tracker.system_metrics["timestamp"], tracker.system_metrics["gpu_energy_j"]
+    assert sum(joules[1:]) == pytest.approx(350.0 * (times[-1] - times[0]), rel=0.05)
+    assert gpu == pytest.approx(sum(joules))
+    assert stats["energy"]["gpu_joules"] == pytest.approx(gpu)
+    # the process's share: its usage (0.40 of GPU 1) over the GPUs' (0.25 + 0.40), its CPU
+    # share of no CPU energy (no powercap here) adding nothing
+    assert stats["process_gpu_usage"]["mean"] == pytest.approx(0.40)
+    assert stats["system_gpu_usage"]["mean"] == pytest.approx(0.65)
+    assert stats["energy"]["process_joules"] == pytest.approx(gpu * 0.40 / 0.65)
+    assert stats["energy"]["kwh"] == pytest.approx(stats["energy"]["joules"] / 3.6e6)
+    assert stats["system_gpu_power_w"]["max"] == pytest.approx(350.0)
+    assert "power times the interval" in stats["data_quality"]["energy"]
+
+
+def _energy_tile(page):
+    tile = page[page.index('id="rt-energy"') :]
+    return tile[: tile.index("</div></div>")]
+
+
+def test_gpu_nvml_energy_beside_the_cost_in_report_and_card(
+    nvml_stub, control, workload, monkeypatch
+):
+    """The report's answers, the CLI summary and the Metaflow card (the same report, from the
+    step's artifact) show the run's energy beside its cost, the process's share said to be an
+    estimate."""
+    tracker = _tracked(nvml_stub, control, workload, monkeypatch, 6)
+    shown = fmt.energy(tracker.stats()["energy"]["joules"])
+    tile = _energy_tile(str(tracker.report()))
+    assert "Energy of this run" in tile and f"<b>{shown}</b>" in tile
+    assert "GPU " in tile and "estimate" in tile
+    energy = [line for line in summary_lines(tracker, server=False) if line.split()[0] == "energy"]
+    assert len(energy) == 1 and shown in energy[0] and "estimate" in energy[0]
+    card = pytest.importorskip(
+        "metaflow_extensions.resource_tracker.plugins.cards.resource_tracker_card"
+        ".tracked_resources_card"
+    )
+    decorator = pytest.importorskip(
+        "metaflow_extensions.resource_tracker.plugins.track_resources_decorator"
+    )
+    data = decorator.build_artifact(tracker, None, failed=False, label="Flow/1/step/2")
+    assert f"<b>{shown}</b>" in _energy_tile(card.render_artifact(data, label="Flow/1/step/2"))

@@ -372,6 +372,7 @@ def test_hardening_rows_dropped_in_stats_and_report():
     tracker.wait_for_samples(2)
     tracker.stop()
     quality = tracker.stats()["data_quality"]
+    quality.pop("energy", None)  # the energy sources' line (no powercap on a VM)
     assert quality == {"samples_dropped": 0, "incomplete_columns": {}}
     snap = json.loads(tracker.dumps())
     snap["data_quality"]["samples_dropped"] = 7

@@ -49,6 +49,10 @@ def test_rates_and_registry_units():
     assert fmt.quantity(1, "processes") == "1 process"
     assert fmt.quantity(3725, "s") == "1 h 02 min"
     assert fmt.quantity(7, "widgets") == "7 widgets"
+    assert fmt.quantity(12_345, "J") == "12.3 kJ"  # energy: J, kJ, MJ, with kWh when it counts
+    assert fmt.quantity(3.6e7, "J") == "36 MJ (10 kWh)"
+    assert fmt.quantity(None, "J") == "n/a"
+    assert fmt.quantity(245.5, "W") == "246 W"
     # every unit of the registry has a rule (no unit falls through to "number unit")
     for col in COLUMNS:
         assert col.unit in fmt.CHANGE_FLOORS or col.unit in ("", "s"), col

@@ -1,0 +1,140 @@
+"""The run's energy: ``stats()["energy"]`` and its data-quality note.
+
+The columns (``csrc/columns.c``): the machine's CPU package and DRAM energy from the
+kernel's powercap (RAPL) zones, the GPUs' power and energy from NVML. RAPL and NVML measure
+the machine and the device, never a process: ``joules`` is the machine's, and
+``process_joules`` the process's share estimated from its share of the CPU time and of the
+GPU usage over the run (no column of its own: a day at 1 s stays within 25 MiB). A source
+that read nothing gives ``None``, not 0.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from . import formatting as fmt
+from . import settings
+from .registry import by_role
+
+__all__ = ["JOULES_PER_KWH", "energy_summary", "energy_note", "energy_lines"]
+
+#: 1 kWh = 3.6 MJ.
+JOULES_PER_KWH = 3.6e6
+
+#: What the process figures are: said beside them wherever they are shown.
+ESTIMATE = (
+    "estimate: the machine's CPU and DRAM energy times the process's share of the machine's "
+    "CPU time over the run, the GPUs' energy times its share of their usage"
+)
+
+
+def _sum(stats: Mapping[str, Any], role: str) -> Optional[float]:
+    """The run's sum of the system column with ``role`` (None when absent or nothing read)."""
+    entry = stats.get(by_role("system", role).key)
+    value = entry.get("sum") if isinstance(entry, Mapping) else None
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+def _share(stats: Mapping[str, Any], role: str) -> Optional[float]:
+    """The process's share (0..1) of the machine's figure with ``role`` over the run: the
+    ratio of the two time-weighted means (None when either table lacks it)."""
+    means = []
+    for table in ("process", "system"):
+        entry = stats.get(by_role(table, role).key)
+        mean = entry.get("mean") if isinstance(entry, Mapping) else None
+        if not isinstance(mean, (int, float)):
+            return None
+        means.append(float(mean))
+    process, machine = means
+    return min(1.0, max(0.0, process / machine)) if machine > 0 else 0.0
+
+
+def _total(*parts: Optional[float]) -> Optional[float]:
+    known = [p for p in parts if p is not None]
+    return sum(known) if known else None
+
+
+def _kwh(joules: Optional[float]) -> Optional[float]:
+    return None if joules is None else joules / JOULES_PER_KWH
+
+
+def _process_joules(
+    stats: Mapping[str, Any], rapl: Optional[float], gpu: Optional[float]
+) -> Optional[float]:
+    """The process's estimated joules: each source times its share (None when unknown)."""
+    cpu_share, gpu_share = _share(stats, "cpu"), _share(stats, "gpu_usage")
+    return _total(
+        rapl * cpu_share if rapl is not None and cpu_share is not None else None,
+        gpu * gpu_share if gpu is not None and gpu_share is not None else None,
+    )
+
+
+def energy_summary(stats: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
+    """``stats()["energy"]`` from the energy columns' sums in ``stats`` (None when the system
+    was not tracked: the energy sources are the machine's)."""
+    if by_role("system", "cpu_energy").key not in stats:
+        return None
+    cpu, dram, gpu = (
+        _sum(stats, "cpu_energy"),
+        _sum(stats, "dram_energy"),
+        _sum(stats, "gpu_energy"),
+    )
+    machine = _total(cpu, dram, gpu)
+    process = _process_joules(stats, _total(cpu, dram), gpu)
+    return {
+        "joules": machine,
+        "kwh": _kwh(machine),
+        "cpu_joules": cpu,
+        "dram_joules": dram,
+        "gpu_joules": gpu,
+        "process_joules": process,
+        "process_kwh": _kwh(process),
+        "process_estimate": ESTIMATE,
+    }
+
+
+def energy_lines(figures: Optional[Mapping[str, Any]]) -> Optional[Tuple[str, str]]:
+    """(the run's energy, what it is made of) as the report and the CLI summary show it, or
+    None when no source measured any (the data-quality note says why)."""
+    if not figures or figures.get("joules") is None:
+        return None
+    sources = [
+        f"{name} {fmt.energy(figures.get(key))}"
+        for name, key in (("CPU", "cpu_joules"), ("DRAM", "dram_joules"), ("GPU", "gpu_joules"))
+        if figures.get(key) is not None
+    ]
+    share = figures.get("process_joules")
+    detail = f"the machine's: {', '.join(sources)}" + (
+        f"; this process about {fmt.energy(share)} (estimate: its share of CPU and GPU use)"
+        if share is not None
+        else ""
+    )
+    return fmt.energy(figures["joules"]), detail
+
+
+def energy_note(sampler: Any) -> Optional[str]:
+    """The data-quality line of the run's energy sources (None when nothing is missing)."""
+    zones = int(getattr(sampler, "powercap_zones", 0) or 0)
+    unreadable = int(getattr(sampler, "powercap_unreadable", 0) or 0)
+    integrated = int(getattr(sampler, "gpu_energy_integrated", 0) or 0)
+    root = (settings.get("RESOURCE_TRACKER_SYSFS_ROOT") or "/sys") + "/class/powercap"
+    parts = []
+    if not hasattr(sampler, "powercap_zones"):
+        parts.append("CPU and DRAM energy not measured: this backend does not read powercap")
+    elif zones == 0:
+        parts.append(
+            f"CPU and DRAM energy not measured: no powercap (RAPL) zone under {root} "
+            "(virtual machines and containers usually have none)"
+        )
+    if unreadable:
+        parts.append(
+            f"{unreadable} readings of a powercap zone's energy_uj failed (it is readable "
+            "by root only on most kernels: run as root or make it readable); CPU and DRAM "
+            "energy are incomplete"
+        )
+    if integrated:
+        parts.append(
+            f"GPU energy of {integrated} readings is the power times the interval (no "
+            "energy counter on the GPU): an approximation"
+        )
+    return "; ".join(parts) or None
