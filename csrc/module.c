@@ -29,8 +29,7 @@ core_exec(PyObject *module)
     if (rt_add_object(module, "__version__", PyUnicode_FromString(RT_VERSION)) ||
         rt_add_columns(module) || rt_add_rules(module) || rt_add_files(module) ||
         rt_add_stats(module) || rt_add_encode(module) || rt_add_series(module) ||
-        rt_add_attribution(module) ||
-        add_platform_parts(module))
+        rt_add_attribution(module) || add_platform_parts(module))
         return -1;
     return 0;
 }

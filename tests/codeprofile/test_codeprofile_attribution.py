@@ -25,7 +25,7 @@ from resource_tracker import ResourceTracker, _core
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.append(os.path.join(HERE, "..", "..", "bench"))  # after tests/: its workloads.py is not ours
+sys.path.append(os.path.join(HERE, "..", "..", "bench"))  # after tests/ (bench has workloads.py)
 import bench_long  # noqa: E402
 import workload  # noqa: E402
 
