@@ -220,7 +220,7 @@ def test_unknown_names_and_values_raise_value_error_listing_the_valid_ones(
 def test_no_match_is_a_clear_error(catalog_db):
     with pytest.raises(NoMatchingServerError) as info:
         rec(catalog_db, {"cpu": 100000, "memory": 4096}, vendor="aws")
-    assert "100000 vCPUs" in str(info.value) and "vendors=aws" in str(info.value)
+    assert "100,000 vCPUs" in str(info.value) and "vendors=aws" in str(info.value)
     assert isinstance(info.value, ValueError)
     with pytest.raises(NoMatchingServerError):  # hcloud has no hipaa link in the fixture
         rec(catalog_db, {"cpu": 1, "memory": 512}, vendor="hcloud", compliance_framework="hipaa")

@@ -19,13 +19,16 @@ import json
 import os
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.parse
 import urllib.request
 import zlib
 
-from server_binaries import need_binary
+# tests/ on the path also where this file runs as a script (the hostile endpoint's process)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from server_binaries import need_binary  # noqa: E402
 
 
 def free_port() -> int:
@@ -250,8 +253,6 @@ class HostileServer:
     output), for tests that wait until the target has been tried."""
 
     def __init__(self, mode: str, location: str = "", drip: float = 1.0):
-        import sys
-
         self.proc = subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), "hostile", mode, location, str(drip)],
             stdout=subprocess.PIPE,
