@@ -270,9 +270,15 @@ def test_tracemalloc_started_and_stopped_while_captures_run():
     may stop tracemalloc meanwhile (freeing the hook's traceback buffer): SIGSEGV in
     traceback_new. The capture thread made one per capture. 10 trackers (interval 1 ms, 150 rows
     each) while the main thread starts and stops tracemalloc without pause: the old build died
-    within 0.2 s in 6 runs of 6. In a process of its own, so a crash fails this test only."""
+    within 0.2 s in 6 runs of 6. In a process of its own, so a crash fails this test only (under
+    `make sanitize` that process loads the instrumented core too)."""
+    env = dict(os.environ)
+    preload = os.environ.get("RESOURCE_TRACKER_SANITIZE_PRELOAD")
+    if preload:
+        env.update(LD_PRELOAD=preload, PYTHONMALLOC="malloc")
     done = subprocess.run(
         [sys.executable, "-X", "faulthandler", "-c", _TRACEMALLOC_FLIPS, "10", "150"],
+        env=env,
         capture_output=True,
         text=True,
         timeout=300,
