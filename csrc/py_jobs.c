@@ -9,6 +9,7 @@
 #include "py_core.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include "thread_start.h"
 #include "thread_state.h"
@@ -16,6 +17,7 @@
 struct PyJob {
     PyObject *fn;          /* called with no argument; its exceptions are reported as unraisable */
     PyThreadState *tstate; /* the job thread's */
+    pid_t pid;             /* the process that made it */
 };
 
 PyJob *
@@ -28,6 +30,7 @@ rt_job_new(PyObject *fn)
     job = PyMem_RawMalloc(sizeof(*job));
     if (job == NULL)
         return (PyJob *)PyErr_NoMemory();
+    job->pid = getpid();
     job->tstate = ts_new();
     if (job->tstate == NULL) {
         PyMem_RawFree(job);
@@ -43,7 +46,7 @@ rt_job_take_fn(PyJob *job)
 {
     PyObject *fn = job->fn;
 
-    ts_discard(job->tstate);
+    ts_discard(job->tstate, job->pid);
     PyMem_RawFree(job);
     return fn;
 }

@@ -560,7 +560,7 @@ stacks_new(unsigned long main_ident, size_t max_bytes)
     rc = start_thread(capture);
     pthread_mutex_unlock(&registry_lock);
     if (rc != 0) {
-        ts_discard(capture->tstate);
+        ts_discard(capture->tstate, getpid());
         capture->refs = 1;
         capture->thread_alive = 0;
         capture->settled = 1;

@@ -1,6 +1,7 @@
 #include "thread_state.h"
 
 #include <pythread.h>
+#include <unistd.h>
 
 /* The CPython call that makes a state the calling thread's PyGILState one (its own threads' start
  * calls it). From 3.12 the first PyEval_RestoreThread does it (tstate_activate). */
@@ -12,6 +13,12 @@ PyAPI_FUNC(void) _PyThreadState_SetCurrent(PyThreadState *tstate);
 #define bind_gilstate(ts) _PyThreadState_SetCurrent(ts)
 #else
 #define bind_gilstate(ts) ((void)(ts))
+#endif
+
+#if PY_VERSION_HEX >= 0x030D0000
+#define is_finalizing() Py_IsFinalizing()
+#else
+#define is_finalizing() _Py_IsFinalizing()
 #endif
 
 PyThreadState *
@@ -27,8 +34,10 @@ ts_new(void)
 }
 
 void
-ts_discard(PyThreadState *ts)
+ts_discard(PyThreadState *ts, pid_t maker)
 {
+    if (maker != getpid() || is_finalizing())
+        return;
     PyThreadState_Clear(ts);
     PyThreadState_Delete(ts);
 }

@@ -13,12 +13,15 @@
 
 #include <Python.h>
 
+#include <sys/types.h>
+
 /* A new state of this interpreter for a C thread to adopt: the GIL held; NULL with an
  * exception. */
 PyThreadState *ts_new(void);
 
-/* Frees a state no thread adopted: the GIL held. */
-void ts_discard(PyThreadState *ts);
+/* Frees a state no thread adopted, made in the process maker (the GIL held). Not in a forked
+ * child, nor once the interpreter is finalizing: CPython freed every other thread's state then. */
+void ts_discard(PyThreadState *ts, pid_t maker);
 
 /* Makes ts the state of the calling thread (the GIL not held; once, before its first ts_enter):
  * its thread id and PyGILState_GetThisThreadState(). */
