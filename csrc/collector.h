@@ -8,6 +8,7 @@
 #include "cgroup_tree.h"
 #include "gpu.h"
 #include "proc_tree.h"
+#include "sched_wait.h"
 #include "system_stats.h"
 
 typedef struct CollectorConfig {
@@ -32,6 +33,8 @@ typedef struct Collector {
     unsigned long tree_missed; /* readings that did not, while the root lived (not a zombie) */
     int processes;             /* processes on the system, while the walk does not run */
     double processes_at;       /* when they were counted (monotonic) */
+    SchedWait wait;            /* the tree's run-queue wait (cores waiting for a CPU) */
+    double wait_s;             /* seconds the tree waited at the last tick (-1: unknown) */
     SystemStats system;
     GpuMonitor *gpu;
     int gpu_tried;
