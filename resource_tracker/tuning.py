@@ -22,7 +22,7 @@ when it has some: a refactor changes the need; older code otherwise):
 - memory: the highest peak of the runs that went through (or the next peak of a growth, when
   the newest :data:`TREND_RUNS` peaks each grew), plus a margin of 10% (the oracle's) and
   the larger of 5% and half the spread of their peaks (coefficient of variation, at most
-  20%), rounded up to 1/16 of its
+  20%), rounded up to 1/32 of its
   power of two (at least 64 MiB: a 537 MiB need asks 576, not 1024;
   ``recommend_resources()`` keeps its 128/256/512/1024 MiB or whole-GiB steps);
 - after an OOM kill, until a run goes through: at least 2 x what the killed run had (the
@@ -114,8 +114,13 @@ TREND_RUNS = 3
 FAR_ABOVE = 1.5
 #: A killed run whose last live memory reading was at this share of what it had: OOM killed.
 NEAR_LIMIT = 0.8
-#: Tuned memory is rounded up to its power of two / this (and to at least MEMORY_STEP MiB).
-MEMORY_STEPS = 16
+#: Tuned memory is rounded up to its power of two / this (and to at least MEMORY_STEP MiB):
+#: a readable ask that a peak moving by less than a step does not change. 32 (steps of 1.6
+#: to 3.1% of the value): the margin above the peak (15% or more) already covers the runs'
+#: variation, and a step's rounding adds up to another step, paid for every hour of every
+#: run (1/16 cost 1-2% more memory-hours on each held-out seed of bench/bench_tuning.py,
+#: with the same kills).
+MEMORY_STEPS = 32
 MEMORY_STEP = 64.0
 #: Cores of tolerance before the CPU percentile is rounded up to the next step.
 CPU_TOLERANCE = 0.1
@@ -587,7 +592,7 @@ def _values(runs: Sequence[_Run], asked: Mapping[str, float], notes: List[str]) 
 
 
 def _memory_step(mib: float) -> float:
-    """Tuned memory's step: 1/16 of the value's power of two, at least 64 MiB."""
+    """Tuned memory's step: 1/32 of the value's power of two, at least 64 MiB."""
     return max(MEMORY_STEP, 2.0 ** math.floor(math.log2(max(mib, 1.0))) / MEMORY_STEPS)
 
 
