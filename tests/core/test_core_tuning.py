@@ -8,13 +8,12 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 
 import pytest
 from cgroup_v1 import remove_cgroup
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from workloads import Workload, run_to_report
+from workloads import Workload, run_to_report, wait_reading_stdin
 
 from resource_tracker import ResourceTracker
 from resource_tracker.tuning import (
@@ -124,17 +123,6 @@ def test_a_starved_run_does_not_lower_the_ask():
     assert "starved" in tuning.note
 
 
-def _wait_reading_stdin(pid, seconds=60.0):
-    """Until the process blocks reading its stdin (a workload started, waiting for "go")."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        with open(f"/proc/{pid}/syscall") as f:
-            if f.read().split()[:2] == ["0", "0x0"]:  # read(0, ...)
-                return
-        time.sleep(0.01)
-    raise AssertionError(f"process {pid} never waited for its stdin")
-
-
 def test_a_busy_machine_beside_a_step_that_did_not_wait_does_not_pin_the_ask():
     """A real idle-ish step (wakes every 0.1 s for 5 ms of CPU) beside busy loops that keep
     every core of the machine busy (its system CPU at its cores): what the step's tasks
@@ -155,7 +143,7 @@ def test_a_busy_machine_beside_a_step_that_did_not_wait_does_not_pin_the_ask():
                      "report(ran=last[0] - first[0], waited=last[1] - first[1],"
                      " wall=time.time() - start)\n"
                      "os._exit(0)")  # fmt: skip
-        _wait_reading_stdin(w.pid)  # its start waited too: tracked from its "go" on
+        wait_reading_stdin(w.pid)  # its start waited too: tracked from its "go" on
         tracker = ResourceTracker(pid=w.pid, interval=0.2, discover_cloud=False,
                                   discover_server=False)  # fmt: skip
         report = run_to_report(w, tracker)
