@@ -19,6 +19,9 @@ const ColumnSpec process_columns[PC_COUNT] = {
     COL("gpu_usage", "Process GPU usage", "GPUs", PEAK, DIST, NONE, 4, "gpu_usage", "gpu"),
     COL("gpu_vram", "Process VRAM used", "MiB", PEAK, DIST, VRAM, 2, "vram", "vram"),
     COL("gpu_utilized", "Process GPUs in use", "GPUs", PEAK, DIST, GPU, 4, "gpu", ""),
+    /* cores' worth of the tree's tasks runnable but not running (run-queue wait, sched_wait.h):
+     * a busy machine or a CPU quota held them; tuning tells a starved run from it */
+    COL("cpu_wait", "Process CPU wait", "cores", PEAK, DIST, NONE, 4, "cpu_wait", ""),
 };
 
 const ColumnSpec system_columns[SC_COUNT] = {

@@ -21,6 +21,7 @@ enum ProcessColumn {
     PC_GPU_USAGE,
     PC_GPU_VRAM,
     PC_GPU_UTILIZED,
+    PC_CPU_WAIT,
     PC_COUNT
 };
 
