@@ -177,7 +177,6 @@ fill_energy(const PowercapReading *rapl, const GpuReading *gpu_system, double *s
 {
     srow[SC_CPU_ENERGY_J] = rapl->package_j;
     srow[SC_DRAM_ENERGY_J] = rapl->dram_j;
-    srow[SC_GPU_POWER_W] = gpu_system->power_w;
     srow[SC_GPU_ENERGY_J] = gpu_system->energy_j;
 }
 

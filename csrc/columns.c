@@ -57,7 +57,6 @@ const ColumnSpec system_columns[SC_COUNT] = {
     COL("cpu_energy_j", "System CPU package energy (RAPL)", "J", SUM, SUM, NONE, 3, "cpu_energy",
         ""),
     COL("dram_energy_j", "System DRAM energy (RAPL)", "J", SUM, SUM, NONE, 3, "dram_energy", ""),
-    COL("gpu_power_w", "System GPU power", "W", PEAK, DIST, NONE, 2, "gpu_power", ""),
     COL("gpu_energy_j", "System GPU energy", "J", SUM, SUM, NONE, 3, "gpu_energy", ""),
 };
 

@@ -185,7 +185,6 @@ class RunStats(_RunStatsBase, total=False):
     system_gpu_utilized: Distribution
     system_cpu_energy_j: Total  # J, CPU packages (powercap)
     system_dram_energy_j: Total  # J, DRAM (powercap)
-    system_gpu_power_w: Distribution  # W, all GPUs
     system_gpu_energy_j: Total  # J, all GPUs
     energy: Energy  # the run's energy, J and kWh
     process_memory_hwm: Peak  # KiB; the C sampler, processes tracked
