@@ -173,6 +173,7 @@ class RunStats(_RunStatsBase, total=False):
     process_gpu_usage: Distribution
     process_gpu_vram: Distribution
     process_gpu_utilized: Distribution
+    process_cpu_wait: Distribution  # cores of the tree waiting for a CPU (run queue)
     system_cpu_usage: Distribution
     system_memory_used: Distribution
     system_disk_read_bytes: Total
