@@ -52,6 +52,7 @@ PORTABLE_SOURCES = [
     "csrc/table.c",
     "csrc/textbuf.c",
     "csrc/thread_start.c",
+    "csrc/thread_state.c",
 ]
 
 

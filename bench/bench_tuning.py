@@ -13,10 +13,10 @@ Policies:
 
 - ``tuned``: ``resource_tracker.tuning.tune_resources``, the rule of ``@track_resources(
   tune=True)``, replayed over the records the decorator keeps: each attempt's record made
-  by ``run_record`` from the ``stats()`` it would have measured (process peak, CPU p90, the
-  cgroup's limits, throttled periods and time, OOM kills), a killed attempt's record being
-  its last live one (status ``killed``), the history cut by ``limit_runs`` to the newest 5
-  runs, as the decorator passes it;
+  by ``run_record`` from the ``stats()`` it would have measured (process peak, CPU p90, its
+  run-queue wait, the cgroup's limits, throttled periods and time, OOM kills), a killed
+  attempt's record being its last live one (status ``killed``), the history cut by
+  ``limit_runs`` to the newest 5 runs, as the decorator passes it;
 - ``krr``: KRR-like: memory the highest peak seen x 1.15, CPU the 95th percentile of the
   usage seen (a throttled run is seen at its limit; an OOM-killed one at its limit);
 - ``vpa``: VPA-like: memory the 90th percentile of the peaks x 1.15, after an OOM kill a
@@ -173,6 +173,8 @@ def _stats(run: Run, ask: Dict[str, float], reading: float, seconds: float) -> D
         "timestamp": {"duration": seconds, "samples": int(seconds)},
         "process_memory": {"max": reading * 1024, "mean": reading * 900},
         "process_cpu_usage": {"mean": got * 0.95, "p90": got, "max": got},
+        # its tasks runnable beyond the quota wait for it (the run-queue wait)
+        "process_cpu_wait": {"mean": throttled, "p90": throttled, "max": throttled},
         "process_gpu_utilized": {"max": run.gpu, "mean": run.gpu},
         "system_cpu_usage": {"p90": NODE_CORES * 0.5, "mean": NODE_CORES * 0.4},
         "cgroup": {

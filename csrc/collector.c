@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "columns.h"
@@ -74,6 +75,7 @@ collector_init(Collector *collector, const CollectorConfig *cfg)
     cgroup_tree_init(&collector->cgroup, collector->tree.proc.fd, cfg->pid,
                      cfg->follow_children ? cfg->adopter : 0);
     collector->walked_last = 1;
+    sched_wait_init(&collector->wait);
     if (cfg->track_processes && cfg->follow_children && cfg->adopter > 0)
         proc_tree_adopt_children_of(&collector->tree, cfg->adopter);
     if (system_stats_init(&collector->system, cfg->proc_root,
@@ -94,6 +96,23 @@ member_pids(const Collector *collector, pid_t *out, size_t cap)
     return cgroup_tree_member_pids(&collector->cgroup, out, cap);
 }
 
+/* The tree's member pids in collector->member_pids (grown as needed): how many there are. */
+static size_t
+current_member_pids(Collector *collector)
+{
+    size_t n = member_pids(collector, collector->member_pids, collector->member_pids_cap);
+
+    if (n > collector->member_pids_cap) {
+        pid_t *grown = realloc(collector->member_pids, n * 2 * sizeof(pid_t));
+        if (grown == NULL)
+            return 0;
+        collector->member_pids = grown;
+        collector->member_pids_cap = n * 2;
+        n = member_pids(collector, grown, n * 2);
+    }
+    return n < collector->member_pids_cap ? n : collector->member_pids_cap;
+}
+
 /* GPU readings for the tree's members (the library is loaded on first use, in this thread). */
 static void
 read_gpus(Collector *collector, double dt, GpuReading *system, GpuReading *process)
@@ -109,16 +128,22 @@ read_gpus(Collector *collector, double dt, GpuReading *system, GpuReading *proce
     }
     if (collector->gpu == NULL)
         return;
-    n = member_pids(collector, collector->member_pids, collector->member_pids_cap);
-    if (n > collector->member_pids_cap) {
-        pid_t *grown = realloc(collector->member_pids, n * 2 * sizeof(pid_t));
-        if (grown == NULL)
-            return;
-        collector->member_pids = grown;
-        collector->member_pids_cap = n * 2;
-        n = member_pids(collector, grown, n * 2);
-    }
+    n = current_member_pids(collector);
     gpu_monitor_sample(collector->gpu, collector->member_pids, n, dt, system, process);
+}
+
+/* The seconds the tree's tasks waited for a CPU during the interval (sched_wait.h; the
+ * sampler's own thread left out), -1 when unknown. In the sampler thread. */
+static double
+read_wait(Collector *collector, double dt)
+{
+    size_t n;
+
+    if (!collector->cfg.track_processes)
+        return -1.0;
+    n = current_member_pids(collector);
+    return sched_wait_sample(&collector->wait, collector->tree.proc.fd, collector->member_pids, n,
+                             dt, (pid_t)syscall(SYS_gettid));
 }
 
 static void
@@ -142,6 +167,7 @@ fill_process_row(Collector *collector, const ProcTreeReading *tree, int self_in_
     row[PC_GPU_USAGE] = gpu->usage;
     row[PC_GPU_VRAM] = gpu->vram_mib;
     row[PC_GPU_UTILIZED] = gpu->utilized;
+    row[PC_CPU_WAIT] = collector->wait_s > 0 && dt > 0 ? collector->wait_s / dt : 0.0;
 }
 
 /* The machine's energy columns (the process's share is estimated from the run's figures:
@@ -151,7 +177,6 @@ fill_energy(const PowercapReading *rapl, const GpuReading *gpu_system, double *s
 {
     srow[SC_CPU_ENERGY_J] = rapl->package_j;
     srow[SC_DRAM_ENERGY_J] = rapl->dram_j;
-    srow[SC_GPU_POWER_W] = gpu_system->power_w;
     srow[SC_GPU_ENERGY_J] = gpu_system->energy_j;
 }
 
@@ -319,6 +344,7 @@ collector_sample(Collector *collector, double mono, double wall, const OwnUsage 
     }
     collector->gpu_last = gpu_system;
     collector->gpu_energy_integrated += gpu_system.integrated;
+    collector->wait_s = read_wait(collector, dt);
     collector->last_mono = mono;
     if (!collector->has_baseline) {
         set_cpu_caps(collector); /* at the baseline: in the sampler thread, not in start() */
@@ -364,7 +390,7 @@ collector_bytes(const Collector *collector)
 {
     return proc_tree_bytes(&collector->tree) + cgroup_tree_bytes(&collector->cgroup) +
            collector->system.buf.cap + collector->powercap.buf.cap +
-           collector->member_pids_cap * sizeof(pid_t);
+           collector->member_pids_cap * sizeof(pid_t) + sched_wait_bytes(&collector->wait);
 }
 
 void
@@ -374,6 +400,7 @@ collector_release(Collector *collector)
         return;
     cgroup_tree_free(&collector->cgroup);
     proc_tree_free(&collector->tree);
+    sched_wait_free(&collector->wait);
     system_stats_free(&collector->system);
     powercap_free(&collector->powercap);
     if (collector->gpu)

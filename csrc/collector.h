@@ -9,6 +9,7 @@
 #include "gpu.h"
 #include "powercap.h"
 #include "proc_tree.h"
+#include "sched_wait.h"
 #include "system_stats.h"
 
 typedef struct CollectorConfig {
@@ -34,6 +35,8 @@ typedef struct Collector {
     unsigned long tree_missed; /* readings that did not, while the root lived (not a zombie) */
     int processes;             /* processes on the system, while the walk does not run */
     double processes_at;       /* when they were counted (monotonic) */
+    SchedWait wait;            /* the tree's run-queue wait (cores waiting for a CPU) */
+    double wait_s;             /* seconds the tree waited at the last tick (-1: unknown) */
     SystemStats system;
     Powercap powercap; /* CPU package and DRAM energy (read with the system's columns) */
     GpuMonitor *gpu;

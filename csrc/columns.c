@@ -19,6 +19,9 @@ const ColumnSpec process_columns[PC_COUNT] = {
     COL("gpu_usage", "Process GPU usage", "GPUs", PEAK, DIST, NONE, 4, "gpu_usage", "gpu"),
     COL("gpu_vram", "Process VRAM used", "MiB", PEAK, DIST, VRAM, 2, "vram", "vram"),
     COL("gpu_utilized", "Process GPUs in use", "GPUs", PEAK, DIST, GPU, 4, "gpu", ""),
+    /* cores' worth of the tree's tasks runnable but not running (run-queue wait, sched_wait.h):
+     * a busy machine or a CPU quota held them; tuning tells a starved run from it */
+    COL("cpu_wait", "Process CPU wait", "cores", PEAK, DIST, NONE, 4, "cpu_wait", ""),
 };
 
 const ColumnSpec system_columns[SC_COUNT] = {
@@ -54,7 +57,6 @@ const ColumnSpec system_columns[SC_COUNT] = {
     COL("cpu_energy_j", "System CPU package energy (RAPL)", "J", SUM, SUM, NONE, 3, "cpu_energy",
         ""),
     COL("dram_energy_j", "System DRAM energy (RAPL)", "J", SUM, SUM, NONE, 3, "dram_energy", ""),
-    COL("gpu_power_w", "System GPU power", "W", PEAK, DIST, NONE, 2, "gpu_power", ""),
     COL("gpu_energy_j", "System GPU energy", "J", SUM, SUM, NONE, 3, "gpu_energy", ""),
 };
 

@@ -21,6 +21,7 @@ enum ProcessColumn {
     PC_GPU_USAGE,
     PC_GPU_VRAM,
     PC_GPU_UTILIZED,
+    PC_CPU_WAIT,
     PC_COUNT
 };
 
@@ -48,7 +49,6 @@ enum SystemColumn {
     SC_GPU_UTILIZED,
     SC_CPU_ENERGY_J,
     SC_DRAM_ENERGY_J,
-    SC_GPU_POWER_W,
     SC_GPU_ENERGY_J,
     SC_COUNT
 };

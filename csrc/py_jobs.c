@@ -5,15 +5,19 @@
  * The job's thread is not made by the interpreter: it calls Python behind the gate of
  * py_gate.c; close_jobs() (an atexit callback) closes the gate, waiting for a job under way. A
  * job that finds the gate closed is left (its reference leaked: the interpreter is going
- * away). */
+ * away). Its thread state is made with the job, the GIL held (thread_state.h). */
 #include "py_core.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include "thread_start.h"
+#include "thread_state.h"
 
 struct PyJob {
-    PyObject *fn; /* called with no argument; its exceptions are reported as unraisable */
+    PyObject *fn;          /* called with no argument; its exceptions are reported as unraisable */
+    PyThreadState *tstate; /* the job thread's */
+    pid_t pid;             /* the process that made it */
 };
 
 PyJob *
@@ -26,6 +30,12 @@ rt_job_new(PyObject *fn)
     job = PyMem_RawMalloc(sizeof(*job));
     if (job == NULL)
         return (PyJob *)PyErr_NoMemory();
+    job->pid = getpid();
+    job->tstate = ts_new();
+    if (job->tstate == NULL) {
+        PyMem_RawFree(job);
+        return NULL;
+    }
     Py_INCREF(fn);
     job->fn = fn;
     return job;
@@ -36,6 +46,7 @@ rt_job_take_fn(PyJob *job)
 {
     PyObject *fn = job->fn;
 
+    ts_discard(job->tstate, job->pid);
     PyMem_RawFree(job);
     return fn;
 }
@@ -54,15 +65,18 @@ job_main(void *arg)
     PyJob *job = arg;
 
     if (rt_gate_enter() == 0) {
-        PyGILState_STATE gil = PyGILState_Ensure();
-        PyObject *fn = rt_job_take_fn(job);
-        PyObject *result = PyObject_CallObject(fn, NULL);
+        PyThreadState *tstate = job->tstate;
+        PyObject *fn = job->fn, *result;
 
+        ts_adopt(tstate);
+        ts_enter(tstate);
+        PyMem_RawFree(job);
+        result = PyObject_CallObject(fn, NULL);
         if (result == NULL)
             PyErr_WriteUnraisable(fn);
         Py_XDECREF(result);
         Py_DECREF(fn);
-        PyGILState_Release(gil);
+        ts_end(tstate);
         rt_gate_leave();
     }
     return NULL;

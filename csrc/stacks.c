@@ -14,6 +14,7 @@
 #include "engine.h"
 #include "frame_table.h"
 #include "thread_start.h"
+#include "thread_state.h"
 
 #define CAPTURE_STACK_BYTES (256 * 1024)
 
@@ -25,10 +26,12 @@ struct StackCapture {
     unsigned long main_ident;
     pid_t pid; /* the process that made it: after fork() the child's is stopped */
     int refs;  /* the owner and the thread */
-    int stop, pending, in_python, readers, thread_alive;
-    int settled; /* the thread was joined or detached (or never existed here) */
+    int stop, pending, readers, thread_alive;
+    int in_python; /* the thread holds or waits for the GIL: a capture, or freeing its state */
+    int settled;   /* the thread was joined or detached (or never existed here) */
     pthread_t thread;
-    double thread_cpu_s; /* the capture thread's CPU time, after its last capture */
+    PyThreadState *tstate; /* the thread's, made by stacks_new, adopted for its whole life */
+    double thread_cpu_s;   /* the capture thread's CPU time, after its last capture */
     uint32_t pending_row;
     double requested_at; /* monotonic seconds */
     unsigned long requests, captures, gil_busy, dropped;
@@ -398,21 +401,24 @@ gc_resume(int was_on)
 
 /* -- the capture thread ---------------------------------------------------------------------- */
 
-/* One capture for row: takes the GIL, reads (no collection meanwhile), lets it go; records the
- * times and counts. */
+/* One capture for row: takes the GIL with the thread's own state (no allocation without the GIL:
+ * thread_state.h), reads (no collection meanwhile), lets it go; records the times and counts. */
 static void
 capture_once(StackCapture *capture, uint32_t row, double requested_at)
 {
 #ifndef Py_GIL_DISABLED
-    PyGILState_STATE gil = PyGILState_Ensure();
-    double got = engine_clock(CLOCK_MONOTONIC), done;
-    int gc_was_on = gc_pause();
-    unsigned long dropped = sample_interpreter(capture, row);
+    double got, done;
+    int gc_was_on;
+    unsigned long dropped;
     size_t slot;
 
+    ts_enter(capture->tstate);
+    got = engine_clock(CLOCK_MONOTONIC);
+    gc_was_on = gc_pause();
+    dropped = sample_interpreter(capture, row);
     gc_resume(gc_was_on);
     done = engine_clock(CLOCK_MONOTONIC);
-    PyGILState_Release(gil);
+    ts_leave();
     pthread_mutex_lock(&capture->lock);
     slot = capture->captures % STACKS_HOLD_RING;
     capture->hold_us[slot] = (float)((done - got) * 1e6);
@@ -459,11 +465,27 @@ capture_unref(StackCapture *capture)
         capture_free(capture);
 }
 
+/* At the thread's end (the lock held): frees its state, unless the interpreter is exiting (its
+ * finalization frees every state; the atexit hook waits for this one as for a capture). */
+static void
+free_thread_state(StackCapture *capture)
+{
+    if (is_exiting())
+        return;
+    capture->in_python = 1;
+    pthread_mutex_unlock(&capture->lock);
+    ts_enter(capture->tstate);
+    ts_end(capture->tstate);
+    pthread_mutex_lock(&capture->lock);
+    capture->in_python = 0;
+}
+
 static void *
 capture_main(void *arg)
 {
     StackCapture *capture = arg;
 
+    ts_adopt(capture->tstate);
     pthread_mutex_lock(&capture->lock);
     for (;;) {
         uint32_t row;
@@ -481,6 +503,7 @@ capture_main(void *arg)
         capture->in_python = capture->pending = 0;
         pthread_cond_broadcast(&capture->idle);
     }
+    free_thread_state(capture);
     capture->thread_alive = 0;
     pthread_cond_broadcast(&capture->idle);
     pthread_mutex_unlock(&capture->lock);
@@ -519,6 +542,11 @@ stacks_new(unsigned long main_ident, size_t max_bytes)
     pthread_cond_init(&capture->wake, NULL);
     pthread_cond_init(&capture->idle, NULL);
     ft_init(&capture->table, max_bytes);
+    capture->tstate = ts_new(); /* made here, the GIL held: thread_state.h */
+    if (capture->tstate == NULL) {
+        capture_free(capture);
+        return NULL;
+    }
     capture->main_ident = main_ident;
 #ifndef Py_GIL_DISABLED
     baseline_threads(capture);
@@ -532,6 +560,7 @@ stacks_new(unsigned long main_ident, size_t max_bytes)
     rc = start_thread(capture);
     pthread_mutex_unlock(&registry_lock);
     if (rc != 0) {
+        ts_discard(capture->tstate, getpid());
         capture->refs = 1;
         capture->thread_alive = 0;
         capture->settled = 1;

@@ -3,9 +3,10 @@
  * A capture owns a small thread of its own. At each tick the sampler thread hands it the row
  * just stored (stacks_request: never waits; a request while the last one is still waiting for
  * the GIL is counted as gil_busy and dropped, so the resource readings are never delayed). The
- * capture thread takes the GIL (PyGILState_Ensure), reads the Python stack of every thread of
- * the interpreter that runs Python and used CPU since its last sample (the main thread always),
- * interns the frames in a FrameTable, and lets the GIL go.
+ * capture thread takes the GIL (with a thread state of its own, made by stacks_new:
+ * thread_state.h), reads the Python stack of every thread of the interpreter that runs Python and
+ * used CPU since its last sample (the main thread always), interns the frames in a FrameTable, and
+ * lets the GIL go.
  *
  * Stop ordering: stacks_shutdown_all() (registered with atexit by the Python layer, so it runs
  * before the interpreter tears down) stops every capture and waits, the GIL released, for a

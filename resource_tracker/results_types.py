@@ -173,6 +173,7 @@ class RunStats(_RunStatsBase, total=False):
     process_gpu_usage: Distribution
     process_gpu_vram: Distribution
     process_gpu_utilized: Distribution
+    process_cpu_wait: Distribution  # cores of the tree waiting for a CPU (run queue)
     system_cpu_usage: Distribution
     system_memory_used: Distribution
     system_disk_read_bytes: Total
@@ -185,7 +186,6 @@ class RunStats(_RunStatsBase, total=False):
     system_gpu_utilized: Distribution
     system_cpu_energy_j: Total  # J, CPU packages (powercap)
     system_dram_energy_j: Total  # J, DRAM (powercap)
-    system_gpu_power_w: Distribution  # W, all GPUs
     system_gpu_energy_j: Total  # J, all GPUs
     energy: Energy  # the run's energy, J and kWh
     process_memory_hwm: Peak  # KiB; the C sampler, processes tracked

@@ -5,8 +5,10 @@ passed in. :func:`tune_resources` is the one rule; everything that shows a tuned
 VPA-like and oracle policies (docs/insights.md has its table).
 
 Each earlier run is a *record* (:func:`run_record`): its peak memory, its CPU at the 90th
-percentile of the sampling intervals, its GPUs, what it *had* (the cgroup limit when the
-kernel enforced one, else the ask it ran with), its OOM kills, its CPU throttling (share of
+percentile of the sampling intervals (and its mean), its run-queue wait
+(``process_cpu_wait``: the cores its tasks were runnable but waiting for a CPU, on average
+over the run), its GPUs, what it *had* (the cgroup limit when the kernel enforced one, else
+the ask it ran with), its OOM kills, its CPU throttling (share of
 periods and cores of throttled time), the step's code (``code``: the decorator's
 fingerprint of the step function) and its status (``ok``, ``failed``, or ``killed``: the run
 left a live record and no final one, as a SIGKILL leaves it). A run's ``stats()`` dict is
@@ -20,7 +22,7 @@ when it has some: a refactor changes the need; older code otherwise):
 - memory: the highest peak of the runs that went through (or the next peak of a growth, when
   the newest :data:`TREND_RUNS` peaks each grew), plus a margin of 10% (the oracle's) and
   the larger of 5% and half the spread of their peaks (coefficient of variation, at most
-  20%), rounded up to 1/16 of its
+  20%), rounded up to 1/32 of its
   power of two (at least 64 MiB: a 537 MiB need asks 576, not 1024;
   ``recommend_resources()`` keeps its 128/256/512/1024 MiB or whole-GiB steps);
 - after an OOM kill, until a run goes through: at least 2 x what the killed run had (the
@@ -38,9 +40,12 @@ when it has some: a refactor changes the need; older code otherwise):
   ``insights.was_throttled``) needed its usage plus its throttled time per
   second (the cores that waited for quota: the kernel sums ``cpu.stat``'s
   ``throttled_usec`` / ``throttled_time`` over the CPUs whose run queue was throttled), or
-  a core more than it had when that time is unknown; a run
-  *starved* by the machine (system CPU at the machine's cores while the step used less
-  than it could have) counts as needing what it could have had;
+  a core more than it had when that time is unknown; a run that *waited* for a CPU (its
+  tasks' run-queue wait, ``/proc/<pid>/task/<tid>/schedstat``, at
+  :data:`STARVED_WAIT` cores or more on average) was starved, by a busy machine
+  or by its quota: it needed its usage plus its wait (their means over the run: the cores
+  its tasks were runnable, at most the machine's cores). Only the step's own wait says so:
+  a busy machine beside a step that did not wait lowers nothing and raises nothing;
 - GPUs: the highest number in use; lowered only from :data:`MIN_RUNS` finished runs;
 - a value the runs did not measure (no memory peak, no CPU, no GPU in use) stays as asked;
 - with one run gone through, a value is lowered only when the ask is above
@@ -109,13 +114,24 @@ TREND_RUNS = 3
 FAR_ABOVE = 1.5
 #: A killed run whose last live memory reading was at this share of what it had: OOM killed.
 NEAR_LIMIT = 0.8
-#: Tuned memory is rounded up to its power of two / this (and to at least MEMORY_STEP MiB).
-MEMORY_STEPS = 16
+#: Tuned memory is rounded up to its power of two / this (and to at least MEMORY_STEP MiB):
+#: a readable ask that a peak moving by less than a step does not change. 32 (steps of 1.6
+#: to 3.1% of the value): the margin above the peak (15% or more) already covers the runs'
+#: variation, and a step's rounding adds up to another step, paid for every hour of every
+#: run (1/16 cost 1-2% more memory-hours on each held-out seed of bench/bench_tuning.py,
+#: with the same kills).
+MEMORY_STEPS = 32
 MEMORY_STEP = 64.0
 #: Cores of tolerance before the CPU percentile is rounded up to the next step.
 CPU_TOLERANCE = 0.1
-#: A machine at this share of its cores is saturated (a run on it may be starved).
-SATURATED_SHARE = 0.9
+#: A run whose tasks waited for a CPU this many cores or more (run-queue wait, on average
+#: over the run: its start and end wait too on a busy machine, and in a short run they are
+#: more than a tenth of the intervals) was starved: its usage says what it got, not what it
+#: needed. Half a core: a task that wakes up on a busy machine waits for the running ones'
+#: slices before it runs, which adds wait that no core of its own would have needed (an
+#: idle step waking 10 times a second beside 4 busy loops per core waited 0.2 cores under
+#: Linux 6.18); a step short of CPU waits for most of its busy intervals.
+STARVED_WAIT = 0.5
 #: The largest machine in the catalog shipped with the package (the 2026-01-31 dump: 1,920
 #: vCPUs, 32 TiB; tests/core/test_core_tuning.py checks it against the catalog): no tuned
 #: ask goes above it, and a size above it in a record is not a size.
@@ -240,7 +256,7 @@ def run_record(
 ) -> Dict[str, Any]:
     """The record of one run from its ``stats()``: what tuning needs of it (the module's
     docstring). ``asked``: the request it ran with (``cpu``, ``memory`` MiB, ``gpu``);
-    ``machine_cores``: the machine's cores (to tell a starved run)."""
+    ``machine_cores``: the machine's cores (at most what a starved run needed)."""
     from ._run_data import has_measurements, with_kernel_peak
     from .registry import column, stat_columns
 
@@ -249,11 +265,14 @@ def run_record(
     memory = _field(stats, by_resource["memory"], "max")
     cpu_key = by_resource["cpu"]
     cpu = _field(stats, cpu_key, "p90")
+    wait_key = column("process", "cpu_wait").key
     record: Dict[str, Any] = {
         "version": 1,
         "status": status,
         "memory_peak_mib": None if memory is None else memory / 1024,
         "cpu_p90": cpu if cpu is not None else _field(stats, cpu_key, "mean"),
+        "cpu_mean": _field(stats, cpu_key, "mean"),
+        "cpu_wait_mean": _field(stats, wait_key, "mean"),
         "gpu_peak": _field(stats, column("process", "gpu_utilized").key, "max"),
         "system_cpu_p90": _field(stats, column("system", "cpu_usage").key, "p90"),
         "machine_cores": _size(machine_cores, "cpu"),
@@ -302,8 +321,8 @@ class _Run:
     throttled_share: float
     throttled_cores: Optional[float]
     throttled_s: Optional[float]
-    starved: bool
-    could: Optional[float]  # the cores it could have used (what it had, at most the machine's)
+    starved: bool  # its tasks waited for a CPU (STARVED_WAIT)
+    demand: Optional[float]  # mean usage + mean wait, at most the machine's cores; None: unknown
 
     @property
     def went_through(self) -> bool:
@@ -346,9 +365,10 @@ def _checked(record: Mapping[str, Any]) -> _Run:
     had = {k: _number(limits, k, k) for k in ("cpu", "memory")}
     had = {k: had.get(k) if had.get(k) is not None else _number(asked, k, k) for k in RESOURCES}
     cpu = _number(record, "cpu_p90", "cpu")
-    cores, system = (
-        _number(record, "machine_cores", "cpu"),
-        _number(record, "system_cpu_p90", "cpu"),
+    _number(record, "system_cpu_p90", "cpu")
+    wait = _number(record, "cpu_wait_mean", "cpu")
+    demand = _demand(
+        _number(record, "cpu_mean", "cpu"), wait, _number(record, "machine_cores", "cpu")
     )
     code = record.get("code")
     _number(record, "updated")  # the time of its last write (a killed run's end)
@@ -364,8 +384,8 @@ def _checked(record: Mapping[str, Any]) -> _Run:
         throttled_share=_number(record, "throttled_share") or 0.0,
         throttled_cores=_number(record, "throttled_cores", "cpu"),
         throttled_s=_number(record, "throttled_s"),
-        starved=_is_starved(cores, system, had["cpu"], cpu),
-        could=_could_have(had["cpu"], cores),
+        starved=wait is not None and wait >= STARVED_WAIT,
+        demand=demand,
     )
 
 
@@ -382,27 +402,20 @@ def record_problem(record: Any) -> Optional[str]:
     return None
 
 
-def _could_have(had: Optional[float], cores: Optional[float]) -> Optional[float]:
-    """The cores a run could have used: what it had, at most the machine's cores."""
-    if had is None:
-        return cores
-    return min(had, cores) if cores else had
-
-
-def _is_starved(
-    cores: Optional[float], system: Optional[float], had: Optional[float], used: Optional[float]
-) -> bool:
-    """The machine was saturated (system CPU at its cores) while the step used half a core
-    or more below what it could have: the run's CPU says what it got, not what it
-    needed."""
-    if not cores or system is None or system < SATURATED_SHARE * cores:
-        return False
-    could = _could_have(had, cores)
-    return could is not None and (used is None or used < could - 0.5)
+def _demand(
+    used: Optional[float], waited: Optional[float], cores: Optional[float]
+) -> Optional[float]:
+    """The cores a run's tasks were runnable (mean usage + mean run-queue wait: the two are
+    read in the same intervals, their percentiles not; the sum of two 90th percentiles
+    counts the noise twice), at most the machine's cores (a pool of threads sized to the
+    machine grows with it); None when either is unknown."""
+    if used is None or waited is None:
+        return None
+    return min(used + waited, cores) if cores else used + waited
 
 
 def _starved(record: Mapping[str, Any]) -> bool:
-    """Whether a record (:func:`run_record`'s) was starved by a saturated machine."""
+    """Whether a record (:func:`run_record`'s) waited for a CPU (:data:`STARVED_WAIT`)."""
     try:
         run = _checked(record)
     except _Corrupt:
@@ -534,19 +547,22 @@ def _cpu(runs: Sequence[_Run], notes: List[str]) -> float:
     need = 0.0
     for r in runs:
         value, had = r.cpu or 0.0, r.had.get("cpu")
-        if r.starved:
-            value = max(value, r.could or 0.0)
-            notes.append(f"run {r.name} was starved by a saturated machine: "
-                         "its CPU does not lower the ask")  # fmt: skip
+        waited = max(value, r.demand or 0.0) if r.starved else value  # usage + its wait
         if was_throttled(r.throttled_share, r.throttled_s) and had is not None:
             if r.throttled_cores is not None:  # the cores that waited for quota
-                value = max(value, max(r.cpu or 0.0, had) + r.throttled_cores)
+                value = max(waited, max(r.cpu or 0.0, had) + r.throttled_cores)
                 why = f"{r.throttled_cores:.2g} more cores waited for quota"
             else:
-                value = max(value, math.floor(had) + 1.0)
+                value = max(waited, math.floor(had) + 1.0)
                 why = "its throttled time unknown: a core more"
+            if waited >= value:
+                why = f"its tasks runnable {waited:.2g} cores: usage + run-queue wait"
             notes.append(f"run {r.name} was throttled at {had:g} cores ({why}): "
                          f"CPU at least {value:.3g}")  # fmt: skip
+        elif r.starved:
+            value = waited
+            notes.append(f"run {r.name} was starved by a saturated machine: "
+                         "its usage plus its CPU wait is its need")  # fmt: skip
         need = max(need, value)
     return need
 
@@ -576,7 +592,7 @@ def _values(runs: Sequence[_Run], asked: Mapping[str, float], notes: List[str]) 
 
 
 def _memory_step(mib: float) -> float:
-    """Tuned memory's step: 1/16 of the value's power of two, at least 64 MiB."""
+    """Tuned memory's step: 1/32 of the value's power of two, at least 64 MiB."""
     return max(MEMORY_STEP, 2.0 ** math.floor(math.log2(max(mib, 1.0))) / MEMORY_STEPS)
 
 

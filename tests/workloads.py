@@ -139,3 +139,15 @@ def run_to_report(workload, tracker):
         tracker.stop()
         workload.kill()
     return report
+
+
+def wait_reading_stdin(pid, seconds=60.0):
+    """Until the workload's process blocks reading its stdin: started, waiting for "go"
+    (its start, slow on a busy machine, is over; a tracker started then sees its work)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/syscall") as f:
+            if f.read().split()[:2] == ["0", "0x0"]:  # read(0, ...)
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} never waited for its stdin")

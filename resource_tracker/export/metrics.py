@@ -106,7 +106,6 @@ SEMCONV: Dict[Tuple[str, str], SemConv] = {
     # the hardware conventions: one component each (all packages, all DIMMs, all GPUs)
     ("system", "cpu_energy_j"): SemConv("hw.energy", "J", {"hw.type": "cpu", "hw.id": "rapl"}),
     ("system", "dram_energy_j"): SemConv("hw.energy", "J", {"hw.type": "memory", "hw.id": "rapl"}),
-    ("system", "gpu_power_w"): SemConv("hw.power", "W", {"hw.type": "gpu", "hw.id": "nvml"}),
     ("system", "gpu_energy_j"): SemConv("hw.energy", "J", {"hw.type": "gpu", "hw.id": "nvml"}),
 }
 

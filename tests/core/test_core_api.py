@@ -197,11 +197,11 @@ def test_tables_have_the_documented_columns_and_combined_names(backend):
     tracker.stop()
     assert tracker.process_metrics.columns == list(PROCESS_COLUMNS)
     assert tracker.system_metrics.columns == list(SYSTEM_COLUMNS)
-    assert len(PROCESS_COLUMNS) == 12 and len(SYSTEM_COLUMNS) == 25
+    assert len(PROCESS_COLUMNS) == 13 and len(SYSTEM_COLUMNS) == 24
     row = tracker.get_combined_metrics(human_names=True)[0]
     assert list(row)[:2] == ["Timestamp", "System processes"]
     assert "Process memory usage" in row and "System GPUs in use" in row
-    assert len(row) == 1 + 24 + 11
+    assert len(row) == 1 + 23 + 12
     plain = tracker.get_combined_metrics()[0]
     assert "system_cpu_usage" in plain and "process_memory" in plain
     assert row["Process PID"] == os.getpid()
@@ -276,8 +276,8 @@ def test_the_seeds_quick_start_runs_as_written(backend):
         print(tracker.recommend_resources())
         """
     )
-    assert "TinyDataFrame with" in out.stdout and "rows and 25 columns" in out.stdout
-    assert "rows and 12 columns" in out.stdout
+    assert "TinyDataFrame with" in out.stdout and "rows and 24 columns" in out.stdout
+    assert "rows and 13 columns" in out.stdout
     assert "'cpu': 1" in out.stdout and "'gpu': 0" in out.stdout
 
 

@@ -173,7 +173,7 @@ def test_energy_snapshot_from_before_the_energy_columns_loads(tmp_path, monkeypa
     tracker.stop()
     snap = json.loads(tracker.dumps())
     for table in ("process_metrics", "system_metrics"):
-        for name in ("cpu_energy_j", "dram_energy_j", "gpu_power_w", "gpu_energy_j"):
+        for name in ("cpu_energy_j", "dram_energy_j", "gpu_energy_j"):
             snap[table]["columns"].pop(name, None)
     loaded = ResourceTracker.loads(json.dumps(snap))
     assert loaded.n_samples == tracker.n_samples

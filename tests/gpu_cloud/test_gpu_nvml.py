@@ -309,12 +309,11 @@ def _energy_run(library, pid, n=20):
 
 def test_gpu_nvml_power_and_energy(nvml_stub, control, workload):
     """GPU 0 (100 W, an energy counter in mJ) and GPU 1 (250 W in mW, no counter: integrated
-    from the power): 350 W each row, and the energy of the rows after the first is 350 W times
+    from the power): the energy of the rows after the first is 350 W times
     the time from the first row's reading to the last's (the counters' own clock and the
     sampler's, telescoped; the first row's interval begins at the baseline, not at start)."""
     control.set(tree_pid=workload.pid)
     sampler, system = _energy_run(nvml_stub, workload.pid)
-    assert all(w == pytest.approx(350.0) for w in system["gpu_power_w"])
     span = system["timestamp"][-1] - system["timestamp"][0]
     assert span > 0.5
     assert sum(system["gpu_energy_j"][1:]) == pytest.approx(350.0 * span, rel=0.05)
@@ -325,7 +324,6 @@ def test_gpu_nvml_power_not_supported(nvml_stub, control, workload):
     """No power or energy from the GPUs (NVML_ERROR_NOT_SUPPORTED): zeros, sampling goes on."""
     control.set(tree_pid=workload.pid, mode="not_supported")
     sampler, system = _energy_run(nvml_stub, workload.pid, n=3)
-    assert set(system["gpu_power_w"]) == {0.0}
     assert set(system["gpu_energy_j"]) == {0.0}
     assert sampler.gpu_energy_integrated == 0
 
@@ -345,7 +343,6 @@ def test_gpu_nvml_energy_in_stats(nvml_stub, control, workload, monkeypatch):
     assert stats["system_gpu_usage"]["mean"] == pytest.approx(0.65)
     assert stats["energy"]["process_joules"] == pytest.approx(gpu * 0.40 / 0.65)
     assert stats["energy"]["kwh"] == pytest.approx(stats["energy"]["joules"] / 3.6e6)
-    assert stats["system_gpu_power_w"]["max"] == pytest.approx(350.0)
     assert "power times the interval" in stats["data_quality"]["energy"]
 
 

@@ -94,8 +94,8 @@ def test_cloud_and_server_info_as_documented(contract_runs):
 def test_tables_keep_exact_values(contract_runs):
     data = _artifact(contract_runs[0], "work")
     process = data["process_metrics"]
-    assert isinstance(process, TinyDataFrame) and len(process.columns) == 12
-    assert len(data["system_metrics"].columns) == 25
+    assert isinstance(process, TinyDataFrame) and len(process.columns) == 13
+    assert len(data["system_metrics"].columns) == 24
     exact = data["detailed_stats"]["process_memory"]["max"]
     assert max(process["memory"]) == exact  # not rounded in the column
 

@@ -80,8 +80,8 @@ def test_metaflow_artifact_has_the_documented_shape(tracked_run):
     assert ARTIFACT_KEYS <= set(data)
     assert isinstance(data["process_metrics"], TinyDataFrame)
     assert isinstance(data["system_metrics"], TinyDataFrame)
-    assert len(data["process_metrics"].columns) == 12
-    assert len(data["system_metrics"].columns) == 25
+    assert len(data["process_metrics"].columns) == 13
+    assert len(data["system_metrics"].columns) == 24
     assert len(data["process_metrics"]) >= 1
     assert set(DOCUMENTED_HISTORY) <= set(data["historical_stats"])
     assert data["historical_stats"]["runs_analyzed"] == 0  # first run of this flow

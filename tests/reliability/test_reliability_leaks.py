@@ -388,6 +388,10 @@ PROPERTIES = (
     "fds_replaced",
     "tree_seen",
     "tree_missed",
+    "powercap_zones",
+    "powercap_wraps",
+    "powercap_unreadable",
+    "gpu_energy_integrated",
 )
 
 

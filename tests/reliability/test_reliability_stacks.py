@@ -239,3 +239,50 @@ def test_captures_beside_threads_that_enter_python_and_end(attempt):
             churner.join()
     assert statuses == {"recorded"}
     assert captures >= 150 and native.entries > 0, (captures, native.entries)
+
+
+_TRACEMALLOC_FLIPS = textwrap.dedent(
+    """
+    import sys, tracemalloc
+    from resource_tracker import ResourceTracker
+
+    trackers, rows = int(sys.argv[1]), int(sys.argv[2])
+    captures = flips = 0
+    for _ in range(trackers):
+        tracker = ResourceTracker(interval=0.001, discover_server=False, discover_cloud=False)
+        while tracker.n_samples < rows:
+            tracemalloc.start()
+            tracemalloc.stop()
+            flips += 1
+        tracker.stop()
+        status = tracker.code_profile_status()
+        assert status["status"] == "recorded", status
+        captures += status["captures"]
+    print(captures, flips)
+    """
+)
+
+
+def test_tracemalloc_started_and_stopped_while_captures_run():
+    """A C thread of the tracker (the stack capture's, the after-baseline job's) that made its
+    thread state with PyGILState_Ensure allocated it without the GIL; while tracemalloc traces,
+    that allocation runs tracemalloc's hook, which waits for the GIL, and the thread holding it
+    may stop tracemalloc meanwhile (freeing the hook's traceback buffer): SIGSEGV in
+    traceback_new. The capture thread made one per capture. 10 trackers (interval 1 ms, 150 rows
+    each) while the main thread starts and stops tracemalloc without pause: the old build died
+    within 0.2 s in 6 runs of 6. In a process of its own, so a crash fails this test only (under
+    `make sanitize` that process loads the instrumented core too)."""
+    env = dict(os.environ)
+    preload = os.environ.get("RESOURCE_TRACKER_SANITIZE_PRELOAD")
+    if preload:
+        env.update(LD_PRELOAD=preload, PYTHONMALLOC="malloc")
+    done = subprocess.run(
+        [sys.executable, "-X", "faulthandler", "-c", _TRACEMALLOC_FLIPS, "10", "150"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-3000:]}"
+    captures, flips = map(int, done.stdout.split())
+    assert captures >= 50 and flips > captures, (captures, flips)  # captures met the flips

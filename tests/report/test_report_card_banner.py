@@ -38,10 +38,12 @@ _SEEN = """(function () {
 
 def _starved_runs(n=7):
     """Records of n runs of a 1-core step on a 2-core machine kept busy by others: the step
-    got 0.45 core; the machine's CPU was at its 2 cores."""
+    got 0.45 core and its tasks waited 0.6 core for a CPU; the machine's CPU was at its 2
+    cores."""
     return [
         {"version": 1, "status": "ok", "run": str(100 + i), "memory_peak_mib": 300.0,
-         "cpu_p90": 0.45, "gpu_peak": 0.0, "system_cpu_p90": 2.0, "machine_cores": 2,
+         "cpu_p90": 0.45, "cpu_mean": 0.4, "cpu_wait_mean": 0.6, "gpu_peak": 0.0,
+         "system_cpu_p90": 2.0, "machine_cores": 2,
          "asked": {"cpu": 1, "memory": 4096, "gpu": None}, "measured": True}
         for i in range(n)
     ]  # fmt: skip
