@@ -14,6 +14,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from prom_stack import FORGOTTEN, RULE_FILES, RUNS, Stack, _feed, held_runs  # noqa: E402
 from servers import prom_query, start_prometheus, start_pushgateway  # noqa: E402
 
+from resource_tracker.dashboard._prometheus import load_prometheus  # noqa: E402
+
 
 def _wait_count(prometheus, promql: str, n: int, timeout: float = 60.0) -> None:
     """Polls Prometheus until promql has exactly n series (it scrapes every second)."""
@@ -21,6 +23,19 @@ def _wait_count(prometheus, promql: str, n: int, timeout: float = 60.0) -> None:
     while len(prom_query(prometheus, promql)) != n:
         assert time.monotonic() < deadline, f"{promql}: not {n} series in {timeout} s"
         time.sleep(0.2)
+
+
+def _wait_killed_listed(prometheus, started: float, timeout: float = 120.0) -> None:
+    """Polls until the dashboard's rule counts the killed run as stopped: its live pushes
+    quiet for two of its push periods and the send timeout (a loaded machine pushes less
+    often: its period grows with the time a reading takes)."""
+    deadline = time.monotonic() + timeout
+    while not any(
+        r.step == "killed-lib"
+        for r in load_prometheus(prometheus.url, time.time() - started + 60, []).records
+    ):
+        assert time.monotonic() < deadline, f"the killed run not listed in {timeout} s"
+        time.sleep(0.5)
 
 
 @pytest.fixture(scope="session")
@@ -43,6 +58,7 @@ def stack(tmp_path_factory):
         _wait_count(prometheus, "resource_tracker_run_end_timestamp_seconds", runs_held)
         # the final push replaced the live gauges: only the killed run's are left
         _wait_count(prometheus, "resource_tracker_process_memory_bytes", 1)
+        _wait_killed_listed(prometheus, started)
         yield Stack(pushgateway, prometheus, runs, dict(expected), started, killed, FORGOTTEN)
     finally:
         prometheus.stop()
