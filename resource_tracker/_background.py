@@ -17,6 +17,8 @@ import atexit  # a builtin module (~20 us): here, not in start()
 import os
 from typing import Any, Callable, List, Optional
 
+from . import _core
+
 WAIT_S = 2.0  # the longest a caller waits for a job (a stuck read never stalls stop())
 
 _lock = _thread.allocate_lock()  # guards _jobs and _owner
@@ -95,8 +97,6 @@ def after_baseline(sampler: Any, fn: Callable[[], object]) -> Job:
     if not hasattr(sampler, "run_after_baseline"):
         return resubmit(job)
     if not _gate_registered:  # no such thread may take the interpreter lock at finalization
-        from . import _core
-
         atexit.register(_core.close_jobs)
         _gate_registered = True
     try:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 from array import array
 from typing import (
-    TYPE_CHECKING,
     Any,
     Callable,
     Dict,
@@ -24,17 +23,15 @@ from typing import (
     TypeVar,
 )
 
-from . import _core, settings
+from . import _core, registry, settings
 from . import formatting as fmt
 from ._energy import energy_note, energy_summary
 from ._tracked import TrackedRun
 from .code_profile import quality_note as code_quality_note
 from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABELS
+from .rounding import round_column
 from .sampling import StoredRun
 from .tiny_data_frame import TinyDataFrame
-
-if TYPE_CHECKING:
-    pass
 
 _T = TypeVar("_T")
 
@@ -82,10 +79,7 @@ _BYTES_PER_UNIT = {"KiB": 1024.0, "MiB": 1024.0 * 1024.0, "GB": 1e9}
 
 def _combined_column(table: str, name: str, values: Any, in_bytes: bool) -> Any:
     """A column of get_combined_metrics(): rounded for people, or in whole bytes."""
-    from .registry import column
-    from .rounding import round_column
-
-    factor = _BYTES_PER_UNIT.get(column(table, name).unit) if in_bytes else None
+    factor = _BYTES_PER_UNIT.get(registry.column(table, name).unit) if in_bytes else None
     if factor is None:
         return round_column(name, values)
     return array("d", (float(round(v * factor)) for v in values))

@@ -12,11 +12,13 @@ import re
 from array import array
 from typing import Any, Callable, Dict, List, Mapping, NoReturn, Sequence, TypeVar, Union
 
-from . import _core, _gpu_series
+from . import _core, _gpu_series, settings
 from ._identity import MAX_INTERVAL, MAX_PID, SNAPSHOT_FORMAT, SNAPSHOT_VERSION
+from ._renamed import old_names
 from ._run_data import _data_quality
 from ._tracked import TrackedRun
 from ._version import __version__
+from .code_profile import validate_record
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
 from .sampling import StoredRun as _StoredRun
 from .tiny_data_frame import TinyDataFrame
@@ -208,7 +210,6 @@ def _original_table(rows: Any, table: str) -> Dict[str, List[float]]:
         return {}
     if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
         raise ValueError(f"not a resource-tracker snapshot: {table} table is not a list of rows")
-    from ._renamed import old_names
 
     renamed = old_names(table)
     columns: Dict[str, List[float]] = {}
@@ -244,7 +245,6 @@ def _stored_code_record(record: Any) -> Any:
     """The code profile record of a snapshot (None: none, or not one this version reads)."""
     if not isinstance(record, dict) or record.get("version") != 1:
         return None
-    from .code_profile import validate_record
 
     return validate_record(record)
 
@@ -295,8 +295,6 @@ def snapshot_limit() -> int:
     RESOURCE_TRACKER_MAX_SNAPSHOT_MIB says otherwise. A snapshot takes ~352 bytes a sample
     (a week at 1 s is ~200 MiB) and loading one peaks at about 3 times its size (measured:
     620 MiB for 200 MiB), so the limit bounds the memory a file from outside can take."""
-    from . import settings
-
     return int(settings.get(SNAPSHOT_LIMIT_ENV) * 2**20)
 
 

@@ -28,6 +28,7 @@ from ._cgroup_read import (  # noqa: F401  (MIB, UNLIMITED: importable from here
     read_pids,
     read_value,
 )
+from ._cgroup_v1 import read_v1
 
 #: A located cgroup: (version 1 or 2, {hierarchy: place}); "unified" is v2's one hierarchy.
 Located = Tuple[int, Dict[str, Place]]
@@ -73,9 +74,7 @@ def read_cgroup_at(found: Optional[Located]) -> Optional[Dict[str, Any]]:
     if found is None:
         return None
     version, places = found
-    if version == 1:  # cgroup v1 (older hosts): its reader loads only there
-        from ._cgroup_v1 import read_v1
-
+    if version == 1:  # cgroup v1 (older hosts)
         return read_v1(places)
     return _read_v2(places["unified"])
 

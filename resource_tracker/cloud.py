@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Dict, Mapping, Optional
 
-from . import settings
+from . import _core, settings
 
 DEFAULT_TIMEOUT = 2.0
 _KEYS = ("vendor", "instance_type", "region", "discovery_time")
@@ -39,7 +39,6 @@ def discover_cloud(timeout: float = DEFAULT_TIMEOUT) -> Optional[Dict[str, Any]]
     """
     if not discovery_enabled():
         return None
-    from . import _core
 
     if not hasattr(_core, "discover_cloud"):  # a build without the Linux readers (platform.h)
         return {"vendor": "unknown", "instance_type": None, "region": None, "discovery_time": 0.0}
@@ -62,7 +61,6 @@ class CloudDiscovery:
         if not discovery_enabled():
             self._done = True
             return
-        from . import _core
 
         sysfs_root = settings.get("RESOURCE_TRACKER_SYSFS_ROOT")
         if not hasattr(_core, "cloud_evidence") or _core.cloud_evidence(sysfs_root) is None:

@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import _core
 from . import formatting as fmt
+from .code_profile import origin_of, phase_code
 from .insights import Insight
 
 __all__ = [
@@ -154,8 +155,6 @@ class _Timeline:
 def _users(row: Mapping[str, Any]) -> bool:
     """User code: not the tracker's own (a stack without a user frame keeps its top frame,
     e.g. an agent's stop at exit), nor its Metaflow extension's threads and hooks."""
-    from .code_profile import origin_of
-
     file = str(row.get("file"))
     return origin_of(file) == "user" and not file.startswith(_EXTENSION_DIR)
 
@@ -215,8 +214,6 @@ def _phases(tracker: Any, insights: Sequence[Insight], found: _Found) -> List[An
     code (of the busiest thread, ``code_timeline``) for the most wall seconds of the phase;
     where the timeline has no interval there (processes run with the agent), the one with
     the most CPU of its own (``code_profile.phase_code``)."""
-    from .code_profile import phase_code
-
     finding = next((i for i in insights if i.kind == "phases"), None)
     if finding is None:
         return []

@@ -32,6 +32,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from . import _core, settings
 from . import formatting as fmt
 from ._artifact_types import InsightEntry
+from .registry import column, stat_columns
 
 __all__ = [
     "Insight",
@@ -474,8 +475,6 @@ PEAK_METRICS = frozenset(("memory_peak_mib", "vram_peak_mib", "gpu_peak"))
 
 def run_metrics(stats: Any) -> Dict[str, float]:
     """The figures of one run's ``stats()`` that :func:`changed` compares (known ones)."""
-    from .registry import column, stat_columns
-
     by_resource = {c.resource: c.key for c in stat_columns("process") if c.resource}
     sources = {
         "memory_peak_mib": (by_resource.get("memory"), "max", 1 / 1024),

@@ -16,6 +16,11 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 
+from .formatting import plural
+from .rounding import DOCUMENTED_PAIRS
+from .summary import METAFLOW_HISTORY_KEYS, history_values
+from .tuning import run_record
+
 if TYPE_CHECKING:
     from metaflow.client import Run, Task
     from metaflow.datastore import FlowDataStore
@@ -56,7 +61,6 @@ def stats_from_artifact(data: object) -> Optional[Stats]:
 
 def _from_legacy(stats: Dict[str, Any]) -> Stats:
     """Legacy artifacts (stats with cpu_usage, memory_usage, gpu_*, duration) as stats()."""
-    from .rounding import DOCUMENTED_PAIRS
 
     def pair(name: str) -> Dict[str, float]:
         value = stats.get(name) or {}
@@ -69,8 +73,6 @@ def _from_legacy(stats: Dict[str, Any]) -> Stats:
 
 def artifact_record(data: Dict[str, Any], status: str) -> Optional[Record]:
     """A tuning record made from an artifact (runs of versions that kept no record)."""
-    from .tuning import run_record
-
     stats = stats_from_artifact(data)
     if stats is None:
         return None
@@ -219,8 +221,6 @@ class HistoryLookup:
         """(list of stats dicts, notes, run ids): what was found by the deadline."""
         remaining = self._deadline - time.monotonic() if self._deadline else 0.0
         if not self._done.wait(max(0.0, remaining)):
-            from .formatting import plural
-
             self._note(
                 f"history lookup did not finish within {self.timeout:g} s: "
                 f"using the {plural(len(self.stats), 'run')} found so far"
@@ -236,8 +236,6 @@ def summarize_history(
     (``resource_tracker.summary.history_values``: mean of the means, highest of the peaks),
     under the documented keys and rounded as the seeds show them (2 decimals; memory in
     whole KiB). Its values are None without history."""
-    from .summary import METAFLOW_HISTORY_KEYS, history_values
-
     values = history_values(stats_list) if stats_list else {}
 
     def figure(name: str) -> Optional[float]:

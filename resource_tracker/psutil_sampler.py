@@ -44,6 +44,7 @@ import time
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from . import _core
+from ._identity import MAX_PID, _check_interval
 from .names import PROCESS_COLUMNS, SYSTEM_COLUMNS
 from .sampling import STOP_TIMEOUT  # noqa: F401  (the engine's stop bound, for callers)
 
@@ -662,8 +663,6 @@ class PsutilSampler:
         track_processes: bool = True,
         track_system: bool = True,
     ) -> None:
-        from ._identity import MAX_PID, _check_interval
-
         interval = _check_interval(interval)  # bounded: a timed wait cannot overflow
         if isinstance(pid, bool) or not isinstance(pid, int) or not 0 < pid <= MAX_PID:
             raise ValueError(f"pid must be a positive process id (at most {MAX_PID}), got {pid!r}")

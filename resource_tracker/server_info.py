@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, Union
 
+from . import _core, settings
+
 # the cgroup discovery, shared with cgroup_usage (a run's figures), is in _cgroup_fs
 from ._cgroup_fs import _cgroup_places
 from ._cgroup_limits import _v1_cpu, _v1_memory, _v2_cpu, _v2_memory, _walk
@@ -30,12 +32,8 @@ def get_server_info(
     (None where there is no limit). ``nvml_library`` is the NVML library to load
     (default: ``RESOURCE_TRACKER_NVML_LIBRARY`` or ``libnvidia-ml.so.1``).
     """
-    from . import _core
-
     pid = os.getpid() if pid is None else int(pid)
     if nvml_library is None:
-        from . import settings
-
         nvml_library = settings.get("RESOURCE_TRACKER_NVML_LIBRARY")
     try:
         gpus = _core.gpu_inventory(nvml_library)

@@ -23,8 +23,13 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import _core
 from . import formatting as fmt
+from . import insights as ins
+from ._run_data import data_quality_notes
+from ._text import printable
+from .code_view import code_view, label_phases, stored_view
 from .insights import Insight
 from .registry import Column, column, stat_columns, traffic_columns
+from .tuning import next_tuning
 
 __all__ = [
     "SUMMARY_VERSION",
@@ -193,7 +198,6 @@ class RunSummary:
         if not isinstance(data, Mapping) or data.get("version") != SUMMARY_VERSION:
             raise ValueError("not a resource-tracker run summary (or of another version)")
         _check_stored(data)
-        from .code_view import stored_view
 
         try:
             history = data.get("history")
@@ -555,8 +559,6 @@ ERROR_MESSAGE_CHARS = 500
 def _run_error(error: Any) -> Optional[Dict[str, str]]:
     """A failure's ``{"type", "message"}`` (``extra['step_error']``) as printable text of
     bounded length; None when there is none."""
-    from ._text import printable
-
     if not isinstance(error, Mapping):
         return None
     kind = printable(error.get("type") or "", 100).replace("\n", " ").strip()
@@ -623,8 +625,6 @@ class _Collector:
     def tuned(self, found: Dict[str, int], stats: Optional[Mapping[str, Any]]) -> Dict[str, int]:
         """With ``@track_resources(tune=True)``: the tuned request of the next run in place
         of the recommendation's CPU, memory and GPUs (one rule: ``tuning.next_tuning``)."""
-        from .tuning import next_tuning
-
         try:
             tuning = next_tuning(_attr(self.t, "extra") or {}, stats or {},
                                  _attr(self.t, "server_info"))  # fmt: skip
@@ -675,8 +675,6 @@ def _insights_of(
     server: ServerChoice,
     duration: Optional[float],
 ) -> Tuple[Insight, ...]:
-    from . import insights as ins
-
     extra = _attr(tracker, "extra") or {}
     runs_per_month = _number(extra, "schedule", "runs_per_month")  # None: one a day assumed
     pricing = ins.Pricing.from_server(server.best)
@@ -713,9 +711,6 @@ def build_summary(
             the server choice says it was not looked up).
         server_timeout: seconds the catalog lookup may take.
     """
-    from ._run_data import data_quality_notes
-    from .code_view import code_view, label_phases
-
     get = _Collector(tracker)
     n_process, n_system = get.rows_of("process_metrics"), get.rows_of("system_metrics")
     n_samples = max(n_process, n_system)

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence
 
 from . import _adopt, settings
+from ._identity import _check_interval
 
 #: Exit statuses when the command cannot be started, as shells and GNU time use them.
 EXIT_NOT_FOUND = 127
@@ -368,8 +369,6 @@ def _known_options(tracker_class: Any) -> List[str]:
 def _check_options(tracker_class: Any, tracker_options: dict[str, Any]) -> float:
     """The interval; TypeError/ValueError for options ResourceTracker would refuse, before
     the command starts (afterwards, a failure to track leaves the command untracked)."""
-    from ._identity import _check_interval
-
     for name in ("pid", "autostart"):
         if name in tracker_options:
             raise TypeError(f"running a command sets {name} itself: leave it out")

@@ -33,6 +33,8 @@ from typing import (
     overload,
 )
 
+from ._renamed import renamed_hint
+
 #: A stored column: array('d') of numbers, array('q') of whole numbers, else a list.
 Column = Union["array[float]", "array[int]", List[Any]]
 
@@ -366,8 +368,6 @@ class TinyDataFrame:
 
     def _missing_text(self, *names: Any) -> str:
         """The KeyError message for names that are not columns (a 0.5 name: what to read)."""
-        from ._renamed import renamed_hint
-
         hints = [hint for hint in map(renamed_hint, names) if hint]
         what = f"no column {names[0]!r}" if len(names) == 1 else f"no columns {list(names)}"
         return "; ".join([what] + hints + [f"columns: {', '.join(self._data)}"])

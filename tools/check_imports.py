@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
@@ -141,13 +142,263 @@ LAYERS: Tuple[Tuple[str, str, Tuple[str, ...]], ...] = (
 )
 
 
+#: Three ways in that must stay light, and the modules each loads first. ``import
+#: resource_tracker`` (what a tracker needs to construct, start and stop:
+#: tests/core/test_core_import.py holds the same set), ``import metaflow`` (Metaflow imports
+#: the plug-in's decorator and card with every flow and command, decorated or not) and the
+#: command line (every command builds the parser from every command's module).
+IMPORT_PATH = (
+    "resource_tracker",
+    "resource_tracker._background",
+    "resource_tracker._code",
+    "resource_tracker._core",
+    "resource_tracker._identity",
+    "resource_tracker._launch",
+    "resource_tracker._results",
+    "resource_tracker._tracked",
+    "resource_tracker._version",
+    "resource_tracker.settings",
+    "resource_tracker.tracker",
+)
+METAFLOW_LOADS = (
+    "metaflow_extensions.resource_tracker.plugins.track_resources_decorator",
+    "metaflow_extensions.resource_tracker.plugins.cards.resource_tracker_card.tracked_resources_card",
+)
+COMMAND_LINE = ("resource_tracker.cli.*",)
+#: What each group's figures are measured after (``--measure``): the way in already taken.
+BASELINES = {
+    "import path": "import resource_tracker",
+    "command line": "from resource_tracker.cli import catalog, dashboard, recommend, report, "
+    "run, stats, watch, parser",
+    "metaflow": "import metaflow",
+}
+ANYWHERE = ("*",)
+
+
+class LazyImport(NamedTuple):
+    """A module of ours that ``importers`` may import inside a function (on first use)."""
+
+    module: str  # a module, or a package and all inside it ("pkg.*")
+    importers: Tuple[str, ...]  # the modules allowed to (patterns as in LAYERS; "*": any)
+    baseline: str  # a key of BASELINES: what is loaded before it is measured
+    saves_ms: float  # measured: ``python tools/check_imports.py --measure``
+    why: str
+    probe: str = ""  # the module measured, when not ``module`` (a package: its heavy part)
+
+
+# Every import of a module of ours inside a function is one of these; any other import sits
+# at the top of its module (a cycle it would make is a layering problem: move the shared
+# piece down a layer). The figures: -X importtime, the best of 5 fresh interpreters, what
+# importing the module adds after its baseline (load ~14 on 2 cores, 2026-12-07).
+LAZY: Tuple[LazyImport, ...] = (
+    # -- heavy optional parts, wherever they are used
+    LazyImport(
+        "resource_tracker.report.*",
+        ANYWHERE,
+        "import path",
+        273,
+        "the HTML report (html, its charts' series and the summary): report() and `report` only",
+    ),
+    LazyImport(
+        "resource_tracker.export.*",
+        ANYWHERE,
+        "import path",
+        100,
+        "OTLP and Pushgateway (http.client, urllib, ssl, email): only with an export target",
+    ),
+    LazyImport(
+        "resource_tracker.catalog.*",
+        ANYWHERE,
+        "import path",
+        86,
+        "the server catalog; its queries load sqlite3: only when servers or prices are asked",
+        "resource_tracker.catalog._query",
+    ),
+    # -- kept out of `import resource_tracker` and a tracker's run (test_core_import.py)
+    LazyImport(
+        "resource_tracker._run_data",
+        IMPORT_PATH,
+        "import path",
+        101,
+        "a run's tables and statistics: on the first data method, not to start and stop",
+    ),
+    LazyImport(
+        "resource_tracker._stored",
+        IMPORT_PATH + COMMAND_LINE,
+        "import path",
+        88,
+        "the snapshot codec (json): only to save or load a run",
+    ),
+    LazyImport(
+        "resource_tracker._gpu_series",
+        IMPORT_PATH,
+        "import path",
+        1.5,
+        "the per-GPU series: only when they are asked",
+    ),
+    LazyImport(
+        "resource_tracker._renamed",
+        IMPORT_PATH,
+        "import path",
+        1.8,
+        "the warnings of the 0.x names: only when an old name is used",
+    ),
+    LazyImport(
+        "resource_tracker.code_profile",
+        IMPORT_PATH,
+        "import path",
+        24,
+        "the code profile's tables: only when code tracking is on and its results asked",
+    ),
+    LazyImport(
+        "resource_tracker.summary",
+        IMPORT_PATH,
+        "import path",
+        118,
+        "the run summary (insights, tuning, the code view): summary(), recommend_*()",
+    ),
+    LazyImport(
+        "resource_tracker.server_info",
+        IMPORT_PATH,
+        "import path",
+        6.8,
+        "the machine's description: get_server_info() and the summary",
+    ),
+    LazyImport(
+        "resource_tracker.cloud",
+        IMPORT_PATH,
+        "import path",
+        1.5,
+        "cloud discovery (threading): only when discover_cloud is on, after start()",
+    ),
+    LazyImport(
+        "resource_tracker.psutil_sampler",
+        IMPORT_PATH,
+        "import path",
+        15,
+        "the psutil backend (and psutil): only when it is chosen",
+    ),
+    LazyImport(
+        "resource_tracker._tree_cgroup",
+        IMPORT_PATH,
+        "import path",
+        4.1,
+        "the tree's own cgroup: read by the worker thread after start(), not by the import",
+    ),
+    LazyImport(
+        "resource_tracker.cgroup_usage",
+        IMPORT_PATH,
+        "import path",
+        3.1,
+        "the cgroup readers: read by the worker thread after start(), not by the import",
+    ),
+    LazyImport(
+        "resource_tracker._display",
+        IMPORT_PATH,
+        "import path",
+        151,
+        "the tracker's rich display (tuning, insights): only in a notebook",
+    ),
+    LazyImport(
+        "resource_tracker.csv_trackers",
+        ("resource_tracker",),
+        "import path",
+        12,
+        "the 0.x PidTracker and SystemTracker: PEP 562, on first use of the name",
+    ),
+    LazyImport(
+        "resource_tracker.tiny_data_frame",
+        ("resource_tracker",),
+        "import path",
+        20,
+        "TinyDataFrame: PEP 562, on first use of the name",
+    ),
+    LazyImport(
+        "resource_tracker.supervise",
+        IMPORT_PATH + COMMAND_LINE,
+        "import path",
+        27,
+        "process supervision (subprocess, signal handling): run() and `run` only",
+    ),
+    # -- kept out of every command's start (the parser loads every command's module)
+    LazyImport(
+        "resource_tracker.dashboard.*",
+        COMMAND_LINE,
+        "command line",
+        185,
+        "the dashboard's pages and readers: `dashboard` only",
+        "resource_tracker.dashboard._page",
+    ),
+    LazyImport(
+        "resource_tracker.tuning",
+        COMMAND_LINE,
+        "command line",
+        61,
+        "the tuning rules: `recommend --metaflow` only",
+    ),
+    LazyImport(
+        "resource_tracker.insights",
+        COMMAND_LINE,
+        "command line",
+        26,
+        "the findings and their prices: `recommend --metaflow` only",
+    ),
+    LazyImport(
+        "resource_tracker.metaflow_history",
+        COMMAND_LINE,
+        "command line",
+        119,
+        "the reader of Metaflow runs (and Metaflow): `recommend --metaflow` only",
+    ),
+    LazyImport(
+        "resource_tracker.code_agent",
+        COMMAND_LINE,
+        "command line",
+        7.3,
+        "the code agent's launcher: `run --code` only",
+    ),
+    LazyImport(
+        "resource_tracker.cli.code_records",
+        COMMAND_LINE,
+        "command line",
+        50,
+        "the code agent's records: `run --code` only",
+    ),
+    LazyImport(
+        "resource_tracker.cli.summary",
+        COMMAND_LINE,
+        "command line",
+        48,
+        "the summary lines (the code view): after a command has run, not to parse it",
+    ),
+    # -- kept out of `import metaflow`, which loads the plug-in's decorator and card
+    LazyImport(
+        "resource_tracker.*",
+        METAFLOW_LOADS,
+        "metaflow",
+        17,
+        "the library: when a step decorated with @track_resources runs, not in every flow",
+    ),
+    LazyImport(
+        "metaflow_extensions.*",
+        METAFLOW_LOADS,
+        "metaflow",
+        138,
+        "the plug-in's live view, record and card: when a decorated step runs",
+        "metaflow_extensions.resource_tracker.plugins.track_resources_record",
+    ),
+)
+
+
 class Edge(NamedTuple):
-    """One import: ``source`` imports ``target`` at ``path:line``."""
+    """One import: ``source`` imports ``target`` at ``path:line``; ``where``: at the module's
+    ``top``, inside a ``function``, or for the type checker only (``typing``)."""
 
     source: str
     target: str
     path: str
     line: int
+    where: str = "top"
 
 
 def module_files(root: Path) -> Dict[str, Path]:
@@ -209,12 +460,76 @@ def import_edges(root: Path) -> Tuple[Dict[str, Path], List[Edge]]:
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         is_package = path.name == "__init__.py"
         rel = str(path.relative_to(root))
-        for node in ast.walk(tree):
+        for node, where in _import_nodes(tree):
             for target in _targets(module, is_package, node, names):
-                edge = Edge(module, target, rel, getattr(node, "lineno", 0))
+                edge = Edge(module, target, rel, getattr(node, "lineno", 0), where)
                 if target != module and edge not in edges:
                     edges.append(edge)
     return files, edges
+
+
+def _import_nodes(tree: ast.AST) -> Iterator[Tuple[ast.AST, str]]:
+    """Every import statement of ``tree`` and where it sits (see Edge.where)."""
+    work: List[Tuple[ast.AST, str]] = [(tree, "top")]
+    while work:
+        node, where = work.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node, where
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            where = "function"
+        elif isinstance(node, ast.If) and where == "top" and "TYPE_CHECKING" in ast.dump(node.test):
+            where = "typing"
+        work.extend((child, where) for child in ast.iter_child_nodes(node))
+
+
+def _matches(module: str, patterns: Sequence[str]) -> bool:
+    """Whether ``module`` is one of ``patterns`` ("pkg.*": pkg and all inside; "*": any)."""
+    for pattern in patterns:
+        if pattern == "*" or module == pattern:
+            return True
+        if pattern.endswith(".*") and (module + ".").startswith(pattern[:-1]):
+            return True
+    return False
+
+
+def lazy_rule(edge: Edge) -> Optional[LazyImport]:
+    """The rule of LAZY that allows a function-level import, or None."""
+    for rule in LAZY:
+        if _matches(edge.target, (rule.module,)) and _matches(edge.source, rule.importers):
+            return rule
+    return None
+
+
+def lazy_problems(modules: Set[str], edges: Sequence[Edge]) -> List[str]:
+    """A function-level import no rule of LAZY allows, or one of a module its importer
+    imports at its top anyway (it saves nothing); a rule that allows no import of the
+    ``modules`` it names."""
+    lines: List[str] = []
+    on_top = {(edge.source, edge.target) for edge in edges if edge.where == "top"}
+    used: Set[LazyImport] = set()
+    for edge in sorted(edges, key=lambda edge: (edge.path, edge.line, edge.target)):
+        if edge.where != "function":
+            continue
+        rule = lazy_rule(edge)
+        if rule is not None:
+            used.add(rule)
+        if (edge.source, edge.target) in on_top:
+            lines.append(
+                f"{edge.path}:{edge.line}: {edge.source} imports {edge.target} inside a "
+                "function and at its top: keep the top one"
+            )
+        elif rule is None:
+            lines.append(
+                f"{edge.path}:{edge.line}: {edge.source} imports {edge.target} inside a "
+                "function: import it at the top of the module (or name it in LAZY of "
+                "tools/check_imports.py with the time it saves)"
+            )
+    for rule in LAZY:
+        named = [m for m in modules if _matches(m, (rule.module,))]
+        importers = [m for m in modules if _matches(m, rule.importers)]
+        if named and importers and rule not in used:
+            lines.append(f"tools/check_imports.py: LAZY's rule for {rule.module} allows no import")
+    return lines
 
 
 def layer_of(module: str) -> Optional[int]:
@@ -298,6 +613,7 @@ def problems(root: Path) -> List[str]:
                 f"{edge.path}:{edge.line}: {edge.source} imports {edge.target}: the library "
                 "never imports its own Metaflow plug-in (the plug-in imports the library)"
             )
+    lines.extend(lazy_problems(set(files), edges))
     for component in _cycles(edges):
         members = set(component)
         lines.append(f"import cycle of {len(component)} modules: {', '.join(component)}")
@@ -305,6 +621,34 @@ def problems(root: Path) -> List[str]:
             if edge.source in members and edge.target in members:
                 lines.append(f"  {edge.path}:{edge.line}: {edge.source} -> {edge.target}")
     return lines
+
+
+def measure(rule: LazyImport, runs: int = 7) -> float:
+    """What importing ``rule.probe`` or ``rule.module`` (a package: the package) costs after
+    its baseline, in ms: the best of ``runs`` fresh interpreters (this one's), timed around
+    the import statement."""
+    module = rule.probe or (rule.module[:-2] if rule.module.endswith(".*") else rule.module)
+    code = (
+        f"{BASELINES[rule.baseline]}\nimport time\nstart = time.perf_counter()\n"
+        f"import {module}\nprint((time.perf_counter() - start) * 1000)"
+    )
+    root = Path(__file__).resolve().parent.parent
+    best = float("inf")
+    for _ in range(runs):
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, cwd=root, check=True
+        )
+        best = min(best, float(done.stdout.split()[-1]))
+    return best
+
+
+def measure_table() -> str:
+    """Each rule of LAZY: its recorded saving beside what it measures here and now."""
+    rows = [f"{'module':45} {'baseline':13} {'recorded':>9} {'measured':>9}"]
+    for rule in LAZY:
+        now = measure(rule)
+        rows.append(f"{rule.module:45} {rule.baseline:13} {rule.saves_ms:9.1f} {now:9.1f}")
+    return "\n".join(rows) + "\n"
 
 
 def layer_table() -> str:
@@ -321,9 +665,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent)
     parser.add_argument("--table", action="store_true", help="print the layer table")
+    parser.add_argument(
+        "--measure", action="store_true", help="measure what each lazy import saves (ms)"
+    )
     args = parser.parse_args(argv)
     if args.table:
         sys.stdout.write(layer_table())
+        return 0
+    if args.measure:
+        sys.stdout.write(measure_table())
         return 0
     found = problems(args.root)
     for line in found:

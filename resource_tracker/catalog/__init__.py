@@ -33,6 +33,7 @@ import os
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from .. import settings
+from ..cloud import found_cloud_info
 from . import _embedded
 from ._base import (  # noqa: F401  (the package's names, defined below its modules)
     ENV_CACHE_DIR,
@@ -295,7 +296,6 @@ def run_costs(
     current: Optional[float] = None
     note: Optional[str] = None
     where: Optional[str] = None
-    from ..cloud import found_cloud_info
 
     info = found_cloud_info(cloud_info)  # 'unknown': not found
     vendor, itype = info["vendor"], info["instance_type"]

@@ -36,6 +36,7 @@ from typing import (
     Union,
 )
 
+from .._version import __version__
 from ._base import CatalogUnavailableError
 from ._load import from_sql, from_sqlite, too_big
 
@@ -142,8 +143,6 @@ def _fetch(url: str, raw_path: str, timeout: float, max_bytes: int, deadline: fl
     transfer (deadline: monotonic time by which the whole transfer must be done)."""
     import urllib.request
     from urllib.parse import urlsplit
-
-    from .._version import __version__
 
     _check_scheme(url)
     request = urllib.request.Request(url, headers={"User-Agent": f"resource-tracker/{__version__}"})

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, TypedDict, Union
 
-from .. import settings
+from .. import _core, settings
 from .._text import printable
 from ._base import CatalogUnavailableError, NoMatchingServerError, Server
-from ._query import column_value
+from ._query import _no_match_text, column_value
 
 if TYPE_CHECKING:
     from ._query import Request
@@ -66,8 +66,6 @@ def _call(
     seconds (None: RESOURCE_TRACKER_KEEPER_TIMEOUT); RuntimeError when it failed (a
     remembered failure to get an answer is raised again without asking)."""
     import time
-
-    from .. import _core
 
     func = getattr(_core, name, None)
     if func is None:  # a build without libcurl and cJSON (csrc/platform.h)
@@ -159,8 +157,6 @@ def recommend(base_url: str, req: Request, rate: float) -> Union[Server, List[Se
     if req.max_price is not None:
         records = [r for r in records if r["price"] <= req.max_price]
     if not records:
-        from ._query import _no_match_text
-
         raise NoMatchingServerError(_no_match_text(req) + " (Keeper API)")
     if req.n is None:
         return records[0]

@@ -20,16 +20,15 @@ from __future__ import annotations
 import sys
 from typing import Optional, Sequence, TextIO, Type, Union
 
+from . import catalog, dashboard, recommend, report, run, stats, watch
 from .common import PROG, CliError, error_line, quiet_stdout, say
+from .parser import build_parser
 
 __all__ = ["main", "CliError"]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs the tool with argv (default: sys.argv[1:]); returns the exit status."""
-    from . import catalog, dashboard, recommend, report, run, stats, watch
-    from .parser import build_parser
-
     if argv is None:
         argv = sys.argv[1:]
     _one_line_warnings()

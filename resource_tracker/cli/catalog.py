@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Dict, Optional
 
 from .common import PROG, CliError, json_text, out, say
 from .parser import FORMATTER
+from .servers import import_catalog
 
 if TYPE_CHECKING:
     from .parser import SubParsers
@@ -83,8 +84,6 @@ def _limits(args: argparse.Namespace) -> Dict[str, float]:
 def main(args: argparse.Namespace) -> int:
     """`catalog update|info`: 0 on success; 1 when `info` reports an error (it still prints
     everything it knows); 2 when the action fails."""
-    from .servers import import_catalog
-
     catalog = import_catalog()
     if catalog is None:
         raise CliError(

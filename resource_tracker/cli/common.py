@@ -6,6 +6,10 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
+from .._regular_file import FileTooLarge, read_regular
+from .._text import printable, well_formed
+from ..tracker import ResourceTracker
+
 if TYPE_CHECKING:
     from ..report import Report
     from ..tracker import ResourceTracker
@@ -37,8 +41,6 @@ def error_line(message: str) -> str:
 def say(text: str) -> None:
     """Writes text to stderr, each line made printable (_text.printable) and cut to 4000
     characters."""
-    from .._text import printable
-
     lines = (printable(line, limit=4000) for line in str(text).split("\n"))
     try:
         print("\n".join(lines), file=sys.stderr, flush=True)
@@ -50,8 +52,6 @@ def out(text: str) -> None:
     """Writes text to stdout made printable (_text.printable): every line a command prints
     passes here, so no string from outside (a snapshot's command, a catalog's server name)
     reaches the terminal with its escape sequences."""
-    from .._text import printable
-
     print(printable(text, limit=None))
 
 
@@ -60,8 +60,6 @@ def json_text(value: object, sort_keys: bool = False) -> str:
     figure) as null, lone surrogates as U+FFFD, what JSON has no type for as its str()."""
     import json
     import math
-
-    from .._text import well_formed
 
     def finite(v: object) -> object:
         if isinstance(v, float):
@@ -97,9 +95,7 @@ def load_snapshot(path: str) -> ResourceTracker:
     """The tracker saved in path; CliError (one line) when it cannot be read. A file larger
     than the snapshot size limit (RESOURCE_TRACKER_MAX_SNAPSHOT_MIB) is refused unread, and so
     is a FIFO or a device (``_regular_file.read_regular``: never opened, never blocks)."""
-    from .._regular_file import FileTooLarge, read_regular
     from .._stored import snapshot_limit, too_large
-    from ..tracker import ResourceTracker
 
     try:
         limit = snapshot_limit()

@@ -11,6 +11,7 @@ from .. import formatting as fmt
 from .._text import one_line
 from .common import PROG, CliError, json_text, out, say, write_text
 from .parser import FORMATTER, positive_int
+from .recommend_metaflow import _pricing_for
 
 if TYPE_CHECKING:
     from ..dashboard._fleet import Fleet, PriceFor
@@ -124,8 +125,6 @@ def _load_prometheus(args: argparse.Namespace) -> Loaded:
 
 def price_for(catalog: Optional[str]) -> PriceFor:
     """A pricing function: the cheapest catalog server for a need (cached per shape)."""
-    from .recommend_metaflow import _pricing_for
-
     cache: Dict[Tuple[Tuple[str, float], ...], Optional[Pricing]] = {}
 
     def price(need: Mapping[str, float]) -> Optional[Pricing]:

@@ -6,6 +6,9 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any, NoReturn, Sequence, Tuple
 
+from .._launch import MAX_INTERVAL, MIN_INTERVAL
+from .._version import __version__
+from ..settings import parse_name
 from .common import FORMATS, PROG, CliError
 
 MAIN_EXAMPLES = f"""\
@@ -38,8 +41,6 @@ def build_parser(commands: Sequence[Any]) -> Parser:
     """The argparse parser of the whole tool, one sub-parser per module of ``commands``
     (each has ``add_parser`` and ``main``; passed in, as they import this module);
     ``args.handler(args)`` runs the command."""
-    from .._version import __version__
-
     parser = Parser(
         prog=PROG,
         description="Track the CPU, memory, GPU, disk and network use of a command, and find "
@@ -59,8 +60,6 @@ def build_parser(commands: Sequence[Any]) -> Parser:
 
 def interval(text: str) -> float:
     """The interval option as a float within the tracker's bounds."""
-    from .._launch import MAX_INTERVAL, MIN_INTERVAL
-
     try:
         value = float(text)
     except ValueError:
@@ -125,8 +124,6 @@ def pid(text: str) -> int:
 
 def job_name(text: str) -> str:
     """The --job option: the job's name (settings.parse_name's rule)."""
-    from ..settings import parse_name
-
     try:
         return parse_name(text, "--job")
     except ValueError as exc:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Union
 from . import recommend_metaflow
 from .common import PROG, CliError, json_text, load_snapshot, out
 from .parser import FORMATTER, positive_int
+from .servers import find_servers
 
 if TYPE_CHECKING:
     from ..catalog import Server
@@ -78,8 +79,6 @@ def _add_filters(rec: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     """`recommend`: prints resources and a server for the runs; 0 with a server, 1 without
     one (no catalog, nothing fits: the reason is printed), 2 for a bad option value."""
-    from .servers import find_servers
-
     if args.metaflow:
         if args.snapshots:
             raise CliError("recommend: give SNAPSHOTs or --metaflow FLOW, not both")

@@ -6,6 +6,7 @@ import argparse
 import os
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
+from ..tracker import ResourceTracker
 from .common import FORMATS, PROG, SNAPSHOT_NAME, CliError, render_report, say, short, write_text
 from .parser import FORMATTER, add_interval, export_targets, formats, job_name
 
@@ -89,7 +90,6 @@ def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
 def main(args: argparse.Namespace) -> int:
     """`run`: the tracked command's exit status."""
     from ..supervise import CommandStartError, Supervisor, start_tracker
-    from ..tracker import ResourceTracker
 
     command = _command(args)
     if args.format:

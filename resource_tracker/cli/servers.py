@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple, Union
 
+from .._text import printable
 from .common import CliError
 
 if TYPE_CHECKING:
@@ -18,8 +19,6 @@ def find_servers(
 
     strict: a bad filter value (ValueError) is a CliError (exit status 2), not a reason.
     """
-    from .._text import printable
-
     try:
         from ..catalog import CatalogUnavailableError, NoMatchingServerError, recommend_server
     except ImportError as exc:

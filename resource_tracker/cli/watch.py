@@ -9,6 +9,7 @@ import sys
 from types import FrameType
 from typing import TYPE_CHECKING, Optional
 
+from ..tracker import ResourceTracker
 from .common import PROG, CliError, say
 from .parser import FORMATTER, add_interval, pid, positive_int
 
@@ -46,7 +47,6 @@ def add_parser(sub: SubParsers) -> argparse.ArgumentParser:
 
 def main(args: argparse.Namespace) -> int:
     """`watch`: a live view until Ctrl-C, the process's exit or --count samples; 0."""
-    from ..tracker import ResourceTracker
 
     def on_term(signum: int, frame: Optional[FrameType]) -> None:
         raise KeyboardInterrupt

@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from .. import formatting as fmt
 from .._text import printable, well_formed_data
-from ..report._render import _LOGO, _SCRIPT_ESCAPES, Report, _resource
+from ..report._render import _LOGO, _SCRIPT_ESCAPES, Report, _resource, _utc
 from ..report._render import _esc as _html
 from ..tuning import resources_line
 from ._fleet import TRENDED, Fleet, StepView, trend_sentence, waste_text
@@ -249,8 +249,6 @@ def _dashboard_file(name: str) -> str:
 
 
 def _header(fleet: Fleet, sources: Sequence[str], now: float) -> str:
-    from ..report._render import _utc
-
     return (
         f'<header class="rt-header">{_LOGO}<div class="rt-title"><h1>Resource dashboard</h1>'
         f'<p class="rt-sub">{_esc(", ".join(sources))} · made {_utc(now)}</p></div></header>'

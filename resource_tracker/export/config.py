@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, Optional, Tuple, Union
 
+from .. import settings
 from .transport import check_url
 
 #: ``host``, ``host:port`` or ``host:port/path``: an address without its scheme
@@ -89,8 +90,6 @@ def parse_targets(
 def read_settings(export: Union[None, str, Iterable[str]] = None) -> ExportSettings:
     """The export settings: ``export`` (an argument; None: RESOURCE_TRACKER_EXPORT decides)
     and RESOURCE_TRACKER_PUSHGATEWAY_URL. An invalid variable is a ValueError naming it."""
-    from .. import settings
-
     if export is None:
         chosen = settings.get("RESOURCE_TRACKER_EXPORT")
         targets = tuple(t for t in TARGETS if t in chosen)
@@ -107,8 +106,6 @@ def read_settings(export: Union[None, str, Iterable[str]] = None) -> ExportSetti
 
 def _otel(name: str) -> Tuple[Optional[str], str]:
     """(text, variable) of OTEL_EXPORTER_OTLP_METRICS_<name>, else OTEL_EXPORTER_OTLP_<name>."""
-    from .. import settings
-
     for variable in (f"OTEL_EXPORTER_OTLP_METRICS_{name}", f"OTEL_EXPORTER_OTLP_{name}"):
         text = settings.foreign(variable)
         if text is not None and text.strip():

@@ -11,7 +11,7 @@ import socket
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Dict, Optional, Union
 
-from .._identity import DEFAULT_JOB
+from .._identity import DEFAULT_JOB, _command_line, _read_proc_file, metaflow_current
 
 if TYPE_CHECKING:
     from typing import Protocol
@@ -86,8 +86,6 @@ def metaflow_ids() -> Dict[str, str]:
     """The ids of the Metaflow task this process runs ({} outside a Metaflow task).
 
     Only when Metaflow is already imported (a task always has it): never imports it."""
-    from .._identity import metaflow_current
-
     current = metaflow_current()
     try:
         if current is None:
@@ -102,8 +100,6 @@ def identity_of(tracker: ExportedRun, command_line: bool = False) -> Identity:
     """The identity of a tracker's run in this process (the command line read again when
     the tracker saw none: a child caught before its exec). ``command_line``: send it whole
     (the user's opt-in: arguments may hold secrets), else only the executable's name."""
-    from .._identity import _command_line
-
     command = str(tracker.command or _command_line(tracker.pid) or "")
     return Identity(
         host_name=socket.gethostname(),
@@ -119,8 +115,6 @@ def _executable(pid: int, command: str) -> str:
     """The executable's name, as the semantic conventions ask: the base name of
     /proc/<pid>/exe's target, else of argv[0] (another user's process), else of the
     command's first word."""
-    from .._identity import _read_proc_file
-
     try:
         return os.path.basename(os.readlink(f"/proc/{pid}/exe"))
     except OSError:

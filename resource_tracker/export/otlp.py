@@ -24,6 +24,8 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from .._version import __version__
+from ..registry import stat_columns
 from .config import OtlpSettings
 from .context import Identity
 from .metrics import (
@@ -31,6 +33,7 @@ from .metrics import (
     RECOMMENDATION,
     SIZING,
     SUMMARY_FIELDS,
+    UNITS,
     cpu_count,
     exported,
     summary_metric,
@@ -141,8 +144,6 @@ class OtlpSink:
         self, identity: Identity, tables: Iterable[str], settings: OtlpSettings, sender: Sender
     ):
         from opentelemetry.sdk.metrics import MeterProvider
-
-        from .._version import __version__
 
         _quiet_sdk_logs()
         self._settings = settings
@@ -306,14 +307,10 @@ class OtlpSink:
 
 
 def _stat_columns() -> List[Tuple[str, Column]]:
-    from ..registry import stat_columns
-
     return [(c.key, c) for c in stat_columns()]
 
 
 def exported_unit(col: Column) -> str:
-    from .metrics import UNITS
-
     return UNITS.get(col.unit, (1.0, "1", ""))[1]
 
 

@@ -45,7 +45,7 @@ from typing import (
 from ..names import PROCESS_COLUMNS, SYSTEM_COLUMNS
 from ..registry import columns
 from .metrics import fold_rows
-from .summary import live_sizing
+from .summary import live_sizing, run_summary
 from .transport import Sender
 
 if TYPE_CHECKING:
@@ -410,7 +410,6 @@ class Exporter:
         try:
             self._thread.join(max(0.0, deadline - time.monotonic()))
             point = self._poll(final=True)
-            from .summary import run_summary
 
             left = deadline - time.monotonic()
             summary = run_summary(self._tracker, failed, lookup_seconds=left * LOOKUP_SHARE)

@@ -10,7 +10,10 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, Iterable, Mapping, Optional, Tuple
 
+from ..cgroup_usage import oom_kills_at
+from ..insights import throttled_share
 from ..registry import stat_columns
+from ..summary import _asked, build_summary
 
 if TYPE_CHECKING:
     from typing import TypeGuard
@@ -43,8 +46,6 @@ def run_summary(
     for at most that long, so that the findings priced by cost (over-provisioned, split
     advice) are the ones the report and the Metaflow card show; 0 or a slower catalog: the
     findings unpriced."""
-    from ..summary import build_summary
-
     summary = build_summary(
         tracker, lookup_server=lookup_seconds > 0, server_timeout=max(lookup_seconds, 0.0)
     )
@@ -73,9 +74,6 @@ def sizing(
 ) -> Dict[str, float]:
     """What the run asked (as the insights judge it) and its cgroup figures (the keys of
     metrics.SIZING; the known ones)."""
-    from ..insights import throttled_share
-    from ..summary import _asked
-
     asked = _asked(tracker, stats) or {}
     cgroup = stats.get("cgroup")
     cgroup = cgroup if isinstance(cgroup, dict) else {}
@@ -96,9 +94,6 @@ def live_sizing(tracker: ExportedRun) -> Dict[str, float]:
     ask as :func:`sizing` judges it, its cgroup's limits (the start reading) and the OOM
     kills its cgroup counted since the start. One file read (the OOM counter): the export's
     reader thread calls it once a period, never the job's."""
-    from ..cgroup_usage import oom_kills_at
-    from ..summary import _asked
-
     start = getattr(tracker, "_cgroup_start", None)
     start = start if isinstance(start, dict) else {}
     asked = _asked(tracker, {"cgroup": start}) or {}

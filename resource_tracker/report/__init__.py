@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Union
 
+from .. import _core
 from ._render import Report, render_report
 
 __all__ = ["Report", "render_report", "round_memory"]
@@ -22,6 +23,4 @@ def round_memory(mib: Union[int, float]) -> int:
         >>> round_memory(68), round_memory(896), round_memory(3863)
         (128, 1024, 4096)
     """
-    from .. import _core
-
     return _core.round_memory_mib(float(mib))

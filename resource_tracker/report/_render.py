@@ -27,12 +27,15 @@ from typing import (
     Union,
 )
 
+from .. import _core
 from .. import formatting as fmt
+from .._identity import DEFAULT_JOB
 from .._text import well_formed, well_formed_data
+from .._version import __version__
 from ..cloud import found_cloud_info
 from ..registry import by_chart
 from ..registry import columns as table_columns
-from ..summary import DURATION, RunSummary
+from ..summary import DURATION, RunSummary, build_summary
 from . import _code, _headline
 
 if TYPE_CHECKING:
@@ -240,7 +243,6 @@ def _summary_of(tracker: object, historical_stats: object) -> RunSummary:
     made = summarize(historical_stats) if callable(summarize) else None
     if isinstance(made, RunSummary):
         return made
-    from ..summary import build_summary
 
     return build_summary(tracker, historical_stats)
 
@@ -338,8 +340,6 @@ _SCRIPT_ESCAPES = (
 
 
 def _what(run: RunInfo) -> str:
-    from .._identity import DEFAULT_JOB
-
     if run.label:
         return run.label
     if run.job and run.job != DEFAULT_JOB:
@@ -366,8 +366,6 @@ def _fold(
 
 
 def _run_rows(view: _View) -> List[List[str]]:
-    from .._version import __version__
-
     run = view.run
     rows = [["Step", f"<code>{_esc(run.label)}</code>"]] if run.label else []
     if getattr(run, "job", None):
@@ -882,8 +880,6 @@ def _add_gpu_table(
     """Adds the per-GPU series to the chart data as table ``g`` (the system table's times,
     one series ``gpu<index>`` of utilisation % a GPU): True, or False when the run has none
     that fit the system table drawn (an older snapshot, the psutil backend, no GPU)."""
-    from .. import _core
-
     if not gpus or "s" not in tables:
         return False
     t = _column(system, "timestamp")
@@ -947,8 +943,6 @@ def _table_data(
     value, in their order, at the bucket's first and last timestamp: no peak is lost) and
     written as JSON numbers with 5 significant digits (null for NaN and infinities) in C,
     over the stored columns without copying them."""
-    from .. import _core
-
     t = _column(df, "timestamp")
     n = len(t)
     series = {}

@@ -22,12 +22,16 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple
 
+from resource_tracker import settings
+from resource_tracker.insights import was_throttled
 from resource_tracker.metaflow_history import (  # noqa: F401  (the reader, importable from here)
     RECORD_NAME,
     Record,
     read_record,
     task_records,
 )
+from resource_tracker.tuning import machine_cores as cores_of
+from resource_tracker.tuning import run_record
 
 if TYPE_CHECKING:
     from metaflow.datastore import TaskDataStore
@@ -44,15 +48,11 @@ PEAK_GROWTH = 0.1
 
 def check_seconds() -> float:
     """Seconds between two checks of the figures (the setting, read when a writer starts)."""
-    from resource_tracker import settings
-
     return float(settings.get(CHECK_SETTING))
 
 
 def machine_cores(tracker: Optional[ResourceTracker]) -> Optional[float]:
     """The machine's cores (the tracker's ``server_info``), for telling a starved run."""
-    from resource_tracker.tuning import machine_cores as cores_of
-
     return cores_of(getattr(tracker, "server_info", None) if tracker is not None else None)
 
 
@@ -62,8 +62,6 @@ def current_record(
     """The record of the run so far (or at its end) from the tracker's statistics (while
     the step runs they hold the cgroup's figures since the start: OOM kills, throttling,
     limits)."""
-    from resource_tracker.tuning import run_record
-
     stats: Mapping[str, Any] = tracker.stats() if tracker is not None else {}
     return run_record(stats, asked, machine_cores(tracker), status)
 
@@ -143,7 +141,5 @@ class RecordWriter:
 
 def _counters(record: Mapping[str, Any]) -> Tuple[Any, bool]:
     """What a new OOM kill or heavy throttling changes in a record: (kills, throttled)."""
-    from resource_tracker.insights import was_throttled
-
     return record.get("oom_kills"), was_throttled(record.get("throttled_share"),
                                                   record.get("throttled_s"))  # fmt: skip
