@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The import graph of the package: no cycle, and no arrow back up a layer.
+"""The import graph of the package: no cycle, no arrow back up a layer, and imports at the
+top of their modules but for the heavy optional parts that ``LAZY`` names.
 
 Every import counts: at module level, inside a function, under ``if TYPE_CHECKING:``
 (an ``ast`` walk of every ``Import`` and ``ImportFrom`` node, relative imports resolved;
@@ -7,11 +8,18 @@ Every import counts: at module level, inside a function, under ``if TYPE_CHECKIN
 No module of ``resource_tracker`` imports the Metaflow extension (``metaflow_extensions``):
 the library does not depend on its own plug-in. Each module belongs to one layer of
 ``LAYERS`` (the one table of them; docs/architecture.md shows it and
-``tests/core/test_core_imports_graph.py`` keeps the two equal). A module may import its own
+``tests/core/test_core_import_graph.py`` keeps the two equal). A module may import its own
 layer and the layers below it; the imports of one layer form no cycle.
 
-Usage: ``python tools/check_imports.py [--root DIR] [--table]``; exit status 1 and one line
-per offending import (``file:line: a -> b``) when the graph breaks a rule.
+An import of a module of ours inside a function is allowed only by a rule of ``LAZY``: a
+heavy optional part kept out of one of the ways in that must stay light (``import
+resource_tracker``, ``import metaflow``, the command line's start), with the time it saves,
+measured, and why. Any other is named (``file:line``) and belongs at the module's top; so
+is one the module also makes at its top, and a rule that allows no import any more.
+
+Usage: ``python tools/check_imports.py [--root DIR] [--table | --measure]``; exit status 1
+and one line per offending import (``file:line: a -> b``) when the graph breaks a rule;
+``--measure`` prints each rule's recorded saving beside what it measures now.
 """
 
 from __future__ import annotations
@@ -172,7 +180,6 @@ BASELINES = {
     "run, stats, watch, parser",
     "metaflow": "import metaflow",
 }
-ANYWHERE = ("*",)
 
 
 class LazyImport(NamedTuple):
@@ -191,27 +198,28 @@ class LazyImport(NamedTuple):
 # piece down a layer). The figures: -X importtime, the best of 5 fresh interpreters, what
 # importing the module adds after its baseline (load ~14 on 2 cores, 2026-12-07).
 LAZY: Tuple[LazyImport, ...] = (
-    # -- heavy optional parts, wherever they are used
+    # -- heavy optional parts: out of the ways in, and loaded by their package on first use
     LazyImport(
         "resource_tracker.report.*",
-        ANYWHERE,
+        IMPORT_PATH + COMMAND_LINE + ("resource_tracker.report.*",),
         "import path",
         273,
         "the HTML report (html, its charts' series and the summary): report() and `report` only",
     ),
     LazyImport(
         "resource_tracker.export.*",
-        ANYWHERE,
+        IMPORT_PATH + COMMAND_LINE + ("resource_tracker.export.*",),
         "import path",
         100,
         "OTLP and Pushgateway (http.client, urllib, ssl, email): only with an export target",
     ),
     LazyImport(
         "resource_tracker.catalog.*",
-        ANYWHERE,
+        IMPORT_PATH + COMMAND_LINE + ("resource_tracker.catalog.*", "resource_tracker.summary"),
         "import path",
         86,
-        "the server catalog; its queries load sqlite3: only when servers or prices are asked",
+        "the server catalog; its queries load sqlite3: only when servers or prices are asked "
+        "(the summary's import of it is guarded: without it, 'catalog unavailable')",
         "resource_tracker.catalog._query",
     ),
     # -- kept out of `import resource_tracker` and a tracker's run (test_core_import.py)
@@ -500,19 +508,15 @@ def lazy_rule(edge: Edge) -> Optional[LazyImport]:
     return None
 
 
-def lazy_problems(modules: Set[str], edges: Sequence[Edge]) -> List[str]:
+def lazy_problems(edges: Sequence[Edge]) -> List[str]:
     """A function-level import no rule of LAZY allows, or one of a module its importer
-    imports at its top anyway (it saves nothing); a rule that allows no import of the
-    ``modules`` it names."""
+    imports at its top anyway (it saves nothing)."""
     lines: List[str] = []
     on_top = {(edge.source, edge.target) for edge in edges if edge.where == "top"}
-    used: Set[LazyImport] = set()
     for edge in sorted(edges, key=lambda edge: (edge.path, edge.line, edge.target)):
         if edge.where != "function":
             continue
         rule = lazy_rule(edge)
-        if rule is not None:
-            used.add(rule)
         if (edge.source, edge.target) in on_top:
             lines.append(
                 f"{edge.path}:{edge.line}: {edge.source} imports {edge.target} inside a "
@@ -524,12 +528,19 @@ def lazy_problems(modules: Set[str], edges: Sequence[Edge]) -> List[str]:
                 "function: import it at the top of the module (or name it in LAZY of "
                 "tools/check_imports.py with the time it saves)"
             )
-    for rule in LAZY:
-        named = [m for m in modules if _matches(m, (rule.module,))]
-        importers = [m for m in modules if _matches(m, rule.importers)]
-        if named and importers and rule not in used:
-            lines.append(f"tools/check_imports.py: LAZY's rule for {rule.module} allows no import")
     return lines
+
+
+def stale_rules(root: Path) -> List[str]:
+    """The rules of LAZY that allow no function-level import of the package under ``root``
+    (a rule outlives its import: drop it)."""
+    _, edges = import_edges(root)
+    used = {lazy_rule(edge) for edge in edges if edge.where == "function"}
+    return [
+        f"tools/check_imports.py: LAZY's rule for {rule.module} allows no import: drop it"
+        for rule in LAZY
+        if rule not in used
+    ]
 
 
 def layer_of(module: str) -> Optional[int]:
@@ -613,7 +624,7 @@ def problems(root: Path) -> List[str]:
                 f"{edge.path}:{edge.line}: {edge.source} imports {edge.target}: the library "
                 "never imports its own Metaflow plug-in (the plug-in imports the library)"
             )
-    lines.extend(lazy_problems(set(files), edges))
+    lines.extend(lazy_problems(edges))
     for component in _cycles(edges):
         members = set(component)
         lines.append(f"import cycle of {len(component)} modules: {', '.join(component)}")
@@ -675,7 +686,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.measure:
         sys.stdout.write(measure_table())
         return 0
-    found = problems(args.root)
+    found = problems(args.root) + stale_rules(args.root)
     for line in found:
         print(line, file=sys.stderr)
     return 1 if found else 0
