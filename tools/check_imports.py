@@ -356,7 +356,8 @@ LAZY: Tuple[LazyImport, ...] = (
         COMMAND_LINE,
         "command line",
         119,
-        "the reader of Metaflow runs (and Metaflow): `recommend --metaflow` only",
+        "the reader of Metaflow runs (with the summary and tuning it builds on): "
+        "`recommend --metaflow` only",
     ),
     LazyImport(
         "resource_tracker.code_agent",
