@@ -88,7 +88,7 @@ $(STAMPS)/deps-test.stamp: pyproject.toml setup.py | $(PY)
 	$(PIP_QUIET) $(PY) -m pip install -q -e '.[test]'
 	@touch $@ $(STAMPS)/deps.stamp
 
-lint: deps-test build  ## clang-format check of csrc/ and the C checks of tests/, ruff check and format check of Python, mypy --strict on the whole package and metaflow_extensions, import layering (tools/check_imports.py), stubtest of _core.pyi against the built extension, no Python function over 60 lines; no outside folder
+lint: deps-test build  ## clang-format check of csrc/ and the C checks of tests/, ruff check and format check of Python, mypy --strict on the whole package and metaflow_extensions, import layering and lazy imports (tools/check_imports.py), stubtest of _core.pyi against the built extension, no Python function over 60 lines; no outside folder
 	@if git grep -n -e '\.\.[/]shared' -- . ; then \
 	  echo "lint: the files above name the shared folder beside the repository: a clone alone must build and test; put fixtures in tests/data/" >&2; exit 1; fi
 	clang-format --dry-run --Werror csrc/*.c csrc/*.h tests/core/c/*.c fuzz/*.c
@@ -97,7 +97,7 @@ lint: deps-test build  ## clang-format check of csrc/ and the C checks of tests/
 	$(PY) -m mypy  # the modules and rules: [tool.mypy] in pyproject.toml
 	$(PY) -m mypy.stubtest resource_tracker._core --mypy-config-file pyproject.toml  # _core.pyi = the built extension
 	$(PY) tools/check_function_length.py --max 60
-	$(PY) tools/check_imports.py  # no import cycle, no import up a layer (docs/architecture.md)
+	$(PY) tools/check_imports.py  # no import cycle, no import up a layer, no import of ours in a function but LAZY's (docs/architecture.md)
 	$(PY) tools/check_c_deps.py  # no circle between the C files of csrc/ (a call back into the file that calls it)
 
 format: deps-test  ## rewrite C and Python in the project style
