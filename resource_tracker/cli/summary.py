@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Protocol, Sequen
 
 from .. import formatting as fmt
 from .._energy import energy_lines
+from ..code_view import peak_text, top_cpu_text
 from ..registry import Column, by_role, traffic_columns
 
 if TYPE_CHECKING:
@@ -110,8 +111,6 @@ def insight_lines(summary: RunSummary) -> List[str]:
 def code_lines(summary: RunSummary) -> List[str]:
     """Where the memory peak and the most CPU were in the code (``summary.code``), when
     the run recorded its code profile (the phases' code is in the phases finding)."""
-    from ..code_view import peak_text, top_cpu_text
-
     view = getattr(summary, "code", None)
     if not isinstance(view, dict) or view.get("status") != "recorded":
         return []

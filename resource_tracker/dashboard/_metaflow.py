@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Optional
 
+from ..cli.recommend_metaflow import _made_by
+from ..metaflow_history import (
+    run_records,
+    stats_from_artifact,
+)
+from ..tuning import machine_cores, record_problem
 from ._model import Loaded, RunRecord
+from ._snapshots import record_from
 
 
 def load_metaflow(
@@ -62,14 +69,6 @@ def _created(obj: Any) -> Optional[float]:
 
 def step_record(step: Any, artifact: str) -> Optional[RunRecord]:
     """The record of a client Step's (first) task, None when it was not tracked."""
-    from ..cli.recommend_metaflow import _made_by
-    from ..metaflow_history import (
-        run_records,
-        stats_from_artifact,
-    )
-    from ..tuning import machine_cores, record_problem
-    from ._snapshots import record_from
-
     task = step.task
     if task is None:
         return None

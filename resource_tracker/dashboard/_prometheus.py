@@ -31,6 +31,11 @@ from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tupl
 
 from .._stored import TooDeep, strict_json
 from .._text import printable
+from ..export.config import base_url
+from ..export.metrics import EXPORT_PERIOD, SIZING, exported, live_metric, summary_metric
+from ..export.pipeline import SEND_TIMEOUT_S
+from ..export.transport import Sender, SendError
+from ..registry import column
 from ..tuning import NEAR_LIMIT  # a stopped run this near its limit (else its ask) was OOM killed
 from ._model import Loaded, RunRecord, check_figures
 
@@ -64,8 +69,6 @@ Key = FrozenSet[Tuple[str, str]]
 
 def _figures() -> Dict[str, Tuple[str, float]]:
     """RunRecord field (or ``ask_*``) -> (Prometheus metric, scale to the record's unit)."""
-    from ..export.metrics import SIZING, summary_metric
-    from ..registry import column
 
     def run(name: str, stat: str) -> str:
         return summary_metric(column("process", name), stat)[0]
@@ -91,8 +94,6 @@ def _figures() -> Dict[str, Tuple[str, float]]:
 def prometheus_url(text: str) -> str:
     """The server's base URL (``host:port`` taken as ``http://host:port``), or ValueError
     naming --prometheus when it is no http(s) address with a host and a valid port."""
-    from ..export.config import base_url
-
     return base_url(text, "--prometheus", "http://prometheus:9090").rstrip("/")
 
 
@@ -161,9 +162,6 @@ def _stopped(query: _Query, silent: Mapping[Key, float]) -> Dict[Key, float]:
     :data:`MISSED_PUSHES` of their push period plus the send timeout (the Pushgateway's own
     ``push_time_seconds``, else the newest sample's time); a run of a version that pushed no
     period: :data:`KILLED_AFTER_S`. {key: the newest live sample's time}."""
-    from ..export.metrics import EXPORT_PERIOD
-    from ..export.pipeline import SEND_TIMEOUT_S
-
     pushed = query.values(PUSH_TIME_METRIC, 1.0)
     period = query.values(EXPORT_PERIOD[0], 1.0)
     stopped = {}
@@ -177,8 +175,6 @@ def _stopped(query: _Query, silent: Mapping[Key, float]) -> Dict[Key, float]:
 
 def _live_figures(query: _Query) -> Dict[str, Dict[Key, float]]:
     """{figure: {live group: value}} of the live gauges a killed run is judged by."""
-    from ..export.metrics import exported, live_metric
-
     live = {m.column.name: m.prometheus_name for m in exported(["process"])}
     figures = {
         "start_time": query.values(LIVE_METRIC, 1.0, "min_over_time"),
@@ -239,8 +235,6 @@ class _Query:
     """The queries of one load: one deadline, bounded answers."""
 
     def __init__(self, base: str, now: float, since_s: float, timeout: float, max_bytes: int):
-        from ..export.transport import Sender
-
         self.base, self.now, self.max_bytes = base, now, max_bytes
         self.window = f"{int(math.ceil(since_s))}s"
         self.deadline = time.monotonic() + timeout
@@ -261,8 +255,6 @@ class _Query:
         return answer_values(body, self.base, scale)
 
     def _get(self, path: str) -> bytes:
-        from ..export.transport import SendError
-
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise ValueError(f"--prometheus {self.base}: no answer within the time allowed")

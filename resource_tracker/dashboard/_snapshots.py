@@ -12,6 +12,12 @@ from __future__ import annotations
 import os
 from typing import Any, List, Mapping, Optional, Sequence
 
+from .._identity import DEFAULT_JOB
+from .._run_data import has_measurements
+from ..cli.common import CliError, load_snapshot
+from ..insights import run_metrics
+from ..registry import stat_columns
+from ..tuning import machine_cores, run_attempts, run_record
 from ._model import Loaded, RunRecord
 
 #: Files looked at, at most (a mistaken ``--runs /``: stop, and say so).
@@ -32,8 +38,6 @@ def snapshot_files(folder: str) -> List[str]:
 def load_snapshots(folder: str) -> Loaded:
     """The runs saved under ``folder``; a missing folder is a ValueError (a bad argument),
     a bad file a skipped line."""
-    from ..cli.common import CliError, load_snapshot
-
     if not os.path.isdir(folder):
         raise ValueError(f"--runs {folder}: not a directory (give the folder of saved runs)")
     loaded = Loaded()
@@ -65,8 +69,6 @@ def job_name(tracker: Any) -> str:
     ``ResourceTracker(job=...)``), ``extra["job"]``, the label, else the command line."""
     import shlex
 
-    from .._identity import DEFAULT_JOB
-
     extra = tracker.extra if isinstance(tracker.extra, Mapping) else {}
     job = getattr(tracker, "job", None)
     job = None if job == DEFAULT_JOB else job  # not named: the label or the command tells more
@@ -89,9 +91,6 @@ def _status(tracker: Any) -> str:
 def snapshot_record(tracker: Any, name: str) -> Optional[RunRecord]:
     """The record of a loaded snapshot (None when nothing of the process was measured); a
     tuned Metaflow step's snapshot carries its tuning settings (``extra["tuning_input"]``)."""
-    from .._run_data import has_measurements
-    from ..tuning import machine_cores, run_attempts, run_record
-
     stats = tracker.stats()
     if not has_measurements(stats):
         return None
@@ -137,9 +136,6 @@ def record_from(
 ) -> RunRecord:  # fmt: skip
     """A RunRecord from a run's ``stats()`` (may be empty) and its tuning record (the
     ``tuning.run_record`` shape; the only figures of a killed Metaflow run)."""
-    from ..insights import run_metrics
-    from ..registry import stat_columns
-
     by = {c.resource: c.key for c in stat_columns("process") if c.resource}
     metrics = run_metrics(stats)
     limits = tuning.get("limits")
