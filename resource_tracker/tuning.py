@@ -71,8 +71,10 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from . import formatting as fmt
 from ._artifact_types import TuningResult
+from ._run_data import has_measurements, with_kernel_peak
 from ._text import printable
 from .insights import was_throttled
+from .registry import column, stat_columns
 
 __all__ = [
     "MIN_RUNS",
@@ -257,9 +259,6 @@ def run_record(
     """The record of one run from its ``stats()``: what tuning needs of it (the module's
     docstring). ``asked``: the request it ran with (``cpu``, ``memory`` MiB, ``gpu``);
     ``machine_cores``: the machine's cores (at most what a starved run needed)."""
-    from ._run_data import has_measurements, with_kernel_peak
-    from .registry import column, stat_columns
-
     by_resource = {c.resource: c.key for c in stat_columns("process") if c.resource}
     stats = with_kernel_peak(dict(stats)) if isinstance(stats, Mapping) else {}
     memory = _field(stats, by_resource["memory"], "max")
@@ -291,8 +290,6 @@ def run_record(
 def as_record(run: Any) -> Optional[Dict[str, Any]]:
     """A record as it is, a ``stats()`` dict as a record, anything else None; None too for
     a run whose tracked process was never visible (nothing was measured)."""
-    from ._run_data import has_measurements
-
     if not isinstance(run, Mapping) or not run:
         return None
     if "version" in run and "status" in run:
