@@ -163,8 +163,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.hookimpl(trylast=True)  # after pytest's own faulthandler plugin: _log_faults replaces it
 def pytest_configure(config):
-    """Loopback endpoints and a private catalog cache for the whole session (all scopes); a
-    fatal-signal log per process."""
+    """Loopback endpoints, a private catalog cache and Hypothesis folder for the whole session
+    (all scopes); a fatal-signal log per process."""
     _log_faults(config)
     for name, text in PART_MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
@@ -172,6 +172,8 @@ def pytest_configure(config):
     _SESSION_CACHE = tempfile.mkdtemp(prefix="rt-test-cache-")
     os.environ.update(NETWORK_OVERRIDES)
     os.environ["RESOURCE_TRACKER_CACHE_DIR"] = _SESSION_CACHE
+    # Hypothesis keeps its example database and caches in ./.hypothesis unless told otherwise
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = os.path.join(_SESSION_CACHE, "hypothesis")
     for name in PROXIES + NETWORK_REMOVED:
         os.environ.pop(name, None)
 
