@@ -260,6 +260,11 @@ SETTINGS = _declare(
     Setting("RESOURCE_TRACKER_SPLIT_MIN_USD_MONTH", "number", "a split of a step into its "
             "phases is advised only when it saves at least this many USD a month (default 10) "
             "and 20% of the step's cost", default=10.0, bounds=(0.0, 1e9)),
+    Setting("RESOURCE_TRACKER_GRID_INTENSITY", "number", "the electricity grid's carbon "
+            "intensity in gCO2e/kWh (0 to 5000) where the job runs: `stats()[\"energy\"]`, the "
+            "report, the card and the CLI show the run's grams CO2e beside its energy, said to "
+            "come from this setting; unset: no CO2e figure at all (none is guessed)",
+            bounds=(0.0, 5000.0)),
     Setting("RESOURCE_TRACKER_CODE_PROFILE", "flag", "`0`/`off`: no stack samples, no code "
             "profile (same as `code_profile=False`; docs/code_profile.md)", default=True),
     Setting("RESOURCE_TRACKER_CODE_AGENT_DIR", "path", "set by `resource-tracker run --code` "

@@ -688,6 +688,7 @@ def _insights_of(
     found = ins.at_risk((stats or {}).get("cgroup"), duration)
     found += ins.above_ask(asked, used["memory"], now.get("cpu_mean_cores"))
     found += ins.over_provisioned(asked, used, resources, duration, pricing, runs_per_month)
+    found += ins.held_unused_gpus((stats or {}).get("gpu_fit"))
     if history and history.stats:
         found += ins.changed(now, [ins.run_metrics(s) for s in history.stats])
     stamps, series = _series(tracker)
