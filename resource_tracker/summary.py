@@ -667,6 +667,13 @@ def _asked(tracker: Any, stats: Optional[Mapping[str, Any]]) -> Optional[Dict[st
     return None
 
 
+def _gpus_busy(stats: Optional[Mapping[str, Any]], held: Optional[float]) -> Optional[float]:
+    """The GPUs the run kept busy (``stats()["gpu_fit"]``), else the GPUs it held."""
+    fit = (stats or {}).get("gpu_fit")
+    busy = fit.get("gpus_busy") if isinstance(fit, Mapping) else None
+    return float(busy) if isinstance(busy, int) and not isinstance(busy, bool) else held
+
+
 def _insights_of(
     tracker: Any,
     stats: Optional[Mapping[str, Any]],
@@ -682,7 +689,7 @@ def _insights_of(
     used = {
         "cpu": _number(stats, column("process", "cpu_usage").key, "max"),
         "memory": now.get("memory_peak_mib"),
-        "gpu": now.get("gpu_peak"),
+        "gpu": _gpus_busy(stats, now.get("gpu_peak")),
     }
     asked = _asked(tracker, stats)
     found = ins.at_risk((stats or {}).get("cgroup"), duration)

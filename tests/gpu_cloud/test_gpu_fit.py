@@ -19,6 +19,7 @@ from resource_tracker import ResourceTracker
 from resource_tracker import formatting as fmt
 from resource_tracker._gpu_fit import gpu_fit
 from resource_tracker.cli.summary import summary_lines
+from resource_tracker.tuning import run_record
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GIB = 1024.0
@@ -63,6 +64,7 @@ def test_an_80_gib_gpu_holding_10_gib_asks_one_gpu_of_12_gib(
     rec = tracker.recommend_resources()
     assert rec["gpu"] == 1
     assert 11 * GIB <= rec["vram"] == 12 * GIB
+    assert run_record(stats)["gpu_peak"] == 1  # a tuned step (tune=True) asks the same
     # the stored run recommends the same (the per-GPU series are in the snapshot)
     again = ResourceTracker.loads(tracker.dumps())
     assert again.stats()["gpu_fit"] == fit
@@ -137,6 +139,18 @@ def test_a_step_holding_gpus_it_never_used_is_told_in_report_card_and_cli(
         assert len(_insight(shown)) == 1, (name, shown)
         assert "Held 4 GPUs, kept 1 GPU busy: GPUs 1, 2, 3" in shown, name
         assert errors == [], name
+
+
+def test_an_ask_of_four_gpus_with_one_busy_is_over_provisioned(
+    nvml_stub, control, workload, monkeypatch
+):
+    """A step that asked 4 GPUs (@resources) and kept 1 busy: the over-provisioned finding
+    compares the ask with the GPUs busy, not with the 4 it held."""
+    tracker = _fitted(nvml_stub, control, workload, monkeypatch, busy_mib=10 * GIB)
+    tracker.extra["resources_asked"] = {"cpu": 1, "gpu": 4, "source": "@resources"}
+    over = [i for i in tracker.summary(lookup_server=False).insights if "asked 4 GPUs" in i.message]
+    assert len(over) == 1 and over[0].kind == "over_provisioned"
+    assert "asked 4 GPUs, peak 1 GPU (25%)" in over[0].message
 
 
 def test_every_gpu_busy_or_none_read_busy_no_fit_no_finding():
