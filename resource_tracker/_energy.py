@@ -10,7 +10,7 @@ that read nothing gives ``None``, not 0.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from . import formatting as fmt
 from . import settings
@@ -22,6 +22,7 @@ __all__ = [
     "energy_summary",
     "energy_note",
     "energy_lines",
+    "grid_intensity",
     "with_emissions",
 ]
 
@@ -104,29 +105,42 @@ def energy_summary(stats: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     }
 
 
-def _region(cloud_info: Optional[Mapping[str, Any]]) -> Optional[str]:
-    """'aws us-east-1' when the run's cloud and region are known, else None."""
+def _region(cloud_info: Optional[Mapping[str, Any]]) -> Tuple[Optional[str], Optional[str]]:
+    """(the region id, 'aws us-east-1') when the run's cloud region is known, else Nones."""
     info = cloud_info or {}
     vendor, region = info.get("vendor"), info.get("region")
-    known = [str(v) for v in (vendor, region) if v and v != "unknown"]
-    return " ".join(known) if region and region != "unknown" else None
+    if not isinstance(region, str) or not region or region == "unknown":
+        return None, None
+    known = vendor if isinstance(vendor, str) and vendor and vendor != "unknown" else None
+    return region, f"{known} {region}" if known else region
 
 
-def with_emissions(
-    figures: Mapping[str, Any], intensity: float, cloud_info: Optional[Mapping[str, Any]]
-) -> Dict[str, Any]:
+def grid_intensity(
+    given: Union[float, Mapping[str, float]], cloud_info: Optional[Mapping[str, Any]]
+) -> Tuple[Optional[float], str]:
+    """(gCO2e/kWh, where it came from) for the run from :data:`GRID_SETTING`'s value (one
+    number, or one per region id), or (None, why there is none: the run's region is not
+    among the ones given, or not known)."""
+    region, shown = _region(cloud_info)
+    where = f"the run's cloud region: {shown}" if shown else "the run's region is not known"
+    if not isinstance(given, Mapping):
+        return float(given), f"given in {GRID_SETTING} ({where})"
+    if region is not None and region.lower() in given:
+        return given[region.lower()], f"given for {region} in {GRID_SETTING} ({where})"
+    whose = f"the run's region ({shown})" if shown else "the run (its region is not known)"
+    return None, f"no CO2e figure: {GRID_SETTING} gives no intensity for {whose}"
+
+
+def with_emissions(figures: Mapping[str, Any], intensity: float, source: str) -> Dict[str, Any]:
     """``stats()["energy"]`` with the run's grams CO2e: the machine's and the process's kWh
-    times ``intensity`` (gCO2e/kWh, given in :data:`GRID_SETTING`), and where the intensity
-    came from (the setting; the run's cloud region beside it when known, as the intensity
-    is the user's figure for it). A kWh not measured gives None, never a guess."""
-    region = _region(cloud_info)
-    where = f"the run's cloud region: {region}" if region else "the run's region is not known"
+    times ``intensity`` (gCO2e/kWh; ``source``: where it came from, see
+    :func:`grid_intensity`). A kWh not measured gives None, never a guess."""
     out = dict(figures)
     for key, kwh in (("co2e_g", "kwh"), ("process_co2e_g", "process_kwh")):
         value = figures.get(kwh)
         out[key] = value * intensity if isinstance(value, (int, float)) else None
     out["grid_intensity"] = intensity
-    out["grid_source"] = f"given in {GRID_SETTING} ({where})"
+    out["grid_source"] = source
     return out
 
 

@@ -25,7 +25,7 @@ from typing import (
 
 from . import _core, registry, settings
 from . import formatting as fmt
-from ._energy import GRID_SETTING, energy_note, energy_summary, with_emissions
+from ._energy import GRID_SETTING, energy_note, energy_summary, grid_intensity, with_emissions
 from ._gpu_fit import gpu_fit
 from ._gpu_fit import with_gpu_fit as with_gpu_fit  # for recommend_resources()
 from ._tracked import TrackedRun
@@ -166,17 +166,25 @@ def stats(tracker: TrackedRun) -> Dict[str, Any]:
 
 
 def _with_grid(tracker: TrackedRun, energy: Dict[str, Any], quality: Dict[str, Any]) -> Any:
-    """The run's energy with its grams CO2e when a grid intensity is given (the cloud region
-    read only then); a setting that does not parse: no CO2e, and one data-quality line."""
+    """The run's energy with its grams CO2e when a grid intensity is given for it (the cloud
+    region read only then); else as it is, with a data-quality line when the setting does
+    not parse or names no intensity for the run's region."""
     try:
-        intensity = settings.get(GRID_SETTING)
+        given = settings.get(GRID_SETTING)
     except settings.SettingError as exc:
-        note = f"no CO2e figure: {exc}"
-        quality["energy"] = f"{quality['energy']}; {note}" if quality.get("energy") else note
+        return _noted(energy, quality, f"no CO2e figure: {exc}")
+    if given is None:
         return energy
+    intensity, source = grid_intensity(given, tracker.cloud_info)
     if intensity is None:
-        return energy
-    return with_emissions(energy, intensity, tracker.cloud_info)
+        return _noted(energy, quality, source)
+    return with_emissions(energy, intensity, source)
+
+
+def _noted(energy: Dict[str, Any], quality: Dict[str, Any], note: str) -> Dict[str, Any]:
+    """energy, with note added to the energy line of the data quality."""
+    quality["energy"] = f"{quality['energy']}; {note}" if quality.get("energy") else note
+    return energy
 
 
 def data_quality(tracker: TrackedRun) -> Dict[str, Any]:

@@ -13,10 +13,12 @@ import os
 import sys
 
 import pytest
-from test_gpu_nvml import _tracked
+from gpu_cloud_mock import MetadataServer, make_sysfs
+from test_gpu_nvml import INTERVAL, _tracked
 
 from resource_tracker import ResourceTracker
 from resource_tracker import formatting as fmt
+from resource_tracker._energy import grid_intensity, with_emissions
 from resource_tracker._gpu_fit import gpu_fit
 from resource_tracker.cli.summary import summary_lines
 from resource_tracker.tuning import run_record
@@ -214,17 +216,73 @@ def test_grams_co2e_beside_the_energy_with_the_given_intensity(
     assert shown in line and "350 gCO2e/kWh" in line
 
 
-def test_the_runs_cloud_region_is_said_beside_the_intensity():
-    """Where the run's cloud region is known it is named beside the given intensity; a kWh
-    not measured gives no grams (None), never a guess."""
-    from resource_tracker._energy import with_emissions
-
-    figures = {"joules": 7.2e6, "kwh": 2.0, "process_kwh": None}
-    out = with_emissions(figures, 400.0, {"vendor": "aws", "region": "eu-west-1"})
+def test_the_runs_cloud_region_picks_and_is_said_beside_the_intensity():
+    """One number: used for the run, its cloud region named beside it when known. One per
+    region: the run's region's, and no figure (a reason, never a guess) for a region not
+    given or not known. A kWh not measured gives no grams (None)."""
+    aws = {"vendor": "aws", "region": "eu-west-1"}
+    assert grid_intensity(400.0, aws) == (
+        400.0,
+        "given in RESOURCE_TRACKER_GRID_INTENSITY (the run's cloud region: aws eu-west-1)",
+    )
+    unknown = {"vendor": "unknown", "region": "unknown"}
+    assert grid_intensity(400.0, unknown)[1].endswith("(the run's region is not known)")
+    per_region = {"eu-west-1": 250.0, "us-east-1": 380.0}
+    assert grid_intensity(per_region, aws) == (
+        250.0,
+        "given for eu-west-1 in RESOURCE_TRACKER_GRID_INTENSITY "
+        "(the run's cloud region: aws eu-west-1)",
+    )
+    assert grid_intensity(per_region, {"vendor": "gcp", "region": "europe-west1"}) == (
+        None,
+        "no CO2e figure: RESOURCE_TRACKER_GRID_INTENSITY gives no intensity for the run's "
+        "region (gcp europe-west1)",
+    )
+    assert grid_intensity(per_region, None)[0] is None
+    out = with_emissions({"joules": 7.2e6, "kwh": 2.0, "process_kwh": None}, 400.0, "given")
     assert out["co2e_g"] == 800.0 and out["process_co2e_g"] is None
-    assert out["grid_source"].endswith("(the run's cloud region: aws eu-west-1)")
-    unknown = with_emissions(figures, 400.0, {"vendor": "unknown", "region": "unknown"})
-    assert unknown["grid_source"].endswith("(the run's region is not known)")
+
+
+def test_an_intensity_per_region_on_a_cloud_machine_uses_its_region(
+    nvml_stub, control, workload, monkeypatch, tmp_path
+):
+    """A run on an AWS machine in eu-central-1 (fake DMI evidence, the instance metadata
+    served on loopback), intensities given per region: its region's is used and named."""
+    root = make_sysfs(str(tmp_path / "sys"), "aws")
+    monkeypatch.setenv("RESOURCE_TRACKER_SYSFS_ROOT", root)
+    monkeypatch.setenv("RESOURCE_TRACKER_GRID_INTENSITY", "us-east-1=380,eu-central-1=300")
+    control.set(tree_pid=workload.pid, other_pid=0, fit_gpus=4, fit_busy_mib=1024)
+    monkeypatch.setenv("RESOURCE_TRACKER_NVML_LIBRARY", nvml_stub)
+    with MetadataServer("aws") as server:
+        monkeypatch.setenv("RESOURCE_TRACKER_METADATA_URL", server.url)
+        tracker = ResourceTracker(pid=workload.pid, interval=INTERVAL, discover_server=False)
+        try:
+            assert tracker.wait_for_samples(6, 30.0)
+        finally:
+            tracker.stop()
+        assert tracker.cloud_info["region"] == "eu-central-1"
+    energy = tracker.stats()["energy"]
+    assert energy["grid_intensity"] == 300.0
+    assert energy["co2e_g"] == pytest.approx(energy["kwh"] * 300.0)
+    assert energy["grid_source"] == (
+        "given for eu-central-1 in RESOURCE_TRACKER_GRID_INTENSITY "
+        "(the run's cloud region: aws eu-central-1)"
+    )
+
+
+def test_an_intensity_per_region_for_a_run_of_unknown_region_gives_no_figure(
+    nvml_stub, control, workload, monkeypatch
+):
+    """Intensities per region, a run whose region is not known (no cloud here): no CO2e
+    figure, and the data-quality line says why."""
+    monkeypatch.setenv("RESOURCE_TRACKER_GRID_INTENSITY", "us-east-1=380, eu-north-1=30")
+    tracker = _fitted(nvml_stub, control, workload, monkeypatch, busy_mib=GIB)
+    stats = tracker.stats()
+    assert "co2e_g" not in stats["energy"] and stats["energy"]["joules"] > 0
+    assert stats["data_quality"]["energy"].endswith(
+        "no CO2e figure: RESOURCE_TRACKER_GRID_INTENSITY gives no intensity for the run "
+        "(its region is not known)"
+    )
 
 
 def test_an_intensity_that_is_no_number_is_one_line_and_no_figure(
@@ -239,3 +297,8 @@ def test_an_intensity_that_is_no_number_is_one_line_and_no_figure(
     note = stats["data_quality"]["energy"]
     assert "no CO2e figure: RESOURCE_TRACKER_GRID_INTENSITY='lots' is not valid" in note
     assert "give a number from 0 to 5000" in note
+    monkeypatch.setenv("RESOURCE_TRACKER_GRID_INTENSITY", "us-east-1")  # no number
+    assert "co2e_g" not in tracker.stats()["energy"]
+    monkeypatch.setenv("RESOURCE_TRACKER_GRID_INTENSITY", "us-east-1=lots")
+    note = tracker.stats()["data_quality"]["energy"]
+    assert "RESOURCE_TRACKER_GRID_INTENSITY='lots' is not valid" in note
