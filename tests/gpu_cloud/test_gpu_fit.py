@@ -21,6 +21,7 @@ from resource_tracker import formatting as fmt
 from resource_tracker._energy import grid_intensity, with_emissions
 from resource_tracker._gpu_fit import gpu_fit
 from resource_tracker.cli.summary import summary_lines
+from resource_tracker.insights import held_unused_gpus
 from resource_tracker.tuning import run_record
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -97,6 +98,22 @@ def test_the_fitting_server_has_one_24_gb_gpu_not_four_80_gib_ones(
     assert "g5.xlarge" in [s["server_id"] for s in fitting]
 
 
+def _card_page(tracker):
+    """The Metaflow card of a step tracked by tracker (from its artifact), or None without
+    Metaflow."""
+    try:
+        from metaflow_extensions.resource_tracker.plugins.cards.resource_tracker_card import (
+            tracked_resources_card as card,
+        )
+        from metaflow_extensions.resource_tracker.plugins.track_resources_decorator import (
+            build_artifact,
+        )
+    except ImportError:
+        return None
+    data = build_artifact(tracker, None, failed=False, label="Flow/1/train/2")
+    return card.render_artifact(data, label="Flow/1/train/2")
+
+
 def _insight(page_text):
     return [line for line in page_text.splitlines() if "never computed" in line]
 
@@ -117,18 +134,9 @@ def test_a_step_holding_gpus_it_never_used_is_told_in_report_card_and_cli(
     finally:
         sys.path.pop(0)
     pages = {"report": str(tracker.report())}
-    try:
-        from metaflow_extensions.resource_tracker.plugins.cards.resource_tracker_card import (
-            tracked_resources_card as card,
-        )
-        from metaflow_extensions.resource_tracker.plugins.track_resources_decorator import (
-            build_artifact,
-        )
-    except ImportError:  # metaflow not installed: the report only
-        card = None
+    card = _card_page(tracker)
     if card is not None:
-        data = build_artifact(tracker, None, failed=False, label="Flow/1/train/2")
-        pages["card"] = card.render_artifact(data, label="Flow/1/train/2")
+        pages["card"] = card
     if chromium_path() is None:
         pytest.skip("chromium is not installed (make test installs it)")
     for name, page in pages.items():
@@ -167,6 +175,7 @@ def test_every_gpu_busy_or_none_read_busy_no_fit_no_finding():
 
     both = gpu_fit(stats, [dev(0, 50.0, 2000.0), dev(1, 10.0, 1000.0)])
     assert (both["gpus_busy"], both["gpus_unused"], both["idle"]) == (2, 0, [])
+    assert held_unused_gpus(both) == []
     assert both["vram_per_gpu_mib"] == 2000.0  # the fullest busy GPU
     assert gpu_fit(stats, [dev(0, 0.0, 2000.0), dev(1, 0.0, 1000.0)]) is None
     assert gpu_fit({"process_gpu_utilized": {"max": 0.0}}, [dev(0, 50.0, 1.0)]) is None
@@ -214,6 +223,9 @@ def test_grams_co2e_beside_the_energy_with_the_given_intensity(
     assert "350 gCO2e/kWh, given in RESOURCE_TRACKER_GRID_INTENSITY" in tile
     (line,) = [x for x in summary_lines(tracker, server=False) if x.split()[0] == "energy"]
     assert shown in line and "350 gCO2e/kWh" in line
+    card = _card_page(tracker)  # the step's card, from its artifact (as stored)
+    if card is not None:
+        assert f"{fmt.energy(energy['joules'])}, {shown}" in card
 
 
 def test_the_runs_cloud_region_picks_and_is_said_beside_the_intensity():
