@@ -667,6 +667,13 @@ def _asked(tracker: Any, stats: Optional[Mapping[str, Any]]) -> Optional[Dict[st
     return None
 
 
+def _gpus_busy(stats: Optional[Mapping[str, Any]], held: Optional[float]) -> Optional[float]:
+    """The GPUs the run kept busy (``stats()["gpu_fit"]``), else the GPUs it held."""
+    fit = (stats or {}).get("gpu_fit")
+    busy = fit.get("gpus_busy") if isinstance(fit, Mapping) else None
+    return float(busy) if isinstance(busy, int) and not isinstance(busy, bool) else held
+
+
 def _insights_of(
     tracker: Any,
     stats: Optional[Mapping[str, Any]],
@@ -682,12 +689,13 @@ def _insights_of(
     used = {
         "cpu": _number(stats, column("process", "cpu_usage").key, "max"),
         "memory": now.get("memory_peak_mib"),
-        "gpu": now.get("gpu_peak"),
+        "gpu": _gpus_busy(stats, now.get("gpu_peak")),
     }
     asked = _asked(tracker, stats)
     found = ins.at_risk((stats or {}).get("cgroup"), duration)
     found += ins.above_ask(asked, used["memory"], now.get("cpu_mean_cores"))
     found += ins.over_provisioned(asked, used, resources, duration, pricing, runs_per_month)
+    found += ins.held_unused_gpus((stats or {}).get("gpu_fit"))
     if history and history.stats:
         found += ins.changed(now, [ins.run_metrics(s) for s in history.stats])
     stamps, series = _series(tracker)

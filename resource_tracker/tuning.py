@@ -71,7 +71,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from . import formatting as fmt
 from ._artifact_types import TuningResult
-from ._run_data import has_measurements, with_kernel_peak
+from ._run_data import has_measurements, with_gpu_fit, with_kernel_peak
 from ._text import printable
 from .insights import was_throttled
 from .registry import column, stat_columns
@@ -260,7 +260,8 @@ def run_record(
     docstring). ``asked``: the request it ran with (``cpu``, ``memory`` MiB, ``gpu``);
     ``machine_cores``: the machine's cores (at most what a starved run needed)."""
     by_resource = {c.resource: c.key for c in stat_columns("process") if c.resource}
-    stats = with_kernel_peak(dict(stats)) if isinstance(stats, Mapping) else {}
+    # the GPUs busy, not the ones held (stats()["gpu_fit"]), as recommend_resources() asks
+    stats = with_gpu_fit(with_kernel_peak(dict(stats))) if isinstance(stats, Mapping) else {}
     memory = _field(stats, by_resource["memory"], "max")
     cpu_key = by_resource["cpu"]
     cpu = _field(stats, cpu_key, "p90")

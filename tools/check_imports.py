@@ -104,6 +104,7 @@ LAYERS: Tuple[Tuple[str, str, Tuple[str, ...]], ...] = (
             "resource_tracker.code_profile",
             "resource_tracker._stored",
             "resource_tracker._gpu_series",
+            "resource_tracker._gpu_fit",
         ),
     ),
     (
