@@ -91,6 +91,7 @@ __all__ = [
     "code_fingerprint",
     "step_tuning",
     "next_tuning",
+    "this_run",
     "run_attempts",
     "RULE_TEXT",
 ]
@@ -802,6 +803,19 @@ def next_tuning(
     ran with) and the earlier runs' records the integration attached
     (``extra['tuning_input']``: ``records``, ``asked``, ``bounds``, ``runs``, ``run``);
     None when the run is not tuned."""
+    found = this_run(extra, stats, server_info)
+    if found is None:
+        return None
+    this, given = found
+    return step_tuning(run_attempts(this, given), given)
+
+
+def this_run(
+    extra: Mapping[str, Any], stats: Mapping[str, Any], server_info: Any
+) -> Optional[Tuple[Dict[str, Any], Mapping[str, Any]]]:
+    """(the record of this run, the step's tuning settings) of a tuned run (``extra`` with
+    ``tuning_input``), else None: what :func:`next_tuning` reads, and what the export pushes
+    for ``dashboard --prometheus`` to read the same."""
     given = extra.get("tuning_input") if isinstance(extra, Mapping) else None
     if not isinstance(given, Mapping):
         return None
@@ -810,4 +824,4 @@ def next_tuning(
     code = given.get("code")
     if isinstance(code, str):
         this["code"] = code
-    return step_tuning(run_attempts(this, given), given)
+    return this, given

@@ -12,17 +12,20 @@ import os
 import re
 import subprocess
 import sys
+import time
 import urllib.request
 
 import pytest
 from mf_harness import FLOWS, hermetic_env, query, run_flow, task_of
-from servers import start_pushgateway
+from servers import prom_query, start_pushgateway
 
 from resource_tracker import ResourceTracker
 from resource_tracker.tuning import resources_line
 
 pytest.importorskip("metaflow")
 MIB = 1024 * 1024
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GRAFANA = os.path.join(ROOT, "docs", "grafana", "resource-tracker.json")
 
 
 def _pushed(url, name, step):
@@ -68,6 +71,36 @@ def _json_cli(root, *args):
     return json.loads(done.stdout)
 
 
+def _grafana_panel(prometheus):
+    """The tuned ask the Grafana panel "Recommended per step" shows now for `work` (its
+    PromQL as Grafana sends it with every job chosen)."""
+    with open(GRAFANA) as f:
+        (panel,) = [p for p in json.load(f)["panels"] if p["title"] == "Recommended per step"]
+    shown = {}
+    for target in panel["targets"]:
+        expr = target["expr"].replace("$job", ".*")
+        key = "memory" if "memory" in expr else "cpu"
+        (series,) = [s for s in prom_query(prometheus, expr) if s["metric"].get("step") == "work"]
+        shown[key] = float(series["value"][1]) / (MIB if key == "memory" else 1)
+    return resources_line(shown)
+
+
+def _prometheus_surfaces(root, prometheus, runs):
+    """`dashboard --prometheus` and the Grafana panel, once Prometheus scraped the runs."""
+    deadline = time.monotonic() + 60
+    end = 'resource_tracker_run_end_timestamp_seconds{step="work"}'
+    while len(prom_query(prometheus, end)) < runs:
+        assert time.monotonic() < deadline, f"{runs} runs not scraped in 60 s"
+        time.sleep(0.3)
+    (view,) = _json_cli(root, "dashboard", "--prometheus", prometheus.url)["steps"]
+    return {
+        "dashboard --prometheus": resources_line(
+            {"cpu": view["need"].get("cpu"), "memory": view["need"].get("memory")}
+        ),
+        "grafana panel": _grafana_panel(prometheus),
+    }
+
+
 def _surfaces(root, pushgateway, run):
     """The next run's @resources line of the step `work` on every surface."""
     data = task_of(run, "work")["artifacts"]["resource_tracker_data"]
@@ -101,21 +134,21 @@ def _surfaces(root, pushgateway, run):
     }
 
 
-def test_one_answer_on_every_surface(tmp_path):
-    """Issue 37, point 5: a tuned step with the guardrail min_memory=1024 (its peak alone
-    would ask less), after one run and after a second: the artifact, the card, the export,
-    `recommend --metaflow`, `dashboard --metaflow` and `dashboard --runs` (its saved
-    snapshots) show the same @resources line (one run included: a recommendation)."""
-    pushgateway = start_pushgateway(str(tmp_path))
-    env = {"RESOURCE_TRACKER_EXPORT": "pushgateway", "RT_TEST_ALLOC_MIB": "50",
-           "RESOURCE_TRACKER_PUSHGATEWAY_URL": pushgateway.url,
-           "RT_TEST_MIN_MEMORY": "1024"}  # fmt: skip
-    try:
-        for runs in (1, 2):
-            done = run_flow(tmp_path, os.path.join(FLOWS, "mf_oom_tune_flow.py"), env=env)
-            assert done.returncode == 0, done.stdout[-3000:]
-            answers = _surfaces(tmp_path, pushgateway, query(tmp_path, "OomTuneFlow")[0])
-            assert len(set(answers.values())) == 1, (runs, answers)
-            assert "memory=1024" in answers["artifact"], answers
-    finally:
-        pushgateway.stop()
+def test_one_answer_on_every_surface(tmp_path, prom_stack):
+    """Issue 37, point 5: a tuned step with the guardrail min_memory=2048, then 1024 (its
+    peak alone would ask less; the second run's answer is lower), after one run and after a
+    second: the artifact, the card, the export, `recommend --metaflow`, `dashboard
+    --metaflow`, `dashboard --runs` (its saved snapshots), `dashboard --prometheus` and
+    the Grafana panel (a real Prometheus scraping the Pushgateway) show the same
+    @resources line (one run included: a recommendation)."""
+    pushgateway, prometheus = prom_stack
+    for runs, floor in ((1, "2048"), (2, "1024")):
+        env = {"RESOURCE_TRACKER_EXPORT": "pushgateway", "RT_TEST_ALLOC_MIB": "50",
+               "RESOURCE_TRACKER_PUSHGATEWAY_URL": pushgateway.url,
+               "RT_TEST_MIN_MEMORY": floor}  # fmt: skip
+        done = run_flow(tmp_path, os.path.join(FLOWS, "mf_oom_tune_flow.py"), env=env)
+        assert done.returncode == 0, done.stdout[-3000:]
+        answers = _surfaces(tmp_path, pushgateway, query(tmp_path, "OomTuneFlow")[0])
+        answers.update(_prometheus_surfaces(tmp_path, prometheus, runs))
+        assert len(set(answers.values())) == 1, (runs, answers)
+        assert f"memory={floor}" in answers["artifact"], answers
