@@ -161,7 +161,7 @@ class RunSummary:
     stats: Optional[Dict[str, Any]]
     rows: Tuple[StatRow, ...]
     history: Optional[History]
-    resources: Optional[Dict[str, int]]
+    resources: Optional[Dict[str, float]]  # whole numbers; a tuned CPU also in quarters
     server: ServerChoice
     server_info: Optional[Dict[str, Any]] = None
     cloud_info: Optional[Dict[str, Any]] = None
@@ -380,7 +380,7 @@ def _rows(stats: Optional[Mapping[str, Any]], history: Optional[History]) -> Tup
 
 
 def lookup_servers(
-    resources: Optional[Mapping[str, int]],
+    resources: Optional[Mapping[str, float]],
     duration: Optional[float],
     cloud_info: Optional[Mapping[str, Any]],
     *,
@@ -420,7 +420,7 @@ def lookup_servers(
 
 
 def _ask_catalog(
-    resources: Optional[Mapping[str, int]],
+    resources: Optional[Mapping[str, float]],
     duration: Optional[float],
     cloud_info: Optional[Mapping[str, Any]],
     n: int,
@@ -611,7 +611,7 @@ class _Collector:
 
     def resources(
         self, history: Optional[History], stats: Optional[Mapping[str, Any]] = None
-    ) -> Optional[Dict[str, int]]:
+    ) -> Optional[Dict[str, float]]:
         try:
             if history and history.stats:
                 found = self.t.recommend_resources(historical_stats=list(history.stats))
@@ -622,7 +622,7 @@ class _Collector:
             return None
         return self.tuned(found, stats)
 
-    def tuned(self, found: Dict[str, int], stats: Optional[Mapping[str, Any]]) -> Dict[str, int]:
+    def tuned(self, found: Dict[str, int], stats: Optional[Mapping[str, Any]]) -> Dict[str, float]:
         """With ``@track_resources(tune=True)``: the tuned request of the next run in place
         of the recommendation's CPU, memory and GPUs (one rule: ``tuning.next_tuning``)."""
         try:
@@ -630,9 +630,9 @@ class _Collector:
                                  _attr(self.t, "server_info"))  # fmt: skip
         except Exception as exc:  # a tuning that cannot be made: a note, never a crash
             self.warn("recommendation", f"no tuned request: {type(exc).__name__}: {exc}")
-            return found
+            return dict(found)
         if tuning is None or not tuning.resources:
-            return found
+            return dict(found)
         return {**dict(found), **tuning.resources}
 
 

@@ -17,7 +17,7 @@ import urllib.request
 
 import pytest
 from mf_harness import FLOWS, hermetic_env, query, run_flow, task_of
-from servers import prom_query, start_pushgateway
+from servers import prom_query, start_prometheus, start_pushgateway
 
 from resource_tracker import ResourceTracker
 from resource_tracker.tuning import resources_line
@@ -105,7 +105,10 @@ def _surfaces(root, pushgateway, run):
     """The next run's @resources line of the step `work` on every surface."""
     data = task_of(run, "work")["artifacts"]["resource_tracker_data"]
     (card,) = [c for c in task_of(run, "work")["cards"] if c["type"] == "tracked_resources"]
-    shown = re.search(r"Next run: (@resources\([^)]*\))", html.unescape(card["html"]))
+    page = html.unescape(card["html"])
+    shown = re.search(r"Next run: (@resources\([^)]*\))", page)
+    tile = re.search(r'id="rt-recommended".*?<code>(@resources\([^)]*\))</code>.*?from ([^<]*)<',
+                     page, re.S)  # fmt: skip
     pushed = {key: _pushed(pushgateway.url, f"resource_tracker_recommended_{name}", "work")
               for key, name in (("cpu", "cpu_cores"), ("memory", "memory_bytes"))}  # fmt: skip
     saved = os.path.join(str(root), "saved", str(run["id"]))
@@ -119,6 +122,7 @@ def _surfaces(root, pushgateway, run):
         "artifact": resources_line(data["tuning"]["next"]),
         "summary": resources_line(data["recommendations"]["resources"]),
         "card": shown.group(1) if shown else None,
+        "card's tile": tile.group(1) if tile else None,
         "export": resources_line({"cpu": pushed["cpu"][-1], "memory": pushed["memory"][-1] / MIB}),
         "recommend --metaflow": resources_line(
             _json_cli(root, "recommend", "--metaflow", "OomTuneFlow")["steps"]["work"][
@@ -134,21 +138,36 @@ def _surfaces(root, pushgateway, run):
     }
 
 
-def test_one_answer_on_every_surface(tmp_path, prom_stack):
+@pytest.mark.parametrize("tuned_cpu", ["whole", "fractional"])
+def test_one_answer_on_every_surface(tmp_path, tuned_cpu):
     """Issue 37, point 5: a tuned step with the guardrail min_memory=2048, then 1024 (its
     peak alone would ask less; the second run's answer is lower), after one run and after a
     second: the artifact, the card, the export, `recommend --metaflow`, `dashboard
     --metaflow`, `dashboard --runs` (its saved snapshots), `dashboard --prometheus` and
     the Grafana panel (a real Prometheus scraping the Pushgateway) show the same
-    @resources line (one run included: a recommendation)."""
-    pushgateway, prometheus = prom_stack
-    for runs, floor in ((1, "2048"), (2, "1024")):
-        env = {"RESOURCE_TRACKER_EXPORT": "pushgateway", "RT_TEST_ALLOC_MIB": "50",
-               "RESOURCE_TRACKER_PUSHGATEWAY_URL": pushgateway.url,
-               "RT_TEST_MIN_MEMORY": floor}  # fmt: skip
-        done = run_flow(tmp_path, os.path.join(FLOWS, "mf_oom_tune_flow.py"), env=env)
-        assert done.returncode == 0, done.stdout[-3000:]
-        answers = _surfaces(tmp_path, pushgateway, query(tmp_path, "OomTuneFlow")[0])
-        answers.update(_prometheus_surfaces(tmp_path, prometheus, runs))
-        assert len(set(answers.values())) == 1, (runs, answers)
-        assert f"memory={floor}" in answers["artifact"], answers
+    @resources line (one run included: a recommendation); with
+    RESOURCE_TRACKER_TUNED_CPU=fractional (Kubernetes) a fraction of a core on each."""
+    pytest.importorskip("prometheus_client")
+    pushgateway = start_pushgateway(str(tmp_path))
+    try:
+        prometheus = start_prometheus(str(tmp_path), pushgateway.url)
+    except BaseException:
+        pushgateway.stop()
+        raise
+    try:
+        for runs, floor in ((1, "2048"), (2, "1024")):
+            env = {"RESOURCE_TRACKER_EXPORT": "pushgateway", "RT_TEST_ALLOC_MIB": "50",
+                   "RESOURCE_TRACKER_PUSHGATEWAY_URL": pushgateway.url,
+                   "RT_TEST_MIN_MEMORY": floor,
+                   "RESOURCE_TRACKER_TUNED_CPU": tuned_cpu}  # fmt: skip
+            done = run_flow(tmp_path, os.path.join(FLOWS, "mf_oom_tune_flow.py"), env=env)
+            assert done.returncode == 0, done.stdout[-3000:]
+            answers = _surfaces(tmp_path, pushgateway, query(tmp_path, "OomTuneFlow")[0])
+            answers.update(_prometheus_surfaces(tmp_path, prometheus, runs))
+            assert len(set(answers.values())) == 1, (runs, answers)
+            assert f"memory={floor}" in answers["artifact"], answers
+            cpu = float(re.search(r"cpu=([0-9.]+)", answers["artifact"]).group(1))
+            assert (cpu < 1 and cpu % 0.25 == 0) if tuned_cpu == "fractional" else cpu >= 1
+    finally:
+        prometheus.stop()
+        pushgateway.stop()
