@@ -171,6 +171,8 @@ class RunSummary:
     insights: Tuple[Insight, ...] = ()
     #: where the time and memory went (``resource_tracker.code_view.code_view``), or None
     code: Optional[Dict[str, Any]] = None
+    #: the runs ``resources`` was tuned from (``@track_resources(tune=True)``), 0: not tuned
+    tuned_from: int = 0
 
     def warnings_about(self, *topics: str) -> List[str]:
         """The warning texts of these topics, in order, each once."""
@@ -221,9 +223,15 @@ class RunSummary:
                 cache_key=str(data.get("cache_key") or ""),
                 insights=tuple(Insight.from_dict(i) for i in data.get("insights") or ()),
                 code=stored_view(data.get("code")),
+                tuned_from=_whole(data.get("tuned_from")),
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a resource-tracker run summary: damaged ({exc!r})") from None
+
+
+def _whole(value: Any) -> int:
+    """A stored count: a whole number >= 0, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _check_stored(data: Mapping[str, Any]) -> None:
@@ -573,6 +581,7 @@ class _Collector:
     def __init__(self, tracker: Any) -> None:
         self.t = tracker
         self.warnings: List[SummaryWarning] = []
+        self.tuned_from = 0  # the runs the tuned request was made from (0: not tuned)
 
     def warn(self, topic: str, text: str) -> None:
         self.warnings.append(SummaryWarning(topic, text))
@@ -633,6 +642,7 @@ class _Collector:
             return dict(found)
         if tuning is None or not tuning.resources:
             return dict(found)
+        self.tuned_from = tuning.runs
         return {**dict(found), **tuning.resources}
 
 
@@ -751,6 +761,7 @@ def build_summary(
         warnings=tuple(get.warnings),
         insights=label_phases(insights, code),
         code=code,
+        tuned_from=get.tuned_from,
     )
 
 

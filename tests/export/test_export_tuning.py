@@ -123,6 +123,7 @@ def _surfaces(root, pushgateway, run):
         "summary": resources_line(data["recommendations"]["resources"]),
         "card": shown.group(1) if shown else None,
         "card's tile": tile.group(1) if tile else None,
+        "tile basis": tile.group(2) if tile else None,
         "export": resources_line({"cpu": pushed["cpu"][-1], "memory": pushed["memory"][-1] / MIB}),
         "recommend --metaflow": resources_line(
             _json_cli(root, "recommend", "--metaflow", "OomTuneFlow")["steps"]["work"][
@@ -164,8 +165,10 @@ def test_one_answer_on_every_surface(tmp_path, tuned_cpu):
             assert done.returncode == 0, done.stdout[-3000:]
             answers = _surfaces(tmp_path, pushgateway, query(tmp_path, "OomTuneFlow")[0])
             answers.update(_prometheus_surfaces(tmp_path, prometheus, runs))
+            basis = answers.pop("tile basis")
             assert len(set(answers.values())) == 1, (runs, answers)
             assert f"memory={floor}" in answers["artifact"], answers
+            assert basis.startswith("tuned by @track_resources from"), basis
             cpu = float(re.search(r"cpu=([0-9.]+)", answers["artifact"]).group(1))
             assert (cpu < 1 and cpu % 0.25 == 0) if tuned_cpu == "fractional" else cpu >= 1
     finally:
