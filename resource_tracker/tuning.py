@@ -751,7 +751,7 @@ def limit_runs(records: Sequence[Mapping[str, Any]], runs: Any) -> List[Dict[str
     """The records of the newest ``runs`` distinct runs (all their attempts), in order."""
     try:
         n = max(1, int(runs))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinity
         n = 5
     seen: List[str] = []
     kept = []

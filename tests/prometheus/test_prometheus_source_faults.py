@@ -172,3 +172,42 @@ def test_an_overflowing_or_subnormal_figure_skips_its_run_with_one_line(metric, 
     ), loaded.skipped
     fleet = build_fleet(loaded.records, None, loaded.skipped)
     assert not fleet.alerting and len(fleet.steps) == 1
+
+
+@pytest.mark.parametrize("cpu_p90", ["0.5", "1e308"])
+def test_forged_tuning_figures_never_raise(cpu_p90):
+    """A tuned run's pushed tuning (metrics.TUNING) forged or corrupt: an infinite number of
+    runs, guardrails min above max, an odd CPU step, a code label with control characters,
+    a CPU percentile of 1e308 (the record skipped): the fleet is built, the notes say what
+    was ignored (issue 37: one rule, never raising, whatever the store holds)."""
+    from resource_tracker.dashboard._fleet import build_fleet
+    from resource_tracker.export.metrics import TUNING, TUNING_CODE
+
+    run = {"job": "j", "flow": "F", "run_id": "7", "step": "s", "task_id": "1"}
+    forged = {"settings.runs": "+Inf", "cpu_p90": cpu_p90, "memory_peak_mib": "524288000",
+              "settings.bounds.min_memory": "9e9", "settings.bounds.max_memory": "1",
+              "settings.cpu_step": "0.3"}  # fmt: skip
+    by_metric = {TUNING[key][0]: value for key, value in forged.items()}
+
+    def answer(query):
+        if END_METRIC in query:
+            return _matrix([(run, "990")])
+        if "run_duration" in query:
+            return _matrix([(run, "30")])
+        if TUNING_CODE[0] in query:
+            return _matrix([(dict(run, code="\x1b[31mred"), "1")])
+        for metric, value in by_metric.items():
+            if f"({metric}[" in query:
+                return _matrix([(run, value)])
+        return _matrix([])
+
+    with _answering(answer) as server:
+        loaded = load_prometheus(server.url, 3600)
+    (record,) = loaded.records
+    assert record.tuning_settings["code"].isprintable()
+    (view,) = build_fleet(loaded.records, None, loaded.skipped).steps
+    assert "cpu_step" in view.note and "bounds ignored" in view.note, view.note
+    if cpu_p90 == "0.5":  # 500 MiB peak: sized from it, whole vCPUs
+        assert view.need["memory"] >= 500 and view.need["cpu"] == 1, view
+    else:
+        assert not view.need and "record of run 7 skipped" in view.note, view.note
