@@ -58,6 +58,8 @@ MAX_ANSWER_BYTES = 64 * 1024 * 1024
 END_METRIC = "resource_tracker_run_end_timestamp_seconds"
 #: the newest live sample's time: one series per run, finished or not
 LIVE_METRIC = "resource_tracker_last_sample_timestamp_seconds"
+#: the names of a tuned run's tuning figures (metrics.TUNING and TUNING_CODE): one query
+TUNING_NAMES = '{__name__=~"resource_tracker_run_tuning_.+"}'
 #: the Pushgateway's own gauge of each group's last push
 PUSH_TIME_METRIC = "push_time_seconds"
 #: a live group without a summary that missed this many pushes (its period, pushed live,
@@ -266,6 +268,29 @@ class _Query:
         body = self._get("/api/v1/query_range?" + urllib.parse.urlencode(params))
         return answer_values(body, self.base, scale)
 
+    def named(self, selector: str) -> Optional[List[Tuple[str, Dict[str, str], float]]]:
+        """[(metric name, labels, its last value over the window)] of the series ``selector``
+        matches, in one query; None when the answer is no result or a series lost its name
+        (a store that drops it: the caller asks metric by metric)."""
+        params = {"query": f"last_over_time({selector}[{self.window}])", "start": f"{self.now:.3f}",
+                  "end": f"{self.now:.3f}", "step": "1"}  # fmt: skip
+        try:
+            result = _result(self._get("/api/v1/query_range?" + urllib.parse.urlencode(params)),
+                             self.base)  # fmt: skip
+        except ValueError:
+            return None
+        found = []
+        for series in result:
+            metric = series.get("metric") if isinstance(series, Mapping) else None
+            name = metric.get("__name__") if isinstance(metric, Mapping) else None
+            if not isinstance(name, str):
+                return None
+            labels, values = _series(series)
+            value = _number(values[-1][1]) if values else None
+            if value is not None:
+                found.append((name, labels, value))
+        return found
+
     def _get(self, path: str) -> bytes:
         left = self.deadline - time.monotonic()
         if left <= 0:
@@ -366,13 +391,24 @@ def _run_id(labels: Mapping[str, str], end: float) -> str:
 
 def _tuning(query: _Query) -> Tuple[Dict[str, Dict[Key, float]], Dict[Key, str]]:
     """The tuned steps' pushed tuning: ({metrics.TUNING key: {run: value in the record's
-    unit}}, {run: its code's fingerprint})."""
-    figures = {key: query.values(prom, 1 / scale) for key, (prom, _, _, scale) in TUNING.items()}
+    unit}}, {run: its code's fingerprint}). One query reads every figure (the series keep
+    their names through ``last_over_time`` in Prometheus); a store that drops the names is
+    asked once a figure."""
+    by_name = {prom: (key, 1 / scale) for key, (prom, _, _, scale) in TUNING.items()}
+    found = query.named(TUNING_NAMES)
+    if found is None:  # a store that drops the names
+        found = [(name, dict(labels), value)
+                 for name in [*by_name, TUNING_CODE[0]]
+                 for labels, value in query.values(name, 1.0).items()]  # fmt: skip
+    figures: Dict[str, Dict[Key, float]] = {key: {} for key, _ in by_name.values()}
     codes = {}
-    for key in query.values(TUNING_CODE[0], 1.0):
-        labels = dict(key)
-        code = labels.pop("code", "")
-        codes[frozenset(labels.items())] = printable(code, 80)
+    for name, labels, value in found:
+        if name == TUNING_CODE[0]:
+            code = labels.pop("code", "")
+            codes[frozenset(labels.items())] = printable(code, 80)
+        elif name in by_name:
+            key, scale = by_name[name]
+            figures[key][frozenset(labels.items())] = value * scale
     return figures, codes
 
 
