@@ -2,7 +2,8 @@
 Pushgateway (loopback) the same recommended request as its artifact, its card's summary and
 `resource-tracker recommend --metaflow` give; the push is computed after the ask and the
 history are attached (the tuning's min_memory guardrail, 2048 MiB, is above what the
-step's peak alone would give)."""
+step's peak alone would give). Issue 37: every other surface too, `dashboard --prometheus`
+and Grafana's "Recommended per step" panel against a real Prometheus scraping it."""
 
 from __future__ import annotations
 
