@@ -278,7 +278,7 @@ class TrackResourcesDecorator(StepDecorator):  # type: ignore[misc]
         self._static_asked = asked_resources(decorators)
         self._tune_on = _as_bool(self.attributes["tune"])
         self._bounds = _check_bounds(self.attributes)
-        self._cpu_step = _platform_cpu_step()
+        self._cpu_step = _platform_cpu_step() if self._tune_on else 1.0
         self._code = _step_code(flow, step_name)
         if self._tune_on:
             self._tuning = self._tune(flow, step_name, decorators)
@@ -605,13 +605,16 @@ _TUNED_HISTORY: Dict[Tuple[str, str, str], List[Record]] = {}
 
 def _platform_cpu_step() -> float:
     """The CPU step of the tuned asks (``RESOURCE_TRACKER_TUNED_CPU``); a value it cannot use
-    is a ValueError saying what it takes (a platform asked for has no right guess)."""
+    stops the flow with one line saying what it takes (a platform asked for has no right
+    guess; a MetaflowException: Metaflow prints it without a traceback)."""
+    from metaflow.exception import MetaflowException
+
     from resource_tracker.tuning import platform_cpu_step
 
     try:
         return platform_cpu_step()
     except ValueError as exc:  # settings.SettingError
-        raise ValueError(f"@track_resources(tune=True): {exc}") from None
+        raise MetaflowException(f"@track_resources(tune=True): {exc}") from None
 
 
 def _check_bounds(attributes: Mapping[str, Any]) -> Dict[str, float]:
