@@ -285,6 +285,11 @@ SETTINGS = _declare(
             "profile (same as `code_profile=False`; docs/code_profile.md)", default=True),
     Setting("RESOURCE_TRACKER_CODE_AGENT_DIR", "path", "set by `resource-tracker run --code` "
             "for the command's Python processes: where the agent writes each one's code profile"),
+    Setting("RESOURCE_TRACKER_TUNED_CPU", "choice", "how `@track_resources(tune=True)` rounds "
+            "the tuned CPU: `whole` vCPUs (AWS Batch takes only those; default) or "
+            "`fractional`, quarters of a core (Kubernetes takes millicores); read where the "
+            "step runs and kept in its tuning settings: every surface shows the same",
+            default="whole", choices=("whole", "fractional")),
     Setting("RESOURCE_TRACKER_RECORD_CHECK_S", "number", "seconds between two checks of a "
             "Metaflow step's figures for its tuning record (0.01 to 3600, default 2; for tests)",
             default=2.0, bounds=(0.01, 3600.0)),
