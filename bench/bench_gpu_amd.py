@@ -17,9 +17,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
+
+from bench_energy import compile_stub, per_sample_us
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STUB = os.path.join(HERE, "..", "tests", "gpu_cloud", "amdsmi_stub.c")
@@ -43,25 +44,6 @@ print((time.thread_time() - t) / n * 1e6)
 """
 
 
-def compile_stub(out_dir, name, *defines):
-    path = os.path.join(out_dir, name)
-    cmd = ["gcc", "-shared", "-fPIC", "-O2", "-fvisibility=hidden", *defines, "-o", path, STUB]
-    subprocess.run(cmd, check=True)
-    return path
-
-
-def per_sample_us(python, lib, control, samples, env):
-    done = subprocess.run(
-        [python, "-c", MEASURE, lib, control, str(samples)],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=env,
-        timeout=600,
-    )
-    return float(done.stdout.strip().splitlines()[-1])
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=3000)
@@ -73,8 +55,11 @@ def main():
     env = dict(os.environ, AMDSMI_STUB_CONTROL=control)
     ours = sys.executable
     configs = {
-        "amdsmi, 2 GPUs": (ours, compile_stub(tmp, "libamd_smi.so")),
-        "ROCm SMI, 2 GPUs": (ours, compile_stub(tmp, "librocm_smi64.so", "-DSTUB_ROCM_SMI")),
+        "amdsmi, 2 GPUs": (ours, compile_stub(tmp, "libamd_smi.so", stub=STUB)),
+        "ROCm SMI, 2 GPUs": (
+            ours,
+            compile_stub(tmp, "librocm_smi64.so", "-DSTUB_ROCM_SMI", stub=STUB),
+        ),
         "no GPU library": (ours, "/nonexistent-amd.so"),
         "no GPU library (default names)": (ours, "-"),
     }
@@ -84,7 +69,9 @@ def main():
     figures = {name: [] for name in configs}
     for _ in range(args.rounds):
         for name, (python, lib) in configs.items():
-            figures[name].append(per_sample_us(python, lib, control, args.samples, env))
+            figures[name].append(
+                per_sample_us(python, lib, control, args.samples, env, measure=MEASURE)
+            )
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
     print(f"load {' '.join(load)}; median of {args.rounds} rounds")

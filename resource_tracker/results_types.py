@@ -91,7 +91,8 @@ class _EnergyBase(TypedDict):
 class Energy(_EnergyBase, total=False):
     """``stats()["energy"]``: the run's energy (docs/metrics.md, "GPU power and energy").
 
-    ``joules``/``kwh``: the machine's (CPU packages + DRAM from powercap, GPUs from NVML);
+    ``joules``/``kwh``: the machine's (CPU packages + DRAM from powercap, GPUs from NVML or
+    amdsmi);
     ``process_joules``/``process_kwh``: the process's share, an estimate (its share of the
     CPU time and of the GPU usage, said in ``process_estimate``). ``None``: not measured.
     Only when a grid intensity is given (``RESOURCE_TRACKER_GRID_INTENSITY``): ``co2e_g``

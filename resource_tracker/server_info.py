@@ -1,6 +1,7 @@
 """What machine the workload runs on: CPUs, memory, GPUs, OS and the container's limits.
 
-Everything is read from /proc, /sys and NVML in a few milliseconds; no subprocess.
+Everything is read from /proc, /sys, NVML and AMD's SMI library in a few milliseconds; no
+subprocess.
 """
 
 from __future__ import annotations
