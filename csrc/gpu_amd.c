@@ -10,10 +10,12 @@
 
 #include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef int amd_status_t; /* amdsmi_status_t and rsmi_status_t: 0 is success in both */
 typedef void *amdsmi_handle;
@@ -124,6 +126,76 @@ typedef struct {
     double util, used_mib, total_mib, watts, counter_j;
 } AmdDeviceReading;
 
+/* amdsmi_init and amdsmi_shut_down are not counted: the first shut_down ends the session of
+ * every user in the process (a sampler, gpu_inventory, another tracker). The monitors of one
+ * library share one session, begun by the first and ended by the last. The lock is waited
+ * for at most AMD_SESSION_WAIT_S (a call that hangs inside amdsmi_init holds it): then there
+ * is no AMD GPU for that monitor. ROCm SMI counts its own. */
+#define AMD_SESSIONS 8
+#define AMD_SESSION_WAIT_S 2
+static struct {
+    void *lib;
+    unsigned int users;
+} amd_sessions[AMD_SESSIONS];
+static pthread_mutex_t amd_sessions_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* 0 when the session lock is held */
+static int
+lock_sessions(void)
+{
+    struct timespec until;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += AMD_SESSION_WAIT_S;
+    return pthread_mutex_timedlock(&amd_sessions_lock, &until) == 0 ? 0 : -1;
+}
+
+/* 0 when lib's session is begun (or already was) with this monitor among its users */
+static int
+begin_session(void *lib, fn_init init)
+{
+    int i, free_slot = -1, rc = -1;
+
+    if (lock_sessions() != 0)
+        return -1;
+    for (i = 0; i < AMD_SESSIONS; i++) {
+        if (amd_sessions[i].lib == lib && amd_sessions[i].users > 0) {
+            amd_sessions[i].users++;
+            rc = 0;
+            break;
+        }
+        if (amd_sessions[i].users == 0 && free_slot < 0)
+            free_slot = i;
+    }
+    if (rc != 0 && free_slot >= 0 && init(AMDSMI_INIT_AMD_GPUS) == AMD_SUCCESS) {
+        amd_sessions[free_slot].lib = lib;
+        amd_sessions[free_slot].users = 1;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&amd_sessions_lock);
+    return rc;
+}
+
+/* the monitor's part of lib's session ended: amdsmi shut down after its last user */
+static void
+end_session(void *lib, fn_void shutdown)
+{
+    int i;
+
+    if (lock_sessions() != 0)
+        return; /* the session stays begun: the library's state, not a fault */
+    for (i = 0; i < AMD_SESSIONS; i++) {
+        if (amd_sessions[i].lib != lib || amd_sessions[i].users == 0)
+            continue;
+        if (--amd_sessions[i].users == 0) {
+            shutdown();
+            amd_sessions[i].lib = NULL;
+        }
+        break;
+    }
+    pthread_mutex_unlock(&amd_sessions_lock);
+}
+
 /* amdsmi's GPUs into m->devices: their number */
 static unsigned int
 amdsmi_devices(AmdMonitor *m, fn_sockets sockets, fn_processors processors)
@@ -152,7 +224,7 @@ open_amdsmi(AmdMonitor *m, fn_init init)
     fn_processors processors = (fn_processors)dlsym(m->lib, "amdsmi_get_processor_handles");
 
     m->shutdown = (fn_void)dlsym(m->lib, "amdsmi_shut_down");
-    if (!sockets || !processors || !m->shutdown || init(AMDSMI_INIT_AMD_GPUS) != AMD_SUCCESS)
+    if (!sockets || !processors || !m->shutdown || begin_session(m->lib, init) != 0)
         return -1;
     m->library = GPU_SOURCE_AMDSMI;
     m->a.activity = (fn_activity)dlsym(m->lib, "amdsmi_get_gpu_activity");
@@ -191,6 +263,16 @@ open_rsmi(AmdMonitor *m, fn_init init)
     return 0;
 }
 
+/* the monitor's use of its library ended (amdsmi: its part of the session) */
+static void
+end_library(AmdMonitor *m)
+{
+    if (m->library == GPU_SOURCE_AMDSMI)
+        end_session(m->lib, m->shutdown);
+    else
+        m->shutdown();
+}
+
 /* a monitor of the library at path, or NULL */
 static AmdMonitor *
 open_library(const char *path)
@@ -213,7 +295,7 @@ open_library(const char *path)
     if (opened == 0 && m->count > 0)
         return m;
     if (opened == 0)
-        m->shutdown();
+        end_library(m);
     dlclose(m->lib);
     free(m);
     return NULL;
@@ -477,7 +559,7 @@ amd_monitor_close(AmdMonitor *m)
 {
     unsigned int i;
 
-    m->shutdown();
+    end_library(m);
     dlclose(m->lib);
     for (i = 0; i < m->count; i++)
         pid_map_free(&m->devices[i].gfx);

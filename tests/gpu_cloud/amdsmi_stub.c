@@ -1,7 +1,8 @@
 /* A stand-in for AMD's SMI libraries used by the tests (there is no GPU here). Built as is it
  * is libamd_smi.so: it speaks the amdsmi C interface (the functions, structs and status codes
- * of amdsmi.h, ROCm 5.7 to 6.2, that resource_tracker calls); built with -DSTUB_ROCM_SMI it is
- * librocm_smi64.so instead (rocm_smi.h: devices by index, no process list). Scripted values:
+ * of amdsmi.h, ROCm 5.7 to 6.2, that resource_tracker calls; like amdsmi, its init and
+ * shut_down are not counted); built with -DSTUB_ROCM_SMI it is librocm_smi64.so instead
+ * (rocm_smi.h: devices by index, no process list, init and shut_down counted). Scripted values:
  *   GPU 0: "AMD Instinct MI210", 64 GiB, 4096 MiB used, 30 % busy, an energy counter rising
  *          300 W (15.259 uJ a count) and 300 W average power; a process outside the tracked
  *          tree (other_pid) holding 1024 MiB, on the graphics engine 30 % of the time;
@@ -251,20 +252,20 @@ gpu_of(amdsmi_processor_handle h, amdsmi_status_t *rc)
     return ((StubGpu *)h)->index;
 }
 
+/* as amdsmi's: not counted, a second init is a success that changes nothing */
 EXPORT amdsmi_status_t
 amdsmi_init(uint64_t init_flags)
 {
     if (!(init_flags & AMDSMI_INIT_AMD_GPUS))
         return AMDSMI_STATUS_INVAL;
-    return stub_init();
+    return init_count > 0 ? AMDSMI_STATUS_SUCCESS : stub_init();
 }
 
+/* as amdsmi's: the first shut_down ends the session, whoever else uses it */
 EXPORT amdsmi_status_t
 amdsmi_shut_down(void)
 {
-    if (init_count <= 0)
-        return AMDSMI_STATUS_NOT_INIT;
-    init_count--;
+    init_count = 0;
     return AMDSMI_STATUS_SUCCESS;
 }
 

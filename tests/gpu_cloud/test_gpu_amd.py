@@ -257,3 +257,20 @@ def test_gpu_amd_call_that_hangs_does_not_hold_stop(amdsmi_stub, control, worklo
     assert took < _core.STOP_TIMEOUT + 1.5
     time.sleep(0.2)
     assert sampler.n_samples == rows  # nothing stored after stop() returned
+
+
+def test_gpu_amd_one_session_for_every_user(amdsmi_stub, control, workload, no_nvml):
+    """amdsmi's init and shut_down are not counted: gpu_inventory (server_info) opening and
+    closing the library while a sampler reads it must not end the sampler's session (the
+    stand-in, like amdsmi, answers AMDSMI_STATUS_NOT_INIT after the first shut_down)."""
+    sampler = _core.Sampler(workload.pid, INTERVAL, nvml_library=no_nvml, amd_library=amdsmi_stub)
+    sampler.start()
+    try:
+        assert sampler.wait(2, 10.0)
+        for _ in range(5):
+            assert len(_core.gpu_inventory(no_nvml, amdsmi_stub)) == 2
+        n = sampler.n_samples
+        assert sampler.wait(n + 4, 10.0)
+    finally:
+        sampler.stop()
+    assert _all(_gpu_rows(sampler, "system")[n:], MACHINE)
