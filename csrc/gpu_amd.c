@@ -2,8 +2,10 @@
  * installed, ROCm SMI (librocm_smi64.so), loaded with dlopen: no build-time ROCm dependency.
  * The declarations below follow amdsmi.h and rocm_smi.h of ROCm 5.7 to 6.2; only the symbols
  * used here are resolved. amdsmi lists each GPU's processes with their VRAM and the time they
- * spent on the graphics engine: the tracked tree's share is theirs. ROCm SMI (and amdsmi
- * without a process list) cannot say which process uses a GPU: the tree's figures are then
+ * spent on the graphics engine: the tracked tree's share is theirs. ROCm SMI lists the
+ * machine's GPU processes with their VRAM and GPUs, not their time: the tree's utilisation is
+ * then its GPUs' own. Where the library cannot split a GPU's figures between its processes
+ * (amdsmi without a process list; ROCm SMI on a GPU the tree shares) the tree's figures are
  * the GPU's, counted in GpuReading.machine_wide. */
 #include "gpu_common.h"
 #include "gpu_vendor.h"
@@ -81,6 +83,16 @@ typedef amd_status_t (*fn_rmemory)(uint32_t, int, uint64_t *);
 typedef amd_status_t (*fn_name)(uint32_t, char *, size_t);
 typedef amd_status_t (*fn_renergy)(uint32_t, uint64_t *, float *, uint64_t *);
 typedef amd_status_t (*fn_rpower)(uint32_t, uint32_t, uint64_t *); /* uW */
+typedef struct {
+    uint32_t process_id;
+    uint32_t pasid;
+    uint64_t vram_usage; /* bytes, over all its GPUs */
+    uint64_t sdma_usage;
+    uint32_t cu_occupancy;
+} rsmi_process_info_t;
+typedef amd_status_t (*fn_rprocs)(rsmi_process_info_t *, uint32_t *);
+typedef amd_status_t (*fn_rgpus)(uint32_t, uint32_t *, uint32_t *);
+#define RSMI_STATUS_INSUFFICIENT_SIZE 11
 
 typedef struct {
     amdsmi_handle handle; /* amdsmi; ROCm SMI: the index */
@@ -104,6 +116,8 @@ typedef struct {
     fn_name name;
     fn_renergy energy;
     fn_rpower power;
+    fn_rprocs procs; /* the machine's GPU processes */
+    fn_rgpus gpus;   /* the GPUs of one process */
 } RsmiCalls;
 
 struct AmdMonitor {
@@ -114,10 +128,12 @@ struct AmdMonitor {
     RsmiCalls r;
     unsigned int count;
     AmdDevice devices[GPU_MAX_DEVICES];
-    amdsmi_proc_info_t *procs; /* one GPU's process list */
-    uint32_t procs_cap;        /* entries (the buffer has room for twice as many) */
-    PidMap seen;               /* one GPU's processes, each once, with its largest VRAM */
-    PidMap gfx_next;           /* one GPU's processes' graphics-engine ns, being read */
+    amdsmi_proc_info_t *procs;   /* one GPU's process list */
+    uint32_t procs_cap;          /* entries (the buffer has room for twice as many) */
+    PidMap seen;                 /* one GPU's processes, each once, with its largest VRAM */
+    PidMap gfx_next;             /* one GPU's processes' graphics-engine ns, being read */
+    rsmi_process_info_t *rprocs; /* ROCm SMI's process list */
+    uint32_t rprocs_cap;         /* entries (the buffer has room for twice as many) */
 };
 
 /* One GPU's reading: utilisation %, memory used and total in MiB (< 0: unknown), power in W
@@ -255,6 +271,8 @@ open_rsmi(AmdMonitor *m, fn_init init)
     m->r.name = (fn_name)dlsym(m->lib, "rsmi_dev_name_get");
     m->r.energy = (fn_renergy)dlsym(m->lib, "rsmi_dev_energy_count_get");
     m->r.power = (fn_rpower)dlsym(m->lib, "rsmi_dev_power_ave_get");
+    m->r.procs = (fn_rprocs)dlsym(m->lib, "rsmi_compute_process_info_get");
+    m->r.gpus = (fn_rgpus)dlsym(m->lib, "rsmi_compute_process_gpus_get");
     if (count(&n) != AMD_SUCCESS)
         n = 0;
     m->count = n > GPU_MAX_DEVICES ? GPU_MAX_DEVICES : n;
@@ -452,21 +470,29 @@ tree_engine_util(AmdMonitor *m, const PidMap *tree, AmdDevice *d, long n, double
     return busy_ns > 100.0 ? 100.0 : busy_ns;
 }
 
-/* the tree's figures on one GPU into process: its processes' when the library lists them, the
- * GPU's otherwise (counted as machine-wide) */
+/* one GPU's own figures as the tree's, counted as machine-wide (the library cannot tell which
+ * process uses the GPU) */
+static void
+add_machine_wide(const AmdDeviceReading *r, GpuReading *process)
+{
+    process->usage += r->util / 100.0;
+    process->vram_mib += r->used_mib > 0 ? r->used_mib : 0.0;
+    process->utilized += r->util > 0 ? 1.0 : 0.0;
+    process->machine_wide++;
+}
+
+/* the tree's figures on one GPU into process through amdsmi: its processes' when the library
+ * lists them, the GPU's otherwise */
 static void
 read_tree_device(AmdMonitor *m, const PidMap *tree, AmdDevice *d, const AmdDeviceReading *r,
                  double dt, GpuReading *process)
 {
     double limit_mib = r->total_mib > 0 ? r->total_mib : GPU_MAX_VRAM_MIB, mine_mib, util;
-    long n = m->library == GPU_SOURCE_AMDSMI ? read_process_list(m, d->handle) : -1, i;
+    long n = read_process_list(m, d->handle), i;
     int mine = 0, others = 0, added;
 
     if (n < 0 || pid_map_reset(&m->seen, (size_t)n) != 0) {
-        process->usage += r->util / 100.0;
-        process->vram_mib += r->used_mib > 0 ? r->used_mib : 0.0;
-        process->utilized += r->util > 0 ? 1.0 : 0.0;
-        process->machine_wide++;
+        add_machine_wide(r, process);
         return;
     }
     for (i = 0; i < n; i++) {
@@ -487,10 +513,79 @@ read_tree_device(AmdMonitor *m, const PidMap *tree, AmdDevice *d, const AmdDevic
     process->utilized += (mine || util > 0) ? 1.0 : 0.0;
 }
 
+/* ROCm SMI's list of the machine's GPU processes into m->rprocs: how many, or -1 */
+static long
+rsmi_process_list(AmdMonitor *m)
+{
+    uint32_t n;
+    amd_status_t rc;
+
+    if (m->r.procs == NULL || m->r.gpus == NULL)
+        return -1;
+    for (;;) {
+        rsmi_process_info_t *grown;
+        n = m->rprocs_cap;
+        rc = m->rprocs ? m->r.procs(m->rprocs, &n) : RSMI_STATUS_INSUFFICIENT_SIZE;
+        if (rc != RSMI_STATUS_INSUFFICIENT_SIZE || m->rprocs_cap >= GPU_MAX_PROCESSES)
+            break;
+        /* it does not say how many: twice the room, and room for twice that */
+        n = m->rprocs_cap ? m->rprocs_cap * 2 : 16;
+        grown = realloc(m->rprocs, (size_t)n * 2 * sizeof(*grown));
+        if (grown == NULL)
+            return -1;
+        m->rprocs = grown;
+        m->rprocs_cap = n;
+    }
+    if (rc != AMD_SUCCESS)
+        return -1;
+    return n < m->rprocs_cap ? (long)n : (long)m->rprocs_cap;
+}
+
+/* The tree's figures through ROCm SMI: its processes' VRAM (each over all its GPUs; above
+ * limit_mib, no real reading) and, on each GPU one of them uses, the GPU's utilisation:
+ * theirs alone, or the GPU's shared with other processes (counted as machine-wide). A
+ * process list refused: every GPU's figures, machine-wide. */
+static void
+rsmi_tree(AmdMonitor *m, const PidMap *tree, const AmdDeviceReading *r, double limit_mib,
+          GpuReading *process)
+{
+    unsigned char used_by[GPU_MAX_DEVICES]; /* 1: the tree, 2: others, 3: both */
+    long n = rsmi_process_list(m), i;
+    unsigned int d;
+
+    if (n < 0) {
+        for (d = 0; d < m->count; d++)
+            add_machine_wide(&r[d], process);
+        return;
+    }
+    memset(used_by, 0, sizeof(used_by));
+    for (i = 0; i < n; i++) {
+        const rsmi_process_info_t *p = &m->rprocs[i];
+        int mine = pid_map_has(tree, (pid_t)p->process_id);
+        uint32_t gpus[GPU_MAX_DEVICES], k = GPU_MAX_DEVICES, j;
+        if (m->r.gpus(p->process_id, gpus, &k) != AMD_SUCCESS)
+            k = 0;
+        for (j = 0; j < k && j < GPU_MAX_DEVICES; j++)
+            if (gpus[j] < m->count)
+                used_by[gpus[j]] |= mine ? 1 : 2;
+        if (mine && (double)p->vram_usage / GPU_MIB <= limit_mib)
+            process->vram_mib += (double)p->vram_usage / GPU_MIB;
+    }
+    for (d = 0; d < m->count; d++) {
+        if (!(used_by[d] & 1))
+            continue;
+        process->usage += r[d].util / 100.0;
+        process->utilized += 1.0;
+        process->machine_wide += used_by[d] == 3;
+    }
+}
+
 void
 amd_monitor_sample(AmdMonitor *m, const PidMap *tree, double dt, size_t first, GpuReading *system,
                    GpuReading *process)
 {
+    AmdDeviceReading r[GPU_MAX_DEVICES];
+    double total_mib = 0.0;
     unsigned int i;
 
     if (m->procs == NULL && m->library == GPU_SOURCE_AMDSMI) {
@@ -498,13 +593,19 @@ amd_monitor_sample(AmdMonitor *m, const PidMap *tree, double dt, size_t first, G
         m->procs_cap = m->procs ? 16 : 0;
     }
     for (i = 0; i < m->count; i++) {
-        AmdDeviceReading r;
-        read_device(m, i, &r);
-        gpu_energy_add(&m->devices[i].energy, r.watts, r.counter_j, dt, system);
-        gpu_add_device(system, first + i, r.util, r.used_mib);
-        if (tree)
-            read_tree_device(m, tree, &m->devices[i], &r, dt, process);
+        read_device(m, i, &r[i]);
+        gpu_energy_add(&m->devices[i].energy, r[i].watts, r[i].counter_j, dt, system);
+        gpu_add_device(system, first + i, r[i].util, r[i].used_mib);
+        total_mib += r[i].total_mib > 0 ? r[i].total_mib : 0.0;
     }
+    if (tree == NULL)
+        return;
+    if (m->library == GPU_SOURCE_ROCM_SMI) {
+        rsmi_tree(m, tree, r, total_mib > 0 ? total_mib : GPU_MAX_VRAM_MIB, process);
+        return;
+    }
+    for (i = 0; i < m->count; i++)
+        read_tree_device(m, tree, &m->devices[i], &r[i], dt, process);
 }
 
 size_t
@@ -564,6 +665,7 @@ amd_monitor_close(AmdMonitor *m)
     for (i = 0; i < m->count; i++)
         pid_map_free(&m->devices[i].gfx);
     free(m->procs);
+    free(m->rprocs);
     pid_map_free(&m->seen);
     pid_map_free(&m->gfx_next);
     free(m);

@@ -3,7 +3,8 @@ process's figures are the GPUs' own (the library cannot tell which process uses 
 
 NVIDIA's GPUs are read through NVML, AMD's through amdsmi, else ROCm SMI (docs/metrics.md,
 "GPU"). NVML and amdsmi list each GPU's processes: the tracked tree's share is theirs. ROCm SMI
-lists none per GPU, and amdsmi may refuse its process list (a container, an old driver): the
+lists the machine's GPU processes and their GPUs but not their time (a GPU the tree shares
+cannot be split), and amdsmi may refuse its process list (a container, an old driver): the
 tree's figures are then the GPU's, an over-estimate when other processes share it.
 """
 
@@ -36,15 +37,16 @@ def gpu_note(sampler: Any) -> Optional[str]:
     if not machine_wide:
         return None
     library = _AMD_NAMES.get(str(sources.get("amd_library")), "AMD's library")
+    why = (
+        "ROCm SMI does not split a GPU's time between the processes sharing it (amdsmi does), "
+        "or its process list was refused"
+        if sources.get("amd_library") == "rocm_smi"
+        else "its process list was refused (a container, an old driver)"
+    )
     return (
         f"the process's GPU figures of {machine_wide} readings of AMD GPUs are the GPUs' own, "
-        f"machine-wide: {library} does not tell which process uses a GPU "
-        + (
-            "(ROCm SMI has no process list per GPU; install amdsmi)"
-            if sources.get("amd_library") == "rocm_smi"
-            else "(its process list was refused: a container or an old driver)"
-        )
-        + ", so other processes on those GPUs count as this one's"
+        f"machine-wide: {library} could not tell the process's share ({why}), so other "
+        "processes on those GPUs count as this one's"
     )
 
 

@@ -2,7 +2,8 @@
  * is libamd_smi.so: it speaks the amdsmi C interface (the functions, structs and status codes
  * of amdsmi.h, ROCm 5.7 to 6.2, that resource_tracker calls; like amdsmi, its init and
  * shut_down are not counted); built with -DSTUB_ROCM_SMI it is librocm_smi64.so instead
- * (rocm_smi.h: devices by index, no process list, init and shut_down counted). Scripted values:
+ * (rocm_smi.h: devices by index, the machine's process list with each process's VRAM and GPUs
+ * but not its time, init and shut_down counted). Scripted values:
  *   GPU 0: "AMD Instinct MI210", 64 GiB, 4096 MiB used, 30 % busy, an energy counter rising
  *          300 W (15.259 uJ a count) and 300 W average power; a process outside the tracked
  *          tree (other_pid) holding 1024 MiB, on the graphics engine 30 % of the time;
@@ -15,7 +16,9 @@
  * ms first, as a wedged driver does), mode=flag,flag where the flags are
  *   init_fails       amdsmi_init / rsmi_init fail (AMDSMI_STATUS_INIT_ERROR: no driver)
  *   no_gpu           no socket, no processor (rsmi: 0 devices)
- *   no_process_list  amdsmi_get_gpu_process_list returns AMDSMI_STATUS_NOT_SUPPORTED
+ *   no_process_list  amdsmi_get_gpu_process_list / rsmi_compute_process_info_get return
+ *                    AMDSMI_STATUS_NOT_SUPPORTED / RSMI_STATUS_NOT_SUPPORTED
+ *   shared           (ROCm SMI) the process outside the tree uses GPU 1 too
  *   absurd           impossible readings: GPU 0 250 % busy, GPU 1 more memory used than it
  *                    has, the tree's process 2^63 bytes of VRAM and engine time leaping 10^18
  *                    ns a reading, 65535 W (the library's "no value"), an energy counter
@@ -55,7 +58,7 @@ static int init_count;
 static double init_at;
 static struct {
     unsigned int tree_pid, other_pid, hang_ms;
-    int init_fails, no_gpu, no_process_list, absurd;
+    int init_fails, no_gpu, no_process_list, absurd, shared;
 } ctl;
 static double ctl_read_at = -1.0;
 
@@ -80,6 +83,7 @@ load_control(void)
             ctl.no_gpu = strstr(line, "no_gpu") != NULL;
             ctl.no_process_list = strstr(line, "no_process_list") != NULL;
             ctl.absurd = strstr(line, "absurd") != NULL;
+            ctl.shared = strstr(line, "shared") != NULL;
         }
     }
     fclose(f);
@@ -434,7 +438,16 @@ typedef enum {
     RSMI_STATUS_INVALID_ARGS = 0x1,
     RSMI_STATUS_NOT_SUPPORTED = 0x2,
     RSMI_STATUS_INIT_ERROR = 0x8,
+    RSMI_STATUS_INSUFFICIENT_SIZE = 0xB,
 } rsmi_status_t;
+
+typedef struct {
+    uint32_t process_id;
+    uint32_t pasid;
+    uint64_t vram_usage;
+    uint64_t sdma_usage;
+    uint32_t cu_occupancy;
+} rsmi_process_info_t;
 
 typedef enum {
     RSMI_MEM_TYPE_VRAM = 0,
@@ -551,6 +564,62 @@ rsmi_dev_energy_count_get(uint32_t dv_ind, uint64_t *power, float *counter_resol
     return energy_count((int)dv_ind, power, counter_resolution, timestamp) == AMDSMI_STATUS_SUCCESS
                ? RSMI_STATUS_SUCCESS
                : RSMI_STATUS_NOT_SUPPORTED;
+}
+
+/* the machine's GPU processes: the one outside the tree (GPU 0, 1024 MiB), the tree's (GPU 1,
+ * 6144 MiB; 2^63 bytes in absurd mode); INSUFFICIENT_SIZE when they do not fit */
+EXPORT rsmi_status_t
+rsmi_compute_process_info_get(rsmi_process_info_t *procs, uint32_t *num_items)
+{
+    uint32_t found = 2, i;
+
+    load_control();
+    if (init_count <= 0)
+        return RSMI_STATUS_INIT_ERROR;
+    if (num_items == NULL)
+        return RSMI_STATUS_INVALID_ARGS;
+    if (ctl.no_process_list)
+        return RSMI_STATUS_NOT_SUPPORTED;
+    if (procs == NULL) {
+        *num_items = found;
+        return RSMI_STATUS_SUCCESS;
+    }
+    for (i = 0; i < found && i < *num_items; i++) {
+        memset(&procs[i], 0, sizeof(procs[i]));
+        procs[i].process_id = i == 0 ? ctl.other_pid : ctl.tree_pid;
+        procs[i].vram_usage = (i == 0 ? 1024ULL : 6144ULL) * MIB;
+        if (i == 1 && ctl.absurd)
+            procs[i].vram_usage = 1ULL << 63;
+    }
+    if (*num_items < found)
+        return RSMI_STATUS_INSUFFICIENT_SIZE;
+    *num_items = found;
+    return RSMI_STATUS_SUCCESS;
+}
+
+/* the GPUs of a listed process: the tree's GPU 1, the other one's GPU 0 (and 1 when shared) */
+EXPORT rsmi_status_t
+rsmi_compute_process_gpus_get(uint32_t pid, uint32_t *dv_indices, uint32_t *num_devices)
+{
+    uint32_t gpus[2], n = 0, i;
+
+    load_control();
+    if (num_devices == NULL)
+        return RSMI_STATUS_INVALID_ARGS;
+    if (pid == ctl.tree_pid && gpu_count() > 1)
+        gpus[n++] = 1;
+    else if (pid == ctl.other_pid && gpu_count() > 0) {
+        gpus[n++] = 0;
+        if (ctl.shared && gpu_count() > 1)
+            gpus[n++] = 1;
+    }
+    if (dv_indices != NULL)
+        for (i = 0; i < n && i < *num_devices; i++)
+            dv_indices[i] = gpus[i];
+    if (dv_indices != NULL && *num_devices < n)
+        return RSMI_STATUS_INSUFFICIENT_SIZE;
+    *num_devices = n;
+    return RSMI_STATUS_SUCCESS;
 }
 
 #endif

@@ -155,15 +155,32 @@ def test_gpu_amd_without_process_list_is_machine_wide(
 
 
 def test_gpu_amd_rocm_smi_only(rocm_smi_stub, control, workload, no_nvml, monkeypatch):
-    """Only ROCm SMI installed: the same system columns, names and memory; the process's
-    figures are the GPUs' (ROCm SMI lists no processes per GPU), said in data_quality."""
+    """Only ROCm SMI installed: the same system columns, names and memory; the process's VRAM
+    from the machine's process list, and the utilisation of the GPU it has to itself (ROCm SMI
+    lists each process's GPUs, not its time): GPU 1's 60 %, nothing of GPU 0's."""
     tracker = _tracked(monkeypatch, workload.pid, 4, no_nvml, rocm_smi_stub)
     sampler = tracker._sampler
     assert _all(_gpu_rows(sampler, "system"), MACHINE)
-    assert _all(_gpu_rows(sampler, "process"), MACHINE)
+    assert _all(_gpu_rows(sampler, "process"), (0.60, 6144.0, 1.0))
     assert sampler.gpu_sources()["amd_library"] == "rocm_smi"
+    assert sampler.gpu_machine_wide == 0 and "gpu" not in tracker.data_quality()
     assert [d["name"] for d in sampler.gpu_devices()] == NAMES
     assert tracker.server_info["gpu_names"] == NAMES
+
+
+@pytest.mark.parametrize("mode", ["shared", "no_process_list"])
+def test_gpu_amd_rocm_smi_machine_wide(
+    rocm_smi_stub, control, workload, no_nvml, monkeypatch, mode
+):
+    """ROCm SMI with another process on the tree's GPU (its time cannot be split), or its
+    process list refused: the GPU's own figures, counted, and one data-quality line."""
+    control.set(mode=mode)
+    tracker = _tracked(monkeypatch, workload.pid, 4, no_nvml, rocm_smi_stub)
+    rows = _gpu_rows(tracker._sampler, "process")
+    # shared: GPU 1 (the tree's VRAM); refused: both GPUs, with all their memory
+    expected = (0.60, 6144.0, 1.0) if mode == "shared" else MACHINE
+    assert _all(rows, expected), rows
+    assert tracker._sampler.gpu_machine_wide >= len(rows) * (1 if mode == "shared" else 2)
     note = _machine_wide_note(tracker)
     assert "ROCm SMI" in note and "machine-wide" in note
 
@@ -182,16 +199,22 @@ def test_gpu_amd_no_usable_library(amdsmi_stub, control, workload, no_nvml, monk
     assert note.startswith("no GPU read") and "RESOURCE_TRACKER_AMD_SMI_LIBRARY" in note
 
 
-def test_gpu_amd_absurd_values_are_not_counted(amdsmi_stub, control, workload, no_nvml):
+@pytest.mark.parametrize("library", ["amdsmi", "rocm_smi"])
+def test_gpu_amd_absurd_values_are_not_counted(
+    amdsmi_stub, rocm_smi_stub, control, workload, no_nvml, library
+):
     """A library reporting the impossible (250 % busy, more memory used than the GPU has,
     2^63 bytes for a process, 10^18 ns of engine time in an interval, 65535 W, an energy
     counter running backwards): those figures are left out, the others kept, all finite."""
     control.set(mode="absurd")
-    sampler = _run(amdsmi_stub, workload.pid, 4, no_nvml)
+    stub = amdsmi_stub if library == "amdsmi" else rocm_smi_stub
+    sampler = _run(stub, workload.pid, 4, no_nvml)
     # GPU 0: its memory (not its 250 %); GPU 1: its 60 % (not its memory)
     assert _all(_gpu_rows(sampler, "system"), (0.60, 4096.0, 1.0))
-    # the tree's process is on GPU 1 (utilized) with neither its VRAM nor its engine time
-    assert _all(_gpu_rows(sampler, "process"), (0.0, 0.0, 1.0))
+    # the tree's process is on GPU 1 (utilized) without its VRAM; amdsmi: without its engine
+    # time either; ROCm SMI: GPU 1's own utilisation (the tree has it to itself)
+    expected = (0.0, 0.0, 1.0) if library == "amdsmi" else (0.60, 0.0, 1.0)
+    assert _all(_gpu_rows(sampler, "process"), expected)
     assert set(_table(sampler, "system")["gpu_energy_j"]) == {0.0}
 
 
