@@ -6,9 +6,8 @@ before AMD GPUs were read).
 Usage: python bench/bench_gpu_amd.py [--samples 3000] [--rounds 7]
                                      [--compare /path/to/checkout (with its .venv)]
 
-Each figure is the median over rounds of a fresh interpreter taking ``samples`` readings
-back to back with ``sample_now()`` (the thread's CPU time over the readings); the
-configurations alternate within a round, so that all see the same load. Say the load
+Measured as bench/bench_energy.py measures (its builder and its per-sample figure: medians
+over rounds of fresh interpreters, the configurations alternating). Say the load
 (/proc/loadavg) beside the figures.
 """
 
