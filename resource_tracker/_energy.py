@@ -1,11 +1,11 @@
 """The run's energy: ``stats()["energy"]`` and its data-quality note.
 
 The columns (``csrc/columns.c``): the machine's CPU package and DRAM energy from the
-kernel's powercap (RAPL) zones, the GPUs' power and energy from NVML. RAPL and NVML measure
-the machine and the device, never a process: ``joules`` is the machine's, and
-``process_joules`` the process's share estimated from its share of the CPU time and of the
-GPU usage over the run (no column of its own: a day at 1 s stays within 25 MiB). A source
-that read nothing gives ``None``, not 0.
+kernel's powercap (RAPL) zones, the GPUs' power and energy from NVML and AMD's SMI library.
+RAPL and the GPU libraries measure the machine and the device, never a process: ``joules``
+is the machine's, and ``process_joules`` the process's share estimated from its share of the
+CPU time and of the GPU usage over the run (no column of its own: a day at 1 s stays within
+25 MiB). A source that read nothing gives ``None``, not 0.
 """
 
 from __future__ import annotations

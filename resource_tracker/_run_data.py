@@ -28,6 +28,7 @@ from . import formatting as fmt
 from ._energy import GRID_SETTING, energy_note, energy_summary, grid_intensity, with_emissions
 from ._gpu_fit import gpu_fit
 from ._gpu_fit import with_gpu_fit as with_gpu_fit  # for recommend_resources()
+from ._gpu_quality import gpu_note
 from ._tracked import TrackedRun
 from .code_profile import quality_note as code_quality_note
 from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABELS
@@ -211,6 +212,9 @@ def data_quality(tracker: TrackedRun) -> Dict[str, Any]:
     note = energy_note(sampler) if tracker.track_system else None
     if note:
         quality["energy"] = note
+    note = gpu_note(sampler)
+    if note:
+        quality["gpu"] = note
     code_note = code_quality_note(tracker._code_record())
     if code_note:
         quality["code_profile"] = code_note
@@ -330,6 +334,8 @@ def data_quality_notes(stats: Optional[Mapping[str, Any]]) -> List[str]:
         notes.append(descriptors_replaced_note(quality["descriptors_replaced"]))
     if isinstance(quality.get("energy"), str):
         notes.append(f"energy: {quality['energy']}")
+    if isinstance(quality.get("gpu"), str):
+        notes.append(f"GPU: {quality['gpu']}")
     if quality.get("read_in_caller"):
         notes.append(str(quality["read_in_caller"]))
     if quality.get("code_profile"):

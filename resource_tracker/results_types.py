@@ -74,6 +74,7 @@ class DataQuality(_DataQualityBase, total=False):
     process_visible: bool  # False: the tracked process was never seen (only then present)
     code_profile: str  # what the code profile missed
     energy: str  # what the energy figures miss (no powercap, unreadable, GPU power integrated)
+    gpu: str  # no GPU library or GPU read; process figures that are the GPUs' (ROCm SMI)
 
 
 class _EnergyBase(TypedDict):
@@ -90,7 +91,8 @@ class _EnergyBase(TypedDict):
 class Energy(_EnergyBase, total=False):
     """``stats()["energy"]``: the run's energy (docs/metrics.md, "GPU power and energy").
 
-    ``joules``/``kwh``: the machine's (CPU packages + DRAM from powercap, GPUs from NVML);
+    ``joules``/``kwh``: the machine's (CPU packages + DRAM from powercap, GPUs from NVML or
+    amdsmi);
     ``process_joules``/``process_kwh``: the process's share, an estimate (its share of the
     CPU time and of the GPU usage, said in ``process_estimate``). ``None``: not measured.
     Only when a grid intensity is given (``RESOURCE_TRACKER_GRID_INTENSITY``): ``co2e_g``

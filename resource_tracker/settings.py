@@ -232,6 +232,9 @@ SETTINGS = _declare(
             "(default `/sys`)"),
     Setting("RESOURCE_TRACKER_NVML_LIBRARY", "path", "path of the NVML library to dlopen "
             "(default `libnvidia-ml.so.1`)"),
+    Setting("RESOURCE_TRACKER_AMD_SMI_LIBRARY", "path", "path of AMD's SMI library to dlopen, "
+            "amdsmi or ROCm SMI (default `libamd_smi.so`, else `librocm_smi64.so`, also under "
+            "`/opt/rocm/lib`)"),
     Setting("RESOURCE_TRACKER_METADATA_URL", "url", "base URL used in place of every vendor's "
             "cloud metadata host"),
     Setting("RESOURCE_TRACKER_CATALOG", "path", "path of a local Spare Cores SQLite catalog, "

@@ -30,6 +30,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "stub_control.h"
+
 #define EXPORT __attribute__((visibility("default")))
 
 typedef int nvmlReturn_t;
@@ -99,40 +101,24 @@ static struct {
 } ctl;
 static double ctl_read_at = -1.0;
 
-static double
-now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void
 load_control(void)
 {
-    const char *path = getenv("NVML_STUB_CONTROL");
     char line[256];
-    FILE *f;
-    double t = now();
+    int due;
+    FILE *f = open_control("NVML_STUB_CONTROL", &ctl_read_at, &due);
 
-    if (ctl_read_at >= 0 && t - ctl_read_at < 0.005)
-        return;
-    ctl_read_at = t;
-    memset(&ctl, 0, sizeof(ctl));
-    if (path == NULL || (f = fopen(path, "r")) == NULL)
+    if (due)
+        memset(&ctl, 0, sizeof(ctl));
+    if (f == NULL)
         return;
     while (fgets(line, sizeof(line), f)) {
-        if (strncmp(line, "tree_pid=", 9) == 0)
-            ctl.tree_pid = (unsigned int)strtoul(line + 9, NULL, 10);
-        else if (strncmp(line, "other_pid=", 10) == 0)
-            ctl.other_pid = (unsigned int)strtoul(line + 10, NULL, 10);
-        else if (strncmp(line, "gpus=", 5) == 0)
-            ctl.gpus = (unsigned int)strtoul(line + 5, NULL, 10);
-        else if (strncmp(line, "crowd=", 6) == 0)
-            ctl.crowd = (unsigned int)strtoul(line + 6, NULL, 10);
-        else if (strncmp(line, "fit_gpus=", 9) == 0)
-            ctl.fit_gpus = (unsigned int)strtoul(line + 9, NULL, 10);
-        else if (strncmp(line, "fit_total_mib=", 14) == 0)
+        if (control_uint(line, "tree_pid", &ctl.tree_pid) ||
+            control_uint(line, "other_pid", &ctl.other_pid) ||
+            control_uint(line, "gpus", &ctl.gpus) || control_uint(line, "crowd", &ctl.crowd) ||
+            control_uint(line, "fit_gpus", &ctl.fit_gpus))
+            continue;
+        if (strncmp(line, "fit_total_mib=", 14) == 0)
             ctl.fit_total = strtoull(line + 14, NULL, 10);
         else if (strncmp(line, "fit_busy_mib=", 13) == 0)
             ctl.fit_busy = strtoull(line + 13, NULL, 10);
