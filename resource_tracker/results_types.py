@@ -74,7 +74,7 @@ class DataQuality(_DataQualityBase, total=False):
     process_visible: bool  # False: the tracked process was never seen (only then present)
     code_profile: str  # what the code profile missed
     energy: str  # what the energy figures miss (no powercap, unreadable, GPU power integrated)
-    gpu: str  # no GPU library or GPU read; process figures that are the GPUs' (ROCm SMI)
+    gpu: str  # a GPU on the bus but none read; process figures that are the GPUs' (ROCm SMI)
 
 
 class _EnergyBase(TypedDict):

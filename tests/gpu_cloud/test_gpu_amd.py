@@ -199,6 +199,41 @@ def test_gpu_amd_no_usable_library(amdsmi_stub, control, workload, no_nvml, monk
     assert note.startswith("no GPU read") and "RESOURCE_TRACKER_AMD_SMI_LIBRARY" in note
 
 
+def _pci_device(root, name, vendor, kind):
+    """A PCI device's folder under a fake sysfs root: its vendor and class files."""
+    device = root / "bus" / "pci" / "devices" / name
+    device.mkdir(parents=True)
+    (device / "vendor").write_text(vendor + "\n")
+    (device / "class").write_text(kind + "\n")
+
+
+@pytest.mark.parametrize("gpu_on_the_bus", [False, True])
+def test_gpu_no_library_note_only_where_a_gpu_is(workload, monkeypatch, tmp_path, gpu_on_the_bus):
+    """No GPU library found and none named: a machine whose PCI bus shows no NVIDIA or AMD
+    display controller (most machines) gets no GPU line; one showing an AMD Instinct (a "3D
+    controller", class 0x0380) gets the "no GPU read" line naming the settings."""
+    if _core.gpu_inventory() != []:
+        pytest.skip("this machine has a GPU library that finds a GPU")
+    _pci_device(tmp_path, "0000:00:03.0", "0x1af4", "0x020000")  # a virtio network card
+    _pci_device(tmp_path, "0000:00:00.0", "0x8086", "0x060000")  # a host bridge (Intel)
+    if gpu_on_the_bus:
+        _pci_device(tmp_path, "0000:c1:00.0", "0x1002", "0x038000")
+    monkeypatch.setenv("RESOURCE_TRACKER_SYSFS_ROOT", str(tmp_path))
+    for name in ("RESOURCE_TRACKER_NVML_LIBRARY", "RESOURCE_TRACKER_AMD_SMI_LIBRARY"):
+        monkeypatch.delenv(name, raising=False)
+    tracker = ResourceTracker(pid=workload.pid, interval=INTERVAL, discover_cloud=False)
+    try:
+        assert tracker.wait_for_samples(2, 30.0)
+    finally:
+        tracker.stop()
+    quality = tracker.data_quality()
+    if gpu_on_the_bus:
+        assert quality["gpu"].startswith("no GPU read")
+        assert "RESOURCE_TRACKER_AMD_SMI_LIBRARY" in quality["gpu"]
+    else:
+        assert "gpu" not in quality, quality["gpu"]
+
+
 @pytest.mark.parametrize("library", ["amdsmi", "rocm_smi"])
 def test_gpu_amd_absurd_values_are_not_counted(
     amdsmi_stub, rocm_smi_stub, control, workload, no_nvml, library
