@@ -10,6 +10,7 @@ CPU time and of the GPU usage over the run (no column of its own: a day at 1 s s
 
 from __future__ import annotations
 
+import os
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from . import formatting as fmt
@@ -181,18 +182,15 @@ def energy_lines(figures: Optional[Mapping[str, Any]]) -> Optional[Tuple[str, st
 
 def energy_note(sampler: Any) -> Optional[str]:
     """The data-quality line of the run's energy sources (None when nothing is missing)."""
-    zones = int(getattr(sampler, "powercap_zones", 0) or 0)
     unreadable = int(getattr(sampler, "powercap_unreadable", 0) or 0)
     integrated = int(getattr(sampler, "gpu_energy_integrated", 0) or 0)
     root = (settings.get("RESOURCE_TRACKER_SYSFS_ROOT") or "/sys") + "/class/powercap"
     parts = []
-    if not hasattr(sampler, "powercap_zones"):
-        parts.append("CPU and DRAM energy not measured: this backend does not read powercap")
-    elif zones == 0:
-        parts.append(
-            f"CPU and DRAM energy not measured: no powercap (RAPL) zone under {root} "
-            "(virtual machines and containers usually have none)"
-        )
+    # A machine without powercap (most virtual machines and containers) has no CPU energy to
+    # read: nothing is said (the report shows no energy). A backend that leaves a machine's
+    # powercap unread is said.
+    if not hasattr(sampler, "powercap_zones") and _has_powercap(root):
+        parts.append(f"CPU and DRAM energy not measured: this backend does not read {root}")
     if unreadable:
         parts.append(
             f"{unreadable} readings of a powercap zone's energy_uj failed (it is readable "
@@ -205,3 +203,11 @@ def energy_note(sampler: Any) -> Optional[str]:
             "energy counter on the GPU): an approximation"
         )
     return "; ".join(parts) or None
+
+
+def _has_powercap(root: str) -> bool:
+    """Whether the machine has powercap zones under root."""
+    try:
+        return any(name.startswith("intel-rapl") for name in os.listdir(root))
+    except OSError:
+        return False

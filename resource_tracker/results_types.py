@@ -73,7 +73,7 @@ class DataQuality(_DataQualityBase, total=False):
     errors: List[str]  # why nothing is recommended from this run
     process_visible: bool  # False: the tracked process was never seen (only then present)
     code_profile: str  # what the code profile missed
-    energy: str  # what the energy figures miss (no powercap, unreadable, GPU power integrated)
+    energy: str  # what the energy figures miss (unreadable, unread, GPU power integrated)
     gpu: str  # a GPU on the bus but none read; process figures that are the GPUs' (ROCm SMI)
 
 

@@ -122,8 +122,9 @@ def test_energy_zone_appearing_is_read_from_its_second_reading(tmp_path):
     assert system["cpu_energy_j"] == pytest.approx(2.5)
 
 
-def test_energy_without_powercap_is_none_and_one_note(tmp_path, monkeypatch):
-    """No powercap at all (a VM): energy None (not 0), one data-quality line, no error."""
+def test_energy_without_powercap_is_none_and_nothing_said(tmp_path, monkeypatch):
+    """No powercap at all (a VM): energy None (not 0), no error, and no data-quality line: a
+    machine with nothing to read is not an incomplete run (the report shows no energy)."""
     monkeypatch.setenv("RESOURCE_TRACKER_SYSFS_ROOT", str(tmp_path))
     tracker = ResourceTracker(interval=0.05, discover_cloud=False)
     assert tracker.wait_for_samples(2, 30.0)
@@ -131,9 +132,23 @@ def test_energy_without_powercap_is_none_and_one_note(tmp_path, monkeypatch):
     stats = tracker.stats()
     assert stats["energy"]["joules"] is None and stats["energy"]["cpu_joules"] is None
     assert stats["system_cpu_energy_j"]["sum"] == 0.0
-    assert "no powercap (RAPL) zone" in stats["data_quality"]["energy"]
-    report = str(tracker.report())
-    assert report.count("no powercap (RAPL) zone") == 1
+    assert "energy" not in stats["data_quality"], stats["data_quality"]["energy"]
+    assert "energy not measured" not in str(tracker.report())
+
+
+def test_a_backend_that_leaves_the_machines_powercap_unread_says_so(tmp_path, monkeypatch):
+    """The psutil backend reads no powercap: on a machine that has zones, one line says the
+    CPU energy was not measured; without zones, none."""
+    monkeypatch.setenv("RESOURCE_TRACKER_SYSFS_ROOT", str(tmp_path))
+    monkeypatch.setenv("RESOURCE_TRACKER_METHOD", "psutil")
+    tracker = ResourceTracker(interval=0.05, discover_cloud=False)
+    assert tracker.wait_for_samples(2, 30.0)
+    tracker.stop()
+    assert "energy" not in tracker.stats()["data_quality"]
+    FakePowercap(tmp_path).zone("intel-rapl:0", "package-0", 1_000_000)
+    quality = tracker.stats()["data_quality"]
+    assert quality["energy"].startswith("CPU and DRAM energy not measured"), quality["energy"]
+    assert "powercap" in quality["energy"]
 
 
 def test_energy_in_stats_joules_and_kwh(tmp_path, monkeypatch):
