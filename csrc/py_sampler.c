@@ -164,7 +164,7 @@ sampler_record_stacks_py(SamplerObject *self, PyObject *args)
         PyErr_SetString(PyExc_RuntimeError, "record_stacks() is called once, before start()");
         return NULL;
     }
-    self->stacks = stacks_new(main_ident, (size_t)max_bytes);
+    self->stacks = stacks_new(main_ident, (size_t)max_bytes, s->engine->cfg.interval);
     if (self->stacks == NULL)
         return NULL;
     sampler_set_row_hook(s, stacks_request, stacks_release, self->stacks);

@@ -519,7 +519,16 @@ def test_reliability_leak_series(sampled):
     assert_no_leak("series(bad)", bad, 2000)
 
 
-@covers("cpu_rate", "fold_rows", "next_tick", "folds_into_last", "takes_final", "cgroup_keyed")
+@covers(
+    "cpu_rate",
+    "fold_rows",
+    "next_tick",
+    "folds_into_last",
+    "takes_final",
+    "capture_period",
+    "capture_serves_tick",
+    "cgroup_keyed",
+)
 def test_reliability_leak_row_rules():
     """The rules the psutil backend, the exporter and the cgroup readers share with the C
     sampler: good calls and refused ones leave nothing behind."""
@@ -530,6 +539,8 @@ def test_reliability_leak_row_rules():
     assert_no_leak("next_tick", lambda: _core.next_tick(0.0, 1.0, 1.2, 1.0), 3000)
     assert_no_leak("folds_into_last", lambda: _core.folds_into_last(0.1, 1.0, True, True), 3000)
     assert_no_leak("takes_final", lambda: _core.takes_final(0.5, True), 3000)
+    assert_no_leak("capture_period", lambda: _core.capture_period(30.0, 1.0), 3000)
+    assert_no_leak("capture_serves_tick", lambda: _core.capture_serves_tick(9e4, 1.0, 1.0), 3000)
     text = "usage_usec 123\nuser_usec 100\nsystem_usec 23\nnr_throttled 0\n"
     assert_no_leak("cgroup_keyed", lambda: _core.cgroup_keyed(text), 3000)
 
