@@ -341,14 +341,22 @@ def cost_rows(runs_by_interval):
 
 
 def probe_rows(probe):
-    """The capture's own CPU per tick, against the sampler's (the resource reading)."""
+    """The capture's own CPU per tick, against the sampler's (the resource reading); over a
+    day at 1 s, the captures a day counted (the ticks' as a long run thins them, and the own
+    schedule's), beside one a tick."""
     if not probe:
         return []
+    day = long_run_tick_captures(1.0) + long_run_captures(1.0)
+    target = COST_TARGETS[1.0]
+    busy = probe["busy"] / 1e6 * day / 86400.0
     return [
         ["capture CPU per tick, main thread asleep / busy in Python", "", "",
          f"{probe['asleep']:.0f} / {probe['busy']:.0f} us (the sampler's own reading: "
          f"{probe['asleep_sampler']:.0f} / {probe['busy_sampler']:.0f} us)",
-         "", "at 1 s: " + " / ".join(_pct(probe[k] / 1e6, 4) for k in ("asleep", "busy"))]
+         "", "one a tick at 1 s: "
+         + " / ".join(_pct(probe[k] / 1e6, 4) for k in ("asleep", "busy"))],
+        [f"added CPU of a busy main thread's captures, 24 h at 1 s ({day:,} captures)",
+         f"<= {target:.2%}", "", _pct(busy, 4), "", _verdict(busy <= target)],
     ]  # fmt: skip
 
 
