@@ -78,19 +78,54 @@ def _begin(forked: bool = False) -> None:
     sampler.start()
     _agent.update(sampler=sampler, pid=os.getpid(), written=False)
     atexit.register(write)
+    if forked:
+        _write_at_os_exit()
     if forked and "multiprocessing.util" in sys.modules:  # a fork worker: os._exit too
         from multiprocessing import util
 
         util.register_after_fork(_agent_key, lambda _: _on_multiprocessing_exit())
 
 
+def _write_at_os_exit() -> None:
+    """A forked child often ends with ``os._exit`` (no atexit): multiprocessing's fork
+    workers, Metaflow's ``parallel_map``, a bare ``os.fork()``. In this child alone (a copy of
+    its parent), ``os._exit`` writes the record first, then exits with the same status."""
+    real_exit = _agent.setdefault("real_exit", os._exit)  # the interpreter's, in a grandchild too
+
+    def _exit(status: int) -> None:
+        try:
+            write()
+        finally:
+            real_exit(status)
+
+    os._exit = _exit  # type: ignore[assignment]
+
+
 def _begin_in_fork_child() -> None:
     """The agent of a forked child; a child where it cannot start runs without it (no
-    "Exception ignored" on the command's stderr)."""
+    "Exception ignored" on the command's stderr), and so does one about to exec."""
     try:
+        if _forked_to_exec():
+            _agent["pid"] = None
+            return
         _begin(forked=True)
     except Exception:
         _agent["pid"] = None  # the parent's sampler is not this process's: nothing to write
+
+
+def _forked_to_exec() -> bool:
+    """This fork is subprocess's with a ``preexec_fn`` (the fork hooks run there only then):
+    the child execs next, no sampler is worth starting in it (under ``run --code`` a Python it
+    execs loads the agent by its ``PYTHONPATH``)."""
+    frame: Any = sys._getframe(1)
+    for _ in range(4):  # the hooks' callers: this module's and _worker_agent's, then the fork's
+        if frame is None:
+            return False
+        code = frame.f_code
+        if code.co_name == "_execute_child" and code.co_filename.endswith("subprocess.py"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _main_ident() -> int:
@@ -119,7 +154,11 @@ def _on_multiprocessing_exit() -> None:
     from multiprocessing import util
 
     util.Finalize(None, write, exitpriority=-100)
-    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+    # a Python SIGTERM handler can lose the signal: one that comes just before the worker
+    # blocks in a lock (its idle wait for a task) runs only when the lock is given, never, and
+    # Pool.terminate() then waits for ever. A tracker's own workers (on_sigterm False) keep
+    # SIGTERM's default action: a worker it ends writes no record.
+    if _agent.get("on_sigterm", True) and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
 
         def on_term(signum: int, frame: object) -> None:
             if _agent.get("writing"):  # the worker's own exit is writing: it ends after that
