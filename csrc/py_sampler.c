@@ -9,6 +9,7 @@
 #include "columns.h"
 #include "sampler.h"
 #include "stacks.h"
+#include "term_hook.h"
 
 typedef struct {
     EngineObject head; /* the sampler's engine (py_core.h), for the shared methods */
@@ -523,11 +524,30 @@ stacks_unsupported_py(PyObject *module, PyObject *unused)
     return PyUnicode_FromString(why);
 }
 
+static PyObject *
+term_hook_py(PyObject *module, PyObject *callable)
+{
+    int rc;
+
+    (void)module;
+    if (!PyCallable_Check(callable)) {
+        PyErr_SetString(PyExc_TypeError, "term_hook(callable): callable must be callable");
+        return NULL;
+    }
+    rc = term_hook_install(callable);
+    return rc < 0 ? NULL : PyBool_FromLong(rc);
+}
+
 static PyMethodDef stacks_functions[] = {
     {"stop_stacks", stop_stacks_py, METH_NOARGS,
      "Stop every stack capture of this process and wait for one under way (for atexit)."},
     {"stacks_unsupported", stacks_unsupported_py, METH_NOARGS,
      "Why no stack can be recorded in this interpreter (a sentence), or None."},
+    {"term_hook", term_hook_py, METH_O,
+     "term_hook(callable) -> True when SIGTERM is answered from a thread of its own from now on "
+     "(callable() called with the GIL, then SIGTERM's default action unless it returned False); "
+     "False when SIGTERM's action is not the default or a hook is installed already "
+     "(csrc/term_hook.h)."},
     {NULL, NULL, 0, NULL},
 };
 

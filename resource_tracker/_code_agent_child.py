@@ -14,6 +14,7 @@ the CLI drops the samples taken while the agent started (``AGENT_FILE`` on their
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import os
 import sys
@@ -76,7 +77,7 @@ def _begin(forked: bool = False) -> None:
     )  # fmt: skip
     sampler.record_stacks(_main_ident())
     sampler.start()
-    _agent.update(sampler=sampler, pid=os.getpid(), written=False)
+    _agent.update(sampler=sampler, pid=os.getpid(), unwritten=True, lock=_thread.allocate_lock())
     atexit.register(write)
     if forked:
         _write_at_os_exit()
@@ -133,8 +134,6 @@ def _main_ident() -> int:
     threading = sys.modules.get("threading")
     if threading is not None:
         return int(threading.main_thread().ident or 0)
-    import _thread
-
     return _thread.get_ident()
 
 
@@ -154,43 +153,34 @@ def _on_multiprocessing_exit() -> None:
     from multiprocessing import util
 
     util.Finalize(None, write, exitpriority=-100)
-    # a Python SIGTERM handler can lose the signal: one that comes just before the worker
-    # blocks in a lock (its idle wait for a task) runs only when the lock is given, never, and
-    # Pool.terminate() then waits for ever. A tracker's own workers (on_sigterm False) keep
-    # SIGTERM's default action: a worker it ends writes no record.
+    # SIGTERM is answered from the C core's own thread (csrc/term_hook.h), not by a Python
+    # handler: one that comes just before the worker blocks in its idle wait for a task would
+    # run only when that wait ends, never, and Pool.terminate() would wait for ever. A
+    # tracker's own workers (on_sigterm False) keep SIGTERM's default action: a worker it ends
+    # writes no record.
     if _agent.get("on_sigterm", True) and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-
-        def on_term(signum: int, frame: object) -> None:
-            if _agent.get("writing"):  # the worker's own exit is writing: it ends after that
-                _agent["term_pending"] = True
-                return
-            write()
-            _terminate()
-
-        signal.signal(signal.SIGTERM, on_term)
+        _agent["core"].term_hook(_answer_term)
 
 
-def _terminate() -> None:
-    """SIGTERM's default course, as without the agent."""
-    import signal
-
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
+def _answer_term() -> bool:
+    """SIGTERM, from the agent's own thread: the record written (or, when the worker's own
+    exit writes it, once that is done), then the signal's default course."""
+    write()
+    return True
 
 
 def write() -> None:
-    """Stops this process's sampler and writes its record (once, in its own process)."""
-    if _agent.get("written") or _agent.get("pid") != os.getpid():
+    """Stops this process's sampler and writes its record (once, in its own process; from
+    any thread: a second caller waits for the first one's record)."""
+    if _agent.get("pid") != os.getpid():
         return
-    _agent["written"] = _agent["writing"] = True
-    try:
-        _write_record(_agent["core"], _agent["sampler"], _agent["directory"])
-    except Exception:
-        pass  # this process's profile is lost, not its exit (no "Exception ignored")
-    finally:
-        _agent["writing"] = False
-    if _agent.get("term_pending"):
-        _terminate()
+    with _agent["lock"]:
+        if _agent.pop("unwritten", None) is None:
+            return
+        try:
+            _write_record(_agent["core"], _agent["sampler"], _agent["directory"])
+        except Exception:
+            pass  # this process's profile is lost, not its exit (no "Exception ignored")
 
 
 def _write_record(core: Any, sampler: _core.Sampler, directory: str) -> None:

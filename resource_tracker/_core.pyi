@@ -316,3 +316,8 @@ def stop_stacks() -> None:
 
 def stacks_unsupported() -> Optional[str]:
     """Why no stack can be recorded in this interpreter, or None."""
+
+def term_hook(callable: Callable[[], object], /) -> bool:
+    """SIGTERM answered from a thread of the C core from now on (callable() with the GIL, then
+    SIGTERM's default action unless it returned False); False when SIGTERM's action is not the
+    default or a hook is installed already (csrc/term_hook.h)."""

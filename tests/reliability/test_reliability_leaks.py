@@ -12,7 +12,9 @@ is no GPU here). Cloud: the loopback metadata stand-in of tests/gpu_cloud/gpu_cl
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import sys
 import threading
 from array import array
 
@@ -712,6 +714,37 @@ def test_reliability_leak_check_can_fail():
     for item in kept:
         if isinstance(item, int) and item < 1 << 20:
             os.close(item)
+
+
+@covers("term_hook")
+def test_reliability_leak_term_hook():
+    """term_hook() in a process of its own (it answers SIGTERM there for good): once
+    installed, further calls refuse (False) and a non-callable is a TypeError, leaking nothing;
+    SIGTERM then runs the callable from the hook's thread and the process dies of the signal;
+    a forked child has SIGTERM's default action back."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = (
+        "import os, signal, sys, time; from resource_tracker import _core\n"
+        f"sys.path.insert(0, {here!r}); from test_reliability_leaks import assert_no_leak\n"
+        "print(_core.term_hook(lambda: print('answered', flush=True) or True), flush=True)\n"
+        "assert_no_leak('term_hook', lambda: _core.term_hook(print), 2000)\n"
+        "def refused():\n"
+        "    try:\n"
+        "        _core.term_hook(3)\n"
+        "    except TypeError:\n"
+        "        pass\n"
+        "assert_no_leak('term_hook(bad)', refused, 2000)\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    os.kill(os.getpid(), signal.SIGTERM); time.sleep(5); os._exit(0)\n"
+        "print('child', os.waitpid(pid, 0)[1] & 0x7f, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGTERM)\n"
+        "time.sleep(30)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == -signal.SIGTERM, (done.returncode, done.stderr[-2000:])
+    lines = [line for line in done.stdout.split("\n") if not line.startswith("leak ")]
+    assert lines[:3] == ["True", f"child {int(signal.SIGTERM)}", "answered"], done.stdout
 
 
 def test_reliability_every_entry_point_has_a_leak_test():
