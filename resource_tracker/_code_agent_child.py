@@ -155,10 +155,8 @@ def _on_multiprocessing_exit() -> None:
     util.Finalize(None, write, exitpriority=-100)
     # SIGTERM is answered from the C core's own thread (csrc/term_hook.h), not by a Python
     # handler: one that comes just before the worker blocks in its idle wait for a task would
-    # run only when that wait ends, never, and Pool.terminate() would wait for ever. A
-    # tracker's own workers (on_sigterm False) keep SIGTERM's default action: a worker it ends
-    # writes no record.
-    if _agent.get("on_sigterm", True) and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+    # run only when that wait ends, never, and Pool.terminate() would wait for ever.
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         _agent["core"].term_hook(_answer_term)
 
 

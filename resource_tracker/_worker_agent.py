@@ -126,11 +126,11 @@ def _start_in_fork_child() -> None:
 
 
 def _agent_settings(directory: str, interval: float) -> None:
-    """The agent of this process writes to directory, sampling every interval seconds; its
-    SIGTERM keeps its default action (``_code_agent_child._on_multiprocessing_exit``)."""
+    """The agent of this process writes to directory, sampling every interval seconds (a
+    multiprocessing worker at SIGTERM too: ``_code_agent_child._on_multiprocessing_exit``)."""
     _code_agent_child._agent.update(
         core=_core, directory=directory, interval=interval,
-        nvml=settings.get("RESOURCE_TRACKER_NVML_LIBRARY"), on_sigterm=False,
+        nvml=settings.get("RESOURCE_TRACKER_NVML_LIBRARY"),
     )  # fmt: skip
 
 
