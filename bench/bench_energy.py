@@ -39,9 +39,10 @@ print((time.thread_time() - t) / n * 1e6)
 """
 
 
-def compile_stub(out_dir, name, *defines):
+def compile_stub(out_dir, name, *defines, stub=STUB):
+    """A stand-in library of tests/gpu_cloud (stub: its C file) built into out_dir."""
     path = os.path.join(out_dir, name)
-    cmd = ["gcc", "-shared", "-fPIC", "-O2", "-fvisibility=hidden", *defines, "-o", path, STUB]
+    cmd = ["gcc", "-shared", "-fPIC", "-O2", "-fvisibility=hidden", *defines, "-o", path, stub]
     subprocess.run(cmd, check=True)
     return path
 
@@ -62,9 +63,10 @@ def fake_powercap(root):
     return root
 
 
-def per_sample_us(python, lib, sys_root, samples, env):
+def per_sample_us(python, lib, sys_root, samples, env, measure=MEASURE):
+    """CPU us a sample of measure (a script: argv lib, sys_root, samples) run by python."""
     done = subprocess.run(
-        [python, "-c", MEASURE, lib, sys_root, str(samples)],
+        [python, "-c", measure, lib, sys_root, str(samples)],
         capture_output=True,
         text=True,
         check=True,

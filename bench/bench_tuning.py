@@ -17,6 +17,9 @@ Policies:
   run-queue wait, the cgroup's limits, throttled periods and time, OOM kills), a killed
   attempt's record being its last live one (status ``killed``), the history cut by
   ``limit_runs`` to the newest 5 runs, as the decorator passes it;
+- ``fractional``: the same rule with ``RESOURCE_TRACKER_TUNED_CPU=fractional``: CPU in
+  quarters of a core (what Kubernetes takes; on ``--platform batch`` the platform rounds it
+  up to whole vCPUs again);
 - ``krr``: KRR-like: memory the highest peak seen x 1.15, CPU the 95th percentile of the
   usage seen (a throttled run is seen at its limit; an OOM-killed one at its limit);
 - ``vpa``: VPA-like: memory the 90th percentile of the peaks x 1.15, after an OOM kill a
@@ -46,7 +49,7 @@ from typing import Any, Callable, Dict, List, Tuple
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 
-from resource_tracker.tuning import limit_runs, run_record, tune_resources  # noqa: E402
+from resource_tracker.tuning import CPU_STEPS, limit_runs, run_record, tune_resources  # noqa: E402
 
 #: Attempts of one run (``@retry(times=3)``).
 ATTEMPTS = 4
@@ -204,11 +207,13 @@ Ask = Dict[str, float]
 Policy = Callable[[List[Dict[str, Any]], Scenario, Run, str], Ask]
 
 
-def tuned(platform: str) -> Policy:
-    """The rule as the decorator calls it (the step's current code known)."""
+def tuned(platform: str, cpu_step: float = CPU_STEPS["whole"]) -> Policy:
+    """The rule as the decorator calls it (the step's current code known), its CPU in
+    ``cpu_step`` s (``RESOURCE_TRACKER_TUNED_CPU``)."""
 
     def ask(records: List[Dict[str, Any]], sc: Scenario, run: Run, _: str) -> Ask:
-        tuning = tune_resources(limit_runs(records, HISTORY), sc.asked, code=run.code)
+        tuning = tune_resources(limit_runs(records, HISTORY), sc.asked, code=run.code,
+                                cpu_step=cpu_step)  # fmt: skip
         return {**sc.asked, **tuning.resources}
 
     return ask
@@ -243,7 +248,8 @@ def oracle(records: List[Dict[str, Any]], sc: Scenario, run: Run, _: str) -> Ask
 
 
 POLICIES: Dict[str, Callable[[str], Policy]] = {
-    "tuned": tuned, "krr": lambda _: krr, "vpa": lambda _: vpa, "oracle": lambda _: oracle,
+    "tuned": tuned, "fractional": lambda p: tuned(p, CPU_STEPS["fractional"]),
+    "krr": lambda _: krr, "vpa": lambda _: vpa, "oracle": lambda _: oracle,
 }  # fmt: skip
 
 
@@ -338,6 +344,7 @@ def summary(results: Dict[str, Dict[str, Result]]) -> Dict[str, Dict[str, float]
         out[p] = {
             "memory_ratio": mem / sum(by["oracle"].mem_h for by in results.values()),
             "cpu_ratio": core / sum(by["oracle"].core_h for by in results.values()),
+            "core_hours": core,
             "oom_kills": sum(by[p].oom for by in results.values()),
             "avoidable_oom_kills": sum(by[p].avoidable for by in results.values()),
             "failed_runs": sum(by[p].failed_runs for by in results.values()),

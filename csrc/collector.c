@@ -124,7 +124,8 @@ read_gpus(Collector *collector, double dt, GpuReading *system, GpuReading *proce
     if (!collector->gpu_tried) {
         collector->gpu_tried = 1;
         collector->gpu =
-            gpu_monitor_open(collector->cfg.nvml_library[0] ? collector->cfg.nvml_library : NULL);
+            gpu_monitor_open(collector->cfg.nvml_library[0] ? collector->cfg.nvml_library : NULL,
+                             collector->cfg.amd_library[0] ? collector->cfg.amd_library : NULL);
     }
     if (collector->gpu == NULL)
         return;
@@ -344,6 +345,7 @@ collector_sample(Collector *collector, double mono, double wall, const OwnUsage 
     }
     collector->gpu_last = gpu_system;
     collector->gpu_energy_integrated += gpu_system.integrated;
+    collector->gpu_machine_wide += gpu_process.machine_wide;
     collector->wait_s = read_wait(collector, dt);
     collector->last_mono = mono;
     if (!collector->has_baseline) {

@@ -23,6 +23,7 @@ typedef struct CollectorConfig {
     char proc_root[512];
     char sys_root[512];
     char nvml_library[512]; /* empty: the default library name */
+    char amd_library[512];  /* amdsmi or ROCm SMI; empty: the default library names */
 } CollectorConfig;
 
 typedef struct Collector {
@@ -43,6 +44,7 @@ typedef struct Collector {
     int gpu_tried;
     GpuReading gpu_last; /* the GPUs' reading of the last collector_sample() (machine-wide) */
     unsigned long gpu_energy_integrated; /* GPU readings whose energy was power x interval */
+    unsigned long gpu_machine_wide;      /* GPU readings of the tree that are the GPU's (gpu.h) */
     pid_t *member_pids;
     size_t member_pids_cap;
     double last_mono;

@@ -1,7 +1,7 @@
-/* GPU monitor over NVML, loaded with dlopen: no build-time CUDA dependency. The declarations
- * below follow the NVML C API (nvml.h); only the symbols used here are resolved. */
-#include "gpu.h"
-#include "pid_map.h"
+/* NVIDIA's GPUs through NVML, loaded with dlopen: no build-time CUDA dependency. The
+ * declarations below follow the NVML C API (nvml.h); only the symbols used here are resolved. */
+#include "gpu_common.h"
+#include "gpu_vendor.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -15,10 +15,6 @@ typedef void *nvmlDevice_t;
 #define NVML_ERROR_NOT_FOUND 6
 #define NVML_ERROR_INSUFFICIENT_SIZE 7
 #define NVML_VALUE_NOT_AVAILABLE_ULL (~0ULL)
-#define GPU_MAX_DEVICES 64
-#define GPU_MAX_PROCESSES 4096
-#define GPU_MAX_VRAM_MIB (1024.0 * 1024.0 * 1024.0) /* 1 PiB: more is no real reading */
-#define GPU_MAX_WATTS 10000.0                       /* one GPU drawing more is no real reading */
 
 typedef struct {
     unsigned int gpu;
@@ -76,11 +72,10 @@ typedef struct {
     nvmlDevice_t handle;
     int valid;
     unsigned long long last_seen; /* newest per-process utilisation sample read, in us */
-    unsigned long long last_mj;   /* the energy counter at the previous reading */
-    int has_mj;                   /* last_mj was read */
+    GpuEnergyCounter energy;
 } GpuDevice;
 
-struct GpuMonitor {
+struct NvmlMonitor {
     void *lib;
     fn_void shutdown;
     fn_util utilization;
@@ -101,7 +96,6 @@ struct GpuMonitor {
     size_t procs_cap;
     nvmlProcessUtilizationSample_t *samples;
     unsigned int samples_cap;
-    PidMap tree; /* the tracked tree's pids, for the reading under way */
     PidMap seen; /* one device's processes, each once, with its largest figure */
 };
 
@@ -141,14 +135,14 @@ resolve_procs(void *lib, const char *base, size_t *stride)
 }
 
 /* a monitor, or NULL when there is no usable library or no GPU */
-GpuMonitor *
-gpu_monitor_open(const char *library_path)
+NvmlMonitor *
+nvml_monitor_open(const char *library_path)
 {
     static const char *const init_names[] = {"nvmlInit_v2", "nvmlInit", NULL};
     static const char *const count_names[] = {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount", NULL};
     static const char *const handle_names[] = {"nvmlDeviceGetHandleByIndex_v2",
                                                "nvmlDeviceGetHandleByIndex", NULL};
-    GpuMonitor *m = NULL;
+    NvmlMonitor *m = NULL;
     fn_void init = NULL;
     fn_count count = NULL;
     size_t stride_c = 0, stride_g = 0;
@@ -201,7 +195,7 @@ error:
 
 /* 0 when the buffer for n process entries is there */
 static int
-ensure_raw(GpuMonitor *m, unsigned int n)
+ensure_raw(NvmlMonitor *m, unsigned int n)
 {
     unsigned char *grown;
 
@@ -217,7 +211,7 @@ ensure_raw(GpuMonitor *m, unsigned int n)
 
 /* 0 when procs has room for n more entries */
 static int
-ensure_procs(GpuMonitor *m, size_t used, size_t n)
+ensure_procs(NvmlMonitor *m, size_t used, size_t n)
 {
     GpuProcess *grown;
 
@@ -233,7 +227,7 @@ ensure_procs(GpuMonitor *m, size_t used, size_t n)
 
 /* entries appended to m->procs from one running-process list (0 when the call fails) */
 static size_t
-read_process_list(GpuMonitor *m, fn_procs call, nvmlDevice_t dev, size_t used)
+read_process_list(NvmlMonitor *m, fn_procs call, nvmlDevice_t dev, size_t used)
 {
     unsigned int n = m->raw_cap, i;
     nvmlReturn_t rc;
@@ -263,31 +257,9 @@ read_process_list(GpuMonitor *m, fn_procs call, nvmlDevice_t dev, size_t used)
         }
         m->procs[used + i].pid = (pid_t)pid;
         m->procs[used + i].mib =
-            bytes == NVML_VALUE_NOT_AVAILABLE_ULL ? 0.0 : (double)bytes / (1024.0 * 1024.0);
+            bytes == NVML_VALUE_NOT_AVAILABLE_ULL ? 0.0 : (double)bytes / GPU_MIB;
     }
     return n;
-}
-
-/* m->seen's figures summed over the tree's processes, leaving out those above limit (not
- * possible); *mine / *others: whether a process in / outside the tree is among them */
-static double
-sum_over_tree(const GpuMonitor *m, double limit, int *mine, int *others)
-{
-    double total = 0.0;
-    size_t i;
-
-    for (i = 0; i < m->seen.cap; i++) {
-        if (m->seen.keys[i] == PID_MAP_EMPTY)
-            continue;
-        if (!pid_map_has(&m->tree, m->seen.keys[i])) {
-            *others = 1;
-            continue;
-        }
-        *mine = 1;
-        if (m->seen.values[i] <= limit)
-            total += m->seen.values[i];
-    }
-    return total;
 }
 
 /* MiB of GPU memory the tree uses on the device (a process in both lists counts once, with its
@@ -295,7 +267,8 @@ sum_over_tree(const GpuMonitor *m, double limit, int *mine, int *others)
  * *others is set when a process outside the tree holds the device too. Linear in the number
  * of processes listed: each is looked up in hash maps, none is compared with the others. */
 static double
-tree_memory(GpuMonitor *m, nvmlDevice_t dev, double limit_mib, int *mine, int *others)
+tree_memory(NvmlMonitor *m, const PidMap *tree, nvmlDevice_t dev, double limit_mib, int *mine,
+            int *others)
 {
     size_t n, i;
 
@@ -313,14 +286,14 @@ tree_memory(GpuMonitor *m, nvmlDevice_t dev, double limit_mib, int *mine, int *o
         else if (m->procs[i].mib <= limit_mib && m->procs[i].mib > *mib)
             *mib = m->procs[i].mib;
     }
-    return sum_over_tree(m, INFINITY, mine, others);
+    return gpu_sum_over_tree(&m->seen, tree, INFINITY, mine, others);
 }
 
 /* the samples of one call: their newest time stamp, and in *total the summed per-process peaks
  * of the tree's processes (each process once; a peak above 100% is impossible: left out) */
 static unsigned long long
-sum_tree_samples(GpuMonitor *m, const nvmlProcessUtilizationSample_t *samples, unsigned int n,
-                 unsigned long long newest, double *total)
+sum_tree_samples(NvmlMonitor *m, const PidMap *tree, const nvmlProcessUtilizationSample_t *samples,
+                 unsigned int n, unsigned long long newest, double *total)
 {
     unsigned int i;
     int mine = 0, others = 0;
@@ -337,14 +310,14 @@ sum_tree_samples(GpuMonitor *m, const nvmlProcessUtilizationSample_t *samples, u
         if (peak != NULL && (double)samples[i].smUtil > *peak)
             *peak = (double)samples[i].smUtil;
     }
-    *total = sum_over_tree(m, 100.0, &mine, &others);
+    *total = gpu_sum_over_tree(&m->seen, tree, 100.0, &mine, &others);
     return newest;
 }
 
 /* utilisation (0..100 per process, summed) of the tree's processes from the samples newer than
  * the last read; -1 when NVML cannot tell (not supported, failing call) */
 static double
-tree_utilization(GpuMonitor *m, GpuDevice *d)
+tree_utilization(NvmlMonitor *m, const PidMap *tree, GpuDevice *d)
 {
     unsigned int n;
     nvmlReturn_t rc;
@@ -372,77 +345,55 @@ tree_utilization(GpuMonitor *m, GpuDevice *d)
         return 0.0; /* no sample since the last read: nothing ran */
     if (rc != NVML_SUCCESS || n > m->samples_cap)
         return -1.0;
-    d->last_seen = sum_tree_samples(m, m->samples, n, d->last_seen, &total);
+    d->last_seen = sum_tree_samples(m, tree, m->samples, n, d->last_seen, &total);
     return total > 100.0 ? 100.0 : total;
 }
 
-/* the tree's pids into m->tree: 0, or -1 when out of memory */
-static int
-load_tree(GpuMonitor *m, const pid_t *pids, size_t npids)
-{
-    size_t i;
-    int added;
-
-    if (npids == 0)
-        return 0;
-    if (pid_map_reset(&m->tree, npids) != 0)
-        return -1;
-    for (i = 0; i < npids; i++)
-        pid_map_slot(&m->tree, pids[i], &added);
-    return 0;
-}
-
-/* The device's power (W) and energy of the interval (J) into system: the energy counter's rise
- * (Volta and later), else the power times dt (older GPUs, a counter's first reading or a
- * counter gone back: a driver reload). Readings beyond GPU_MAX_WATTS are no real ones. */
+/* The device's power (mW) and energy counter (mJ since the driver loaded: Volta and later)
+ * into system (gpu_energy_add) */
 static void
-read_energy(GpuMonitor *m, GpuDevice *d, double dt, GpuReading *system)
+read_energy(NvmlMonitor *m, GpuDevice *d, double dt, GpuReading *system)
 {
     unsigned int mw;
     unsigned long long mj;
-    double watts = 0.0;
+    double watts = -1.0, counter_j = -1.0;
 
-    if (m->power && m->power(d->handle, &mw) == NVML_SUCCESS && mw <= GPU_MAX_WATTS * 1000.0) {
+    if (m->power && m->power(d->handle, &mw) == NVML_SUCCESS)
         watts = mw / 1000.0;
-        system->power_w += watts;
-    }
-    if (m->energy && m->energy(d->handle, &mj) == NVML_SUCCESS) {
-        double span = dt > 1.0 ? dt : 1.0;
-        int rose =
-            d->has_mj && mj >= d->last_mj && (mj - d->last_mj) / 1000.0 <= GPU_MAX_WATTS * span;
-        double joules = rose ? (double)(mj - d->last_mj) / 1000.0 : -1.0;
-        d->last_mj = mj;
-        d->has_mj = 1;
-        if (joules >= 0) {
-            system->energy_j += joules;
-            return;
-        }
-    }
-    if (watts > 0 && dt > 0) {
-        system->energy_j += watts * dt;
-        system->integrated += !d->has_mj; /* a GPU with a counter: at its first reading only */
-    }
+    if (m->energy && m->energy(d->handle, &mj) == NVML_SUCCESS)
+        counter_j = (double)mj / 1000.0;
+    gpu_energy_add(&d->energy, watts, counter_j, dt, system);
 }
 
-/* fills the readings; failing calls leave their values at 0 */
+/* the tree's figures on one device into process */
+static void
+read_tree_device(NvmlMonitor *m, const PidMap *tree, GpuDevice *d, double device_util,
+                 double limit_mib, GpuReading *process)
+{
+    int mine = 0, others = 0;
+    double mine_mib = tree_memory(m, tree, d->handle, limit_mib, &mine, &others);
+    double mine_util = tree_utilization(m, tree, d);
+
+    if (mine_util < 0)
+        /* no per-process figures: the device's when the tree is alone on it */
+        mine_util = mine && !others ? device_util : 0.0;
+    process->vram_mib += mine_mib;
+    process->usage += mine_util / 100.0;
+    process->utilized += (mine || mine_util > 0) ? 1.0 : 0.0;
+}
+
+/* adds the GPUs to the readings; failing calls leave their values at 0 */
 void
-gpu_monitor_sample(GpuMonitor *m, const pid_t *pids, size_t npids, double dt, GpuReading *system,
-                   GpuReading *process)
+nvml_monitor_sample(NvmlMonitor *m, const PidMap *tree, double dt, size_t first, GpuReading *system,
+                    GpuReading *process)
 {
     unsigned int i;
 
-    memset(system, 0, sizeof(*system));
-    memset(process, 0, sizeof(*process));
-    if (m == NULL)
-        return;
-    if (load_tree(m, pids, npids) != 0)
-        npids = 0; /* out of memory: the devices' figures only, this time */
     for (i = 0; i < m->count; i++) {
         GpuDevice *d = &m->devices[i];
         nvmlUtilization_t util;
         nvmlMemory_t mem;
-        double device_util = 0.0, mine_mib = 0.0, mine_util = 0.0, limit_mib;
-        int mine = 0, others = 0;
+        double device_util = 0.0, used_mib = -1.0, limit_mib = GPU_MAX_VRAM_MIB;
 
         if (!d->valid) {
             /* a GPU that failed may come back (e.g. after a reset) */
@@ -450,48 +401,34 @@ gpu_monitor_sample(GpuMonitor *m, const pid_t *pids, size_t npids, double dt, Gp
             if (!d->valid)
                 continue;
         }
-        if (m->utilization && m->utilization(d->handle, &util) == NVML_SUCCESS && util.gpu <= 100)
+        if (m->utilization && m->utilization(d->handle, &util) == NVML_SUCCESS)
             device_util = util.gpu;
-        limit_mib = GPU_MAX_VRAM_MIB;
         if (m->memory && m->memory(d->handle, &mem) == NVML_SUCCESS && mem.used <= mem.total) {
-            system->vram_mib += (double)mem.used / (1024.0 * 1024.0);
-            limit_mib = (double)mem.total / (1024.0 * 1024.0);
-            if (i < GPU_SERIES_MAX)
-                system->device_vram_mib[i] = (double)mem.used / (1024.0 * 1024.0);
+            used_mib = (double)mem.used / GPU_MIB;
+            limit_mib = (double)mem.total / GPU_MIB;
         }
         if (m->power || m->energy)
             read_energy(m, d, dt, system);
-        if (i < GPU_SERIES_MAX)
-            system->device_util[i] = device_util;
-        system->usage += device_util / 100.0;
-        system->utilized += device_util > 0 ? 1.0 : 0.0;
-        if (npids == 0)
-            continue;
-        mine_mib = tree_memory(m, d->handle, limit_mib, &mine, &others);
-        mine_util = tree_utilization(m, d);
-        if (mine_util < 0)
-            /* no per-process figures: the device's when the tree is alone on it */
-            mine_util = mine && !others ? device_util : 0.0;
-        process->vram_mib += mine_mib;
-        process->usage += mine_util / 100.0;
-        process->utilized += (mine || mine_util > 0) ? 1.0 : 0.0;
+        gpu_add_device(system, first + i, device_util, used_mib);
+        if (device_util > 100)
+            device_util = 0.0;
+        if (tree)
+            read_tree_device(m, tree, d, device_util, limit_mib, process);
     }
 }
 
 size_t
-gpu_monitor_count(const GpuMonitor *m)
+nvml_monitor_count(const NvmlMonitor *m)
 {
     return m ? m->count : 0;
 }
 
-/* number of GPUs described in out */
-size_t
-gpu_monitor_inventory(GpuMonitor *m, GpuInfo *out, size_t max)
+/* the first max GPUs described in out */
+void
+nvml_monitor_inventory(NvmlMonitor *m, GpuInfo *out, size_t max)
 {
     size_t i;
 
-    if (m == NULL)
-        return 0;
     for (i = 0; i < m->count && i < max; i++) {
         nvmlDevice_t dev = NULL;
         nvmlMemory_t mem;
@@ -502,23 +439,19 @@ gpu_monitor_inventory(GpuMonitor *m, GpuInfo *out, size_t max)
             out[i].name[0] = '\0';
         out[i].name[sizeof(out[i].name) - 1] = '\0';
         if (m->memory && m->memory(dev, &mem) == NVML_SUCCESS)
-            out[i].memory_mib = (double)mem.total / (1024.0 * 1024.0);
+            out[i].memory_mib = (double)mem.total / GPU_MIB;
     }
-    return m->count;
 }
 
 /* nothing: shuts NVML down and unloads it */
 void
-gpu_monitor_close(GpuMonitor *m)
+nvml_monitor_close(NvmlMonitor *m)
 {
-    if (m == NULL)
-        return;
     m->shutdown();
     dlclose(m->lib);
     free(m->raw);
     free(m->procs);
     free(m->samples);
-    pid_map_free(&m->tree);
     pid_map_free(&m->seen);
     free(m);
 }

@@ -1,4 +1,4 @@
-/* _core.gpu_inventory: the GPUs NVML sees, for server_info (gpu.h). */
+/* _core.gpu_inventory: the GPUs NVML and AMD's library see, for server_info (gpu.h). */
 #include "py_core.h"
 
 #include <string.h>
@@ -9,33 +9,34 @@
 
 /* number of GPUs described in infos (at most INVENTORY_MAX); runs without the GIL */
 static size_t
-read_inventory(const char *path, GpuInfo *infos)
+read_inventory(const char *path, const char *amd_path, GpuInfo *infos)
 {
-    GpuMonitor *monitor = gpu_monitor_open(path);
+    GpuMonitor *monitor = gpu_monitor_open(path, amd_path);
     size_t n = gpu_monitor_inventory(monitor, infos, INVENTORY_MAX);
 
     gpu_monitor_close(monitor);
     return n > INVENTORY_MAX ? INVENTORY_MAX : n;
 }
 
-/* a list of {'name', 'memory_mb'} dicts, empty without NVML or GPU */
+/* a list of {'name', 'memory_mb'} dicts (NVIDIA's GPUs, then AMD's), empty without GPU */
 static PyObject *
 core_gpu_inventory(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"library_path", NULL};
-    const char *path = NULL;
+    static char *kwlist[] = {"library_path", "amd_library", NULL};
+    const char *path = NULL, *amd_path = NULL;
     GpuInfo *infos = NULL;
     PyObject *result = NULL, *item = NULL;
     size_t n = 0, i;
 
     (void)module;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|z", kwlist, &path))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|zz", kwlist, &path, &amd_path))
         return NULL;
     infos = PyMem_Calloc(INVENTORY_MAX, sizeof(GpuInfo));
     if (infos == NULL)
         return PyErr_NoMemory();
     Py_BEGIN_ALLOW_THREADS
-    n = read_inventory(path && path[0] ? path : NULL, infos);
+    n = read_inventory(path && path[0] ? path : NULL, amd_path && amd_path[0] ? amd_path : NULL,
+                       infos);
     Py_END_ALLOW_THREADS
     result = PyList_New(0);
     if (result == NULL)
@@ -62,7 +63,8 @@ error:
 
 static PyMethodDef gpu_functions[] = {
     {"gpu_inventory", (PyCFunction)(void (*)(void))core_gpu_inventory, METH_VARARGS | METH_KEYWORDS,
-     "gpu_inventory(library_path=None) -> [{'name': str, 'memory_mb': float}, ...] (NVML)."},
+     "gpu_inventory(library_path=None, amd_library=None) -> [{'name': str, 'memory_mb': "
+     "float}, ...] (NVML, then amdsmi or ROCm SMI)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -34,25 +34,35 @@ copy_path(const char *arg, const char *fallback, char *dst, size_t size, const c
 static int
 sampler_init_py(SamplerObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"pid",          "interval",           "children",  "track_processes",
-                             "track_system", "proc_root",          "sys_root",  "nvml_library",
-                             "adopted_by",   "gpu_from_first_row", "discovery", NULL};
+    static char *kwlist[] = {"pid",
+                             "interval",
+                             "children",
+                             "track_processes",
+                             "track_system",
+                             "proc_root",
+                             "sys_root",
+                             "nvml_library",
+                             "adopted_by",
+                             "gpu_from_first_row",
+                             "discovery",
+                             "amd_library",
+                             NULL};
     PyObject *pid_obj;
     long pid, adopted_by = 0;
     int overflow = 0;
     double interval;
     int children = 1, track_processes = 1, track_system = 1, gpu_from_first_row = 0;
-    const char *proc_root = NULL, *sys_root = NULL, *nvml = NULL, *discovery = NULL;
+    const char *proc_root = NULL, *sys_root = NULL, *nvml = NULL, *discovery = NULL, *amd = NULL;
     CollectorConfig cfg;
 
     if (self->sampler) {
         PyErr_SetString(PyExc_RuntimeError, "Sampler is already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Od|pppzzzlpz", kwlist, &pid_obj, &interval,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Od|pppzzzlpzz", kwlist, &pid_obj, &interval,
                                      &children, &track_processes, &track_system, &proc_root,
-                                     &sys_root, &nvml, &adopted_by, &gpu_from_first_row,
-                                     &discovery))
+                                     &sys_root, &nvml, &adopted_by, &gpu_from_first_row, &discovery,
+                                     &amd))
         return -1;
     if (discovery != NULL && strcmp(discovery, "auto") != 0 && strcmp(discovery, "listing") != 0) {
         PyObject *given = PyUnicode_DecodeUTF8(discovery, (Py_ssize_t)strlen(discovery), "replace");
@@ -97,7 +107,8 @@ sampler_init_py(SamplerObject *self, PyObject *args, PyObject *kwargs)
     cfg.child_listing = discovery != NULL && strcmp(discovery, "listing") == 0;
     if (copy_path(proc_root, "/proc", cfg.proc_root, sizeof(cfg.proc_root), "proc_root") ||
         copy_path(sys_root, "", cfg.sys_root, sizeof(cfg.sys_root), "sys_root") ||
-        copy_path(nvml, "", cfg.nvml_library, sizeof(cfg.nvml_library), "nvml_library"))
+        copy_path(nvml, "", cfg.nvml_library, sizeof(cfg.nvml_library), "nvml_library") ||
+        copy_path(amd, "", cfg.amd_library, sizeof(cfg.amd_library), "amd_library"))
         return -1;
     self->sampler = sampler_new(&cfg, interval);
     if (self->sampler == NULL) {
@@ -219,6 +230,7 @@ SAMPLER_FLOAT_GETTER(powercap_zones, (double)s->powercap_zones)
 SAMPLER_FLOAT_GETTER(powercap_unreadable, (double)s->powercap_unreadable)
 SAMPLER_FLOAT_GETTER(powercap_wraps, (double)s->powercap_wraps)
 SAMPLER_FLOAT_GETTER(gpu_energy_integrated, (double)s->gpu_energy_integrated)
+SAMPLER_FLOAT_GETTER(gpu_machine_wide, (double)s->gpu_machine_wide)
 
 /* use_cgroup(version, cpu_dir, memory_dir, io_dir, pids_dir=""): the tree's columns from
  * its cgroup */
@@ -313,6 +325,30 @@ sampler_gpu_devices_py(SamplerObject *self, PyObject *unused)
     return list;
 }
 
+/* {"tried", "nvidia", "amd", "amd_library"}: the GPU libraries read */
+static PyObject *
+sampler_gpu_sources_py(SamplerObject *self, PyObject *unused)
+{
+    Sampler *s = get_sampler(self);
+    GpuSources sources;
+    int tried;
+    const char *amd_library;
+
+    (void)unused;
+    if (s == NULL)
+        return NULL;
+    engine_lock(s->engine);
+    tried = s->gpu_tried;
+    sources = s->gpu_sources;
+    engine_unlock(s->engine);
+    amd_library = sources.amd_library == GPU_SOURCE_AMDSMI     ? "amdsmi"
+                  : sources.amd_library == GPU_SOURCE_ROCM_SMI ? "rocm_smi"
+                                                               : NULL;
+    return Py_BuildValue("{s:O,s:n,s:n,s:z}", "tried", tried ? Py_True : Py_False, "nvidia",
+                         (Py_ssize_t)sources.nvidia, "amd", (Py_ssize_t)sources.amd, "amd_library",
+                         amd_library);
+}
+
 /* {"source", "columns", "note", "cgroup_readings", "cgroup_reads", "walks"} */
 static PyObject *
 sampler_tree_source_py(SamplerObject *self, PyObject *unused)
@@ -386,6 +422,9 @@ static PyGetSetDef sampler_getset[] = {
      "powercap counters found wrapped (counted on through max_energy_range_uj)", NULL},
     {"gpu_energy_integrated", (getter)sampler_get_gpu_energy_integrated, NULL,
      "GPU readings whose energy was integrated from the power (no energy counter)", NULL},
+    {"gpu_machine_wide", (getter)sampler_get_gpu_machine_wide, NULL,
+     "readings of a GPU whose process figures are the GPU's (the library cannot attribute them)",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -460,6 +499,9 @@ static PyMethodDef sampler_methods[] = {
      "wait(n, timeout) -> bool: wait until n rows are stored."},
     {"columns", rt_engine_columns, METH_O,
      "columns('process'|'system') -> list of bytes, one float64 array per column."},
+    {"gpu_sources", (PyCFunction)sampler_gpu_sources_py, METH_NOARGS,
+     "gpu_sources() -> {'tried': bool, 'nvidia': int, 'amd': int, 'amd_library': 'amdsmi' | "
+     "'rocm_smi' | None}: the GPU libraries read and their GPUs."},
     {"gpu_devices", (PyCFunction)sampler_gpu_devices_py, METH_NOARGS,
      "One dict per GPU (up to 16): index, name, memory_total_mib, and per row of the system "
      "table its utilization (%) and memory_used_mib (float64 memoryviews)."},
@@ -473,7 +515,7 @@ static PyType_Slot sampler_slots[] = {
     {Py_tp_doc,
      "Sampler(pid, interval, children=True, track_processes=True, track_system=True,"
      " proc_root=None, sys_root=None, nvml_library=None, adopted_by=0, gpu_from_first_row=False,"
-     " discovery='auto')\n\n"
+     " discovery='auto', amd_library=None)\n\n"
      "adopted_by: a process id whose children also belong to the workload (a "
      "subreaper that started pid). discovery: 'auto' finds new members from their "
      "children lists where procfs has them, 'listing' by listing procfs."},

@@ -36,6 +36,9 @@ publish_counters(void *arg)
     s->powercap_unreadable = c->powercap.unreadable;
     s->powercap_wraps = c->powercap.wraps;
     s->gpu_energy_integrated = c->gpu_energy_integrated;
+    s->gpu_machine_wide = c->gpu_machine_wide;
+    s->gpu_tried = c->gpu_tried;
+    gpu_monitor_sources(c->gpu, &s->gpu_sources);
     s->tree_seen = c->tree_seen;
     s->tree_missed = c->tree_missed;
     snprintf(s->tree_source, sizeof(s->tree_source), "%s", cgroup_tree_source(cg));

@@ -60,6 +60,10 @@ typedef struct Sampler {
     /* energy sources (powercap.h, gpu.h): RAPL zones read, their failed and wrapped readings,
      * GPU readings whose energy was integrated from the power (no energy counter) */
     unsigned long powercap_zones, powercap_unreadable, powercap_wraps, gpu_energy_integrated;
+    /* the GPU libraries read (once tried), the tree's GPU readings that are the GPUs' */
+    int gpu_tried;
+    GpuSources gpu_sources;
+    unsigned long gpu_machine_wide;
     /* where the tree's columns came from (cgroup_tree.h) */
     char tree_source[8], column_source[CG_COLUMNS][8];
     char tree_note[256];

@@ -127,7 +127,8 @@ sched_wait_sample(SchedWait *wait, int proc_fd, const pid_t *pids, size_t n, dou
         wait->unavailable = 1; /* a kernel without CONFIG_SCHED_INFO (or a procfs without it) */
         return -1.0;
     }
-    qsort(wait->cur, wait->cur_len, sizeof(TaskWait), by_tid);
+    if (wait->cur_len > 1) /* qsort of a NULL array (no task read yet) is undefined */
+        qsort(wait->cur, wait->cur_len, sizeof(TaskWait), by_tid);
     waited = wait->has_baseline ? rise_since_prev(wait, dt) / 1e9 : 0.0;
     wait->has_baseline = 1;
     swap = wait->prev, swap_cap = wait->prev_cap;

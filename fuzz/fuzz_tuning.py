@@ -20,7 +20,13 @@ import random
 import re
 import zlib
 
-from resource_tracker.tuning import LARGEST_MACHINE, next_tuning, run_record, tune_resources
+from resource_tracker.tuning import (
+    CPU_STEPS,
+    LARGEST_MACHINE,
+    next_tuning,
+    run_record,
+    tune_resources,
+)
 
 ESCAPES = "\x1b]0;owned\x07\x1b[2J\x1b[31mred\x9b1m"
 ODD_VALUES = [None, 0, -1, 1.5, 1e308, "", "16Gi", [], {}, True, [1, "a"], {"memory": 1},
@@ -72,7 +78,10 @@ def _mutated(records, rng):
 
 def _check(tuning, bounded):
     for key, value in tuning.resources.items():
-        assert isinstance(value, int) and value >= 1, tuning
+        if key == "cpu":  # whole vCPUs or quarters of a core (CPU_STEPS)
+            assert value >= 0.25 and float(value * 4).is_integer(), tuning
+        else:
+            assert isinstance(value, int) and value >= 1, tuning
         assert value <= LARGEST_MACHINE.get(key, 64), tuning
     if bounded and "memory" in tuning.resources:
         assert tuning.resources["memory"] <= BOUNDS["max_memory"], tuning
@@ -99,7 +108,10 @@ def test_one_input(data: bytes) -> None:
     # one corrupt record beside good ones: the good ones are still tuned
     mixed = tune_resources([bad[0], given] + good, ASKED, BOUNDS)
     assert mixed.resources.get("memory"), mixed
-    extra = {"tuning_input": {"records": bad, "asked": given, "bounds": given, "code": given}}
+    _check(tune_resources(good, ASKED, BOUNDS, cpu_step=given), True)
+    _check(tune_resources(bad + good, ASKED, BOUNDS, cpu_step=CPU_STEPS["fractional"]), True)
+    extra = {"tuning_input": {"records": bad, "asked": given, "bounds": given, "code": given,
+                              "cpu_step": given}}  # fmt: skip
     upcoming = next_tuning(extra, given if isinstance(given, dict) else {}, given)
     if upcoming is not None:
         _check(upcoming, False)

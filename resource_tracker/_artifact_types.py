@@ -108,7 +108,7 @@ class StepError(TypedDict):
 
 class _TuningResultBase(TypedDict):
     runs: int
-    resources: Dict[str, int]
+    resources: Dict[str, float]  # whole numbers; CPU also in quarters (tuning.CPU_STEPS)
     changes: List[str]
     note: str
 

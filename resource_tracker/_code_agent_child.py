@@ -33,7 +33,13 @@ AGENT_FILE = os.path.abspath(__file__)
 _agent: Dict[str, Any] = {}
 
 
-def start(site_file: str, core_path: str, interval: float, nvml_library: str | None) -> None:
+def start(
+    site_file: str,
+    core_path: str,
+    interval: float,
+    nvml_library: str | None,
+    amd_library: str | None = None,
+) -> None:
     """Starts the agent in this process (from the agent's sitecustomize, ``site_file``), with
     the C core at ``core_path``. Nothing happens when this interpreter cannot load that core
     (another Python version or build) or the run is over (its directory removed)."""
@@ -43,7 +49,9 @@ def start(site_file: str, core_path: str, interval: float, nvml_library: str | N
     core = _load_core(core_path)
     if core is None or not core.HAVE_PROCFS or core.stacks_unsupported() is not None:
         return
-    _agent.update(core=core, directory=directory, interval=interval, nvml=nvml_library)
+    _agent.update(
+        core=core, directory=directory, interval=interval, nvml=nvml_library, amd=amd_library
+    )
     _begin()
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(after_in_child=_begin_in_fork_child)
@@ -69,11 +77,11 @@ def _begin(forked: bool = False) -> None:
     """A C sampler of this process alone that records its stacks; its record written at
     exit (once per process: a forked child starts its own). The GPU library (NVML, whose
     start can cost a GPU machine's process more than its whole run) is loaded at the first
-    row: a process that ends before its first tick never loads it."""
+    row: a process that ends before its first tick never loads it (AMD's library too)."""
     core = _agent["core"]
     sampler = core.Sampler(
         os.getpid(), _agent["interval"], children=False, track_system=False,
-        nvml_library=_agent["nvml"], gpu_from_first_row=True,
+        nvml_library=_agent["nvml"], amd_library=_agent["amd"], gpu_from_first_row=True,
     )  # fmt: skip
     sampler.record_stacks(_main_ident())
     sampler.start()

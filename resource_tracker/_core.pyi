@@ -40,9 +40,12 @@ class Sampler:
         adopted_by: int = ...,
         gpu_from_first_row: bool = ...,
         discovery: Optional[str] = ...,
+        amd_library: Optional[str] = ...,
     ) -> None:
-        """gpu_from_first_row: the GPU library loaded at the first row, not at the baseline
-        (a process that ends before its first tick never loads it: the code agent's).
+        """amd_library: AMD's SMI library (amdsmi or ROCm SMI; None: libamd_smi.so, else
+        librocm_smi64.so). gpu_from_first_row: the GPU libraries loaded at the first row, not
+        at the baseline (a process that ends before its first tick never loads them: the code
+        agent's).
         discovery: 'auto' (new members from the members' children lists where procfs has
         them) or 'listing' (list procfs; RESOURCE_TRACKER_CHILD_DISCOVERY)."""
     def start(self) -> None: ...
@@ -133,6 +136,13 @@ class Sampler:
     def powercap_wraps(self) -> float: ...
     @property
     def gpu_energy_integrated(self) -> float: ...
+    @property
+    def gpu_machine_wide(self) -> float:
+        """Readings of a GPU whose process figures are the GPU's (the library cannot tell
+        which process uses it: ROCm SMI, or amdsmi without a process list)."""
+    def gpu_sources(self) -> Dict[str, Any]:
+        """{'tried', 'nvidia', 'amd', 'amd_library'}: the GPU libraries read and their GPUs
+        ('amd_library': 'amdsmi', 'rocm_smi' or None; 'tried': False before the first read)."""
 
 @final  # a C type without Py_TPFLAGS_BASETYPE
 class ReaderSampler:
@@ -258,7 +268,9 @@ def chart_series(
 def chart_times(timestamps: _Values, t0: float, max_points: int) -> str:
     """The JSON array of the same points' times minus t0, with 3 decimals."""
 
-def gpu_inventory(library_path: Optional[str] = ...) -> List[Dict[str, Any]]: ...
+def gpu_inventory(
+    library_path: Optional[str] = ..., amd_library: Optional[str] = ...
+) -> List[Dict[str, Any]]: ...
 def discover_cloud(
     sysfs_root: Optional[str] = ..., metadata_url: Optional[str] = ..., timeout: float = ...
 ) -> Dict[str, Any]: ...

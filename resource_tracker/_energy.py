@@ -1,25 +1,37 @@
 """The run's energy: ``stats()["energy"]`` and its data-quality note.
 
 The columns (``csrc/columns.c``): the machine's CPU package and DRAM energy from the
-kernel's powercap (RAPL) zones, the GPUs' power and energy from NVML. RAPL and NVML measure
-the machine and the device, never a process: ``joules`` is the machine's, and
-``process_joules`` the process's share estimated from its share of the CPU time and of the
-GPU usage over the run (no column of its own: a day at 1 s stays within 25 MiB). A source
-that read nothing gives ``None``, not 0.
+kernel's powercap (RAPL) zones, the GPUs' power and energy from NVML and AMD's SMI library.
+RAPL and the GPU libraries measure the machine and the device, never a process: ``joules``
+is the machine's, and ``process_joules`` the process's share estimated from its share of the
+CPU time and of the GPU usage over the run (no column of its own: a day at 1 s stays within
+25 MiB). A source that read nothing gives ``None``, not 0.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from . import formatting as fmt
 from . import settings
 from .registry import by_role
 
-__all__ = ["JOULES_PER_KWH", "energy_summary", "energy_note", "energy_lines"]
+__all__ = [
+    "JOULES_PER_KWH",
+    "GRID_SETTING",
+    "energy_summary",
+    "energy_note",
+    "energy_lines",
+    "grid_intensity",
+    "with_emissions",
+]
 
 #: 1 kWh = 3.6 MJ.
 JOULES_PER_KWH = 3.6e6
+
+#: The setting giving the grid's carbon intensity (gCO2e/kWh): no CO2e figure without it
+#: (the catalog carries no intensities, and none is guessed).
+GRID_SETTING = "RESOURCE_TRACKER_GRID_INTENSITY"
 
 #: What the process figures are: said beside them wherever they are shown.
 ESTIMATE = (
@@ -93,9 +105,59 @@ def energy_summary(stats: Mapping[str, Any]) -> Optional[Dict[str, Any]]:
     }
 
 
+def _region(cloud_info: Optional[Mapping[str, Any]]) -> Tuple[Optional[str], Optional[str]]:
+    """(the region id, 'aws us-east-1') when the run's cloud region is known, else Nones."""
+    info = cloud_info or {}
+    vendor, region = info.get("vendor"), info.get("region")
+    if not isinstance(region, str) or not region or region == "unknown":
+        return None, None
+    known = vendor if isinstance(vendor, str) and vendor and vendor != "unknown" else None
+    return region, f"{known} {region}" if known else region
+
+
+def grid_intensity(
+    given: Union[float, Mapping[str, float]], cloud_info: Optional[Mapping[str, Any]]
+) -> Tuple[Optional[float], str]:
+    """(gCO2e/kWh, where it came from) for the run from :data:`GRID_SETTING`'s value (one
+    number, or one per region id), or (None, why there is none: the run's region is not
+    among the ones given, or not known)."""
+    region, shown = _region(cloud_info)
+    where = f"the run's cloud region: {shown}" if shown else "the run's region is not known"
+    if not isinstance(given, Mapping):
+        return float(given), f"given in {GRID_SETTING} ({where})"
+    if region is not None and region.lower() in given:
+        return given[region.lower()], f"given for {region} in {GRID_SETTING} ({where})"
+    whose = f"the run's region ({shown})" if shown else "the run (its region is not known)"
+    return None, f"no CO2e figure: {GRID_SETTING} gives no intensity for {whose}"
+
+
+def with_emissions(figures: Mapping[str, Any], intensity: float, source: str) -> Dict[str, Any]:
+    """``stats()["energy"]`` with the run's grams CO2e: the machine's and the process's kWh
+    times ``intensity`` (gCO2e/kWh; ``source``: where it came from, see
+    :func:`grid_intensity`). A kWh not measured gives None, never a guess."""
+    out = dict(figures)
+    for key, kwh in (("co2e_g", "kwh"), ("process_co2e_g", "process_kwh")):
+        value = figures.get(kwh)
+        out[key] = value * intensity if isinstance(value, (int, float)) else None
+    out["grid_intensity"] = intensity
+    out["grid_source"] = source
+    return out
+
+
+def _co2e_detail(figures: Mapping[str, Any]) -> str:
+    """'; CO2e: the kWh times 350 gCO2e/kWh, given in ...' or '' without an intensity."""
+    if figures.get("co2e_g") is None or "grid_intensity" not in figures:
+        return ""
+    return (
+        f"; CO2e: the kWh times {figures['grid_intensity']:g} gCO2e/kWh, "
+        f"{figures.get('grid_source') or 'given'}"
+    )
+
+
 def energy_lines(figures: Optional[Mapping[str, Any]]) -> Optional[Tuple[str, str]]:
     """(the run's energy, what it is made of) as the report and the CLI summary show it, or
-    None when no source measured any (the data-quality note says why)."""
+    None when no source measured any (the data-quality note says why). With a grid
+    intensity: the grams CO2e beside the energy, and where the intensity came from."""
     if not figures or figures.get("joules") is None:
         return None
     sources = [
@@ -103,13 +165,18 @@ def energy_lines(figures: Optional[Mapping[str, Any]]) -> Optional[Tuple[str, st
         for name, key in (("CPU", "cpu_joules"), ("DRAM", "dram_joules"), ("GPU", "gpu_joules"))
         if figures.get(key) is not None
     ]
-    share = figures.get("process_joules")
+    share, grams = figures.get("process_joules"), figures.get("process_co2e_g")
     detail = f"the machine's: {', '.join(sources)}" + (
-        f"; this process about {fmt.energy(share)} (estimate: its share of CPU and GPU use)"
+        f"; this process about {fmt.energy(share)}"
+        + (f", {fmt.co2e(grams)}" if grams is not None else "")
+        + " (estimate: its share of CPU and GPU use)"
         if share is not None
         else ""
     )
-    return fmt.energy(figures["joules"]), detail
+    shown = fmt.energy(figures["joules"])
+    if figures.get("co2e_g") is not None:
+        shown += f", {fmt.co2e(figures['co2e_g'])}"
+    return shown, detail + _co2e_detail(figures)
 
 
 def energy_note(sampler: Any) -> Optional[str]:

@@ -76,6 +76,7 @@ def _new_sampler(
             proc_root=settings.get("RESOURCE_TRACKER_PROCFS_ROOT"),
             sys_root=settings.get("RESOURCE_TRACKER_SYSFS_ROOT"),
             nvml_library=settings.get("RESOURCE_TRACKER_NVML_LIBRARY"),
+            amd_library=settings.get("RESOURCE_TRACKER_AMD_SMI_LIBRARY"),
             adopted_by=adopted_by,
             discovery=settings.get("RESOURCE_TRACKER_CHILD_DISCOVERY"),
             **kwargs,

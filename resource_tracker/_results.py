@@ -208,8 +208,11 @@ class TrackerResults(CodeResults):
         - memory: the peak memory of the process tree + 20%, rounded up to 128, 256, 512
           or 1024 MiB, or whole GiB beyond that (MiB); the peak is the largest sample, or the
           kernel's high-water mark of one process when that is higher (a peak between samples)
-        - gpu: the peak number of GPUs in use by the process tree
-        - vram: the peak VRAM use of the process tree + 20%, rounded as memory (MiB)
+        - gpu: the GPUs the process tree kept busy (``stats()["gpu_fit"]``: GPUs that showed
+          utilisation, at most the ones it held), else the peak number of GPUs it held
+        - vram: those GPUs times the peak used memory of the fullest busy GPU, else the
+          peak VRAM of the process tree; + 20%, rounded as memory (MiB). An 80 GiB GPU
+          holding 10 GiB asks 12 GiB: a 24 GiB GPU fits (docs/metrics.md, "GPU right-sizing")
 
         Args:
             historical_stats: earlier ``stats()`` results to combine with this run (mean
@@ -225,10 +228,10 @@ class TrackerResults(CodeResults):
                 historical run given; the message says why. A run that was never visible
                 is left out of the historical runs too.
         """
-        from ._run_data import has_measurements, with_kernel_peak
+        from ._run_data import has_measurements, with_gpu_fit, with_kernel_peak
 
         stats = self.stats()
-        runs = [with_kernel_peak(stats)] + list(historical_stats or [])
+        runs = [with_gpu_fit(r) for r in [with_kernel_peak(stats), *(historical_stats or [])]]
         measured = [run for run in runs if has_measurements(run)]
         if not measured:
             errors = stats.get("data_quality", {}).get("errors") or ["no measurements"]

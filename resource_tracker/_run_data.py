@@ -25,7 +25,10 @@ from typing import (
 
 from . import _core, registry, settings
 from . import formatting as fmt
-from ._energy import energy_note, energy_summary
+from ._energy import GRID_SETTING, energy_note, energy_summary, grid_intensity, with_emissions
+from ._gpu_fit import gpu_fit
+from ._gpu_fit import with_gpu_fit as with_gpu_fit  # for recommend_resources()
+from ._gpu_quality import gpu_note
 from ._tracked import TrackedRun
 from .code_profile import quality_note as code_quality_note
 from .names import PROCESS_COLUMNS, PROCESS_LABELS, SYSTEM_COLUMNS, SYSTEM_LABELS
@@ -144,7 +147,10 @@ def stats(tracker: TrackedRun) -> Dict[str, Any]:
     result["data_quality"] = data_quality(tracker)
     energy = energy_summary(result)
     if energy is not None:
-        result["energy"] = energy
+        result["energy"] = _with_grid(tracker, energy, result["data_quality"])
+    fit = cached(tracker, "gpu_fit", lambda: gpu_fit(result, tracker._gpu_devices()))
+    if fit is not None and tracker.track_processes:
+        result["gpu_fit"] = {k: list(v) if isinstance(v, list) else v for k, v in fit.items()}
     hwm = tracker.memory_hwm
     if hwm and tracker.track_processes:
         result["process_memory_hwm"] = {"max": hwm}
@@ -158,6 +164,28 @@ def stats(tracker: TrackedRun) -> Dict[str, Any]:
     if export is not None:
         result["export"] = export
     return result
+
+
+def _with_grid(tracker: TrackedRun, energy: Dict[str, Any], quality: Dict[str, Any]) -> Any:
+    """The run's energy with its grams CO2e when a grid intensity is given for it (the cloud
+    region read only then); else as it is, with a data-quality line when the setting does
+    not parse or names no intensity for the run's region."""
+    try:
+        given = settings.get(GRID_SETTING)
+    except settings.SettingError as exc:
+        return _noted(energy, quality, f"no CO2e figure: {exc}")
+    if given is None:
+        return energy
+    intensity, source = grid_intensity(given, tracker.cloud_info)
+    if intensity is None:
+        return _noted(energy, quality, source)
+    return with_emissions(energy, intensity, source)
+
+
+def _noted(energy: Dict[str, Any], quality: Dict[str, Any], note: str) -> Dict[str, Any]:
+    """energy, with note added to the energy line of the data quality."""
+    quality["energy"] = f"{quality['energy']}; {note}" if quality.get("energy") else note
+    return energy
 
 
 def data_quality(tracker: TrackedRun) -> Dict[str, Any]:
@@ -184,6 +212,9 @@ def data_quality(tracker: TrackedRun) -> Dict[str, Any]:
     note = energy_note(sampler) if tracker.track_system else None
     if note:
         quality["energy"] = note
+    note = gpu_note(sampler)
+    if note:
+        quality["gpu"] = note
     code_note = code_quality_note(tracker._code_record())
     if code_note:
         quality["code_profile"] = code_note
@@ -303,6 +334,8 @@ def data_quality_notes(stats: Optional[Mapping[str, Any]]) -> List[str]:
         notes.append(descriptors_replaced_note(quality["descriptors_replaced"]))
     if isinstance(quality.get("energy"), str):
         notes.append(f"energy: {quality['energy']}")
+    if isinstance(quality.get("gpu"), str):
+        notes.append(f"GPU: {quality['gpu']}")
     if quality.get("read_in_caller"):
         notes.append(str(quality["read_in_caller"]))
     if quality.get("code_profile"):

@@ -498,6 +498,8 @@ def _stored_quality(value: Any) -> Dict[str, Any]:
         quality["code_profile"] = str(value["code_profile"])
     if value.get("energy"):
         quality["energy"] = str(value["energy"])
+    if value.get("gpu"):
+        quality["gpu"] = str(value["gpu"])
     if value.get("read_errors"):
         quality["read_errors"] = _nonnegative_int(value["read_errors"], "read_errors")
     if value.get("descriptors_replaced"):

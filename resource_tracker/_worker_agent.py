@@ -131,6 +131,7 @@ def _agent_settings(directory: str, interval: float) -> None:
     _code_agent_child._agent.update(
         core=_core, directory=directory, interval=interval,
         nvml=settings.get("RESOURCE_TRACKER_NVML_LIBRARY"),
+        amd=settings.get("RESOURCE_TRACKER_AMD_SMI_LIBRARY"),
     )  # fmt: skip
 
 

@@ -35,7 +35,7 @@ try:
     _rt_agent.__file__ = %(agent)r
     _rt_loader(_rt_agent.__name__, %(agent)r).exec_module(_rt_agent)
     _rt_sys.modules[_rt_agent.__name__] = _rt_agent
-    _rt_agent.start(__file__, %(core)r, %(interval)r, %(nvml)r)
+    _rt_agent.start(__file__, %(core)r, %(interval)r, %(nvml)r, %(amd)r)
 except Exception:
     pass
 _rt_own = None
@@ -69,6 +69,7 @@ def prepare(interval: float) -> Tuple[Dict[str, str], str]:
                 "core": os.path.abspath(_core.__file__ or ""),
                 "interval": float(interval),
                 "nvml": settings.get("RESOURCE_TRACKER_NVML_LIBRARY"),
+                "amd": settings.get("RESOURCE_TRACKER_AMD_SMI_LIBRARY"),
             }
         )
     path = settings.foreign("PYTHONPATH")

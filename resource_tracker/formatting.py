@@ -27,6 +27,7 @@ from typing import List, Optional, Tuple, Union
 __all__ = [
     "NA",
     "energy",
+    "co2e",
     "OTHER_ARCHITECTURE",
     "alternative_server",
     "price_allocation",
@@ -184,6 +185,18 @@ def energy(joules: object) -> str:
     text = f"{_sig(scaled[0], 3)} {scaled[1]}" if scaled else f"{_sig(v, 3)} J"
     kwh = v / 3.6e6
     return f"{text} ({_sig(kwh, 3)} kWh)" if kwh >= 0.01 else text
+
+
+def co2e(grams: object) -> str:
+    """An amount of CO2e in grams: '0.42 g CO2e', '13.7 g CO2e', '1.24 kg CO2e', '3.1 t CO2e'
+    (three significant digits; '< 0.01 g CO2e' above 0); n/a when unknown (None)."""
+    v = _finite(grams)
+    if v is None:
+        return NA
+    if 0 < v < 0.005:
+        return "< 0.01 g CO2e"
+    scaled = next(((v / f, p) for f, p in ((1e6, "t"), (1e3, "kg")) if v >= f), (v, "g"))
+    return f"{_sig(scaled[0], 3)} {scaled[1]} CO2e"
 
 
 def percent(share: object) -> str:

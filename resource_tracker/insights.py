@@ -9,6 +9,8 @@ there is nothing to say):
 - :func:`over_provisioned`: the asked resources (Metaflow ``@resources`` / ``@kubernetes``
   / ``@batch`` attributes, or the container's cgroup limits) against the peak used, with
   the cost of the gap per run and per month priced on the catalog's recommended server;
+- :func:`held_unused_gpus`: GPUs the step held (memory on them) and never computed on
+  (``stats()["gpu_fit"]``), whatever it asked;
 - :func:`at_risk`: peak memory at or above 85% of the limit, CPU throttled for more than
   10% of the run, an OOM kill (the cgroup figures of ``stats()["cgroup"]``);
 - :func:`changed`: this run against the median and MAD of the earlier runs (at least 3),
@@ -39,6 +41,7 @@ __all__ = [
     "Pricing",
     "KINDS",
     "over_provisioned",
+    "held_unused_gpus",
     "at_risk",
     "was_throttled",
     "above_ask",
@@ -325,6 +328,27 @@ def _gap_cost(
         "runs_per_month": runs_per_month,
         "priced_on": pricing.server,
     }
+
+
+def held_unused_gpus(fit: Optional[Mapping[str, Any]]) -> List[Insight]:
+    """A step that held GPUs it never used (``stats()["gpu_fit"]``, see
+    ``resource_tracker._gpu_fit``): its process held memory on more GPUs than showed any
+    utilisation. A warning (a GPU costs more than the rest of a server): the recommendation
+    asks for the busy ones only; nothing when every GPU held was busy or it cannot be told."""
+    if not isinstance(fit, Mapping):
+        return []
+    held, busy, unused = (_num(fit.get(k)) for k in ("gpus_held", "gpus_busy", "gpus_unused"))
+    idle = [i for i in fit.get("idle") or () if isinstance(i, int) and not isinstance(i, bool)]
+    if not held or busy is None or not unused or unused < 1 or not idle:
+        return []
+    names = f"GPU{'s' if len(idle) > 1 else ''} {', '.join(str(i) for i in idle)}"
+    message = (
+        f"Held {fmt.plural(held, 'GPU')}, kept {fmt.quantity(busy, 'GPUs')} busy: {names} held "
+        f"memory and never computed. The recommendation asks for {fmt.plural(busy, 'GPU')} "
+        "(CUDA_VISIBLE_DEVICES keeps a process off the GPUs it does not use)."
+    )
+    numbers = {"gpus_held": held, "gpus_busy": busy, "gpus_unused": unused, "idle_gpus": idle}
+    return [Insight("over_provisioned", "warning", message, numbers)]
 
 
 # -- at risk ------------------------------------------------------------------------------

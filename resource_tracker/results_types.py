@@ -74,15 +74,10 @@ class DataQuality(_DataQualityBase, total=False):
     process_visible: bool  # False: the tracked process was never seen (only then present)
     code_profile: str  # what the code profile missed
     energy: str  # what the energy figures miss (no powercap, unreadable, GPU power integrated)
+    gpu: str  # a GPU on the bus but none read; process figures that are the GPUs' (ROCm SMI)
 
 
-class Energy(TypedDict):
-    """``stats()["energy"]``: the run's energy (docs/metrics.md, "GPU power and energy").
-
-    ``joules``/``kwh``: the machine's (CPU packages + DRAM from powercap, GPUs from NVML);
-    ``process_joules``/``process_kwh``: the process's share, an estimate (its share of the
-    CPU time and of the GPU usage, said in ``process_estimate``). ``None``: not measured."""
-
+class _EnergyBase(TypedDict):
     joules: Optional[float]
     kwh: Optional[float]
     cpu_joules: Optional[float]
@@ -91,6 +86,39 @@ class Energy(TypedDict):
     process_joules: Optional[float]
     process_kwh: Optional[float]
     process_estimate: str
+
+
+class Energy(_EnergyBase, total=False):
+    """``stats()["energy"]``: the run's energy (docs/metrics.md, "GPU power and energy").
+
+    ``joules``/``kwh``: the machine's (CPU packages + DRAM from powercap, GPUs from NVML or
+    amdsmi);
+    ``process_joules``/``process_kwh``: the process's share, an estimate (its share of the
+    CPU time and of the GPU usage, said in ``process_estimate``). ``None``: not measured.
+    Only when a grid intensity is given (``RESOURCE_TRACKER_GRID_INTENSITY``): ``co2e_g``
+    and ``process_co2e_g`` (grams CO2e: the kWh times the intensity), ``grid_intensity``
+    (gCO2e/kWh) and ``grid_source`` (where the intensity came from, in words)."""
+
+    co2e_g: Optional[float]
+    process_co2e_g: Optional[float]
+    grid_intensity: float
+    grid_source: str
+
+
+class GpuFit(TypedDict):
+    """``stats()["gpu_fit"]``: what the run's GPUs really needed (docs/metrics.md, "GPU
+    right-sizing"): GPUs held, busy and held unused; the indexes of the busy GPUs and of
+    the idle ones holding memory; the peak used memory of the fullest busy GPU (MiB) and the
+    largest memory of a busy GPU (MiB); the source in words."""
+
+    gpus_held: int
+    gpus_busy: int
+    gpus_unused: int
+    busy: List[int]
+    idle: List[int]
+    vram_per_gpu_mib: float
+    gpu_memory_mib: float
+    source: str
 
 
 class CgroupFigures(TypedDict):
@@ -188,6 +216,7 @@ class RunStats(_RunStatsBase, total=False):
     system_dram_energy_j: Total  # J, DRAM (powercap)
     system_gpu_energy_j: Total  # J, all GPUs
     energy: Energy  # the run's energy, J and kWh
+    gpu_fit: GpuFit  # the GPUs the run kept busy and their peak memory, where told
     process_memory_hwm: Peak  # KiB; the C sampler, processes tracked
     cgroup: CgroupFigures  # when the process is in a cgroup
     tree_source: TreeSource  # the C sampler

@@ -1,6 +1,7 @@
 """What machine the workload runs on: CPUs, memory, GPUs, OS and the container's limits.
 
-Everything is read from /proc, /sys and NVML in a few milliseconds; no subprocess.
+Everything is read from /proc, /sys, NVML and AMD's SMI library in a few milliseconds; no
+subprocess.
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ if TYPE_CHECKING:
 
 
 def get_server_info(
-    pid: Optional[int] = None, nvml_library: Optional[str] = None, proc_root: str = "/proc"
+    pid: Optional[int] = None,
+    nvml_library: Optional[str] = None,
+    proc_root: str = "/proc",
+    amd_library: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Describe the server and the cgroup limits that apply to ``pid`` (default: this process).
 
@@ -30,13 +34,17 @@ def get_server_info(
     ``cpu_model``, ``architecture``, ``os`` and
     ``cgroup`` = {``version`` (1, 2 or None), ``cpu_limit_cores``, ``memory_limit_mb``}
     (None where there is no limit). ``nvml_library`` is the NVML library to load
-    (default: ``RESOURCE_TRACKER_NVML_LIBRARY`` or ``libnvidia-ml.so.1``).
+    (default: ``RESOURCE_TRACKER_NVML_LIBRARY`` or ``libnvidia-ml.so.1``), ``amd_library``
+    AMD's (default: ``RESOURCE_TRACKER_AMD_SMI_LIBRARY``, else ``libamd_smi.so`` or
+    ``librocm_smi64.so``): the GPUs are NVIDIA's, then AMD's.
     """
     pid = os.getpid() if pid is None else int(pid)
     if nvml_library is None:
         nvml_library = settings.get("RESOURCE_TRACKER_NVML_LIBRARY")
+    if amd_library is None:
+        amd_library = settings.get("RESOURCE_TRACKER_AMD_SMI_LIBRARY")
     try:
-        gpus = _core.gpu_inventory(nvml_library)
+        gpus = _core.gpu_inventory(nvml_library, amd_library)
     except Exception:
         gpus = []
     uname = os.uname()

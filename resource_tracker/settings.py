@@ -14,6 +14,8 @@ Kinds, each with one parser:
   (``0``/``false``/``no``/``off``) switches the service off (``get`` gives None);
 - ``choice``: one word of ``choices`` (any case);
 - ``number``: a finite number within ``bounds``;
+- ``numbers``: a ``number``, or comma-separated ``name=number`` pairs (a dict of lower-case
+  names; each number within ``bounds``);
 - ``list``: comma-separated words of ``choices`` (any case; a tuple, in order, no repeats);
 - ``name``: a name people give (a job's): printable text of at most :data:`NAME_CHARS`
   characters, spaces at its ends dropped (:func:`parse_name`, also for the arguments).
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Union
 
 PREFIX = "RESOURCE_TRACKER_"
 TRUE_WORDS = ("1", "true", "yes", "on")
@@ -151,6 +153,18 @@ def _number(setting: Setting, text: str) -> float:
     return value
 
 
+def _numbers(setting: Setting, text: str) -> Union[float, Dict[str, float]]:
+    if "=" not in text:
+        return _number(setting, text)
+    out: Dict[str, float] = {}
+    for pair in (p for p in text.split(",") if p.strip()):
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise setting.error(text, "give a number, or name=number pairs split by commas")
+        out[name.strip().lower()] = _number(setting, value)
+    return out
+
+
 def _list(setting: Setting, text: str) -> tuple[str, ...]:
     words = [w.strip().lower() for w in text.split(",") if w.strip()]
     unknown = [w for w in words if w not in setting.choices]
@@ -186,6 +200,7 @@ _PARSERS = {
     "url": _url,
     "choice": _choice,
     "number": _number,
+    "numbers": _numbers,
     "list": _list,
     "name": _name,
 }
@@ -217,6 +232,9 @@ SETTINGS = _declare(
             "(default `/sys`)"),
     Setting("RESOURCE_TRACKER_NVML_LIBRARY", "path", "path of the NVML library to dlopen "
             "(default `libnvidia-ml.so.1`)"),
+    Setting("RESOURCE_TRACKER_AMD_SMI_LIBRARY", "path", "path of AMD's SMI library to dlopen, "
+            "amdsmi or ROCm SMI (default `libamd_smi.so`, else `librocm_smi64.so`, also under "
+            "`/opt/rocm/lib`)"),
     Setting("RESOURCE_TRACKER_METADATA_URL", "url", "base URL used in place of every vendor's "
             "cloud metadata host"),
     Setting("RESOURCE_TRACKER_CATALOG", "path", "path of a local Spare Cores SQLite catalog, "
@@ -260,10 +278,21 @@ SETTINGS = _declare(
     Setting("RESOURCE_TRACKER_SPLIT_MIN_USD_MONTH", "number", "a split of a step into its "
             "phases is advised only when it saves at least this many USD a month (default 10) "
             "and 20% of the step's cost", default=10.0, bounds=(0.0, 1e9)),
+    Setting("RESOURCE_TRACKER_GRID_INTENSITY", "numbers", "the electricity grid's carbon "
+            "intensity in gCO2e/kWh (0 to 5000) where the job runs, or one per cloud region "
+            "(`us-east-1=380,eu-north-1=30`: the run's region as discovery finds it): the run's "
+            "grams CO2e are shown beside its energy, said to come from this setting; unset, or "
+            "no intensity for the run's region: no CO2e figure at all (none is guessed)",
+            bounds=(0.0, 5000.0)),
     Setting("RESOURCE_TRACKER_CODE_PROFILE", "flag", "`0`/`off`: no stack samples, no code "
             "profile (same as `code_profile=False`; docs/code_profile.md)", default=True),
     Setting("RESOURCE_TRACKER_CODE_AGENT_DIR", "path", "set by `resource-tracker run --code` "
             "for the command's Python processes: where the agent writes each one's code profile"),
+    Setting("RESOURCE_TRACKER_TUNED_CPU", "choice", "how `@track_resources(tune=True)` rounds "
+            "the tuned CPU: `whole` vCPUs (AWS Batch takes only those; default) or "
+            "`fractional`, quarters of a core (Kubernetes takes millicores); read where the "
+            "step runs and kept in its tuning settings: every surface shows the same",
+            default="whole", choices=("whole", "fractional")),
     Setting("RESOURCE_TRACKER_RECORD_CHECK_S", "number", "seconds between two checks of a "
             "Metaflow step's figures for its tuning record (0.01 to 3600, default 2; for tests)",
             default=2.0, bounds=(0.01, 3600.0)),

@@ -161,7 +161,7 @@ class RunSummary:
     stats: Optional[Dict[str, Any]]
     rows: Tuple[StatRow, ...]
     history: Optional[History]
-    resources: Optional[Dict[str, int]]
+    resources: Optional[Dict[str, float]]  # whole numbers; a tuned CPU also in quarters
     server: ServerChoice
     server_info: Optional[Dict[str, Any]] = None
     cloud_info: Optional[Dict[str, Any]] = None
@@ -171,6 +171,8 @@ class RunSummary:
     insights: Tuple[Insight, ...] = ()
     #: where the time and memory went (``resource_tracker.code_view.code_view``), or None
     code: Optional[Dict[str, Any]] = None
+    #: the runs ``resources`` was tuned from (``@track_resources(tune=True)``), 0: not tuned
+    tuned_from: int = 0
 
     def warnings_about(self, *topics: str) -> List[str]:
         """The warning texts of these topics, in order, each once."""
@@ -221,9 +223,15 @@ class RunSummary:
                 cache_key=str(data.get("cache_key") or ""),
                 insights=tuple(Insight.from_dict(i) for i in data.get("insights") or ()),
                 code=stored_view(data.get("code")),
+                tuned_from=_whole(data.get("tuned_from")),
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a resource-tracker run summary: damaged ({exc!r})") from None
+
+
+def _whole(value: Any) -> int:
+    """A stored count: a whole number >= 0, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _check_stored(data: Mapping[str, Any]) -> None:
@@ -380,7 +388,7 @@ def _rows(stats: Optional[Mapping[str, Any]], history: Optional[History]) -> Tup
 
 
 def lookup_servers(
-    resources: Optional[Mapping[str, int]],
+    resources: Optional[Mapping[str, float]],
     duration: Optional[float],
     cloud_info: Optional[Mapping[str, Any]],
     *,
@@ -420,7 +428,7 @@ def lookup_servers(
 
 
 def _ask_catalog(
-    resources: Optional[Mapping[str, int]],
+    resources: Optional[Mapping[str, float]],
     duration: Optional[float],
     cloud_info: Optional[Mapping[str, Any]],
     n: int,
@@ -573,6 +581,7 @@ class _Collector:
     def __init__(self, tracker: Any) -> None:
         self.t = tracker
         self.warnings: List[SummaryWarning] = []
+        self.tuned_from = 0  # the runs the tuned request was made from (0: not tuned)
 
     def warn(self, topic: str, text: str) -> None:
         self.warnings.append(SummaryWarning(topic, text))
@@ -611,7 +620,7 @@ class _Collector:
 
     def resources(
         self, history: Optional[History], stats: Optional[Mapping[str, Any]] = None
-    ) -> Optional[Dict[str, int]]:
+    ) -> Optional[Dict[str, float]]:
         try:
             if history and history.stats:
                 found = self.t.recommend_resources(historical_stats=list(history.stats))
@@ -622,7 +631,7 @@ class _Collector:
             return None
         return self.tuned(found, stats)
 
-    def tuned(self, found: Dict[str, int], stats: Optional[Mapping[str, Any]]) -> Dict[str, int]:
+    def tuned(self, found: Dict[str, int], stats: Optional[Mapping[str, Any]]) -> Dict[str, float]:
         """With ``@track_resources(tune=True)``: the tuned request of the next run in place
         of the recommendation's CPU, memory and GPUs (one rule: ``tuning.next_tuning``)."""
         try:
@@ -630,9 +639,10 @@ class _Collector:
                                  _attr(self.t, "server_info"))  # fmt: skip
         except Exception as exc:  # a tuning that cannot be made: a note, never a crash
             self.warn("recommendation", f"no tuned request: {type(exc).__name__}: {exc}")
-            return found
+            return dict(found)
         if tuning is None or not tuning.resources:
-            return found
+            return dict(found)
+        self.tuned_from = tuning.runs
         return {**dict(found), **tuning.resources}
 
 
@@ -667,6 +677,13 @@ def _asked(tracker: Any, stats: Optional[Mapping[str, Any]]) -> Optional[Dict[st
     return None
 
 
+def _gpus_busy(stats: Optional[Mapping[str, Any]], held: Optional[float]) -> Optional[float]:
+    """The GPUs the run kept busy (``stats()["gpu_fit"]``), else the GPUs it held."""
+    fit = (stats or {}).get("gpu_fit")
+    busy = fit.get("gpus_busy") if isinstance(fit, Mapping) else None
+    return float(busy) if isinstance(busy, int) and not isinstance(busy, bool) else held
+
+
 def _insights_of(
     tracker: Any,
     stats: Optional[Mapping[str, Any]],
@@ -682,12 +699,13 @@ def _insights_of(
     used = {
         "cpu": _number(stats, column("process", "cpu_usage").key, "max"),
         "memory": now.get("memory_peak_mib"),
-        "gpu": now.get("gpu_peak"),
+        "gpu": _gpus_busy(stats, now.get("gpu_peak")),
     }
     asked = _asked(tracker, stats)
     found = ins.at_risk((stats or {}).get("cgroup"), duration)
     found += ins.above_ask(asked, used["memory"], now.get("cpu_mean_cores"))
     found += ins.over_provisioned(asked, used, resources, duration, pricing, runs_per_month)
+    found += ins.held_unused_gpus((stats or {}).get("gpu_fit"))
     if history and history.stats:
         found += ins.changed(now, [ins.run_metrics(s) for s in history.stats])
     stamps, series = _series(tracker)
@@ -751,6 +769,7 @@ def build_summary(
         warnings=tuple(get.warnings),
         insights=label_phases(insights, code),
         code=code,
+        tuned_from=get.tuned_from,
     )
 
 

@@ -35,7 +35,8 @@ when it has some: a refactor changes the need; older code otherwise):
   attempt, raises nothing, so kills never compound;
 - CPU: the 90th percentile of each run's per-interval usage (the busy part of a run, not
   its mean), the highest over the runs, rounded up to whole cores (0.1 core of tolerance),
-  at least 1; a run throttled by its
+  at least 1, or to quarters of a core where the platform takes them (:data:`CPU_STEPS`,
+  ``RESOURCE_TRACKER_TUNED_CPU=fractional``: Kubernetes); a run throttled by its
   CPU limit (more than 10% of its periods, for a second at least:
   ``insights.was_throttled``) needed its usage plus its throttled time per
   second (the cores that waited for quota: the kernel sums ``cpu.stat``'s
@@ -71,10 +72,11 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from . import formatting as fmt
 from ._artifact_types import TuningResult
-from ._run_data import has_measurements, with_kernel_peak
+from ._run_data import has_measurements, with_gpu_fit, with_kernel_peak
 from ._text import printable
 from .insights import was_throttled
 from .registry import column, stat_columns
+from .settings import get as setting
 
 __all__ = [
     "MIN_RUNS",
@@ -91,10 +93,15 @@ __all__ = [
     "code_fingerprint",
     "step_tuning",
     "next_tuning",
+    "this_run",
     "run_attempts",
     "RULE_TEXT",
+    "CPU_STEPS",
+    "platform_cpu_step",
 ]
 
+#: A tuned value: a whole number, or CPU in fractions of a core (:data:`CPU_STEPS`).
+Number = float  # int or float: mypy takes an int as a float
 #: The fewest finished earlier runs the GPUs may be lowered from.
 MIN_RUNS = 3
 #: What an OOM kill multiplies the memory the run had by (2x: the kill says only that the
@@ -124,8 +131,18 @@ NEAR_LIMIT = 0.8
 #: with the same kills).
 MEMORY_STEPS = 32
 MEMORY_STEP = 64.0
-#: Cores of tolerance before the CPU percentile is rounded up to the next step.
+#: The share of a CPU step (a core, or a fraction) of tolerance before the CPU percentile is
+#: rounded up to the next step (0.1 core of whole cores).
 CPU_TOLERANCE = 0.1
+#: The steps tuned CPU is rounded up to, by the platform the step runs on
+#: (``RESOURCE_TRACKER_TUNED_CPU``, kept in the step's tuning settings as ``cpu_step``: every
+#: surface rounds alike): ``whole`` vCPUs (AWS Batch takes only whole vCPUs; the default) or
+#: ``fractional`` cores in quarters (Kubernetes takes millicores). A quarter, not a tenth:
+#: a step's CPU p90 moves between runs by more than a tenth of a core, and a tenth changes
+#: the ask with it (on bench/bench_tuning.py's 30 held-out histories in 21 of 300 runs, a
+#: quarter in 6, whole cores in 1) for 1-4% fewer core-hours; a quarter saves 10-12% of
+#: the core-hours of whole cores there (docs/insights.md), a half only 2-6%.
+CPU_STEPS = {"whole": 1.0, "fractional": 0.25}
 #: A run whose tasks waited for a CPU this many cores or more (run-queue wait, on average
 #: over the run: its start and end wait too on a busy machine, and in a short run they are
 #: more than a tenth of the intervals) was starved: its usage says what it got, not what it
@@ -260,7 +277,8 @@ def run_record(
     docstring). ``asked``: the request it ran with (``cpu``, ``memory`` MiB, ``gpu``);
     ``machine_cores``: the machine's cores (at most what a starved run needed)."""
     by_resource = {c.resource: c.key for c in stat_columns("process") if c.resource}
-    stats = with_kernel_peak(dict(stats)) if isinstance(stats, Mapping) else {}
+    # the GPUs busy, not the ones held (stats()["gpu_fit"]), as recommend_resources() asks
+    stats = with_gpu_fit(with_kernel_peak(dict(stats))) if isinstance(stats, Mapping) else {}
     memory = _field(stats, by_resource["memory"], "max")
     cpu_key = by_resource["cpu"]
     cpu = _field(stats, cpu_key, "p90")
@@ -447,7 +465,7 @@ class Tuning:
     rule differs from ``recommend_resources()``; ``basis``: the figures per resource."""
 
     runs: int
-    resources: Dict[str, int] = field(default_factory=dict)
+    resources: Dict[str, Number] = field(default_factory=dict)
     changes: List[str] = field(default_factory=list)
     note: str = ""
     why: str = RULE_TEXT
@@ -593,28 +611,55 @@ def _memory_step(mib: float) -> float:
     return max(MEMORY_STEP, 2.0 ** math.floor(math.log2(max(mib, 1.0))) / MEMORY_STEPS)
 
 
-def _rounded(key: str, value: float, asked: Mapping[str, float]) -> int:
-    """Whole numbers, rounded up (memory in :func:`_memory_step` steps, CPU in whole cores
-    with :data:`CPU_TOLERANCE`), except an ask kept as it is."""
+def platform_cpu_step() -> float:
+    """The CPU step of the platform the step runs on (``RESOURCE_TRACKER_TUNED_CPU``:
+    :data:`CPU_STEPS`); a SettingError (ValueError) naming a value it cannot use."""
+    return CPU_STEPS[str(setting("RESOURCE_TRACKER_TUNED_CPU"))]
+
+
+def _cpu_step(value: Any, notes: List[str]) -> float:
+    """The CPU step of the settings (one of :data:`CPU_STEPS`; None: whole vCPUs)."""
+    if value is None or value in CPU_STEPS.values():
+        return float(value or 1.0)
+    notes.append(f"cpu_step {_shown(value)} ignored: one of "
+                 f"{', '.join(f'{v:g}' for v in CPU_STEPS.values())}; whole vCPUs")  # fmt: skip
+    return 1.0
+
+
+def _in_steps(value: float, step: float) -> Number:
+    """``value`` cores (a whole number of ``step`` s) as a whole number when it is one."""
+    value = round(value, 3)  # millicores
+    return int(value) if value.is_integer() else value
+
+
+def _rounded(key: str, value: float, asked: Mapping[str, float], cpu_step: float = 1.0) -> Number:
+    """Rounded up: memory in :func:`_memory_step` steps, CPU in ``cpu_step`` s (whole cores
+    or fractions, :data:`CPU_STEPS`) with :data:`CPU_TOLERANCE` of a step, the rest whole;
+    an ask kept as it is rounded up to the step only."""
+    if key == "cpu":
+        tolerance = 0.0 if value == asked.get(key) else CPU_TOLERANCE * cpu_step
+        steps = max(1, math.ceil((value - tolerance) / cpu_step - 1e-9))
+        return _in_steps(steps * cpu_step, cpu_step)
     if value == asked.get(key):
         return int(math.ceil(value - 1e-9))
     if key == "memory":
         step = _memory_step(value)
         return int(math.ceil(value / step - 1e-9) * step)  # held by _bounded
-    if key == "cpu":
-        return int(max(1, math.ceil(value - CPU_TOLERANCE)))
     return int(math.ceil(value - 1e-9))
 
 
-def _bounded(values: Dict[str, int], bounds: Mapping[str, float], notes: List[str]) -> None:
-    """The guardrails, then the largest machine of the catalog."""
+def _bounded(
+    values: Dict[str, Number], bounds: Mapping[str, float], notes: List[str], cpu_step: float = 1.0
+) -> None:
+    """The guardrails (CPU in ``cpu_step`` s), then the largest machine of the catalog."""
     for key in list(values):
         low, high = bounds.get(f"min_{key}"), bounds.get(f"max_{key}")
+        step = cpu_step if key == "cpu" else 1.0
         if low is not None and values[key] < low:
-            values[key] = int(math.ceil(low))
+            values[key] = _in_steps(math.ceil(low / step - 1e-9) * step, step)
         if high is not None and values[key] > high:
             notes.append(f"{key} held at max_{key}={high:g} (the runs needed {values[key]})")
-            values[key] = int(math.floor(high)) or values[key]
+            values[key] = _in_steps(math.floor(high / step + 1e-9) * step, step) or values[key]
         top = LARGEST_MACHINE.get(key)
         if top is not None and values[key] > top:
             notes.append(f"{key} held at {top:.0f}{UNITS[key]}, the largest machine of the "
@@ -627,6 +672,7 @@ def tune_resources(
     asked: Optional[Mapping[str, Any]] = None,
     bounds: Optional[Mapping[str, Any]] = None,
     code: Optional[str] = None,
+    cpu_step: Any = None,
 ) -> Tuning:
     """The request for the step's next run; never raises (odd values: notes).
 
@@ -637,8 +683,11 @@ def tune_resources(
             text or odd: they are checked): kept where the history is too short to lower it.
         bounds: the guardrails (``min_memory``, ``max_cpu``, ...), see :func:`check_bounds`.
         code: the fingerprint of the step's current code (default: the newest run's).
+        cpu_step: the cores tuned CPU is rounded up to (:data:`CPU_STEPS`; default 1, whole
+            vCPUs).
     """
     notes: List[str] = []
+    step = _cpu_step(cpu_step, notes)
     every = _runs(runs if isinstance(runs, (list, tuple)) else (), notes)
     if asked is not None and not isinstance(asked, Mapping):
         notes.append(f"asked {_shown(asked)} ignored: not a set of resources")
@@ -654,14 +703,14 @@ def tune_resources(
         note = "; ".join(dict.fromkeys(notes + ["not tuned: no earlier run with resource data"]))
         return Tuning(0, note=note)
     records = _current_code(every, code, notes)
-    values = {k: _rounded(k, v, ask) for k, v in _values(records, ask, notes).items()}
-    _bounded(values, limits, notes)
+    values = {k: _rounded(k, v, ask, step) for k, v in _values(records, ask, notes).items()}
+    _bounded(values, limits, notes, step)
     return _result(records, values, ask, limits, notes)
 
 
 def _result(
     records: Sequence[_Run],
-    values: Dict[str, int],
+    values: Dict[str, Number],
     ask: Mapping[str, float],
     limits: Mapping[str, float],
     notes: List[str],
@@ -685,11 +734,14 @@ def _result(
 
 def resources_line(values: Optional[Mapping[str, Any]]) -> str:
     """``@resources(cpu=2, memory=1024)``: whole numbers, rounded up (a request below what
-    was measured is never printed); None or no value: a sentence saying so."""
+    was measured is never printed), CPU in millicores (``cpu=0.75``, :data:`CPU_STEPS`);
+    None or no value: a sentence saying so."""
     parts = []
     for key in RESOURCES:
         value = _size((values or {}).get(key), key)
-        if value:
+        if value and key == "cpu":
+            parts.append(f"cpu={math.ceil(value * 1000 - 1e-6) / 1000:g}")
+        elif value:
             parts.append(f"{key}={int(math.ceil(value - 1e-9))}")
     if not parts:
         return "nothing (no @resources, @kubernetes or @batch)"
@@ -700,7 +752,7 @@ def limit_runs(records: Sequence[Mapping[str, Any]], runs: Any) -> List[Dict[str
     """The records of the newest ``runs`` distinct runs (all their attempts), in order."""
     try:
         n = max(1, int(runs))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an infinity
         n = 5
     seen: List[str] = []
     kept = []
@@ -753,7 +805,8 @@ def step_tuning(records: Sequence[Any], settings: Any = None, asked: Any = None)
         records: the records its store keeps (its runs' attempts, newest first).
         settings: the step's tuning settings as its newest run stored them (the artifact's
             ``tuning_input``: ``asked``, the ask in the step's code; ``bounds``; ``runs``,
-            how many runs are read; ``code``; ``run``; ``records``, the earlier runs' records
+            how many runs are read; ``code``; ``cpu_step``, the platform's CPU step; ``run``;
+            ``records``, the earlier runs' records
             that run saw: those of runs the store lacks are read too, right after it).
         asked: without settings, the ask (default: what the newest record asked, a killed
             run's too; no guardrails then).
@@ -766,7 +819,8 @@ def step_tuning(records: Sequence[Any], settings: Any = None, asked: Any = None)
     code = given.get("code")
     return tune_resources(limit_runs(kept, given.get("runs") or len(kept) or 1),
                           given.get("asked", asked), given.get("bounds"),
-                          code if isinstance(code, str) else None)  # fmt: skip
+                          code if isinstance(code, str) else None,
+                          given.get("cpu_step"))  # fmt: skip
 
 
 def _with_history(
@@ -802,6 +856,19 @@ def next_tuning(
     ran with) and the earlier runs' records the integration attached
     (``extra['tuning_input']``: ``records``, ``asked``, ``bounds``, ``runs``, ``run``);
     None when the run is not tuned."""
+    found = this_run(extra, stats, server_info)
+    if found is None:
+        return None
+    this, given = found
+    return step_tuning(run_attempts(this, given), given)
+
+
+def this_run(
+    extra: Mapping[str, Any], stats: Mapping[str, Any], server_info: Any
+) -> Optional[Tuple[Dict[str, Any], Mapping[str, Any]]]:
+    """(the record of this run, the step's tuning settings) of a tuned run (``extra`` with
+    ``tuning_input``), else None: what :func:`next_tuning` reads, and what the export pushes
+    for ``dashboard --prometheus`` to read the same."""
     given = extra.get("tuning_input") if isinstance(extra, Mapping) else None
     if not isinstance(given, Mapping):
         return None
@@ -810,4 +877,4 @@ def next_tuning(
     code = given.get("code")
     if isinstance(code, str):
         this["code"] = code
-    return step_tuning(run_attempts(this, given), given)
+    return this, given

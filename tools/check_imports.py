@@ -101,11 +101,13 @@ LAYERS: Tuple[Tuple[str, str, Tuple[str, ...]], ...] = (
         (
             "resource_tracker._run_data",
             "resource_tracker._energy",
+            "resource_tracker._gpu_quality",
             "resource_tracker._tracked",
             "resource_tracker.code_profile",
             "resource_tracker._agent_records",
             "resource_tracker._stored",
             "resource_tracker._gpu_series",
+            "resource_tracker._gpu_fit",
         ),
     ),
     (

@@ -43,7 +43,7 @@ class _StepView(TypedDict):
     runs: int  # how many runs' records the rule used
     asked: Any  # as in StepRuns
     note: str
-    recommended: Optional[Dict[str, int]]  # the tuned cpu/memory/gpu, None: nothing tuned
+    recommended: Optional[Dict[str, float]]  # the tuned cpu/memory/gpu, None: nothing tuned
 
 
 class StepView(_StepView, total=False):

@@ -61,7 +61,7 @@ class StepView:
     step: str
     runs: List[RunRecord]
     ask: Dict[str, float] = field(default_factory=dict)
-    need: Dict[str, int] = field(default_factory=dict)
+    need: Dict[str, float] = field(default_factory=dict)
     note: str = ""
     runs_per_month: float = DEFAULT_RUNS_PER_MONTH
     per_month_basis: str = "assumed: one a day"

@@ -13,8 +13,11 @@ a kill. One
 ``last_over_time(METRIC[SINCE])``: every series seen within ``--since`` once, with its final
 value (the answer grows with the runs, not with the window's length or the scrape interval).
 The series of the end timestamp are the runs; the other metrics are joined on the same
-labels. The group key (the dashboard's step) is ``flow/step`` for a Metaflow step, else the
-``job`` label, with the values of the ``--group-by`` labels appended.
+labels. A tuned step's run pushed its tuning record and its step's tuning settings
+(``metrics.TUNING``, the code's fingerprint as a label): its RunRecord carries them, so the
+fleet tunes over them as the card does (``tuning.step_tuning``). The group key (the
+dashboard's step) is ``flow/step`` for a Metaflow step, else the ``job`` label, with the
+values of the ``--group-by`` labels appended.
 
 Every request goes through the export's bounded client (export/transport.py): the URL is
 checked first, all queries share one deadline, an answer is read up to a bound and never
@@ -32,7 +35,15 @@ from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tupl
 from .._stored import TooDeep, strict_json
 from .._text import printable
 from ..export.config import base_url
-from ..export.metrics import EXPORT_PERIOD, SIZING, exported, live_metric, summary_metric
+from ..export.metrics import (
+    EXPORT_PERIOD,
+    SIZING,
+    TUNING,
+    TUNING_CODE,
+    exported,
+    live_metric,
+    summary_metric,
+)
 from ..export.pipeline import SEND_TIMEOUT_S
 from ..export.transport import Sender, SendError
 from ..registry import column
@@ -47,6 +58,8 @@ MAX_ANSWER_BYTES = 64 * 1024 * 1024
 END_METRIC = "resource_tracker_run_end_timestamp_seconds"
 #: the newest live sample's time: one series per run, finished or not
 LIVE_METRIC = "resource_tracker_last_sample_timestamp_seconds"
+#: the names of a tuned run's tuning figures (metrics.TUNING and TUNING_CODE): one query
+TUNING_NAMES = '{__name__=~"resource_tracker_run_tuning_.+"}'
 #: the Pushgateway's own gauge of each group's last push
 PUSH_TIME_METRIC = "push_time_seconds"
 #: a live group without a summary that missed this many pushes (its period, pushed live,
@@ -117,10 +130,11 @@ def load_prometheus(
     query = _Query(base, time.time() if now is None else float(now), since_s, timeout, max_bytes)
     runs = query.values(END_METRIC, 1.0)
     figures = {name: query.values(*spec) for name, spec in _figures().items()}
+    tuned = _tuning(query)
     loaded = _killed(query, runs, labels)
     for key, end in sorted(runs.items(), key=lambda item: item[1]):
         try:
-            loaded.records.append(_record(dict(key), end, figures, labels))
+            loaded.records.append(_record(dict(key), end, figures, labels, tuned))
         except ValueError as exc:
             loaded.skipped.append(f"Prometheus series {_describe(dict(key))}: {exc}")
     return loaded
@@ -254,6 +268,29 @@ class _Query:
         body = self._get("/api/v1/query_range?" + urllib.parse.urlencode(params))
         return answer_values(body, self.base, scale)
 
+    def named(self, selector: str) -> Optional[List[Tuple[str, Dict[str, str], float]]]:
+        """[(metric name, labels, its last value over the window)] of the series ``selector``
+        matches, in one query; None when the answer is no result or a series lost its name
+        (a store that drops it: the caller asks metric by metric)."""
+        params = {"query": f"last_over_time({selector}[{self.window}])", "start": f"{self.now:.3f}",
+                  "end": f"{self.now:.3f}", "step": "1"}  # fmt: skip
+        try:
+            result = _result(self._get("/api/v1/query_range?" + urllib.parse.urlencode(params)),
+                             self.base)  # fmt: skip
+        except ValueError:
+            return None
+        found = []
+        for series in result:
+            metric = series.get("metric") if isinstance(series, Mapping) else None
+            name = metric.get("__name__") if isinstance(metric, Mapping) else None
+            if not isinstance(name, str):
+                return None
+            labels, values = _series(series)
+            value = _number(values[-1][1]) if values else None
+            if value is not None:
+                found.append((name, labels, value))
+        return found
+
     def _get(self, path: str) -> bytes:
         left = self.deadline - time.monotonic()
         if left <= 0:
@@ -352,11 +389,59 @@ def _run_id(labels: Mapping[str, str], end: float) -> str:
     return printable(f"{where}@{end:.0f}", 300)
 
 
+def _tuning(query: _Query) -> Tuple[Dict[str, Dict[Key, float]], Dict[Key, str]]:
+    """The tuned steps' pushed tuning: ({metrics.TUNING key: {run: value in the record's
+    unit}}, {run: its code's fingerprint}). One query reads every figure (the series keep
+    their names through ``last_over_time`` in Prometheus); a store that drops the names is
+    asked once a figure."""
+    by_name = {prom: (key, 1 / scale) for key, (prom, _, _, scale) in TUNING.items()}
+    found = query.named(TUNING_NAMES)
+    if found is None:  # a store that drops the names
+        found = [(name, dict(labels), value)
+                 for name in [*by_name, TUNING_CODE[0]]
+                 for labels, value in query.values(name, 1.0).items()]  # fmt: skip
+    figures: Dict[str, Dict[Key, float]] = {key: {} for key, _ in by_name.values()}
+    codes = {}
+    for name, labels, value in found:
+        if name == TUNING_CODE[0]:
+            code = labels.pop("code", "")
+            codes[frozenset(labels.items())] = printable(code, 80)
+        elif name in by_name:
+            key, scale = by_name[name]
+            figures[key][frozenset(labels.items())] = value * scale
+    return figures, codes
+
+
+def _tuning_parts(
+    run: str, status: str, end: float, figures: Mapping[str, float], code: Optional[str]
+) -> Tuple[Tuple[Dict[str, Any], ...], Dict[str, Any]]:
+    """A tuned run's records and its step's settings, as the card reads them
+    (``tuning.run_record``'s record, ``tuning_input``), from its pushed figures (the keys of
+    metrics.TUNING); nothing for a run that pushed none."""
+    if not figures and not code:
+        return (), {}
+    record: Dict[str, Any] = {"version": 1, "run": run, "status": status, "updated": end,
+                              "measured": True}  # fmt: skip
+    settings: Dict[str, Any] = {"asked": {}, "bounds": {}, "run": run}
+    for key, value in figures.items():
+        *path, last = key.split(".")
+        target = record
+        if path[:1] == ["settings"]:
+            target, path = settings, path[1:]
+        for part in path:
+            target = target.setdefault(part, {})
+        target[last] = value
+    if code:
+        record["code"] = settings["code"] = code
+    return (record,), settings
+
+
 def _record(
     labels: Dict[str, str],
     end: float,
     figures: Mapping[str, Mapping[Key, float]],
     group_by: Sequence[str],
+    tuned: Tuple[Mapping[str, Mapping[Key, float]], Mapping[Key, str]] = ({}, {}),
 ) -> RunRecord:
     """The run of one end-timestamp series (ValueError when its figures cannot be)."""
     key = frozenset(labels.items())
@@ -366,12 +451,17 @@ def _record(
         raise ValueError("no duration (a summary pushed by another tool?)")
     _check(dict(got, end_time=end))
     ask = {k: got[f"ask_{k}"] for k in ("cpu", "memory_mib", "gpu") if got.get(f"ask_{k}")}
+    status = "failed" if got.get("failed") == 1 else "ok"
+    run_id = _run_id(labels, end)
+    tuning = {name: values[key] for name, values in tuned[0].items() if key in values}
+    records, settings = _tuning_parts(labels.get("run_id") or run_id, status, end, tuning,
+                                      tuned[1].get(key))  # fmt: skip
     return RunRecord(
         step=group_key(labels, group_by),
-        run_id=_run_id(labels, end),
+        run_id=run_id,
         started=end - duration,
         duration_s=duration,
-        status="failed" if got.get("failed") == 1 else "ok",
+        status=status,
         source="prometheus",
         peak_memory_mib=got.get("peak_memory_mib"),
         mean_cpu_cores=got.get("mean_cpu_cores"),
@@ -384,4 +474,6 @@ def _record(
         oom_kills=got.get("oom_kills", 0.0),
         throttled_share=got.get("throttled_share", 0.0),
         labels={k: printable(v, 200) for k, v in labels.items()},
+        records=records,
+        tuning_settings=settings,
     )

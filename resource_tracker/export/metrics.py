@@ -290,3 +290,63 @@ def live_metric(key: str) -> str:
     """The live gauge's name of a SIZING key: the run summary's name without ``run_``
     (``resource_tracker_limit_memory_bytes``)."""
     return SIZING[key][0].replace(f"{PROMETHEUS_PREFIX}_run_", f"{PROMETHEUS_PREFIX}_", 1)
+
+
+#: The units of the tuning figures: kind -> (Prometheus name suffix, OTLP unit, scale from the
+#: record's unit to the base unit).
+_TUNING_UNITS = {
+    "mib": ("_bytes", "By", 1024.0 * 1024.0),
+    "cores": ("_cores", "{cpu}", 1.0),
+    "seconds": ("_seconds", "s", 1.0),
+    "ratio": ("_ratio", "1", 1.0),
+    "count": ("", "1", 1.0),
+}
+#: The figures of a tuned step's tuning pushed with its run summary: (key, name part, kind).
+#: A key is a field of the run's tuning record (``tuning.run_record``; ``asked.cpu``: a field
+#: of its ``asked`` part) or, after ``settings.``, of the step's tuning settings (the
+#: ``tuning_input`` its run kept: the ask in the step's code, the guardrails, the runs read,
+#: the CPU step).
+_TUNING_FIELDS = (
+    ("memory_peak_mib", "memory_peak", "mib"),
+    ("cpu_p90", "cpu_p90", "cores"),
+    ("cpu_mean", "cpu_mean", "cores"),
+    ("cpu_wait_mean", "cpu_wait_mean", "cores"),
+    ("gpu_peak", "gpu_peak", "count"),
+    ("machine_cores", "machine", "cores"),
+    ("oom_kills", "oom_kills", "count"),
+    ("throttled_share", "cpu_throttled", "ratio"),
+    ("throttled_s", "cpu_throttled", "seconds"),
+    ("throttled_cores", "cpu_throttled", "cores"),
+    ("asked.cpu", "asked_cpu", "cores"),
+    ("asked.memory", "asked_memory", "mib"),
+    ("asked.gpu", "asked_gpu", "count"),
+    ("limits.cpu", "limit_cpu", "cores"),
+    ("limits.memory", "limit_memory", "mib"),
+    ("settings.asked.cpu", "code_asked_cpu", "cores"),
+    ("settings.asked.memory", "code_asked_memory", "mib"),
+    ("settings.asked.gpu", "code_asked_gpu", "count"),
+    ("settings.bounds.min_cpu", "min_cpu", "cores"),
+    ("settings.bounds.max_cpu", "max_cpu", "cores"),
+    ("settings.bounds.min_memory", "min_memory", "mib"),
+    ("settings.bounds.max_memory", "max_memory", "mib"),
+    ("settings.bounds.min_gpu", "min_gpu", "count"),
+    ("settings.bounds.max_gpu", "max_gpu", "count"),
+    ("settings.runs", "runs", "count"),
+    ("settings.cpu_step", "cpu_step", "cores"),
+)
+#: A tuned step's tuning, pushed with its run summary so that ``dashboard --prometheus``
+#: tunes over the records and settings the card reads (``tuning.step_tuning``, one answer):
+#: key (:data:`_TUNING_FIELDS`) -> (Prometheus name, OTLP name, OTLP unit, scale to the base
+#: unit).
+TUNING = {
+    key: (
+        f"{PROMETHEUS_PREFIX}_run_tuning_{part}{_TUNING_UNITS[kind][0]}",
+        f"{OTLP_PREFIX}.run.tuning.{part}" + (f".{kind}" if part == "cpu_throttled" else ""),
+        _TUNING_UNITS[kind][1],
+        _TUNING_UNITS[kind][2],
+    )
+    for key, part, kind in _TUNING_FIELDS
+}
+#: The gauge (value 1) whose ``code`` label is the fingerprint of the tuned step's code
+#: (``tuning.code_fingerprint``): the runs of its current code are weighed over older code.
+TUNING_CODE = ("resource_tracker_run_tuning_info", "The tuned step's code fingerprint (label code)")

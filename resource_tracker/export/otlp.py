@@ -33,6 +33,7 @@ from .metrics import (
     RECOMMENDATION,
     SIZING,
     SUMMARY_FIELDS,
+    TUNING,
     UNITS,
     cpu_count,
     exported,
@@ -329,6 +330,11 @@ def _sized(summary: RunSummary, key: str, scale: float) -> Optional[float]:
     return None if value is None else value * scale
 
 
+def _tuned(summary: RunSummary, key: str, scale: float) -> Optional[float]:
+    value = summary.tuning.get(key)
+    return None if value is None else value * scale
+
+
 def _keyed_gauges(gauge: Gauge) -> None:
     """The gauges of the summary's keyed figures: the recommendation, the ask and limits."""
     for key, (_, otlp_name, unit, scale) in RECOMMENDATION.items():
@@ -345,3 +351,5 @@ def _keyed_gauges(gauge: Gauge) -> None:
             doc,
             functools.partial(_sized, key=key, scale=scale),
         )
+    for key, (_, otlp_name, unit, scale) in TUNING.items():
+        gauge(otlp_name, unit, f"Tuning: {key}", functools.partial(_tuned, key=key, scale=scale))

@@ -25,6 +25,8 @@ from .metrics import (
     RECOMMENDATION,
     SIZING,
     SUMMARY_FIELDS,
+    TUNING,
+    TUNING_CODE,
     exported,
     live_metric,
     summary_metric,
@@ -203,6 +205,21 @@ class PushgatewaySink:
             families.append(self._gauge(prom, doc, value * scale))
         if summary.insights:
             families.append(self._insights(summary.insights))
+        return families + self._tuning_families(summary)
+
+    def _tuning_families(self, summary: RunSummary) -> List[Metric]:
+        """A tuned step's tuning record and settings (``dashboard --prometheus`` tunes over
+        them as the card does) and its code fingerprint as the ``code`` label."""
+        from prometheus_client.core import GaugeMetricFamily
+
+        families = []
+        for key, value in summary.tuning.items():
+            prom, _, _, scale = TUNING[key]
+            families.append(self._gauge(prom, f"Tuning: {key}", value * scale))
+        if summary.tuning_code:
+            family = GaugeMetricFamily(*TUNING_CODE, labels=["code"])
+            family.add_metric([summary.tuning_code], 1.0)
+            families.append(family)
         return families
 
     @staticmethod

@@ -6,6 +6,7 @@ summary (resource_tracker.summary), in this one place.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, Iterable, Mapping, Optional, Tuple
@@ -14,6 +15,8 @@ from ..cgroup_usage import oom_kills_at
 from ..insights import throttled_share
 from ..registry import stat_columns
 from ..summary import _asked, build_summary
+from ..tuning import this_run
+from .metrics import TUNING
 
 if TYPE_CHECKING:
     from typing import TypeGuard
@@ -27,7 +30,9 @@ class RunSummary:
     """duration (s), end time (s since the epoch), failed (None: not known), and per stats
     key the figures (mean/max/sum, in the column's unit); recommendation as
     ``recommend_resources()`` gives it (memory and vram in MiB); insights: how many findings
-    of each (kind, severity) the run summary has (resource_tracker.insights)."""
+    of each (kind, severity) the run summary has (resource_tracker.insights); tuning: a tuned
+    step's tuning record and settings (the keys of metrics.TUNING, the known ones) and
+    tuning_code, the fingerprint of its code."""
 
     duration: float
     end_time: float
@@ -36,6 +41,8 @@ class RunSummary:
     recommendation: Dict[str, float] = field(default_factory=dict)
     insights: Dict[Tuple[str, str], int] = field(default_factory=dict)
     sizing: Dict[str, float] = field(default_factory=dict)
+    tuning: Dict[str, float] = field(default_factory=dict)
+    tuning_code: Optional[str] = None
 
 
 def run_summary(
@@ -58,6 +65,8 @@ def run_summary(
                 k: float(v) for k, v in entry.items() if k in ("mean", "max", "sum") and _num(v)
             }
     recommendation = {k: float(v) for k, v in (summary.resources or {}).items() if _num(v)}
+    tuned = this_run(getattr(tracker, "extra", None) or {}, stats,
+                     getattr(tracker, "server_info", None))  # fmt: skip
     return RunSummary(
         duration=float(summary.duration or 0.0),
         end_time=float(tracker.stop_time or time.time()),
@@ -66,7 +75,26 @@ def run_summary(
         recommendation=recommendation,
         insights=insight_counts(summary.insights),
         sizing=sizing(tracker, stats, summary.duration),
+        tuning=tuning_figures(*tuned) if tuned else {},
+        tuning_code=_code(tuned[1].get("code")) if tuned else None,
     )
+
+
+def tuning_figures(record: Mapping[str, Any], settings: Mapping[str, Any]) -> Dict[str, float]:
+    """The figures of a tuned run's record and its step's settings under the keys of
+    metrics.TUNING (``asked.cpu``, ``settings.bounds.min_memory``; the numbers only)."""
+    found = {}
+    for key in TUNING:
+        value: Any = {"settings": settings, **record}
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if _num(value) and math.isfinite(value):
+            found[key] = float(value)
+    return found
+
+
+def _code(value: Any) -> Optional[str]:
+    return value if isinstance(value, str) and value.isprintable() and len(value) <= 80 else None
 
 
 def sizing(

@@ -153,7 +153,9 @@ def _recommendation(summary: RunSummary) -> str:
     if rec.get("gpu"):
         parts += [fmt.plural(rec["gpu"], "GPU"), f"{fmt.quantity(rec.get('vram'), 'MiB')} VRAM"]
     basis = "this run"
-    if summary.history and summary.history.stats:
+    if summary.tuned_from:  # the tuned request, as the card's "Next run" line gives it
+        basis = f"tuned by @track_resources from {fmt.plural(summary.tuned_from, 'run')}"
+    elif summary.history and summary.history.stats:
         basis += f" and {fmt.plural(len(summary.history.stats), 'earlier run')}"
     line = resources_line(rec)
     if summary.run.status == "failed":

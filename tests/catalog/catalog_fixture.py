@@ -17,6 +17,7 @@ can be exercised; they are not real prices or scores.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 
 import make_data
@@ -83,6 +84,18 @@ def made_up_score(server):
     return round(
         1000.0 * server["vcpus"] * arch + 7.0 * ((server["memory_amount"] or 0) // 1024), 2
     )
+
+
+def use_built(directory, monkeypatch):
+    """Builds the catalog in directory and makes it the only source of servers and prices for
+    the test (a local file: no Keeper, no embedded catalog, a cache of its own)."""
+    db = os.path.join(str(directory), "catalog.db")
+    build(db)
+    monkeypatch.setenv("RESOURCE_TRACKER_CATALOG", db)
+    monkeypatch.setenv("RESOURCE_TRACKER_CACHE_DIR", os.path.join(str(directory), "cache"))
+    monkeypatch.setenv("RESOURCE_TRACKER_KEEPER_URL", "off")
+    monkeypatch.setenv("RESOURCE_TRACKER_EMBEDDED_CATALOG", "off")
+    return db
 
 
 def build(out_path):

@@ -134,6 +134,12 @@ def test_server_record_table_lists_the_keys_of_server_record_required_where_alwa
 # -- a real run's results --------------------------------------------------------------------
 
 
+def _gpu_held_and_busy(tracker):
+    """The tree held a GPU and some GPU's series shows utilisation (machines with GPUs)."""
+    held = tracker.stats().get("process_gpu_utilized", {}).get("max") or 0
+    return held > 0 and any(any(d["utilization"]) for d in tracker._gpu_devices())
+
+
 def present_by_the_docs(when, tracker, backend):
     """Whether a key whose table says ``when`` is there for this run (its own facts)."""
     facts = {
@@ -144,6 +150,7 @@ def present_by_the_docs(when, tracker, backend):
         "C sampler, processes tracked": backend == "c" and tracker.track_processes,
         "the process in a cgroup": tracker.cgroup_metrics is not None,
         "with an export": tracker.export_report() is not None,
+        "C sampler, a GPU held and busy": backend == "c" and _gpu_held_and_busy(tracker),
     }
     return facts[when]
 

@@ -19,12 +19,18 @@
  * GPUs 2.. answer as GPU 1 does), crowd=M (every device also lists M processes outside the tree,
  * pids 100000.., 1 MiB each, in both process lists and the utilisation samples), tree_bytes=B
  * (usedGpuMemory of the tree's process, e.g. near 2^64 as a broken driver reports).
+ * Right-sizing keys (tests/gpu_cloud/test_gpu_fit.py): fit_gpus=N (up to 64) makes N GPUs of
+ * fit_total_mib MiB (default 81920) where the tree's process (tree_pid) is the only one: GPU 0
+ * 60 % busy (samples 55 and 60 %) with fit_busy_mib held (default 10240), GPUs 1.. 0 % busy
+ * and no utilisation sample, each with fit_idle_mib held (default 512): GPUs held, never used.
  * Built with -DSTUB_OLD_API it exports only the old unversioned entry points (nvmlInit,
  * nvmlDeviceGetCount, ...) and the 16-byte nvmlProcessInfo_v1_t process lists. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "stub_control.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -88,42 +94,36 @@ static double init_at; /* monotonic seconds at the first nvmlInit: GPU 0's count
 static struct {
     unsigned int tree_pid, other_pid, gpus, crowd;
     unsigned long long tree_bytes;
+    unsigned int fit_gpus;                            /* the right-sizing layout: 0 = off */
+    unsigned long long fit_total, fit_busy, fit_idle; /* MiB */
     int not_supported, no_process_utilization, gpu1_lost, init_fails, no_gpu;
     int segfault, stack_overflow;
 } ctl;
 static double ctl_read_at = -1.0;
 
-static double
-now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void
 load_control(void)
 {
-    const char *path = getenv("NVML_STUB_CONTROL");
     char line[256];
-    FILE *f;
-    double t = now();
+    int due;
+    FILE *f = open_control("NVML_STUB_CONTROL", &ctl_read_at, &due);
 
-    if (ctl_read_at >= 0 && t - ctl_read_at < 0.005)
-        return;
-    ctl_read_at = t;
-    memset(&ctl, 0, sizeof(ctl));
-    if (path == NULL || (f = fopen(path, "r")) == NULL)
+    if (due)
+        memset(&ctl, 0, sizeof(ctl));
+    if (f == NULL)
         return;
     while (fgets(line, sizeof(line), f)) {
-        if (strncmp(line, "tree_pid=", 9) == 0)
-            ctl.tree_pid = (unsigned int)strtoul(line + 9, NULL, 10);
-        else if (strncmp(line, "other_pid=", 10) == 0)
-            ctl.other_pid = (unsigned int)strtoul(line + 10, NULL, 10);
-        else if (strncmp(line, "gpus=", 5) == 0)
-            ctl.gpus = (unsigned int)strtoul(line + 5, NULL, 10);
-        else if (strncmp(line, "crowd=", 6) == 0)
-            ctl.crowd = (unsigned int)strtoul(line + 6, NULL, 10);
+        if (control_uint(line, "tree_pid", &ctl.tree_pid) ||
+            control_uint(line, "other_pid", &ctl.other_pid) ||
+            control_uint(line, "gpus", &ctl.gpus) || control_uint(line, "crowd", &ctl.crowd) ||
+            control_uint(line, "fit_gpus", &ctl.fit_gpus))
+            continue;
+        if (strncmp(line, "fit_total_mib=", 14) == 0)
+            ctl.fit_total = strtoull(line + 14, NULL, 10);
+        else if (strncmp(line, "fit_busy_mib=", 13) == 0)
+            ctl.fit_busy = strtoull(line + 13, NULL, 10);
+        else if (strncmp(line, "fit_idle_mib=", 13) == 0)
+            ctl.fit_idle = strtoull(line + 13, NULL, 10);
         else if (strncmp(line, "tree_bytes=", 11) == 0)
             ctl.tree_bytes = strtoull(line + 11, NULL, 10);
         else if (strncmp(line, "mode=", 5) == 0) {
@@ -137,12 +137,27 @@ load_control(void)
         }
     }
     fclose(f);
+    if (ctl.fit_total == 0)
+        ctl.fit_total = 81920;
+    if (ctl.fit_busy == 0)
+        ctl.fit_busy = 10240;
+    if (ctl.fit_idle == 0)
+        ctl.fit_idle = 512;
+}
+
+/* MiB the tree holds on a GPU of the right-sizing layout */
+static unsigned long long
+fit_held_mib(nvmlDevice_t dev)
+{
+    return dev->index == 0 ? ctl.fit_busy : ctl.fit_idle;
 }
 
 /* devices present */
 static unsigned int
 gpu_count(void)
 {
+    if (ctl.fit_gpus)
+        return ctl.fit_gpus > STUB_MAX_GPUS ? STUB_MAX_GPUS : ctl.fit_gpus;
     if (ctl.gpus == 0)
         return 2;
     return ctl.gpus > STUB_MAX_GPUS ? STUB_MAX_GPUS : ctl.gpus;
@@ -255,6 +270,8 @@ nvmlDeviceGetUtilizationRates(nvmlDevice_t dev, nvmlUtilization_t *util)
     if (ctl.not_supported)
         return NVML_ERROR_NOT_SUPPORTED;
     util->gpu = dev->index == 0 ? 25 : 40;
+    if (ctl.fit_gpus)
+        util->gpu = dev->index == 0 ? 60 : 0;
     util->memory = 10;
     return NVML_SUCCESS;
 }
@@ -270,6 +287,10 @@ nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *mem)
         return NVML_ERROR_NOT_SUPPORTED;
     mem->total = (dev->index == 0 ? 16384 : 24576) * MIB;
     mem->used = (dev->index == 0 ? 1024 : 2048) * MIB;
+    if (ctl.fit_gpus) {
+        mem->total = ctl.fit_total * MIB;
+        mem->used = fit_held_mib(dev) * MIB;
+    }
     mem->free = mem->total - mem->used;
     return NVML_SUCCESS;
 }
@@ -313,6 +334,10 @@ scripted_process(nvmlDevice_t dev, unsigned int *pid, unsigned long long *bytes)
     *bytes = (dev->index == 0 ? 512 : 1536) * MIB;
     if (dev->index != 0 && ctl.tree_bytes)
         *bytes = ctl.tree_bytes;
+    if (ctl.fit_gpus) {
+        *pid = ctl.tree_pid;
+        *bytes = fit_held_mib(dev) * MIB;
+    }
     return *pid != 0;
 }
 
@@ -376,6 +401,8 @@ nvmlDeviceGetProcessUtilization(nvmlDevice_t dev, nvmlProcessUtilizationSample_t
     stamp = (unsigned long long)ts.tv_sec * 1000000ULL + (unsigned long long)ts.tv_nsec / 1000;
     if (!scripted_process(dev, &pid, &bytes) || stamp <= last_seen)
         return NVML_ERROR_NOT_FOUND;
+    if (ctl.fit_gpus && dev->index != 0)
+        return NVML_ERROR_NOT_FOUND; /* held, never used: no utilisation sample */
     if (samples == NULL || *count < 2 + ctl.crowd) {
         *count = 2 + ctl.crowd;
         return NVML_ERROR_INSUFFICIENT_SIZE;
@@ -386,6 +413,10 @@ nvmlDeviceGetProcessUtilization(nvmlDevice_t dev, nvmlProcessUtilizationSample_t
     samples[1].timeStamp = stamp;
     samples[0].smUtil = dev->index == 0 ? 25 : 35;
     samples[1].smUtil = dev->index == 0 ? 20 : 40;
+    if (ctl.fit_gpus) {
+        samples[0].smUtil = 55;
+        samples[1].smUtil = 60;
+    }
     for (unsigned int k = 0; k < ctl.crowd; k++) {
         samples[2 + k].pid = CROWD_FIRST_PID + k;
         samples[2 + k].timeStamp = stamp;

@@ -34,11 +34,12 @@ INTERVAL = 0.05
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc for the stub")
 
 
-def _compile(out_dir, name, *defines):
+def _compile(out_dir, name, *defines, stub="nvml_stub.c"):
+    """Builds a stand-in library of this folder (stub: its C file) into out_dir; its path."""
     path = os.path.join(str(out_dir), name)
     subprocess.run(
         ["gcc", "-shared", "-fPIC", "-O1", "-fvisibility=hidden", *defines, "-o", path]
-        + [os.path.join(HERE, "nvml_stub.c")],
+        + [os.path.join(HERE, stub)],
         check=True,
     )
     return path
@@ -123,9 +124,9 @@ def _tracked(library, control, workload, monkeypatch, n):
     return tracker
 
 
-def _run(library, pid, n):
-    """A stopped sampler of pid with at least n rows."""
-    sampler = _core.Sampler(pid, INTERVAL, nvml_library=library)
+def _run(library, pid, n, **kwargs):
+    """A stopped sampler of pid with at least n rows (kwargs: the Sampler's)."""
+    sampler = _core.Sampler(pid, INTERVAL, nvml_library=library, **kwargs)
     sampler.start()
     try:
         assert sampler.wait(n, 30.0), "the sampler did not store samples"

@@ -51,13 +51,15 @@ def test_metaflow_import_from_metaflow_without_resource_tracker(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "option, message",
+    "option, env, message",
     [
-        ('interval="often"', "interval=...) must be a number"),
-        ('artifact_name="next"', "artifact_name='next'): use a Python identifier"),
+        ('interval="often"', {}, "interval=...) must be a number"),
+        ('artifact_name="next"', {}, "artifact_name='next'): use a Python identifier"),
+        ("tune=True", {"RESOURCE_TRACKER_TUNED_CPU": "half"},
+         "@track_resources(tune=True): RESOURCE_TRACKER_TUNED_CPU='half'"),
     ],
-)
-def test_metaflow_bad_option_is_reported_at_validation(tmp_path, option, message):
+)  # fmt: skip
+def test_metaflow_bad_option_is_reported_at_validation(tmp_path, option, env, message):
     flow = tmp_path / "bad_flow.py"
     flow.write_text(
         textwrap.dedent(
@@ -82,14 +84,15 @@ def test_metaflow_bad_option_is_reported_at_validation(tmp_path, option, message
     done = subprocess.run(
         [sys.executable, str(flow), "--no-pylint", "run"],
         cwd=str(tmp_path),
-        env=hermetic_env(tmp_path),
+        env=hermetic_env(tmp_path, **env),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         timeout=120,
     )
     assert done.returncode != 0
-    assert message in done.stdout
+    assert message in done.stdout, done.stdout[-2000:]
+    assert not env or "Traceback" not in done.stdout, done.stdout[-2000:]  # one line
 
 
 def _stats(cpu, mem, dur, vram=0.0, gpus=0.0):

@@ -172,3 +172,62 @@ def test_an_overflowing_or_subnormal_figure_skips_its_run_with_one_line(metric, 
     ), loaded.skipped
     fleet = build_fleet(loaded.records, None, loaded.skipped)
     assert not fleet.alerting and len(fleet.steps) == 1
+
+
+@pytest.mark.parametrize(("cpu_p90", "names_kept"),
+                         [("0.5", True), ("1e308", True), ("0.5", False)])  # fmt: skip
+def test_forged_tuning_figures_never_raise(cpu_p90, names_kept):
+    """A tuned run's pushed tuning (metrics.TUNING) forged or corrupt: an infinite number of
+    runs, guardrails min above max, an odd CPU step, a code label with control characters,
+    a CPU percentile of 1e308 (the record skipped): the fleet is built, the notes say what
+    was ignored (issue 37: one rule, never raising, whatever the store holds). Read in one
+    query, or metric by metric from a store whose ``last_over_time`` drops the names."""
+    from resource_tracker.dashboard._fleet import build_fleet
+    from resource_tracker.dashboard._prometheus import TUNING_NAMES
+    from resource_tracker.export.metrics import TUNING, TUNING_CODE
+
+    run = {"job": "j", "flow": "F", "run_id": "7", "step": "s", "task_id": "1"}
+    forged = {"settings.runs": "+Inf", "cpu_p90": cpu_p90, "memory_peak_mib": "524288000",
+              "settings.bounds.min_memory": "9e9", "settings.bounds.max_memory": "1",
+              "settings.cpu_step": "0.3"}  # fmt: skip
+    by_metric = {TUNING[key][0]: value for key, value in forged.items()}
+    coded = dict(run, code="\x1b[31mred")
+
+    def answer(query):
+        if END_METRIC in query:
+            return _matrix([(run, "990")])
+        if "run_duration" in query:
+            return _matrix([(run, "30")])
+        if TUNING_NAMES in query:  # the names kept, as Prometheus keeps them, or dropped
+            named = [(dict(run, __name__=m), v) for m, v in by_metric.items()]
+            named.append((dict(coded, __name__=TUNING_CODE[0]), "1"))
+            return _matrix(named if names_kept else [(run, "1")])
+        if TUNING_CODE[0] in query:
+            return _matrix([(coded, "1")])
+        for metric, value in by_metric.items():
+            if f"({metric}[" in query:
+                return _matrix([(run, value)])
+        return _matrix([])
+
+    with _answering(answer) as server:
+        loaded = load_prometheus(server.url, 3600)
+    (record,) = loaded.records
+    assert record.tuning_settings["code"].isprintable()
+    (view,) = build_fleet(loaded.records, None, loaded.skipped).steps
+    assert "cpu_step" in view.note and "bounds ignored" in view.note, view.note
+    if cpu_p90 == "0.5":  # 500 MiB peak: sized from it, whole vCPUs
+        assert view.need["memory"] >= 500 and view.need["cpu"] == 1, view
+    else:
+        assert not view.need and "record of run 7 skipped" in view.note, view.note
+
+
+def test_tuning_names_match_every_tuning_figure():
+    import re
+
+    from resource_tracker.dashboard._prometheus import TUNING_NAMES
+    from resource_tracker.export.metrics import TUNING, TUNING_CODE
+
+    pattern = re.search(r'=~"(.+)"', TUNING_NAMES).group(1)
+    names = [prom for prom, _, _, _ in TUNING.values()] + [TUNING_CODE[0]]
+    assert all(re.fullmatch(pattern, name) for name in names)
+    assert not re.fullmatch(pattern, "resource_tracker_run_duration_seconds")

@@ -157,11 +157,12 @@ def table(sampler, which):
     return out
 
 
-def nvml_stub(directory, name="libnvidia-ml-stub.so.1", *defines):
-    """Builds the tests' NVML stand-in (tests/gpu_cloud/nvml_stub.c) with its own builder."""
+def nvml_stub(directory, name="libnvidia-ml-stub.so.1", *defines, stub="nvml_stub.c"):
+    """Builds a stand-in GPU library of tests/gpu_cloud (stub: its C file; the NVML one by
+    default) with that folder's own builder."""
     import test_gpu_nvml
 
-    return test_gpu_nvml._compile(directory, name, *defines)
+    return test_gpu_nvml._compile(directory, name, *defines, stub=stub)
 
 
 def nvml_hang_stub(directory):

@@ -394,6 +394,7 @@ PROPERTIES = (
     "powercap_wraps",
     "powercap_unreadable",
     "gpu_energy_integrated",
+    "gpu_machine_wide",
 )
 
 
@@ -643,6 +644,33 @@ def test_reliability_leak_gpu(tmp_path):
     no_gpu.sample_now()
     assert no_gpu.gpu_devices() == []
     assert_no_leak("Sampler.gpu_devices (no GPU)", no_gpu.gpu_devices, 2000)
+
+
+@covers("Sampler.gpu_sources")
+def test_reliability_leak_amd_gpu(tmp_path):
+    """AMD's library (the amdsmi and ROCm SMI stand-ins, tests/gpu_cloud/amdsmi_stub.c): a
+    sampler opening, reading (the process lists, the engine times kept between readings) and
+    closing it, gpu_inventory and gpu_sources leak nothing."""
+    missing = str(tmp_path / "no.so")
+    for defines in ((), ("-DSTUB_ROCM_SMI",)):
+        stub = nvml_stub(tmp_path, f"libamd{len(defines)}.so", *defines, stub="amdsmi_stub.c")
+
+        def sampler_with_amd(stub=stub):
+            s = _core.Sampler(os.getpid(), 0.005, nvml_library=missing, amd_library=stub)
+            for _ in range(3):
+                s.sample_now()
+
+        assert_no_leak(f"Sampler(amd_library={defines})", sampler_with_amd, 100)
+        assert_no_leak(
+            f"gpu_inventory(amd {defines})",
+            lambda stub=stub: _core.gpu_inventory(missing, stub),
+            300,
+        )
+        s = _core.Sampler(os.getpid(), 0.005, nvml_library=missing, amd_library=stub)
+        s.sample_now()
+        s.sample_now()
+        assert s.gpu_sources()["amd"] == 2
+        assert_no_leak("Sampler.gpu_sources", s.gpu_sources, 2000)
 
 
 @covers("discover_cloud", "cloud_evidence")

@@ -278,6 +278,7 @@ class TrackResourcesDecorator(StepDecorator):  # type: ignore[misc]
         self._static_asked = asked_resources(decorators)
         self._tune_on = _as_bool(self.attributes["tune"])
         self._bounds = _check_bounds(self.attributes)
+        self._cpu_step = _platform_cpu_step() if self._tune_on else 1.0
         self._code = _step_code(flow, step_name)
         if self._tune_on:
             self._tuning = self._tune(flow, step_name, decorators)
@@ -319,7 +320,8 @@ class TrackResourcesDecorator(StepDecorator):  # type: ignore[misc]
                     )  # fmt: skip
                 records = _TUNED_HISTORY[key]
             records = limit_runs(records, self._history_runs)
-            tuning = tune_resources(records, self._static_asked, self._bounds, self._code)
+            tuning = tune_resources(records, self._static_asked, self._bounds, self._code,
+                                    self._cpu_step)  # fmt: skip
             static = self._static_asked or {}
             changed = {k: v for k, v in tuning.resources.items() if static.get(k) != v}
             if changed:  # an ask kept as it is stays as the code wrote it
@@ -530,6 +532,7 @@ class TrackResourcesDecorator(StepDecorator):  # type: ignore[misc]
                 "runs": self._history_runs,
                 "run": str(self._run_id),
                 "code": self._code,
+                "cpu_step": self._cpu_step,
             }
 
     def _stop_tracking(self, failed: Optional[bool] = None) -> None:
@@ -598,6 +601,20 @@ class TrackResourcesDecorator(StepDecorator):  # type: ignore[misc]
 
 #: The history records tuning read, per (flow, step, artifact name): looked up once a process
 _TUNED_HISTORY: Dict[Tuple[str, str, str], List[Record]] = {}
+
+
+def _platform_cpu_step() -> float:
+    """The CPU step of the tuned asks (``RESOURCE_TRACKER_TUNED_CPU``); a value it cannot use
+    stops the flow with one line saying what it takes (a platform asked for has no right
+    guess; a MetaflowException: Metaflow prints it without a traceback)."""
+    from metaflow.exception import MetaflowException
+
+    from resource_tracker.tuning import platform_cpu_step
+
+    try:
+        return platform_cpu_step()
+    except ValueError as exc:  # settings.SettingError
+        raise MetaflowException(f"@track_resources(tune=True): {exc}") from None
 
 
 def _check_bounds(attributes: Mapping[str, Any]) -> Dict[str, float]:
