@@ -8,6 +8,7 @@
 
 #include "columns.h"
 #include "sampler.h"
+#include "skip_threads.h"
 #include "stacks.h"
 #include "term_hook.h"
 
@@ -567,6 +568,18 @@ stacks_unsupported_py(PyObject *module, PyObject *unused)
 }
 
 static PyObject *
+skip_thread_stacks_py(PyObject *module, PyObject *args)
+{
+    unsigned long ident;
+    int skip = 1;
+
+    (void)module;
+    if (!PyArg_ParseTuple(args, "k|p:skip_thread_stacks", &ident, &skip))
+        return NULL;
+    return PyBool_FromLong(skip_threads_set(ident, skip));
+}
+
+static PyObject *
 term_hook_py(PyObject *module, PyObject *callable)
 {
     int rc;
@@ -585,6 +598,10 @@ static PyMethodDef stacks_functions[] = {
      "Stop every stack capture of this process and wait for one under way (for atexit)."},
     {"stacks_unsupported", stacks_unsupported_py, METH_NOARGS,
      "Why no stack can be recorded in this interpreter (a sentence), or None."},
+    {"skip_thread_stacks", skip_thread_stacks_py, METH_VARARGS,
+     "skip_thread_stacks(ident, skip=True) -> True when the Python thread ident (one of the "
+     "tracker's own) is left out of every code profile of this process from now on (skip=False: "
+     "sampled again, before it ends); False when too many are already (csrc/skip_threads.h)."},
     {"term_hook", term_hook_py, METH_O,
      "term_hook(callable) -> True when SIGTERM is answered from a thread of its own from now on "
      "(callable() called with the GIL, then SIGTERM's default action unless it returned False); "

@@ -14,6 +14,7 @@
 #include "engine.h"
 #include "frame_table.h"
 #include "schedule.h"
+#include "skip_threads.h"
 #include "thread_start.h"
 #include "thread_state.h"
 
@@ -288,6 +289,19 @@ sample_thread(StackCapture *capture, unsigned long ident, PyObject *frame, uint3
     return 1;
 }
 
+/* Moves the CPU clock of ident, a thread of the tracker's own (skip_threads.h), on without a
+ * sample: a thread skipped for a while (the main thread rendering a live card's first page) is
+ * charged at its next sample for what it ran since it was skipped no more, not before. */
+static void
+pass_thread(StackCapture *capture, unsigned long ident)
+{
+    uint64_t cpu_ns;
+    int64_t thread = thread_entry(capture, ident, &cpu_ns);
+
+    if (thread >= 0)
+        (void)ft_thread_cpu_delta(&capture->table, (uint32_t)thread, cpu_ns);
+}
+
 /* The thread ident of a key of python_threads() (0 for a key that is not one). */
 static unsigned long
 ident_of(PyObject *key)
@@ -318,8 +332,8 @@ in_interpreter(PyObject *frame, PyObject *builtins)
 }
 
 /* Reads the stack of every Python thread of this interpreter for row (the GIL held by this
- * thread, which runs no Python frame): the samples dropped (1 when the threads could not be
- * listed). */
+ * thread, which runs no Python frame) but the tracker's own (skip_threads.h): the samples
+ * dropped (1 when the threads could not be listed). */
 static unsigned long
 sample_interpreter(StackCapture *capture, uint32_t row)
 {
@@ -336,6 +350,10 @@ sample_interpreter(StackCapture *capture, uint32_t row)
         if (!PyFrame_Check(frame) || !in_interpreter(frame, builtins))
             continue;
         ident = ident_of(key);
+        if (ident != 0 && skip_threads_has(ident)) {
+            pass_thread(capture, ident);
+            continue;
+        }
         if (ident == 0 || sample_thread(capture, ident, frame, row) < 0)
             dropped++;
     }

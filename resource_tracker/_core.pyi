@@ -329,6 +329,11 @@ def stop_stacks() -> None:
 def stacks_unsupported() -> Optional[str]:
     """Why no stack can be recorded in this interpreter, or None."""
 
+def skip_thread_stacks(ident: int, skip: bool = True, /) -> bool:
+    """The Python thread ident, one of the tracker's own, left out of every code profile of
+    this process from now on (skip=False: sampled again; a thread removes itself before it
+    ends, its ident being reused); False when the registry is full (csrc/skip_threads.h)."""
+
 def term_hook(callable: Callable[[], object], /) -> bool:
     """SIGTERM answered from a thread of the C core from now on (callable() with the GIL, then
     SIGTERM's default action unless it returned False); False when SIGTERM's action is not the
