@@ -9,6 +9,12 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+from resource_tracker import _core
+
+pytestmark = pytest.mark.skipif(not _core.HAVE_PROCFS, reason="the C sampler (procfs) only")
+
 _TRACKER_THREADS = """
 import json, threading, time
 from resource_tracker import ResourceTracker, _core
@@ -77,3 +83,21 @@ def test_the_trackers_own_threads_are_not_in_the_code_profile():
     assert not [f for f in got["files"] if f.endswith("_background.py")], got
     assert cpu.get("the_programs_work", 0.0) > 0.0, got
     assert cpu.get("the_programs_thread", 0.0) > 0.0, got
+
+
+_BOUNDED = """
+from resource_tracker import _core
+fake = list(range(1, 34))  # no thread's ident (those are addresses of thread structures)
+print([_core.skip_thread_stacks(i) for i in fake[:32]] == [True] * 32,
+      _core.skip_thread_stacks(fake[32]), _core.skip_thread_stacks(fake[0], False),
+      _core.skip_thread_stacks(fake[32]))
+"""
+
+
+def test_the_registry_is_bounded_and_says_when_it_is_full():
+    """At most SKIP_THREADS_MAX (32) threads at once (a fresh process: none of the tracker's
+    is registered yet): past it the call says False (the thread is profiled as before) rather
+    than growing; a removed one frees its place."""
+    out = subprocess.run([sys.executable, "-c", _BOUNDED], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "False", "True", "True"], out.stdout
