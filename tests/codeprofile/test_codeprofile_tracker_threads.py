@@ -62,7 +62,7 @@ later = threading.Thread(target=lambda: truth.update(the_programs_thread=the_pro
 later.start()
 later.join()
 tracker.stop()
-rows = tracker.code_profile("function").rows()
+rows = list(tracker.code_profile("function").rows())
 print(json.dumps({"truth": truth, "cpu": {r["function"]: r["cpu_seconds"] for r in rows},
     "files": sorted({r["file"] for r in rows})}))
 """
@@ -81,6 +81,7 @@ def test_the_trackers_own_threads_are_not_in_the_code_profile():
     cpu = got["cpu"]
     assert "skipped_by_hand" not in cpu and "skipped_by_wrapper" not in cpu, got
     assert not [f for f in got["files"] if f.endswith("_background.py")], got
+    assert "<string>" in got["files"], got  # the program's own code (this script's)
     assert cpu.get("the_programs_work", 0.0) > 0.0, got
     assert cpu.get("the_programs_thread", 0.0) > 0.0, got
 
