@@ -124,6 +124,7 @@ bench: deps-test build $(BENCH_PY)  ## benchmarks side by side with resource-tra
 	$(BENCH_PY) -m pip install -q py-spy
 	$(PY) bench/bench_code.py --py-spy .bench-venv/bin/py-spy --repeat 3  # medians: one run of the 1 s cost varies by ~20 %
 	$(PY) bench/bench_code_children.py --py-spy .bench-venv/bin/py-spy  # run --code's cost per child Python
+	$(PY) bench/bench_code_short.py --py-spy .bench-venv/bin/py-spy  # a 20 s job at the default interval vs py-spy at 100 Hz
 
 sanitize: deps-test  ## the tests that reach C (not Metaflow, Chromium, packaging) against an ASan+UBSan build
 	PY=$(PY) SANITIZE_WORKERS=$(TEST_WORKERS) tests/reliability/run_sanitize.sh

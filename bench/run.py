@@ -23,7 +23,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
+if HERE not in sys.path:  # a test imports it with bench/ after tests/ (both have workloads.py)
+    sys.path.insert(0, HERE)
 
 import workloads as wl  # noqa: E402
 

@@ -67,28 +67,35 @@ segment_rows(const AttrColumns *c, size_t first, size_t last, double *seg, doubl
     seg[SEG_MEMORY_PEAK] = peak;
 }
 
-/* The index in s[0..k) of the thread that takes the remainder: the main thread, else the
- * busiest (the first on a tie). */
-static size_t
-heir_of(const AttrSample *s, size_t k)
+/* Whether s[i] is among the samples s[0..k) that take the remainder: the main thread's (all of
+ * them: the captures' own schedule may take several in one segment), else the busiest (the
+ * first on a tie). Sets *heirs to their number. */
+static int
+is_heir(const AttrSample *s, size_t k, size_t i, size_t *heirs)
 {
-    size_t i, best = 0;
+    size_t j, best = 0, mains = 0;
 
-    for (i = 0; i < k; i++)
-        if (s[i].is_main)
-            return i;
-    for (i = 1; i < k; i++)
-        if (s[i].cpu > s[best].cpu)
-            best = i;
-    return best;
+    for (j = 0; j < k; j++)
+        mains += s[j].is_main != 0;
+    if (mains) {
+        *heirs = mains;
+        return s[i].is_main != 0;
+    }
+    for (j = 1; j < k; j++)
+        if (s[j].cpu > s[best].cpu)
+            best = j;
+    *heirs = 1;
+    return i == best;
 }
 
-/* Shares one segment among its samples s[0..k) into entries (ENTRY_FIELDS each). */
+/* Shares one segment among its samples s[0..k) into entries (ENTRY_FIELDS each): each thread its
+ * own CPU, the remainder split evenly among the heirs (is_heir); memory and GPU by CPU share
+ * (to the heirs when none ran). */
 static void
 share(const AttrSample *s, size_t k, double remainder, double memory_change, double gpu,
       double *seg, double *entries)
 {
-    size_t i, heir = heir_of(s, k);
+    size_t i, heirs = 1;
     double total = 0.0;
 
     for (i = 0; i < k; i++)
@@ -96,13 +103,16 @@ share(const AttrSample *s, size_t k, double remainder, double memory_change, dou
     total += remainder;
     seg[SEG_CPU] = total;
     for (i = 0; i < k; i++) {
-        double part = s[i].cpu + (i == heir ? remainder : 0.0);
-        double weight = total > 0 ? part / total : (double)(i == heir);
+        int heir = is_heir(s, k, i, &heirs);
+        double each = heir ? remainder / (double)heirs : 0.0;
+        double part = s[i].cpu + each;
+        double weight = total > 0 ? part / total : (heir ? 1.0 / (double)heirs : 0.0);
         double *e = entries + i * ENTRY_FIELDS;
         e[ENTRY_STACK] = (double)s[i].stack;
         e[ENTRY_CPU] = part;
         e[ENTRY_MEMORY] = memory_change * weight;
         e[ENTRY_GPU] = gpu * weight;
+        e[ENTRY_THREAD] = (double)s[i].thread;
     }
 }
 
@@ -167,6 +177,23 @@ entries_of(const double *segments, size_t n_segments, size_t n_entries, size_t i
     *end = i + 1 < n_segments ? (size_t)segments[(i + 1) * SEG_FIELDS + SEG_FIRST] : n_entries;
 }
 
+/* When entry x is its thread's last in the segment's entries [begin, end): that thread's CPU
+ * over them; else -1. */
+static double
+thread_last(const double *entries, size_t begin, size_t end, size_t x)
+{
+    double thread = entries[x * ENTRY_FIELDS + ENTRY_THREAD], cpu = 0.0;
+    size_t e;
+
+    for (e = x + 1; e < end; e++)
+        if (entries[e * ENTRY_FIELDS + ENTRY_THREAD] == thread)
+            return -1.0;
+    for (e = begin; e <= x; e++)
+        if (entries[e * ENTRY_FIELDS + ENTRY_THREAD] == thread)
+            cpu += entries[e * ENTRY_FIELDS + ENTRY_CPU];
+    return cpu;
+}
+
 void
 attr_busiest(const double *segments, size_t n_segments, const double *entries, size_t n_entries,
              const double *preferred, size_t n_stacks, double *out)
@@ -175,15 +202,17 @@ attr_busiest(const double *segments, size_t n_segments, const double *entries, s
 
     for (i = 0; i < n_segments; i++) {
         size_t best = (size_t)-1, any = (size_t)-1;
+        double best_cpu = -1.0, any_cpu = -1.0;
         entries_of(segments, n_segments, n_entries, i, &begin, &end);
         for (e = begin; e < end; e++) {
-            const double *x = entries + e * ENTRY_FIELDS;
-            size_t stack = (size_t)x[ENTRY_STACK];
-            if (any == (size_t)-1 || x[ENTRY_CPU] > entries[any * ENTRY_FIELDS + ENTRY_CPU])
-                any = e;
-            if (stack < n_stacks && preferred[stack] != 0 &&
-                (best == (size_t)-1 || x[ENTRY_CPU] > entries[best * ENTRY_FIELDS + ENTRY_CPU]))
-                best = e;
+            size_t stack = (size_t)entries[e * ENTRY_FIELDS + ENTRY_STACK];
+            double cpu = thread_last(entries, begin, end, e);
+            if (cpu < 0.0)
+                continue;
+            if (cpu > any_cpu)
+                any = e, any_cpu = cpu;
+            if (stack < n_stacks && preferred[stack] != 0 && cpu > best_cpu)
+                best = e, best_cpu = cpu;
         }
         if (best == (size_t)-1)
             best = any;
@@ -238,6 +267,8 @@ attr_totals(const double *segments, size_t n_segments, const double *entries, si
         for (e = begin; e < stop; e++)
             add_entry(seg, entries + e * ENTRY_FIELDS, i + 1, keys, totals, seen);
     }
+    for (i = 0; i < keys->n_keys; i++) /* the process it ran in: this one */
+        totals[i * TOTAL_FIELDS + TOTAL_PROCESSES] = totals[i * TOTAL_FIELDS + TOTAL_SAMPLES] > 0;
 }
 
 /* The group of interval i's code, or -1. */

@@ -11,7 +11,7 @@
  * order of a row's samples), the thread's own CPU-seconds since its previous sample, and
  * whether the thread is the main thread. */
 typedef struct AttrSample {
-    size_t row, stack, order;
+    size_t row, stack, order, thread;
     double cpu;
     int is_main;
 } AttrSample;
@@ -31,7 +31,7 @@ typedef struct AttrColumns {
 /* A segment: the rows after the previous sampled row up to a sampled row. */
 enum { SEG_END_ROW, SEG_TIMESTAMP, SEG_SECONDS, SEG_CPU, SEG_MEMORY_PEAK, SEG_FIRST, SEG_FIELDS };
 /* An entry: one sampled thread's share of its segment. */
-enum { ENTRY_STACK, ENTRY_CPU, ENTRY_MEMORY, ENTRY_GPU, ENTRY_FIELDS };
+enum { ENTRY_STACK, ENTRY_CPU, ENTRY_MEMORY, ENTRY_GPU, ENTRY_THREAD, ENTRY_FIELDS };
 /* The figures of a code location (code_profile()'s columns). */
 enum {
     TOTAL_CPU,
@@ -41,6 +41,7 @@ enum {
     TOTAL_GROWTH,
     TOTAL_GPU,
     TOTAL_SAMPLES,
+    TOTAL_PROCESSES, /* 1 for a location of this process's stacks: summed over the processes */
     TOTAL_FIELDS
 };
 
@@ -51,8 +52,11 @@ enum {
 int attr_segments(const AttrSample *samples, size_t ns, const AttrColumns *cols, double *segments,
                   size_t *n_segments, double *entries, size_t *n_entries);
 
-/* The stack of each segment's busiest entry (most CPU, the first on a tie) among those whose
- * stack has preferred[stack] != 0, else among all: n_segments values into out. */
+/* The stack of each segment's running code: the last entry of its busiest thread (most CPU over
+ * the segment's entries, the first on a tie; a thread sampled several times in a segment by the
+ * captures' own schedule is seen at its last sample, the one nearest the segment's end) among
+ * the threads whose last stack has preferred[stack] != 0, else among all: n_segments values into
+ * out. */
 void attr_busiest(const double *segments, size_t n_segments, const double *entries,
                   size_t n_entries, const double *preferred, size_t n_stacks, double *out);
 

@@ -36,6 +36,7 @@ take_sample(size_t row, size_t thread, size_t stack, double cpu_us, const double
     x->stack = stack;
     x->cpu = cpu_us / 1e6;
     x->is_main = thread < n_threads && main_threads[thread] != 0;
+    x->thread = thread;
     return 1;
 }
 
@@ -327,7 +328,7 @@ static PyMethodDef attribution_functions[] = {
      "those with preferred[stack] != 0, else among all (float64 each)."},
     {"code_totals", (PyCFunction)core_code_totals, METH_VARARGS,
      "code_totals(segments, entries, key_first, keys, self_key, n_keys, start, end) -> bytes: the "
-     "figures of each code location over the segments ending in (start, end] (7 float64 a "
+     "figures of each code location over the segments ending in (start, end] (8 float64 a "
      "location)."},
     {"code_groups", (PyCFunction)core_code_groups, METH_VARARGS,
      "code_groups(codes, times, memory, group_of, n_groups, interval, start, end) -> bytes: "

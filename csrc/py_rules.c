@@ -147,6 +147,28 @@ core_takes_final(PyObject *self, PyObject *args)
 }
 
 static PyObject *
+core_capture_period(PyObject *self, PyObject *args)
+{
+    double elapsed, tick;
+
+    (void)self;
+    if (!PyArg_ParseTuple(args, "dd:capture_period", &elapsed, &tick))
+        return NULL;
+    return PyFloat_FromDouble(schedule_capture_period(elapsed, tick));
+}
+
+static PyObject *
+core_capture_serves_tick(PyObject *self, PyObject *args)
+{
+    double elapsed, since, tick;
+
+    (void)self;
+    if (!PyArg_ParseTuple(args, "ddd:capture_serves_tick", &elapsed, &since, &tick))
+        return NULL;
+    return PyBool_FromLong(schedule_serves_tick(elapsed, since, tick));
+}
+
+static PyObject *
 core_cgroup_keyed(PyObject *self, PyObject *arg)
 {
     const char *text, *p, *key;
@@ -188,6 +210,14 @@ static PyMethodDef rule_functions[] = {
     {"takes_final", (PyCFunction)core_takes_final, METH_VARARGS,
      "takes_final(since_last, has_rows) -> True when stop() takes a last reading "
      "(csrc/schedule.c)."},
+    {"capture_period", (PyCFunction)core_capture_period, METH_VARARGS,
+     "capture_period(elapsed, tick) -> seconds from a stack capture made elapsed seconds into "
+     "the run to the next one of the captures' own schedule, 0 when the ticks (tick seconds "
+     "apart) are dense enough (csrc/schedule.c)."},
+    {"capture_serves_tick", (PyCFunction)core_capture_serves_tick, METH_VARARGS,
+     "capture_serves_tick(elapsed, since, tick) -> False when a long run's thinning skips the "
+     "stack capture of a tick elapsed seconds into the run, since seconds after the last "
+     "capture (csrc/schedule.c)."},
     {"cpu_rate", (PyCFunction)core_cpu_rate, METH_VARARGS,
      "cpu_rate(cpu_s, dt, cores) -> cores in use: cpu_s over dt (at least one clock tick), at "
      "most cores (none when <= 0), 0 when dt <= 0 (csrc/row_rules.c)."},

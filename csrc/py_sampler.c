@@ -8,7 +8,9 @@
 
 #include "columns.h"
 #include "sampler.h"
+#include "skip_threads.h"
 #include "stacks.h"
+#include "term_hook.h"
 
 typedef struct {
     EngineObject head; /* the sampler's engine (py_core.h), for the shared methods */
@@ -175,7 +177,7 @@ sampler_record_stacks_py(SamplerObject *self, PyObject *args)
         PyErr_SetString(PyExc_RuntimeError, "record_stacks() is called once, before start()");
         return NULL;
     }
-    self->stacks = stacks_new(main_ident, (size_t)max_bytes);
+    self->stacks = stacks_new(main_ident, (size_t)max_bytes, s->engine->cfg.interval);
     if (self->stacks == NULL)
         return NULL;
     sampler_set_row_hook(s, stacks_request, stacks_release, self->stacks);
@@ -565,11 +567,46 @@ stacks_unsupported_py(PyObject *module, PyObject *unused)
     return PyUnicode_FromString(why);
 }
 
+static PyObject *
+skip_thread_stacks_py(PyObject *module, PyObject *args)
+{
+    unsigned long ident;
+    int skip = 1;
+
+    (void)module;
+    if (!PyArg_ParseTuple(args, "k|p:skip_thread_stacks", &ident, &skip))
+        return NULL;
+    return PyBool_FromLong(skip_threads_set(ident, skip));
+}
+
+static PyObject *
+term_hook_py(PyObject *module, PyObject *callable)
+{
+    int rc;
+
+    (void)module;
+    if (!PyCallable_Check(callable)) {
+        PyErr_SetString(PyExc_TypeError, "term_hook(callable): callable must be callable");
+        return NULL;
+    }
+    rc = term_hook_install(callable);
+    return rc < 0 ? NULL : PyBool_FromLong(rc);
+}
+
 static PyMethodDef stacks_functions[] = {
     {"stop_stacks", stop_stacks_py, METH_NOARGS,
      "Stop every stack capture of this process and wait for one under way (for atexit)."},
     {"stacks_unsupported", stacks_unsupported_py, METH_NOARGS,
      "Why no stack can be recorded in this interpreter (a sentence), or None."},
+    {"skip_thread_stacks", skip_thread_stacks_py, METH_VARARGS,
+     "skip_thread_stacks(ident, skip=True) -> True when the Python thread ident (one of the "
+     "tracker's own) is left out of every code profile of this process from now on (skip=False: "
+     "sampled again, before it ends); False when too many are already (csrc/skip_threads.h)."},
+    {"term_hook", term_hook_py, METH_O,
+     "term_hook(callable) -> True when SIGTERM is answered from a thread of its own from now on "
+     "(callable() called with the GIL, then SIGTERM's default action unless it returned False); "
+     "False when SIGTERM's action is not the default or a hook is installed already "
+     "(csrc/term_hook.h)."},
     {NULL, NULL, 0, NULL},
 };
 

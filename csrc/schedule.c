@@ -24,3 +24,25 @@ schedule_takes_final(double since_last, int has_rows)
 {
     return since_last >= FINAL_MIN_SECONDS || !has_rows;
 }
+
+double
+schedule_capture_period(double elapsed, double tick)
+{
+    double period = elapsed / CAPTURE_DENSE_SAMPLES;
+
+    if (!(period > CAPTURE_DENSE_PERIOD_S)) /* a NaN or a clock gone back: dense */
+        period = CAPTURE_DENSE_PERIOD_S;
+    if (tick > 0.0 && period >= tick * CAPTURE_TICK_SHARE)
+        return 0.0;
+    return period;
+}
+
+int
+schedule_serves_tick(double elapsed, double since, double tick)
+{
+    double gap = elapsed / CAPTURE_LONG_SAMPLES;
+
+    if (!(tick > 0.0) || !(gap > tick)) /* every tick (no tick known, a NaN, a clock gone back) */
+        return 1;
+    return since + tick * 0.5 >= gap;
+}

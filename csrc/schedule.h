@@ -27,4 +27,31 @@ int schedule_folds(double dt, double interval, int has_rows, int may_fold);
  * were stored; a run stopped right after its baseline still gets its one row). */
 int schedule_takes_final(double since_last, int has_rows);
 
+/* The stack captures' own schedule (stacks.c): at least one capture every
+ * CAPTURE_DENSE_PERIOD_S for the first CAPTURE_DENSE_SAMPLES, then one every elapsed /
+ * CAPTURE_DENSE_SAMPLES seconds, the ticks' requests taking over where that is no denser than
+ * the ticks: a 20 s job gets ~200 samples at any interval (its shares within a few points), a
+ * long run ~CAPTURE_DENSE_SAMPLES * (1 + ln(interval / CAPTURE_DENSE_PERIOD_S)) more than its
+ * ticks (~660 at 1 s), then none. */
+#define CAPTURE_DENSE_PERIOD_S 0.1
+#define CAPTURE_DENSE_SAMPLES 200.0
+/* the ticks are denser than the own schedule when its period is this share of a tick or more */
+#define CAPTURE_TICK_SHARE 0.9
+
+/* The seconds from the capture made elapsed seconds into the run to the next one of the own
+ * schedule, or 0 when the ticks (tick seconds apart; 0: none seen yet) are dense enough. */
+double schedule_capture_period(double elapsed, double tick);
+
+/* Once the ticks have taken over, a long run's captures thin again: at least elapsed /
+ * CAPTURE_LONG_SAMPLES seconds apart where that is more than a tick (at 1 s: every tick for the
+ * first ~9 h, every 2nd tick from ~9 h, every 4th near 24 h: ~63,000 captures in a day rather
+ * than 86,400), so a long run's capture CPU stays under 0.01 % of a core where a capture of a
+ * busy main thread costs ~100 us (bench/bench_code.py). */
+#define CAPTURE_LONG_SAMPLES 21600.0
+
+/* 1 when a tick's request (ticks tick seconds apart; 0: not known yet), elapsed seconds into the
+ * run and since seconds after the last capture, is served; 0 when the long run's thinning skips
+ * it (its interval then goes to the next capture's stacks, as a busy GIL's does). */
+int schedule_serves_tick(double elapsed, double since, double tick);
+
 #endif

@@ -13,6 +13,8 @@
 
 #include "engine.h"
 #include "frame_table.h"
+#include "schedule.h"
+#include "skip_threads.h"
 #include "thread_start.h"
 #include "thread_state.h"
 
@@ -33,8 +35,13 @@ struct StackCapture {
     PyThreadState *tstate; /* the thread's, made by stacks_new, adopted for its whole life */
     double thread_cpu_s;   /* the capture thread's CPU time, after its last capture */
     uint32_t pending_row;
-    double requested_at; /* monotonic seconds */
-    unsigned long requests, captures, gil_busy, dropped;
+    double requested_at;    /* monotonic seconds */
+    double started_at;      /* monotonic seconds: the capture made */
+    double last_request_at; /* the last tick's request (monotonic seconds; 0: none yet) */
+    double tick_s;          /* seconds between the last two ticks' requests (0: not known) */
+    double last_capture_at; /* the end of the last capture (monotonic seconds) */
+    uint32_t rows_seen;     /* rows the sampler had stored at its last request */
+    unsigned long requests, captures, gil_busy, dropped, scheduled, thinned;
     float hold_us[STACKS_HOLD_RING], wait_us[STACKS_HOLD_RING];
     struct StackCapture *next; /* the registry */
 };
@@ -282,6 +289,19 @@ sample_thread(StackCapture *capture, unsigned long ident, PyObject *frame, uint3
     return 1;
 }
 
+/* Moves the CPU clock of ident, a thread of the tracker's own (skip_threads.h), on without a
+ * sample: a thread skipped for a while (the main thread rendering a live card's first page) is
+ * charged at its next sample for what it ran since it was skipped no more, not before. */
+static void
+pass_thread(StackCapture *capture, unsigned long ident)
+{
+    uint64_t cpu_ns;
+    int64_t thread = thread_entry(capture, ident, &cpu_ns);
+
+    if (thread >= 0)
+        (void)ft_thread_cpu_delta(&capture->table, (uint32_t)thread, cpu_ns);
+}
+
 /* The thread ident of a key of python_threads() (0 for a key that is not one). */
 static unsigned long
 ident_of(PyObject *key)
@@ -312,8 +332,8 @@ in_interpreter(PyObject *frame, PyObject *builtins)
 }
 
 /* Reads the stack of every Python thread of this interpreter for row (the GIL held by this
- * thread, which runs no Python frame): the samples dropped (1 when the threads could not be
- * listed). */
+ * thread, which runs no Python frame) but the tracker's own (skip_threads.h): the samples
+ * dropped (1 when the threads could not be listed). */
 static unsigned long
 sample_interpreter(StackCapture *capture, uint32_t row)
 {
@@ -330,6 +350,10 @@ sample_interpreter(StackCapture *capture, uint32_t row)
         if (!PyFrame_Check(frame) || !in_interpreter(frame, builtins))
             continue;
         ident = ident_of(key);
+        if (ident != 0 && skip_threads_has(ident)) {
+            pass_thread(capture, ident);
+            continue;
+        }
         if (ident == 0 || sample_thread(capture, ident, frame, row) < 0)
             dropped++;
     }
@@ -480,6 +504,38 @@ free_thread_state(StackCapture *capture)
     capture->in_python = 0;
 }
 
+/* The monotonic time of the next capture of the own schedule (schedule_capture_period), or 0
+ * when the ticks' requests are dense enough. The lock held. */
+static double
+next_own_capture(const StackCapture *capture)
+{
+    double period =
+        schedule_capture_period(capture->last_capture_at - capture->started_at, capture->tick_s);
+
+    return period > 0.0 ? capture->last_capture_at + period : 0.0;
+}
+
+/* Waits (the lock held) for a request, a stop, or the next capture of the own schedule: 1 when
+ * that capture is due (*due_at: when it was due), 0 otherwise. */
+static int
+wait_for_work(StackCapture *capture, double *due_at)
+{
+    while (!capture->stop && (!capture->pending || capture->readers)) {
+        double next = capture->readers ? 0.0 : next_own_capture(capture), now;
+        if (next <= 0.0) {
+            pthread_cond_wait(&capture->wake, &capture->lock);
+            continue;
+        }
+        now = engine_clock(CLOCK_MONOTONIC);
+        if (now >= next) {
+            *due_at = next;
+            return 1;
+        }
+        wait_for(&capture->wake, &capture->lock, next - now < 0.5 ? next - now : 0.5);
+    }
+    return 0;
+}
+
 static void *
 capture_main(void *arg)
 {
@@ -489,18 +545,23 @@ capture_main(void *arg)
     pthread_mutex_lock(&capture->lock);
     for (;;) {
         uint32_t row;
-        double requested_at;
-        while (!capture->stop && (!capture->pending || capture->readers))
-            pthread_cond_wait(&capture->wake, &capture->lock);
-        if (is_exiting() || !capture->pending || capture->readers)
+        double requested_at = 0.0;
+        int own = wait_for_work(capture, &requested_at);
+        if (is_exiting() || (!own && (!capture->pending || capture->readers)))
             break; /* stopped (a request made before the stop is still served) */
-        row = capture->pending_row;
-        requested_at = capture->requested_at;
+        /* a tick's request for its row; an own capture for the row being measured */
+        row = own ? capture->rows_seen : capture->pending_row;
+        requested_at = own ? requested_at : capture->requested_at;
         capture->in_python = 1;
         pthread_mutex_unlock(&capture->lock);
         capture_once(capture, row, requested_at);
         pthread_mutex_lock(&capture->lock);
-        capture->in_python = capture->pending = 0;
+        capture->in_python = 0;
+        if (own)
+            capture->scheduled++;
+        else
+            capture->pending = 0;
+        capture->last_capture_at = engine_clock(CLOCK_MONOTONIC);
         pthread_cond_broadcast(&capture->idle);
     }
     free_thread_state(capture);
@@ -522,7 +583,7 @@ start_thread(StackCapture *capture)
 
 /* a new capture, or NULL with an exception */
 StackCapture *
-stacks_new(unsigned long main_ident, size_t max_bytes)
+stacks_new(unsigned long main_ident, size_t max_bytes, double tick_s)
 {
     const char *why = stacks_unsupported();
     StackCapture *capture;
@@ -552,6 +613,8 @@ stacks_new(unsigned long main_ident, size_t max_bytes)
     baseline_threads(capture);
 #endif
     capture->pid = getpid();
+    capture->started_at = capture->last_capture_at = engine_clock(CLOCK_MONOTONIC);
+    capture->tick_s = tick_s > 0.0 ? tick_s : 0.0;
     capture->refs = 2; /* the owner's and the thread's */
     capture->thread_alive = 1;
     pthread_mutex_lock(&registry_lock);
@@ -585,13 +648,21 @@ stacks_request(void *arg, size_t rows)
         return cpu;
     }
     if (!capture->stop) {
+        double now = engine_clock(CLOCK_MONOTONIC);
         capture->requests++;
+        capture->rows_seen = (uint32_t)rows;
+        if (capture->last_request_at > 0.0)
+            capture->tick_s = now - capture->last_request_at;
+        capture->last_request_at = now;
         if (capture->pending) {
             capture->gil_busy++; /* the last one still waits for the GIL: this tick has none */
+        } else if (!schedule_serves_tick(now - capture->started_at, now - capture->last_capture_at,
+                                         capture->tick_s)) {
+            capture->thinned++; /* a long run's thinning: this tick has none */
         } else {
             capture->pending = 1;
             capture->pending_row = (uint32_t)(rows - 1);
-            capture->requested_at = engine_clock(CLOCK_MONOTONIC);
+            capture->requested_at = now;
             pthread_cond_signal(&capture->wake);
         }
     }
@@ -700,11 +771,12 @@ record_stats(StackCapture *capture)
     memcpy(holds, capture->hold_us, n * sizeof(float));
     memcpy(waits, capture->wait_us, n * sizeof(float));
     stats = Py_BuildValue(
-        "{sksksksksnsdsdsdsd}", "requests", capture->requests, "captures", capture->captures,
-        "gil_busy", capture->gil_busy, "dropped", capture->dropped + capture->table.refused,
-        "frame_table_bytes", (Py_ssize_t)ft_bytes(&capture->table), "gil_hold_us_p50",
-        quantile(holds, n, 0.5), "gil_hold_us_p99", quantile(holds, n, 0.99), "gil_wait_us_p50",
-        quantile(waits, n, 0.5), "gil_wait_us_p99", quantile(waits, n, 0.99));
+        "{sksksksksksksnsdsdsdsd}", "requests", capture->requests, "captures", capture->captures,
+        "scheduled", capture->scheduled, "thinned", capture->thinned, "gil_busy", capture->gil_busy,
+        "dropped", capture->dropped + capture->table.refused, "frame_table_bytes",
+        (Py_ssize_t)ft_bytes(&capture->table), "gil_hold_us_p50", quantile(holds, n, 0.5),
+        "gil_hold_us_p99", quantile(holds, n, 0.99), "gil_wait_us_p50", quantile(waits, n, 0.5),
+        "gil_wait_us_p99", quantile(waits, n, 0.99));
     free(holds);
     return stats;
 }

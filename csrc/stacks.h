@@ -34,9 +34,10 @@ typedef struct StackCapture StackCapture;
 const char *stacks_unsupported(void);
 
 /* A new capture (its thread started), main_ident the interpreter's main thread
- * (threading.main_thread().ident), its table bounded to max_bytes (0: the default): NULL with
- * an exception. GIL held. */
-StackCapture *stacks_new(unsigned long main_ident, size_t max_bytes);
+ * (threading.main_thread().ident), its table bounded to max_bytes (0: the default), tick_s the
+ * sampler's interval (seconds; its own schedule adds captures only where that is sparser than
+ * the ticks, schedule_capture_period): NULL with an exception. GIL held. */
+StackCapture *stacks_new(unsigned long main_ident, size_t max_bytes, double tick_s);
 
 /* A SamplerRowHook: asks for one capture for the row rows - 1 (no GIL needed, never waits);
  * returns the CPU seconds the capture thread has used so far. */

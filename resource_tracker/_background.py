@@ -15,7 +15,8 @@ import _thread
 import _weakref  # builtin: no import cost
 import atexit  # a builtin module (~20 us): here, not in start()
 import os
-from typing import Any, Callable, List, Optional
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, List, Optional
 
 from . import _core
 
@@ -51,7 +52,10 @@ class Job:
     def run(self) -> None:
         try:
             if self._fn is not None:  # run once
-                self._fn()
+                if self.in_caller:  # the caller's thread: profiled as the caller's
+                    self._fn()
+                else:
+                    tracker_thread(self._fn)()
         except Exception:  # the job's own business; the worker goes on
             pass
         finally:
@@ -62,6 +66,38 @@ class Job:
         """Returns when the job has run; at once in a forked child (it has no such worker)."""
         if os.getpid() == self._owner and self._done.acquire(timeout=WAIT_S):
             self._done.release()
+
+
+@contextmanager
+def tracker_work() -> Iterator[None]:
+    """The calling thread does the tracker's own work inside the block: it is left out of the
+    code profile (``_core.skip_thread_stacks``) until the block ends, so the program's profile
+    never shows the tracker's threads (a live card's rendering, an exporter's sending)."""
+    ident = _thread.get_ident()
+    _skip_thread_stacks(ident, True)
+    try:
+        yield
+    finally:  # the ident goes to a later thread, maybe the program's
+        _skip_thread_stacks(ident, False)
+
+
+def tracker_thread(target: Callable[[], object]) -> Callable[[], None]:
+    """target run as the tracker's own work (``tracker_work``), for a thread's target:
+    ``Thread(target=tracker_thread(self._loop))``."""
+
+    def run() -> None:
+        with tracker_work():
+            target()
+
+    return run
+
+
+def _no_stacks(ident: int, skip: bool = True, /) -> bool:
+    """A build without stack capture (platform.h) profiles no thread: nothing to skip."""
+    return True
+
+
+_skip_thread_stacks: Callable[[int, bool], bool] = getattr(_core, "skip_thread_stacks", _no_stacks)
 
 
 def _next_job() -> Optional[Job]:

@@ -10,7 +10,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, Dict, Optional
 
-from . import _core, settings
+from . import _core, _worker_agent, settings
 from ._tracked import TrackedRun
 
 if TYPE_CHECKING:
@@ -59,7 +59,15 @@ def start_stacks(tracker: Any, max_bytes: int = 0) -> Optional[Dict[str, Any]]:
     if not _atexit_registered:  # before the interpreter tears down (docs/code_profile.md)
         atexit.register(_core.stop_stacks)
         _atexit_registered = True
+    if tracker.children:  # the tree's CPU counts its workers': their code is profiled too
+        _worker_agent.start(tracker)
     return None
+
+
+def finish_stacks(tracker: Any) -> None:
+    """After the tracker's sampler stopped: its workers' records read into it (when it
+    covered them, ``_worker_agent``)."""
+    _worker_agent.finish(tracker)
 
 
 class CodeResults(TrackedRun):

@@ -14,6 +14,7 @@ the CLI drops the samples taken while the agent started (``AGENT_FILE`` on their
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import os
 import sys
@@ -84,21 +85,56 @@ def _begin(forked: bool = False) -> None:
     )  # fmt: skip
     sampler.record_stacks(_main_ident())
     sampler.start()
-    _agent.update(sampler=sampler, pid=os.getpid(), written=False)
+    _agent.update(sampler=sampler, pid=os.getpid(), unwritten=True, lock=_thread.allocate_lock())
     atexit.register(write)
+    if forked:
+        _write_at_os_exit()
     if forked and "multiprocessing.util" in sys.modules:  # a fork worker: os._exit too
         from multiprocessing import util
 
         util.register_after_fork(_agent_key, lambda _: _on_multiprocessing_exit())
 
 
+def _write_at_os_exit() -> None:
+    """A forked child often ends with ``os._exit`` (no atexit): multiprocessing's fork
+    workers, Metaflow's ``parallel_map``, a bare ``os.fork()``. In this child alone (a copy of
+    its parent), ``os._exit`` writes the record first, then exits with the same status."""
+    real_exit = _agent.setdefault("real_exit", os._exit)  # the interpreter's, in a grandchild too
+
+    def _exit(status: int) -> None:
+        try:
+            write()
+        finally:
+            real_exit(status)
+
+    os._exit = _exit  # type: ignore[assignment]
+
+
 def _begin_in_fork_child() -> None:
     """The agent of a forked child; a child where it cannot start runs without it (no
-    "Exception ignored" on the command's stderr)."""
+    "Exception ignored" on the command's stderr), and so does one about to exec."""
     try:
+        if _forked_to_exec():
+            _agent["pid"] = None
+            return
         _begin(forked=True)
     except Exception:
         _agent["pid"] = None  # the parent's sampler is not this process's: nothing to write
+
+
+def _forked_to_exec() -> bool:
+    """This fork is subprocess's with a ``preexec_fn`` (the fork hooks run there only then):
+    the child execs next, no sampler is worth starting in it (under ``run --code`` a Python it
+    execs loads the agent by its ``PYTHONPATH``)."""
+    frame: Any = sys._getframe(1)
+    for _ in range(4):  # the hooks' callers: this module's and _worker_agent's, then the fork's
+        if frame is None:
+            return False
+        code = frame.f_code
+        if code.co_name == "_execute_child" and code.co_filename.endswith("subprocess.py"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _main_ident() -> int:
@@ -106,8 +142,6 @@ def _main_ident() -> int:
     threading = sys.modules.get("threading")
     if threading is not None:
         return int(threading.main_thread().ident or 0)
-    import _thread
-
     return _thread.get_ident()
 
 
@@ -127,39 +161,32 @@ def _on_multiprocessing_exit() -> None:
     from multiprocessing import util
 
     util.Finalize(None, write, exitpriority=-100)
+    # SIGTERM is answered from the C core's own thread (csrc/term_hook.h), not by a Python
+    # handler: one that comes just before the worker blocks in its idle wait for a task would
+    # run only when that wait ends, never, and Pool.terminate() would wait for ever.
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-
-        def on_term(signum: int, frame: object) -> None:
-            if _agent.get("writing"):  # the worker's own exit is writing: it ends after that
-                _agent["term_pending"] = True
-                return
-            write()
-            _terminate()
-
-        signal.signal(signal.SIGTERM, on_term)
+        _agent["core"].term_hook(_answer_term)
 
 
-def _terminate() -> None:
-    """SIGTERM's default course, as without the agent."""
-    import signal
-
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.kill(os.getpid(), signal.SIGTERM)
+def _answer_term() -> bool:
+    """SIGTERM, from the agent's own thread: the record written (or, when the worker's own
+    exit writes it, once that is done), then the signal's default course."""
+    write()
+    return True
 
 
 def write() -> None:
-    """Stops this process's sampler and writes its record (once, in its own process)."""
-    if _agent.get("written") or _agent.get("pid") != os.getpid():
+    """Stops this process's sampler and writes its record (once, in its own process; from
+    any thread: a second caller waits for the first one's record)."""
+    if _agent.get("pid") != os.getpid():
         return
-    _agent["written"] = _agent["writing"] = True
-    try:
-        _write_record(_agent["core"], _agent["sampler"], _agent["directory"])
-    except Exception:
-        pass  # this process's profile is lost, not its exit (no "Exception ignored")
-    finally:
-        _agent["writing"] = False
-    if _agent.get("term_pending"):
-        _terminate()
+    with _agent["lock"]:
+        if _agent.pop("unwritten", None) is None:
+            return
+        try:
+            _write_record(_agent["core"], _agent["sampler"], _agent["directory"])
+        except Exception:
+            pass  # this process's profile is lost, not its exit (no "Exception ignored")
 
 
 def _write_record(core: Any, sampler: _core.Sampler, directory: str) -> None:

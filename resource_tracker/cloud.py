@@ -20,6 +20,7 @@ import threading
 from typing import Any, Dict, Mapping, Optional
 
 from . import _core, settings
+from ._background import tracker_thread
 
 DEFAULT_TIMEOUT = 2.0
 _KEYS = ("vendor", "instance_type", "region", "discovery_time")
@@ -70,7 +71,7 @@ class CloudDiscovery:
             return
         self._done = False
         self._thread = threading.Thread(
-            target=self._run, name="resource-tracker-cloud", daemon=True
+            target=tracker_thread(self._run), name="resource-tracker-cloud", daemon=True
         )
         self._thread.start()
 

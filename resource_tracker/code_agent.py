@@ -19,7 +19,6 @@ sitecustomize; set PYTHONVERBOSE for traceback:").
 from __future__ import annotations
 
 import os
-import tempfile
 from typing import Dict, Tuple
 
 from . import _code_agent_child, _core, settings
@@ -61,7 +60,7 @@ def prepare(interval: float) -> Tuple[Dict[str, str], str]:
     """A private directory with the agent's ``sitecustomize.py``, and the command's
     environment that loads it: ``(env, directory)``. ``cli/code_records.collect`` reads the
     records and removes it."""
-    directory = tempfile.mkdtemp(prefix="resource-tracker-code-")
+    directory = make_directory()
     with open(os.path.join(directory, "sitecustomize.py"), "w", encoding="utf-8") as f:
         f.write(
             SITECUSTOMIZE
@@ -76,3 +75,17 @@ def prepare(interval: float) -> Tuple[Dict[str, str], str]:
     path = settings.foreign("PYTHONPATH")
     changes = {"PYTHONPATH": directory + (os.pathsep + path if path else ""), AGENT_DIR: directory}
     return settings.child_environment(changes), directory
+
+
+def make_directory() -> str:
+    """A new private directory (mode 0700) under ``$TMPDIR`` (else /tmp) for the agents'
+    records, made without ``tempfile`` (whose import a tracker's start does not pay)."""
+    parent = settings.foreign("TMPDIR") or "/tmp"
+    for _ in range(100):
+        path = os.path.join(parent, "resource-tracker-code-" + os.urandom(6).hex())
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free directory name in {parent}")

@@ -40,6 +40,7 @@ COLUMNS = (
     "memory_growth",
     "gpu_seconds",
     "samples",
+    "processes",
 )
 TIMELINE_COLUMNS = ("timestamp", "function", "file", "line", "cpu_seconds", "memory")
 #: The frames a captured stack keeps at most (the C capture's ``STACKS_MAX_DEPTH``, also
@@ -269,9 +270,10 @@ class _Keys:
 class _Attributed:
     """One source's segments, attributed once (``_core.code_segments``): per segment its end
     row, end time, wall seconds, CPU-seconds (shared), largest memory and first entry; per
-    entry (a sampled thread's share) its stack, CPU-seconds, memory change and GPU-seconds."""
+    entry (a sampled thread's share) its stack, CPU-seconds, memory change, GPU-seconds and
+    thread."""
 
-    SEGMENT, ENTRY = 6, 4  # values a segment, an entry (csrc/attribution.h)
+    SEGMENT, ENTRY = 6, 5  # values a segment, an entry (csrc/attribution.h)
 
     def __init__(
         self, source: _Source, others: Sequence[_Attributed] = (), agent: bool = False
@@ -322,7 +324,7 @@ class _Attributed:
     def totals(
         self, by: str, user_code: bool, start: Optional[float], end: Optional[float]
     ) -> Iterable[Tuple[Key, memoryview[float]]]:
-        """(location, its 7 figures) of each location on a stack in (start, end]."""
+        """(location, its 8 figures) of each location on a stack in (start, end]."""
         keys = self.keys(by, user_code)
         low = -math.inf if start is None else float(start)
         high = math.inf if end is None else float(end)
@@ -338,8 +340,8 @@ class _Attributed:
 
 
 #: the figures of a location from code_totals: cpu, self cpu, on stack, peak, growth, gpu,
-#: samples (csrc/attribution.h)
-_FIGURES, _PEAK, _SAMPLES = 7, 3, 6
+#: samples, processes (1 a process: summed over the sources; csrc/attribution.h)
+_FIGURES, _PEAK, _SAMPLES = 8, 3, 6
 
 
 def _cpu_of(others: Sequence[_Attributed]) -> Tuple[array[float], array[float]]:
@@ -372,6 +374,7 @@ def _table(
             "memory_growth": t[4],
             "gpu_seconds": t[5],
             "samples": int(t[6]),
+            "processes": int(t[7]),
         }
         for key, t in order
     ]

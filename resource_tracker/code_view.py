@@ -37,6 +37,7 @@ __all__ = [
     "peak_text",
     "phase_texts",
     "top_cpu_text",
+    "in_processes",
     "split_text",
 ]
 
@@ -189,6 +190,7 @@ def _top_cpu(rows: Sequence[Mapping[str, Any]], where: Callable[[str], str]) -> 
             "line": r["line"],
             **{k: r[k] for k in _CPU_KEYS},
             "share": r["cpu_self_seconds"] / total if total > 0 else 0.0,
+            "processes": r["processes"],
         }
         for r in ranked[:TOP]
         if r["cpu_self_seconds"] > 0
@@ -326,15 +328,29 @@ def peak_text(view: Mapping[str, Any], code: Code) -> Optional[str]:
 
 
 def top_cpu_text(view: Mapping[str, Any], code: Code) -> Optional[str]:
-    """'most CPU in train_model() at train.py:40 (50%), then parse() (30%)'."""
+    """'most CPU in train_model() at train.py:40 (50%), then parse() (30%)'; a function that
+    ran in several processes (the tracked one's workers) says in how many: 'work() at
+    job.py:4 (90% of the run's CPU, in 4 processes)'."""
     cpu = view.get("cpu") or []
     if not cpu:
         return None
     first = cpu[0]
     text = f"most CPU in {code(name(first['function']))} at {code(place(first))}"
-    text += f" ({fmt.percent(first['share'])} of the run's CPU)"
-    rest = [f"{code(name(r['function']))} ({fmt.percent(r['share'])})" for r in cpu[1:3]]
+    text += f" ({fmt.percent(first['share'])} of the run's CPU{in_processes(first, ', ')})"
+    rest = [
+        f"{code(name(r['function']))} ({fmt.percent(r['share'])}{in_processes(r, ', ')})"
+        for r in cpu[1:3]
+    ]
     return text + (", then " + ", ".join(rest) if rest else "")
+
+
+def in_processes(item: Mapping[str, Any], before: str = "") -> str:
+    """'in 4 processes' for code that ran in more than one process ('' otherwise; a view
+    stored before the count was kept has none), after ``before``."""
+    count = item.get("processes")
+    if not isinstance(count, int) or count < 2:
+        return ""
+    return f"{before}in {count} processes"
 
 
 def phase_texts(view: Mapping[str, Any], code: Code) -> List[str]:

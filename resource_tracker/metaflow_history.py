@@ -16,6 +16,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 
+from ._background import tracker_thread
 from .formatting import plural
 from .rounding import DOCUMENTED_PAIRS
 from .summary import METAFLOW_HISTORY_KEYS, history_values
@@ -139,7 +140,7 @@ class HistoryLookup:
         """Start the lookup in the background (returns at once)."""
         self._deadline = time.monotonic() + self.timeout
         self._thread = threading.Thread(
-            target=self._run, name="resource-tracker-history", daemon=True
+            target=tracker_thread(self._run), name="resource-tracker-history", daemon=True
         )
         self._thread.start()
         return self

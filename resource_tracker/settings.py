@@ -314,6 +314,7 @@ FOREIGN = {
     "BROWSER": "the web browser that `report --browse` and `Report.browse()` open",
     "OTEL_EXPORTER_OTLP_ENDPOINT": "where OTLP export goes (and the other standard `OTEL_*`)",
     "PYTHONPATH": "`run --code` puts the agent's directory first on the command's",
+    "TMPDIR": "where the code profile agents' private directory is made (else /tmp)",
 }
 
 

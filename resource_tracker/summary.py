@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from . import _core
 from . import formatting as fmt
 from . import insights as ins
+from ._background import tracker_thread
 from ._run_data import data_quality_notes
 from ._text import printable
 from .code_view import code_view, label_phases, stored_view
@@ -413,7 +414,9 @@ def lookup_servers(
                 unavailable=f"catalog unavailable: {type(exc).__name__}: {exc}"
             )
 
-    thread = threading.Thread(target=work, name="resource-tracker-catalog", daemon=True)
+    thread = threading.Thread(
+        target=tracker_thread(work), name="resource-tracker-catalog", daemon=True
+    )
     try:
         thread.start()
     except RuntimeError:  # no thread can be made (RLIMIT_NPROC, pids.max): ask here

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Literal, Mapping, Optional, S
 # readers (cgroup_usage and the modules it imports) are imported by the worker thread that
 # reads the start figures.
 from . import _background, _core, settings
-from ._code import start_stacks
+from ._code import finish_stacks, start_stacks
 from ._identity import (  # noqa: F401  (importable from here, as before)
     MAX_INTERVAL,
     MAX_PID,
@@ -225,6 +225,7 @@ class ResourceTracker(TrackerResults):
         for it. ``failed``: whether the job failed, for that push (None: not known)."""
         was_running = self.running
         self._sampler.stop()
+        finish_stacks(self)
         if was_running:  # the end figures, read beside the caller (after the start figures)
             start_job = getattr(self, "_cgroup_job", None)
             _background.settle(self._sampler, start_job)

@@ -69,6 +69,7 @@ LAYERS: Tuple[Tuple[str, str, Tuple[str, ...]], ...] = (
             "resource_tracker.dummy_workloads",
             "resource_tracker.csv_trackers",
             "resource_tracker.code_agent",
+            "resource_tracker._worker_agent",
         ),
     ),
     (
@@ -103,6 +104,7 @@ LAYERS: Tuple[Tuple[str, str, Tuple[str, ...]], ...] = (
             "resource_tracker._gpu_quality",
             "resource_tracker._tracked",
             "resource_tracker.code_profile",
+            "resource_tracker._agent_records",
             "resource_tracker._stored",
             "resource_tracker._gpu_series",
             "resource_tracker._gpu_fit",
@@ -161,12 +163,15 @@ IMPORT_PATH = (
     "resource_tracker",
     "resource_tracker._background",
     "resource_tracker._code",
+    "resource_tracker._code_agent_child",
     "resource_tracker._core",
     "resource_tracker._identity",
     "resource_tracker._launch",
     "resource_tracker._results",
     "resource_tracker._tracked",
     "resource_tracker._version",
+    "resource_tracker._worker_agent",
+    "resource_tracker.code_agent",
     "resource_tracker.settings",
     "resource_tracker.tracker",
 )
@@ -259,6 +264,14 @@ LAZY: Tuple[LazyImport, ...] = (
         "import path",
         24,
         "the code profile's tables: only when code tracking is on and its results asked",
+    ),
+    LazyImport(
+        "resource_tracker._agent_records",
+        ("resource_tracker._worker_agent",),
+        "import path",
+        75,
+        "the agents' record reader (json, the snapshot checks): only when a tracker's workers "
+        "wrote a record",
     ),
     LazyImport(
         "resource_tracker.summary",

@@ -1,81 +1,23 @@
-"""`run --code`: the agents' records read back from their directory (``code_agent.prepare``
-made it; every Python process of the command writes ``<pid>.json`` there as it exits).
-
-The directory is written by the command's processes, so what is in it is outside input: only
-regular files are read (a FIFO or a device named ``*.json`` is refused unopened:
-``_regular_file.read_regular``), each up to :data:`MAX_RECORD_BYTES`, parsed strictly (no
-NaN, no overflowing number, nesting bounded) and checked as the run's snapshot will hold it
-(``code_profile.validate_agent_record``: ids in range, stack chains no deeper than a capture
-makes them, its columns). A record that cannot be read is skipped with one line saying why;
-the others are kept. The samples an agent took of its own start are left out
-(:func:`workload_only`).
-"""
+"""`run --code`: the agents' records read back from their directory (the reader is the
+library's, ``resource_tracker/_agent_records.py``: a code-profiled tracker reads its workers'
+records the same way)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-from typing import Any, Dict, List, Set, Tuple
+from .._agent_records import (
+    MAX_RECORD_BYTES,
+    RECORD_VERSION,
+    collect,
+    read_record,
+    read_records,
+    workload_only,
+)
 
-from .._code_agent_child import AGENT_FILE
-from .._regular_file import read_regular
-from .._stored import strict_json
-from .._text import one_line
-from ..code_profile import validate_agent_record
-
-#: A process's record larger than this is not read (bytes).
-MAX_RECORD_BYTES = 64 << 20
-#: The record format an agent writes (``code_agent._write_record``).
-RECORD_VERSION = 1
-
-
-def read_record(path: str) -> Dict[str, Any]:
-    """The checked record of one agent's file; OSError or ValueError saying why not."""
-    text = read_regular(path, MAX_RECORD_BYTES).decode("utf-8")
-    record = strict_json(text)
-    if not isinstance(record, dict) or record.get("version") != RECORD_VERSION:
-        raise ValueError("not an agent's record (no version 1)")
-    return validate_agent_record(record)
-
-
-def read_records(directory: str) -> Tuple[List[Dict[str, Any]], List[str]]:
-    """The records of the ``*.json`` files of directory (by name), and one printable line per
-    file skipped (``NAME: why``)."""
-    records: List[Dict[str, Any]] = []
-    skipped: List[str] = []
-    try:
-        names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
-    except OSError:
-        names = []
-    for name in names:
-        try:
-            records.append(read_record(os.path.join(directory, name)))
-        except (OSError, ValueError) as exc:  # UnicodeDecodeError among them
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            skipped.append(one_line(f"{name}: {why}", 300))
-    return records, skipped
-
-
-def collect(tracker: Any, directory: str) -> List[str]:
-    """Reads the agents' records into the tracker (``code_profile.processes``) and removes the
-    directory: one line per record skipped."""
-    records, skipped = read_records(directory)
-    agent_files = {AGENT_FILE, os.path.join(directory, "sitecustomize.py")}
-    records = [workload_only(record, agent_files) for record in records]
-    shutil.rmtree(directory, ignore_errors=True)
-    tracker._code_processes = records
-    tracker.__dict__.pop("_code_stored", None)  # read again, with them
-    return skipped
-
-
-def workload_only(record: Dict[str, Any], agent_files: Set[str]) -> Dict[str, Any]:
-    """The record without the samples taken while the agent itself ran (a stack with a frame
-    of ``agent_files``: the agent starting, in a fork child too): the agent's work is not
-    the workload's. Its ids stay as they are (frames and stacks are kept); the record is
-    a checked one (``read_record``: ids in range, a parent before its children)."""
-    frames, stacks = record.get("frames") or [], record.get("stacks") or []
-    agent: List[bool] = []  # per stack: a frame of the agent on it
-    for parent, frame in stacks:
-        agent.append(frames[frame][1] in agent_files or (parent >= 0 and agent[parent]))
-    record["samples"] = [s for s in record.get("samples") or [] if not agent[s[2]]]
-    return record
+__all__ = [
+    "MAX_RECORD_BYTES",
+    "RECORD_VERSION",
+    "collect",
+    "read_record",
+    "read_records",
+    "workload_only",
+]

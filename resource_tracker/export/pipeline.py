@@ -42,6 +42,7 @@ from typing import (
     Union,
 )
 
+from .._background import tracker_thread
 from ..names import PROCESS_COLUMNS, SYSTEM_COLUMNS
 from ..registry import columns
 from .metrics import fold_rows
@@ -196,7 +197,9 @@ class Channel:
         self._backoff = 0.0
         self._backoff_until = 0.0
         self._thread = threading.Thread(
-            target=self._run, name=f"resource-tracker-export-{self.name}", daemon=True
+            target=tracker_thread(self._run),
+            name=f"resource-tracker-export-{self.name}",
+            daemon=True,
         )
 
     def start(self) -> None:
@@ -333,7 +336,7 @@ class Exporter:
         self.started = time.monotonic()
         self._owner: Optional[int] = None  # the process that started it (start())
         self._thread = threading.Thread(
-            target=self._run, name="resource-tracker-export", daemon=True
+            target=tracker_thread(self._run), name="resource-tracker-export", daemon=True
         )
 
     @property
@@ -392,8 +395,8 @@ class Exporter:
         deadline = time.monotonic() + timeout
         self._stop.set()
         final = threading.Thread(
-            target=self._final, args=(failed, deadline), name="resource-tracker-export-final",
-            daemon=True,
+            target=tracker_thread(functools.partial(self._final, failed, deadline)),
+            name="resource-tracker-export-final", daemon=True,
         )  # fmt: skip
         try:
             final.start()

@@ -90,7 +90,7 @@ def _where(item: Mapping[str, Any]) -> str:
 def _cpu_table(rows: List[Mapping[str, Any]]) -> str:
     cells = [
         [
-            _where(r),
+            _where(r) + (f"<br>{_esc(cv.in_processes(r))}" if cv.in_processes(r) else ""),
             _esc(fmt.percent(r.get("share"))),
             _esc(fmt.duration(r.get("cpu_self_seconds"))),
             _esc(fmt.duration(r.get("cpu_seconds"))),

@@ -22,14 +22,16 @@ class Reference:
         self.mem = [float(m) for m in columns["memory"]]
         self.gpu = [float(g) for g in columns.get("gpu_usage") or [0.0] * n]
         self.start = float(start_time or self.ts[0])
-        by_row: Dict[int, List[Tuple[int, float, bool]]] = {}
+        by_row: Dict[int, List[Tuple[int, float, bool, int]]] = {}
         for row, thread, stack, cpu_us in record["samples"]:
             if 0 <= row < n and 0 <= stack < len(self.stacks):
                 is_main = bool(record["threads"][thread][1])
-                by_row.setdefault(row, []).append((stack, cpu_us / 1e6, is_main))
+                by_row.setdefault(row, []).append((stack, cpu_us / 1e6, is_main, thread))
         self.segments = self._segments(by_row)
 
-    def _segments(self, by_row: Dict[int, List[Tuple[int, float, bool]]]) -> List[Dict[str, Any]]:
+    def _segments(
+        self, by_row: Dict[int, List[Tuple[int, float, bool, int]]]
+    ) -> List[Dict[str, Any]]:
         out, first, unexplained = [], 0, 0.0
         for row in sorted(by_row):
             before = self.ts[first - 1] if first else self.start
@@ -39,18 +41,21 @@ class Reference:
             gpu = sum(self.gpu[r] * s for r, s in zip(rows, spans))
             change = self.mem[row] - (self.mem[first - 1] if first else self.mem[first])
             samples = by_row[row]
-            unexplained += cpu - sum(c for _, c, _ in samples)
+            unexplained += cpu - sum(s[1] for s in samples)
             remainder = max(unexplained, 0.0)
             unexplained -= remainder
-            heir = next((i for i, s in enumerate(samples) if s[2]), None)
-            if heir is None:
-                heir = max(range(len(samples)), key=lambda i: samples[i][1])
-            total = sum(c for _, c, _ in samples) + remainder
+            # the main thread's samples share the remainder evenly (the captures' own schedule
+            # may take several in one interval), else the busiest thread's
+            heirs = [i for i, s in enumerate(samples) if s[2]]
+            if not heirs:
+                heirs = [max(range(len(samples)), key=lambda i: samples[i][1])]
+            total = sum(s[1] for s in samples) + remainder
             entries = []
-            for i, (stack, c, _) in enumerate(samples):
-                part = c + (remainder if i == heir else 0.0)
-                weight = part / total if total > 0 else float(i == heir)
-                entries.append((stack, part, change * weight, gpu * weight))
+            for i, (stack, c, _, thread) in enumerate(samples):
+                each = remainder / len(heirs) if i in heirs else 0.0
+                part = c + each
+                weight = part / total if total > 0 else (1.0 / len(heirs) if i in heirs else 0.0)
+                entries.append((stack, part, change * weight, gpu * weight, thread))
             out.append(
                 {"timestamp": self.ts[row], "seconds": max(self.ts[row] - before, 0.0),
                  "cpu": total, "peak": max(self.mem[r] for r in rows), "entries": entries}
@@ -80,7 +85,7 @@ class Reference:
             ):
                 continue
             seen = set()
-            for stack, cpu, memory, gpu in seg["entries"]:
+            for stack, cpu, memory, gpu, _ in seg["entries"]:
                 keys = self.keys_of(stack, by, user_code)
                 for key in dict.fromkeys(keys):
                     t = totals.setdefault(key, dict.fromkeys(names, 0.0))
@@ -96,10 +101,15 @@ class Reference:
         return totals
 
     def running(self, seg: Dict[str, Any]) -> Key:
-        """The user code of the busiest sampled thread running user code (else the busiest)."""
+        """The user code of the busiest sampled thread running user code (else the busiest):
+        its CPU over the segment, its last sample's stack."""
         entries = seg["entries"]
-        users = [e for e in entries if origin_of(self.keys_of(e[0], "line", True)[-1][1]) == "user"]
-        busiest = max(users or entries, key=lambda e: e[1])
+        cpu: Dict[int, float] = {}
+        for e in entries:
+            cpu[e[4]] = cpu.get(e[4], 0.0) + e[1]
+        last = [e for i, e in enumerate(entries) if all(x[4] != e[4] for x in entries[i + 1 :])]
+        users = [e for e in last if origin_of(self.keys_of(e[0], "line", True)[-1][1]) == "user"]
+        busiest = max(users or last, key=lambda e: cpu[e[4]])
         return self.keys_of(busiest[0], "line", True)[-1]
 
     def timeline(self) -> List[Tuple[Any, ...]]:

@@ -324,3 +324,66 @@ def test_run_code_skips_what_is_no_agent_record_with_one_line_each(tmp_path):
     pids = [p["pid"] for p in tracker._code_record()["processes"]]
     assert len(pids) == 1 and pids[0] != 4242, pids  # the command's own record alone
     assert "spin" in {row["function"] for row in tracker.code_profile().rows()}
+
+
+#: a Pool worker that burns, then blocks in a call that no signal ends (a normal mutex locked
+#: twice: the C handler runs, the lock waits on): its Python code never runs again, as in a
+#: worker signalled just before it blocks in its idle wait for a task
+BLOCKED = textwrap.dedent(
+    """
+    import ctypes, json, multiprocessing, os, sys, time
+
+    _LIBC = ctypes.CDLL(None)
+    _MUTEX = ctypes.create_string_buffer(64)  # zeroed: PTHREAD_MUTEX_INITIALIZER
+
+    def blocked_work(seconds, marker):
+        start = time.thread_time()
+        while time.thread_time() < start + seconds:
+            pass
+        open(marker, "w").close()
+        _LIBC.pthread_mutex_lock(_MUTEX)
+        _LIBC.pthread_mutex_lock(_MUTEX)  # never returns
+
+    def _state(pid):
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+
+    if __name__ == "__main__":
+        marker = sys.argv[1] + ".blocked"
+        pool = multiprocessing.get_context("fork").Pool(1)
+        pool.apply_async(blocked_work, (0.3, marker))
+        worker = pool._pool[0].pid
+        while not os.path.exists(marker) or _state(worker) != "S":
+            time.sleep(0.01)  # a condition: the worker blocked in the mutex
+        started = time.monotonic()
+        pool.terminate()  # SIGTERM to the worker, then waits for it
+        with open(sys.argv[1], "w") as f:
+            json.dump({"terminate_s": time.monotonic() - started,
+                       "exitcode": pool._pool[0].exitcode if pool._pool else None}, f)
+    """
+)
+
+
+def test_a_worker_blocked_in_c_when_terminated_writes_its_record_and_dies(tmp_path):
+    """Pool.terminate() of a worker whose Python code cannot run (blocked in C): SIGTERM is
+    answered from the agent's own thread (a Python handler would wait for ever, and so would
+    terminate()): the worker writes its record, then dies of the signal."""
+    job, facts = tmp_path / "job.py", tmp_path / "facts.json"
+    job.write_text(BLOCKED)
+    args = ["run", "--code", "-q", "--format", "json", "-o", str(tmp_path / "out")]
+    cli = subprocess.Popen(
+        [sys.executable, "-I", "-m", "resource_tracker", *args, "--interval", "0.05", "--",
+         sys.executable, str(job), str(facts)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        _, stderr = cli.communicate(timeout=90)
+    except subprocess.TimeoutExpired as hang:
+        os.killpg(cli.pid, 9)
+        cli.communicate()
+        raise AssertionError("Pool.terminate() waited for the blocked worker for ever") from hang
+    assert cli.returncode == 0, stderr[-3000:]
+    found = json.loads(facts.read_text())
+    assert found["terminate_s"] < 60 and found["exitcode"] == -15, found  # died of SIGTERM
+    tracker = ResourceTracker.loads((tmp_path / "out" / "resource-tracker.json").read_text())
+    assert _row(tracker, "blocked_work", str(job))["samples"] > 0

@@ -19,6 +19,7 @@ ARTIFACTS = (
     "asked_inside",
     "spin_share",
     "cpu_stat",
+    "worker_truth",
 )
 
 

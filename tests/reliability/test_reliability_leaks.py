@@ -12,7 +12,9 @@ is no GPU here). Cloud: the loopback metadata stand-in of tests/gpu_cloud/gpu_cl
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import sys
 import threading
 from array import array
 
@@ -520,7 +522,16 @@ def test_reliability_leak_series(sampled):
     assert_no_leak("series(bad)", bad, 2000)
 
 
-@covers("cpu_rate", "fold_rows", "next_tick", "folds_into_last", "takes_final", "cgroup_keyed")
+@covers(
+    "cpu_rate",
+    "fold_rows",
+    "next_tick",
+    "folds_into_last",
+    "takes_final",
+    "capture_period",
+    "capture_serves_tick",
+    "cgroup_keyed",
+)
 def test_reliability_leak_row_rules():
     """The rules the psutil backend, the exporter and the cgroup readers share with the C
     sampler: good calls and refused ones leave nothing behind."""
@@ -531,6 +542,8 @@ def test_reliability_leak_row_rules():
     assert_no_leak("next_tick", lambda: _core.next_tick(0.0, 1.0, 1.2, 1.0), 3000)
     assert_no_leak("folds_into_last", lambda: _core.folds_into_last(0.1, 1.0, True, True), 3000)
     assert_no_leak("takes_final", lambda: _core.takes_final(0.5, True), 3000)
+    assert_no_leak("capture_period", lambda: _core.capture_period(30.0, 1.0), 3000)
+    assert_no_leak("capture_serves_tick", lambda: _core.capture_serves_tick(9e4, 1.0, 1.0), 3000)
     text = "usage_usec 123\nuser_usec 100\nsystem_usec 23\nnr_throttled 0\n"
     assert_no_leak("cgroup_keyed", lambda: _core.cgroup_keyed(text), 3000)
 
@@ -729,6 +742,37 @@ def test_reliability_leak_check_can_fail():
     for item in kept:
         if isinstance(item, int) and item < 1 << 20:
             os.close(item)
+
+
+@covers("term_hook")
+def test_reliability_leak_term_hook():
+    """term_hook() in a process of its own (it answers SIGTERM there for good): once
+    installed, further calls refuse (False) and a non-callable is a TypeError, leaking nothing;
+    SIGTERM then runs the callable from the hook's thread and the process dies of the signal;
+    a forked child has SIGTERM's default action back."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = (
+        "import os, signal, sys, time; from resource_tracker import _core\n"
+        f"sys.path.insert(0, {here!r}); from test_reliability_leaks import assert_no_leak\n"
+        "print(_core.term_hook(lambda: print('answered', flush=True) or True), flush=True)\n"
+        "assert_no_leak('term_hook', lambda: _core.term_hook(print), 2000)\n"
+        "def refused():\n"
+        "    try:\n"
+        "        _core.term_hook(3)\n"
+        "    except TypeError:\n"
+        "        pass\n"
+        "assert_no_leak('term_hook(bad)', refused, 2000)\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    os.kill(os.getpid(), signal.SIGTERM); time.sleep(5); os._exit(0)\n"
+        "print('child', os.waitpid(pid, 0)[1] & 0x7f, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGTERM)\n"
+        "time.sleep(30)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == -signal.SIGTERM, (done.returncode, done.stderr[-2000:])
+    lines = [line for line in done.stdout.split("\n") if not line.startswith("leak ")]
+    assert lines[:3] == ["True", f"child {int(signal.SIGTERM)}", "answered"], done.stdout
 
 
 def test_reliability_every_entry_point_has_a_leak_test():

@@ -21,6 +21,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Protocol, Tuple
 
+from resource_tracker._background import tracker_thread, tracker_work
+
 if TYPE_CHECKING:
     from resource_tracker import ResourceTracker
 
@@ -54,10 +56,12 @@ class LiveCard:
 
     def start(self) -> LiveCard:
         """Load the renderer (a first render, not saved: its imports cost ~0.1 s of CPU,
-        spent now rather than beside the step's work), then start the refresh thread."""
-        self._page(0)
+        spent now rather than beside the step's work, and not in the step's code profile),
+        then start the refresh thread."""
+        with tracker_work():
+            self._page(0)
         self._thread = threading.Thread(
-            target=self._loop, name="resource-tracker-live-card", daemon=True
+            target=tracker_thread(self._loop), name="resource-tracker-live-card", daemon=True
         )
         self._thread.start()
         return self

@@ -23,6 +23,7 @@ import time
 from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Tuple
 
 from resource_tracker import settings
+from resource_tracker._background import tracker_thread
 from resource_tracker.insights import was_throttled
 from resource_tracker.metaflow_history import (  # noqa: F401  (the reader, importable from here)
     RECORD_NAME,
@@ -94,7 +95,7 @@ class RecordWriter:
     def start(self) -> RecordWriter:
         self.write("running")
         self._thread = threading.Thread(
-            target=self._loop, name="resource-tracker-record", daemon=True
+            target=tracker_thread(self._loop), name="resource-tracker-record", daemon=True
         )
         self._thread.start()
         return self

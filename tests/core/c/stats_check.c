@@ -318,6 +318,28 @@ check_schedule(void)
     CHECK(schedule_takes_final(0.002, 1) && !schedule_takes_final(0.0005, 1) &&
               schedule_takes_final(0, 0),
           "the final reading: not right after the last, always when no row");
+    /* the stack captures' own schedule: dense first, thinning, the ticks taking over */
+    CHECK(schedule_capture_period(0, 0) == CAPTURE_DENSE_PERIOD_S &&
+              schedule_capture_period(19.9, 1) == CAPTURE_DENSE_PERIOD_S,
+          "a capture every 0.1 s for the first 200 of a run");
+    CHECK(schedule_capture_period(100, 1) == 0.5 && schedule_capture_period(100, 0) == 0.5,
+          "then one every elapsed/200 s (before any tick too)");
+    CHECK(schedule_capture_period(180, 1) == 0 && schedule_capture_period(5, 0.1) == 0 &&
+              schedule_capture_period(10000, 2) == 0,
+          "none where the ticks are dense enough (0.9 of a tick or more)");
+    CHECK(schedule_capture_period(-5, 1) == CAPTURE_DENSE_PERIOD_S &&
+              schedule_capture_period(0.0 / 0.0, 1) == CAPTURE_DENSE_PERIOD_S,
+          "a clock gone back or a NaN: dense, never a wait of no time");
+    /* a long run's captures thin again once elapsed / CAPTURE_LONG_SAMPLES is beyond a tick */
+    CHECK(schedule_serves_tick(3600, 1, 1) && schedule_serves_tick(21600, 1, 1) &&
+              schedule_serves_tick(1e6, 0.1, 50),
+          "every tick while elapsed / CAPTURE_LONG_SAMPLES is no more than a tick");
+    CHECK(!schedule_serves_tick(43200, 1, 1) && schedule_serves_tick(43200, 2, 1) &&
+              !schedule_serves_tick(86400, 3, 1) && schedule_serves_tick(86400, 4, 1),
+          "then a tick at least elapsed / CAPTURE_LONG_SAMPLES after the last capture");
+    CHECK(schedule_serves_tick(0.0 / 0.0, 0, 1) && schedule_serves_tick(-5, 0, 1) &&
+              schedule_serves_tick(100, 0, 0),
+          "a NaN, a clock gone back, no tick known yet: served");
 }
 
 /* the one parser of the "key value" cgroup files (cpu.stat, memory.stat; _core.cgroup_keyed) */
