@@ -775,6 +775,39 @@ def test_reliability_leak_term_hook():
     assert lines[:3] == ["True", f"child {int(signal.SIGTERM)}", "answered"], done.stdout
 
 
+@covers("skip_thread_stacks")
+def test_reliability_leak_skip_thread_stacks():
+    """skip_thread_stacks(): adding and removing a thread, a full registry refusing (False),
+    an ident that is no integer (TypeError) leak nothing; the registry ends as it began."""
+    ident = threading.get_ident()
+
+    def add_and_remove():
+        assert _core.skip_thread_stacks(ident) and _core.skip_thread_stacks(ident, False)
+
+    assert_no_leak("skip_thread_stacks", add_and_remove, 5000)
+    filled = []
+    while _core.skip_thread_stacks(10_000 + len(filled)):
+        filled.append(10_000 + len(filled))
+    try:
+        assert filled and not _core.skip_thread_stacks(1)  # full: refused
+        assert_no_leak("skip_thread_stacks(full)", lambda: _core.skip_thread_stacks(1), 5000)
+    finally:
+        for other in filled:
+            _core.skip_thread_stacks(other, False)
+
+    def refused():
+        for bad in ("thread", None, 1.5):
+            try:
+                _core.skip_thread_stacks(bad)
+            except TypeError:
+                pass
+            else:
+                raise AssertionError(f"skip_thread_stacks({bad!r}) was taken")
+
+    assert_no_leak("skip_thread_stacks(bad)", refused, 2000)
+    assert _core.skip_thread_stacks(ident) and _core.skip_thread_stacks(ident, False)
+
+
 def test_reliability_every_entry_point_has_a_leak_test():
     import test_reliability_keeper  # noqa: F401 - its leak test registers keeper_* here
 
