@@ -107,7 +107,8 @@ def spawn_tree(size):
         return subprocess.Popen(["sleep", "600"], start_new_session=True)
     if size == "1t":
         proc = subprocess.Popen([sys.executable, "-c", THREADED], start_new_session=True)
-        time.sleep(0.5)  # its threads started
+        while len(os.listdir(f"/proc/{proc.pid}/task")) < 4:  # until its threads started
+            time.sleep(0.01)
         return proc
     return wl.spawn_tree(size - 1)
 

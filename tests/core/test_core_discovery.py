@@ -113,7 +113,7 @@ def test_a_child_started_by_another_thread_is_found(discovery, tmp_path):
         t = threading.Thread(target=lambda: kids.append(subprocess.Popen(
             [sys.executable, "-c", {HOLDER!r}, {str(release)!r}])))
         t.start(); t.join()
-        time.sleep(60)
+        threading.Event().wait()  # held until the test kills it
         """
     )
     try:
@@ -165,7 +165,7 @@ def test_a_member_whose_parent_exits_stays_in_the_tree(discovery, tmp_path):
     release, parent_go = tmp_path / "release", tmp_path / "parent-go"
     w = Workload(
         f"""
-        import subprocess
+        import subprocess, threading
         parent = ("import os, subprocess, sys, time; "
                   "subprocess.Popen([sys.executable, '-c', " + repr({HOLDER!r}) + ", "
                   + repr({str(release)!r}) + "]); "
@@ -173,7 +173,7 @@ def test_a_member_whose_parent_exits_stays_in_the_tree(discovery, tmp_path):
         p = subprocess.Popen([sys.executable, "-c", parent, {str(parent_go)!r}])
         p.wait()
         report(parent_exited=True)
-        time.sleep(60)
+        threading.Event().wait()  # held until the test kills it
         """
     )
     try:
