@@ -96,6 +96,25 @@ member_pids(const Collector *collector, pid_t *out, size_t cap)
     return cgroup_tree_member_pids(&collector->cgroup, out, cap);
 }
 
+/* Room for n members in member_pids and member_hints: 0, or -1 (out of memory). */
+static int
+grow_members(Collector *collector, size_t n)
+{
+    pid_t *pids;
+    WaitHint *hints;
+
+    if (n <= collector->member_pids_cap)
+        return 0;
+    if ((pids = realloc(collector->member_pids, n * 2 * sizeof(pid_t))) == NULL)
+        return -1;
+    collector->member_pids = pids;
+    if ((hints = realloc(collector->member_hints, n * 2 * sizeof(WaitHint))) == NULL)
+        return -1;
+    collector->member_hints = hints;
+    collector->member_pids_cap = n * 2;
+    return 0;
+}
+
 /* The tree's member pids in collector->member_pids (grown as needed): how many there are. */
 static size_t
 current_member_pids(Collector *collector)
@@ -103,14 +122,38 @@ current_member_pids(Collector *collector)
     size_t n = member_pids(collector, collector->member_pids, collector->member_pids_cap);
 
     if (n > collector->member_pids_cap) {
-        pid_t *grown = realloc(collector->member_pids, n * 2 * sizeof(pid_t));
-        if (grown == NULL)
+        if (grow_members(collector, n) != 0)
             return 0;
-        collector->member_pids = grown;
-        collector->member_pids_cap = n * 2;
-        n = member_pids(collector, grown, n * 2);
+        n = member_pids(collector, collector->member_pids, collector->member_pids_cap);
     }
     return n < collector->member_pids_cap ? n : collector->member_pids_cap;
+}
+
+/* The tree's member pids as current_member_pids() does (*n of them) and what the walk knows of
+ * each (collector->member_hints), or NULL where the tick read the tree's cgroup. */
+static const WaitHint *
+current_member_hints(Collector *collector, size_t *n)
+{
+    size_t cap = collector->member_pids_cap;
+
+    if (!collector->walked_last) {
+        *n = current_member_pids(collector);
+        return NULL;
+    }
+    *n = proc_tree_member_hints(&collector->tree, collector->member_pids, collector->member_hints,
+                                cap);
+    if (*n > cap) {
+        if (grow_members(collector, *n) != 0) {
+            *n = 0;
+            return NULL;
+        }
+        cap = collector->member_pids_cap;
+        *n = proc_tree_member_hints(&collector->tree, collector->member_pids,
+                                    collector->member_hints, cap);
+    }
+    if (*n > cap)
+        *n = cap;
+    return collector->member_hints;
 }
 
 /* GPU readings for the tree's members (the library is loaded on first use, in this thread). */
@@ -138,13 +181,14 @@ read_gpus(Collector *collector, double dt, GpuReading *system, GpuReading *proce
 static double
 read_wait(Collector *collector, double dt)
 {
+    const WaitHint *hints;
     size_t n;
 
     if (!collector->cfg.track_processes)
         return -1.0;
-    n = current_member_pids(collector);
-    return sched_wait_sample(&collector->wait, collector->tree.proc.fd, collector->member_pids, n,
-                             dt, (pid_t)syscall(SYS_gettid));
+    hints = current_member_hints(collector, &n);
+    return sched_wait_sample(&collector->wait, collector->tree.proc.fd, collector->member_pids,
+                             hints, n, dt, (pid_t)syscall(SYS_gettid));
 }
 
 static void
@@ -392,7 +436,8 @@ collector_bytes(const Collector *collector)
 {
     return proc_tree_bytes(&collector->tree) + cgroup_tree_bytes(&collector->cgroup) +
            collector->system.buf.cap + collector->powercap.buf.cap +
-           collector->member_pids_cap * sizeof(pid_t) + sched_wait_bytes(&collector->wait);
+           collector->member_pids_cap * (sizeof(pid_t) + sizeof(WaitHint)) +
+           sched_wait_bytes(&collector->wait);
 }
 
 void
@@ -409,7 +454,9 @@ collector_release(Collector *collector)
         gpu_monitor_close(collector->gpu);
     collector->gpu = NULL;
     free(collector->member_pids);
+    free(collector->member_hints);
     collector->member_pids = NULL;
+    collector->member_hints = NULL;
     collector->member_pids_cap = 0;
     collector->released = 1;
 }

@@ -46,6 +46,7 @@ typedef struct Collector {
     unsigned long gpu_energy_integrated; /* GPU readings whose energy was power x interval */
     unsigned long gpu_machine_wide;      /* GPU readings of the tree that are the GPU's (gpu.h) */
     pid_t *member_pids;
+    WaitHint *member_hints; /* beside member_pids (as many): what the walk knows of each */
     size_t member_pids_cap;
     double last_mono;
     int has_baseline;

@@ -229,16 +229,16 @@ append_rows(Engine *engine, const double *prow, const double *srow)
         return -1;
     if (engine->cfg.track_system && table_append(&engine->system, srow) != 0) {
         if (engine->cfg.track_processes)
-            engine->process.nrows--;
+            table_drop_last(&engine->process);
         return -1;
     }
     if (engine->side.ncols == 0)
         return 0;
     side_row(engine, row);
     if (table_append(&engine->side, row) != 0) {
-        engine->system.nrows--; /* the series stays aligned with the system table */
+        table_drop_last(&engine->system); /* the series stays aligned with the system table */
         if (engine->cfg.track_processes)
-            engine->process.nrows--;
+            table_drop_last(&engine->process);
         return -1;
     }
     return 0;

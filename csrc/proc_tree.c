@@ -1393,6 +1393,25 @@ proc_tree_member_pids(const ProcTree *tree, pid_t *out, size_t cap)
     return n;
 }
 
+size_t
+proc_tree_member_hints(const ProcTree *tree, pid_t *out, WaitHint *hints, size_t cap)
+{
+    size_t i, n = 0;
+
+    for (i = 0; i < tree->entries.len; i++) {
+        const ProcEntry *e = &tree->entries.items[i];
+        if (!e->member)
+            continue;
+        if (n < cap) {
+            out[n] = e->pid;
+            hints[n].threads = e->has_stat ? e->stat.num_threads : 0;
+            hints[n].cpu_ticks = e->stat.utime + e->stat.stime;
+        }
+        n++;
+    }
+    return n;
+}
+
 /* heap bytes of the bookkeeping */
 size_t
 proc_tree_bytes(const ProcTree *tree)

@@ -32,6 +32,7 @@
 
 #include "fd_budget.h"
 #include "procfs_parse.h"
+#include "sched_wait.h"
 #include "task_children.h"
 #include "textbuf.h"
 
@@ -241,6 +242,10 @@ int proc_tree_contains(const ProcTree *tree, pid_t pid);
 
 /* Copies up to cap member pids (ascending) into out: how many there are. */
 size_t proc_tree_member_pids(const ProcTree *tree, pid_t *out, size_t cap);
+
+/* The same pids in out and, in hints, what this tick's stat said of each (sched_wait.h: its
+ * thread count, 0 when its stat was not read this tick, and its own CPU ticks). */
+size_t proc_tree_member_hints(const ProcTree *tree, pid_t *out, WaitHint *hints, size_t cap);
 
 /* The next reading is the run's last: every member's io is read (none is left for later). */
 void proc_tree_read_everything(ProcTree *tree);

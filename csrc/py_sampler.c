@@ -222,6 +222,8 @@ SAMPLER_FLOAT_GETTER(pss_denied, (double)s->pss_denied)
 SAMPLER_FLOAT_GETTER(listings, (double)s->listings)
 SAMPLER_FLOAT_GETTER(probes, (double)s->probes)
 SAMPLER_FLOAT_GETTER(children_scans, (double)s->children_scans)
+SAMPLER_FLOAT_GETTER(wait_reads, (double)s->wait_reads)
+SAMPLER_FLOAT_GETTER(wait_carried, (double)s->wait_carried)
 SAMPLER_FLOAT_GETTER(list_failures, (double)s->list_failures)
 SAMPLER_FLOAT_GETTER(children_lists, (double)s->children_lists)
 SAMPLER_FLOAT_GETTER(fd_sheds, (double)s->fd_sheds)
@@ -401,6 +403,10 @@ static PyGetSetDef sampler_getset[] = {
      "ticks that found new processes by looking up the new pids only", NULL},
     {"children_scans", (getter)sampler_get_children_scans, NULL,
      "ticks that read the members' children lists (/proc/<pid>/task/<tid>/children)", NULL},
+    {"wait_reads", (getter)sampler_get_wait_reads, NULL,
+     "schedstat files read for the run-queue wait (cpu_wait)", NULL},
+    {"wait_carried", (getter)sampler_get_wait_carried, NULL,
+     "one-thread members' run-queue waits taken on unread (their CPU had not moved)", NULL},
     {"list_failures", (getter)sampler_get_list_failures, NULL,
      "times the children lists could not be read (the listing of procfs took over for 60 s)", NULL},
     {"children_lists", (getter)sampler_get_children_lists, NULL,

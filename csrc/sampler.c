@@ -27,6 +27,8 @@ publish_counters(void *arg)
     s->listings = c->tree.listings;
     s->probes = c->tree.probes;
     s->children_scans = c->tree.scans;
+    s->wait_reads = c->wait.task_reads;
+    s->wait_carried = c->wait.tasks_carried;
     s->list_failures = c->tree.list_failures;
     s->children_lists = c->tree.children_lists;
     s->fd_sheds = c->tree.fd_sheds;

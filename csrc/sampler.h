@@ -49,14 +49,15 @@ typedef struct Sampler {
     GpuInfo gpu_info[GPU_SERIES_MAX]; /* their names and memory, fixed once the series opened */
     double pss_seconds;
     unsigned long pss_reads, read_errors;
-    unsigned long io_denied, pss_denied; /* member reads refused (another user's processes) */
-    double memory_hwm_kib;               /* the largest resident set of one member */
-    unsigned long listings, probes;      /* ticks that listed procfs / probed new pids */
-    unsigned long children_scans;        /* ticks that read the members' children lists */
-    unsigned long list_failures;         /* times those could not be read (the listing took over) */
-    int children_lists;                  /* new members are found from the children lists */
-    unsigned long fd_sheds, kept_open;   /* kept descriptors given back; members kept open */
-    unsigned long fds_replaced;          /* kept descriptors the application closed or replaced */
+    unsigned long io_denied, pss_denied;    /* member reads refused (another user's processes) */
+    double memory_hwm_kib;                  /* the largest resident set of one member */
+    unsigned long listings, probes;         /* ticks that listed procfs / probed new pids */
+    unsigned long children_scans;           /* ticks that read the members' children lists */
+    unsigned long wait_reads, wait_carried; /* schedstat files read; one-thread tasks unread */
+    unsigned long list_failures;       /* times those could not be read (the listing took over) */
+    int children_lists;                /* new members are found from the children lists */
+    unsigned long fd_sheds, kept_open; /* kept descriptors given back; members kept open */
+    unsigned long fds_replaced;        /* kept descriptors the application closed or replaced */
     /* energy sources (powercap.h, gpu.h): RAPL zones read, their failed and wrapped readings,
      * GPU readings whose energy was integrated from the power (no energy counter) */
     unsigned long powercap_zones, powercap_unreadable, powercap_wraps, gpu_energy_integrated;

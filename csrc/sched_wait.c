@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,20 @@ sched_wait_init(SchedWait *wait)
     memset(wait, 0, sizeof(*wait));
 }
 
+/* The schedstat at path (under proc_fd) of the task tid: 0, or -1 when gone or unreadable. */
+static int
+read_schedstat(SchedWait *wait, int proc_fd, const char *path, pid_t tid, TaskWait *task)
+{
+    if (textbuf_read_at(&wait->buf, proc_fd, path) <= 0)
+        return -1;
+    task->tid = tid;
+    task->member_cpu = ULLONG_MAX;
+    if (sscanf(wait->buf.data, "%llu %llu", &task->exec_ns, &task->run_delay_ns) != 2)
+        return -1;
+    wait->task_reads++;
+    return 0;
+}
+
 /* The run_delay (second field) of a task's schedstat: 0, or -1 when gone or unreadable. */
 static int
 read_run_delay(SchedWait *wait, int proc_fd, pid_t pid, pid_t tid, TaskWait *task)
@@ -23,10 +38,7 @@ read_run_delay(SchedWait *wait, int proc_fd, pid_t pid, pid_t tid, TaskWait *tas
     char path[64];
 
     snprintf(path, sizeof(path), "%d/task/%d/schedstat", (int)pid, (int)tid);
-    if (textbuf_read_at(&wait->buf, proc_fd, path) <= 0)
-        return -1;
-    task->tid = tid;
-    return sscanf(wait->buf.data, "%llu %llu", &task->exec_ns, &task->run_delay_ns) == 2 ? 0 : -1;
+    return read_schedstat(wait, proc_fd, path, tid, task);
 }
 
 /* Appends a task to this tick's list: 0, or -1 on ENOMEM. */
@@ -43,6 +55,38 @@ push_task(SchedWait *wait, const TaskWait *task)
     }
     wait->cur[wait->cur_len++] = *task;
     return 0;
+}
+
+static int
+by_tid(const void *a, const void *b)
+{
+    pid_t x = ((const TaskWait *)a)->tid, y = ((const TaskWait *)b)->tid;
+
+    return (x > y) - (x < y);
+}
+
+/* The one task of a one-thread member pid (hint: its CPU) into this tick's list: its previous
+ * reading when its CPU has not moved since (it did not run, sched_wait.h), else its
+ * /proc/<pid>/schedstat. 1 when it is in the list, 0 when it could not be read. */
+static size_t
+read_single(SchedWait *wait, int proc_fd, pid_t pid, const WaitHint *hint)
+{
+    TaskWait task, *was = NULL;
+    char path[32];
+
+    task.tid = pid;
+    if (wait->has_baseline && wait->prev_len > 0)
+        was = bsearch(&task, wait->prev, wait->prev_len, sizeof(TaskWait), by_tid);
+    if (was != NULL && was->member_cpu == hint->cpu_ticks) {
+        task = *was;
+        wait->tasks_carried++;
+    } else {
+        snprintf(path, sizeof(path), "%d/schedstat", (int)pid);
+        if (read_schedstat(wait, proc_fd, path, pid, &task) != 0)
+            return 0;
+        task.member_cpu = hint->cpu_ticks;
+    }
+    return push_task(wait, &task) == 0;
 }
 
 /* Reads the schedstat of every task of pid into this tick's list: the tasks read. */
@@ -66,21 +110,12 @@ read_tasks(SchedWait *wait, int proc_fd, pid_t pid, pid_t skip_tid)
 
         if (tid <= 0 || tid == skip_tid || read_run_delay(wait, proc_fd, pid, tid, &task) != 0)
             continue;
-        wait->task_reads++;
         read_n++;
         if (push_task(wait, &task) != 0)
             break;
     }
     kept_dir_close(dir, &opened);
     return read_n;
-}
-
-static int
-by_tid(const void *a, const void *b)
-{
-    pid_t x = ((const TaskWait *)a)->tid, y = ((const TaskWait *)b)->tid;
-
-    return (x > y) - (x < y);
 }
 
 /* The wait of this tick's tasks since the previous tick, in nanoseconds (see sched_wait.h). */
@@ -92,7 +127,9 @@ rise_since_prev(const SchedWait *wait, double dt)
 
     for (i = 0; i < wait->cur_len; i++) {
         const TaskWait *now = &wait->cur[i];
-        const TaskWait *was = bsearch(now, wait->prev, wait->prev_len, sizeof(TaskWait), by_tid);
+        const TaskWait *was =
+            wait->prev_len > 0 ? bsearch(now, wait->prev, wait->prev_len, sizeof(TaskWait), by_tid)
+                               : NULL;
         double rise;
 
         if (was != NULL)
@@ -109,9 +146,23 @@ rise_since_prev(const SchedWait *wait, double dt)
     return total;
 }
 
+/* 1 when this tick reads the tasks: every tick with hints (the walk's); without them every
+ * ceil(n / SCHED_WAIT_LISTED_PER_TICK)-th tick, the baseline first. */
+static int
+reads_this_tick(SchedWait *wait, const WaitHint *hints, size_t n)
+{
+    size_t every = (n + SCHED_WAIT_LISTED_PER_TICK - 1) / SCHED_WAIT_LISTED_PER_TICK;
+
+    if (hints != NULL || !wait->has_baseline || ++wait->ticks_unread >= every) {
+        wait->ticks_unread = 0;
+        return 1;
+    }
+    return 0;
+}
+
 double
-sched_wait_sample(SchedWait *wait, int proc_fd, const pid_t *pids, size_t n, double dt,
-                  pid_t skip_tid)
+sched_wait_sample(SchedWait *wait, int proc_fd, const pid_t *pids, const WaitHint *hints, size_t n,
+                  double dt, pid_t skip_tid)
 {
     TaskWait *swap;
     size_t i, swap_cap, read_n = 0;
@@ -119,9 +170,14 @@ sched_wait_sample(SchedWait *wait, int proc_fd, const pid_t *pids, size_t n, dou
 
     if (wait->unavailable)
         return -1.0;
+    wait->window_s += dt > 0.0 ? dt : 0.0;
+    if (!reads_this_tick(wait, hints, n))
+        return wait->rate * dt; /* the last read window's rate */
     wait->cur_len = 0;
     for (i = 0; i < n; i++)
-        read_n += read_tasks(wait, proc_fd, pids[i], skip_tid);
+        read_n += hints != NULL && hints[i].threads == 1 && pids[i] != skip_tid
+                      ? read_single(wait, proc_fd, pids[i], &hints[i])
+                      : read_tasks(wait, proc_fd, pids[i], skip_tid);
     if (n > 0 && read_n == 0 && !wait->has_baseline &&
         faccessat(proc_fd, "self/schedstat", F_OK, 0) != 0) {
         wait->unavailable = 1; /* a kernel without CONFIG_SCHED_INFO (or a procfs without it) */
@@ -129,12 +185,14 @@ sched_wait_sample(SchedWait *wait, int proc_fd, const pid_t *pids, size_t n, dou
     }
     if (wait->cur_len > 1) /* qsort of a NULL array (no task read yet) is undefined */
         qsort(wait->cur, wait->cur_len, sizeof(TaskWait), by_tid);
-    waited = wait->has_baseline ? rise_since_prev(wait, dt) / 1e9 : 0.0;
+    waited = wait->has_baseline ? rise_since_prev(wait, wait->window_s) / 1e9 : 0.0;
+    wait->rate = wait->has_baseline && wait->window_s > 0.0 ? waited / wait->window_s : 0.0;
+    wait->window_s = 0.0;
     wait->has_baseline = 1;
     swap = wait->prev, swap_cap = wait->prev_cap;
     wait->prev = wait->cur, wait->prev_cap = wait->cur_cap, wait->prev_len = wait->cur_len;
     wait->cur = swap, wait->cur_cap = swap_cap, wait->cur_len = 0;
-    return waited;
+    return wait->rate * dt;
 }
 
 size_t

@@ -38,6 +38,13 @@ schedule_capture_period(double elapsed, double tick)
 }
 
 int
+schedule_capture_idle(double others_cpu, double elapsed)
+{
+    /* a NaN compares false; below zero is the two clocks' reads a microsecond apart */
+    return elapsed > 0.0 && others_cpu < CAPTURE_IDLE_SHARE * elapsed;
+}
+
+int
 schedule_serves_tick(double elapsed, double since, double tick)
 {
     double gap = elapsed / CAPTURE_LONG_SAMPLES;

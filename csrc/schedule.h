@@ -42,6 +42,17 @@ int schedule_takes_final(double since_last, int has_rows);
  * schedule, or 0 when the ticks (tick seconds apart; 0: none seen yet) are dense enough. */
 double schedule_capture_period(double elapsed, double tick);
 
+/* An own capture is left out while the process's other threads (the user's, the sampler's, the
+ * tracker's) used less than this share of a core since the last capture: nothing ran to
+ * attribute, and the few milliseconds they did use go to the next capture's stacks. An idle
+ * process (a notebook kernel between cells, a job waiting on I/O) pays no dense start. */
+#define CAPTURE_IDLE_SHARE 0.02
+
+/* 1 when an own capture may be left out: others_cpu seconds of CPU used by the process's other
+ * threads over the elapsed seconds since the last capture (CAPTURE_IDLE_SHARE). A NaN, a clock
+ * gone back or no time elapsed: not left out. */
+int schedule_capture_idle(double others_cpu, double elapsed);
+
 /* Once the ticks have taken over, a long run's captures thin again: at least elapsed /
  * CAPTURE_LONG_SAMPLES seconds apart where that is more than a tick (at 1 s: every tick for the
  * first ~9 h, every 2nd tick from ~9 h, every 4th near 24 h: ~63,000 captures in a day rather

@@ -40,8 +40,10 @@ struct StackCapture {
     double last_request_at; /* the last tick's request (monotonic seconds; 0: none yet) */
     double tick_s;          /* seconds between the last two ticks' requests (0: not known) */
     double last_capture_at; /* the end of the last capture (monotonic seconds) */
-    uint32_t rows_seen;     /* rows the sampler had stored at its last request */
-    unsigned long requests, captures, gil_busy, dropped, scheduled, thinned;
+    double others_cpu_at;   /* others_cpu_s() then */
+    int own_idle;       /* the other threads were idle since the capture before: own ones wait */
+    uint32_t rows_seen; /* rows the sampler had stored at its last request */
+    unsigned long requests, captures, gil_busy, dropped, scheduled, thinned, idle_skipped;
     float hold_us[STACKS_HOLD_RING], wait_us[STACKS_HOLD_RING];
     struct StackCapture *next; /* the registry */
 };
@@ -509,7 +511,11 @@ free_thread_state(StackCapture *capture)
 static double
 next_own_capture(const StackCapture *capture)
 {
-    double period =
+    double period;
+
+    if (capture->own_idle)
+        return 0.0; /* for the next tick's request */
+    period =
         schedule_capture_period(capture->last_capture_at - capture->started_at, capture->tick_s);
 
     return period > 0.0 ? capture->last_capture_at + period : 0.0;
@@ -536,6 +542,34 @@ wait_for_work(StackCapture *capture, double *due_at)
     return 0;
 }
 
+/* The CPU seconds the process's threads but the capture thread have used (run in it; its own
+ * clock read first, so that its CPU between the two reads is not taken for another's). */
+static double
+others_cpu_s(void)
+{
+    double own = engine_clock(CLOCK_THREAD_CPUTIME_ID);
+
+    return engine_clock(CLOCK_PROCESS_CPUTIME_ID) - own;
+}
+
+/* Ends a capture made (made 1: own 1 for one of the own schedule) or left out (made 0), the lock
+ * held: the schedule moves on from now. The own schedule waits for the ticks while the other
+ * threads are idle (a capture left out, or a tick's capture after an idle interval), and starts
+ * again at a tick's capture after which they ran: an idle process costs no wake-ups. */
+static void
+capture_ended(StackCapture *capture, int made, int own)
+{
+    double now = engine_clock(CLOCK_MONOTONIC), others = others_cpu_s();
+
+    if (!made)
+        capture->own_idle = 1;
+    else if (!own)
+        capture->own_idle =
+            schedule_capture_idle(others - capture->others_cpu_at, now - capture->last_capture_at);
+    capture->last_capture_at = now;
+    capture->others_cpu_at = others;
+}
+
 static void *
 capture_main(void *arg)
 {
@@ -543,12 +577,20 @@ capture_main(void *arg)
 
     ts_adopt(capture->tstate);
     pthread_mutex_lock(&capture->lock);
+    capture->others_cpu_at = others_cpu_s();
     for (;;) {
         uint32_t row;
         double requested_at = 0.0;
         int own = wait_for_work(capture, &requested_at);
         if (is_exiting() || (!own && (!capture->pending || capture->readers)))
             break; /* stopped (a request made before the stop is still served) */
+        if (own &&
+            schedule_capture_idle(others_cpu_s() - capture->others_cpu_at,
+                                  engine_clock(CLOCK_MONOTONIC) - capture->last_capture_at)) {
+            capture->idle_skipped++; /* nothing ran since the last capture */
+            capture_ended(capture, 0, 1);
+            continue;
+        }
         /* a tick's request for its row; an own capture for the row being measured */
         row = own ? capture->rows_seen : capture->pending_row;
         requested_at = own ? requested_at : capture->requested_at;
@@ -561,7 +603,7 @@ capture_main(void *arg)
             capture->scheduled++;
         else
             capture->pending = 0;
-        capture->last_capture_at = engine_clock(CLOCK_MONOTONIC);
+        capture_ended(capture, 1, own);
         pthread_cond_broadcast(&capture->idle);
     }
     free_thread_state(capture);
@@ -770,13 +812,14 @@ record_stats(StackCapture *capture)
     waits = holds + STACKS_HOLD_RING;
     memcpy(holds, capture->hold_us, n * sizeof(float));
     memcpy(waits, capture->wait_us, n * sizeof(float));
-    stats = Py_BuildValue(
-        "{sksksksksksksnsdsdsdsd}", "requests", capture->requests, "captures", capture->captures,
-        "scheduled", capture->scheduled, "thinned", capture->thinned, "gil_busy", capture->gil_busy,
-        "dropped", capture->dropped + capture->table.refused, "frame_table_bytes",
-        (Py_ssize_t)ft_bytes(&capture->table), "gil_hold_us_p50", quantile(holds, n, 0.5),
-        "gil_hold_us_p99", quantile(holds, n, 0.99), "gil_wait_us_p50", quantile(waits, n, 0.5),
-        "gil_wait_us_p99", quantile(waits, n, 0.99));
+    stats = Py_BuildValue("{sksksksksksksksnsdsdsdsd}", "requests", capture->requests, "captures",
+                          capture->captures, "scheduled", capture->scheduled, "idle_skipped",
+                          capture->idle_skipped, "thinned", capture->thinned, "gil_busy",
+                          capture->gil_busy, "dropped", capture->dropped + capture->table.refused,
+                          "frame_table_bytes", (Py_ssize_t)ft_bytes(&capture->table),
+                          "gil_hold_us_p50", quantile(holds, n, 0.5), "gil_hold_us_p99",
+                          quantile(holds, n, 0.99), "gil_wait_us_p50", quantile(waits, n, 0.5),
+                          "gil_wait_us_p99", quantile(waits, n, 0.99));
     free(holds);
     return stats;
 }

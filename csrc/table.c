@@ -1,5 +1,6 @@
 #include "table.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,18 +140,47 @@ table_ensure_space(Table *table, size_t rows)
     return 0;
 }
 
+/* 1 when value is +0.0 (all bits zero), what an untouched page of a mapping reads */
+static int
+is_plus_zero(double value)
+{
+    uint64_t bits;
+
+    memcpy(&bits, &value, sizeof(bits));
+    return bits == 0;
+}
+
 /* 0 on success, -1 when out of memory */
 int
 table_append(Table *table, const double *row)
 {
     size_t i;
+    int mapped;
 
     if (UNLIKELY(table_ensure_space(table, table->nrows + 1) != 0))
         return -1;
+#if RT_HAVE_MREMAP
+    mapped = table->capacity >= TABLE_FIRST_MAPPED;
+#else
+    mapped = 0;
+#endif
     for (i = 0; i < table->ncols; i++)
-        table->cols[i][table->nrows] = row[i];
+        if (!mapped || !is_plus_zero(row[i]))
+            table->cols[i][table->nrows] = row[i];
     table->nrows++;
     return 0;
+}
+
+void
+table_drop_last(Table *table)
+{
+    size_t i;
+
+    if (table->nrows == 0)
+        return;
+    table->nrows--;
+    for (i = 0; i < table->ncols; i++)
+        table->cols[i][table->nrows] = 0.0;
 }
 
 /* address of one value */

@@ -88,6 +88,9 @@ def build(name, directory=BUILD):
     deps = sources + headers
     if os.path.exists(out) and os.path.getmtime(out) >= max(os.path.getmtime(d) for d in deps):
         return out
+    # built under a name of its own, then renamed: a run beside this one (the suite and its
+    # sanitizer run share the test's build folder) never executes a half-written binary
+    partial = f"{out}.{os.getpid()}.partial"
     cmd = [
         clang(),
         "-g",
@@ -102,10 +105,11 @@ def build(name, directory=BUILD):
         HERE,
         *sources,
         "-o",
-        out,
+        partial,
         *LIBS.get(name, []),
     ]
     subprocess.run(cmd, check=True, env=clean_env())
+    os.replace(partial, out)
     return out
 
 

@@ -147,9 +147,11 @@ class CodeResults(TrackedRun):
 
     def code_profile_status(self) -> Dict[str, Any]:
         """``status`` ('recorded', 'off' or 'not supported'), ``note`` and the counters:
-        ``requests``, ``captures``, ``gil_busy`` (ticks whose capture still waited for the
-        GIL: no stack), ``dropped``, ``samples``, ``frame_table_bytes``, ``gil_hold_us_p50`` /
-        ``_p99`` and ``gil_wait_us_p50`` / ``_p99`` (microseconds)."""
+        ``requests``, ``captures``, ``scheduled`` (captures of the own schedule),
+        ``idle_skipped`` (own captures left out: the process was idle), ``thinned``,
+        ``gil_busy`` (ticks whose capture still waited for the GIL: no stack), ``dropped``,
+        ``samples``, ``frame_table_bytes``, ``gil_hold_us_p50`` / ``_p99`` and
+        ``gil_wait_us_p50`` / ``_p99`` (microseconds)."""
         from .code_profile import status
 
         return status(self._code_record())

@@ -185,9 +185,9 @@ TREE_UNWATCHED = {
     ".git", ".venv", ".bench-venv", ".make", "__pycache__", ".pytest_cache", ".mypy_cache",
     ".ruff_cache",
 }  # fmt: skip
-#: folders of make targets that may run beside the suite (CI builds the fuzzers next to the
-#: valgrind run): their products, not a test's
-TREE_UNWATCHED_PATHS = {os.path.join("build", "fuzz")}
+#: folders of make targets that may run beside the suite (CI runs the fuzzers and the
+#: sanitizer's build beside `make test`): their products, not a test's
+TREE_UNWATCHED_PATHS = {os.path.join("build", "fuzz"), os.path.join("build", "sanitize")}
 
 
 def _tree_state():

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -72,3 +73,42 @@ def test_the_own_schedule_adds_nothing_where_the_ticks_are_dense_enough():
     assert status["scheduled"] == 0, status
     assert status["thinned"] == 0, status  # a short run: every tick captured
     assert status["captures"] <= status["requests"], status
+
+
+def _scheduled_over(tracker, rows, work=None):
+    """The own schedule's captures made and left out while the tracker stores rows more rows
+    (work(), when given, run meanwhile in this thread; else it waits, idle)."""
+    before = tracker.code_profile_status()
+    target = tracker.n_samples + rows
+    if work is not None:
+        work()
+    assert tracker.wait_for_samples(target, timeout=300)
+    after = tracker.code_profile_status()
+    made = after["scheduled"] - before["scheduled"]
+    return made, after["idle_skipped"] - before["idle_skipped"]
+
+
+def _burn(seconds):
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+def test_an_idle_process_pays_no_dense_start():
+    """While the process's threads are idle (the main thread waits for rows), the own schedule
+    leaves its captures out and waits for the ticks (no wake-ups of its own: an idle process
+    paid ~10 a second, ~50 us of CPU each); a tick's capture after which a thread ran starts it
+    again. At 0.2 s the own schedule (every 0.1 s at the start) is denser than the ticks."""
+    tracker = ResourceTracker(interval=0.2, discover_cloud=False, discover_server=False)
+    try:
+        assert tracker.wait_for_samples(2, timeout=120)  # the start (imports, threads) is over
+        idle_made, idle_left = _scheduled_over(tracker, 10)
+        busy_made, _ = _scheduled_over(tracker, 2, work=lambda: _burn(1.0))
+    finally:
+        tracker.stop()
+    # idle: none made (before: 1-2 a tick); left out at most once a tick, or not even checked
+    # when the schedule already waited for the ticks
+    assert idle_made <= 2 and idle_left <= 10, (idle_made, idle_left)
+    assert tracker.code_profile_status()["idle_skipped"] >= 1
+    # busy: 1 s of CPU spans at least 5 ticks, each 0.1 s its own capture once started again
+    assert busy_made >= 4, busy_made

@@ -11,13 +11,17 @@ the rules of a row (the CPU rate's clock-tick floor and cap, the fold); the one 
 the "key value" cgroup files; the tick schedule (the grid, skipping ahead, the last
 partial interval).
 
-tree_check.c (csrc/proc_tree.c, task_children.c, fd_budget.c, procfs_parse.c, textbuf.c): the
+tree_check.c (csrc/proc_tree.c, sched_wait.c, task_children.c, fd_budget.c, procfs_parse.c,
+textbuf.c): the
 PSS round schedule of real process trees read from the real /proc, on an injected clock
 (proc_tree_sample takes the tick's time): a round when the last is PSS_MAX_AGE old,
 PSS_IDLE_MAX_AGE for an idle tree; and the listing of procfs on a fake root: due every
 LISTING_MAX_AGE, not made while /proc/loadavg shows nothing created or reaped, made once it
 does; the children lists on a fake root: read when pids were handed out (or the one new pid
-looked up), else only every CHILDREN_SCAN_MAX_AGE. No check waits for any of these ages.
+looked up), else only every CHILDREN_SCAN_MAX_AGE; the run-queue wait's reads on a fake root
+of 64 one-thread processes: with the walk's hints a member's own schedstat, none while its CPU
+did not move; without (a cgroup's tree) every ceil(64 / 32)-th tick, the total kept. No check
+waits for any of these ages.
 
 frames_check.c (csrc/frame_table.c): the code profile's frame table: interning, the bound
 (refused and counted, nothing changed), and a simulated day at 1 s (86,400 ticks of four
@@ -36,7 +40,8 @@ the stop bound ENGINE_STOP_TIMEOUT injected as 0.05 s): a thread held up between
 before its first (as a starved thread on a loaded machine is), when stop() gives up on it:
 freeing the engine leaves the reader to the thread, which takes no further reading, releases
 the reader once itself and then frees it (before, the caller released it and the thread read
-on: the xdist worker's segfault in the soak).
+on: the xdist worker's segfault in the soak). And the table: a mapped column's +0.0 left
+unwritten (its pages stay untouched), a row taken back reading as zero.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ CHECKS = {
     ],
     "tree_check": [
         "csrc/proc_tree.c",
+        "csrc/sched_wait.c",
         "csrc/task_children.c",
         "csrc/fd_budget.c",
         "csrc/procfs_parse.c",

@@ -383,6 +383,8 @@ PROPERTIES = (
     "listings",
     "probes",
     "children_scans",
+    "wait_reads",
+    "wait_carried",
     "list_failures",
     "children_lists",
     "fd_sheds",

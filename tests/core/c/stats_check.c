@@ -340,6 +340,15 @@ check_schedule(void)
     CHECK(schedule_serves_tick(0.0 / 0.0, 0, 1) && schedule_serves_tick(-5, 0, 1) &&
               schedule_serves_tick(100, 0, 0),
           "a NaN, a clock gone back, no tick known yet: served");
+    /* an own capture is left out while the other threads used under CAPTURE_IDLE_SHARE */
+    CHECK(schedule_capture_idle(0.0, 0.1) && schedule_capture_idle(-1e-6, 0.1) &&
+              schedule_capture_idle(0.0019, 0.1),
+          "idle: no CPU, reads a microsecond apart, under 2 percent of a core");
+    CHECK(!schedule_capture_idle(0.002, 0.1) && !schedule_capture_idle(0.05, 1.0),
+          "not idle: 2 percent of a core or more");
+    CHECK(!schedule_capture_idle(0.0 / 0.0, 0.1) && !schedule_capture_idle(0.0, 0.0) &&
+              !schedule_capture_idle(0.0, -1.0) && !schedule_capture_idle(0.0, 0.0 / 0.0),
+          "a NaN, no time elapsed, a clock gone back: captured");
 }
 
 /* the one parser of the "key value" cgroup files (cpu.stat, memory.stat; _core.cgroup_keyed) */

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -260,17 +261,26 @@ check_listing_schedule(void)
     }
 }
 
-/* <root>/<pid>/task/<pid>/children holding text */
+/* <root>/<pid>/task/<pid>/<name> holding text (the folders made where missing) */
 static void
-fake_children(const char *root, int pid, const char *text)
+fake_task_file(const char *root, int pid, const char *name, const char *text)
 {
     char dir[4096];
 
+    snprintf(dir, sizeof(dir), "%s/%d", root, pid);
+    mkdir(dir, 0755);
     snprintf(dir, sizeof(dir), "%s/%d/task", root, pid);
     mkdir(dir, 0755);
     snprintf(dir, sizeof(dir), "%s/%d/task/%d", root, pid, pid);
     mkdir(dir, 0755);
-    write_file(dir, "children", text);
+    write_file(dir, name, text);
+}
+
+/* <root>/<pid>/task/<pid>/children holding text */
+static void
+fake_children(const char *root, int pid, const char *text)
+{
+    fake_task_file(root, pid, "children", text);
 }
 
 /* The children lists' schedule on a fake procfs root (4242 and its child 4243, with lists):
@@ -365,6 +375,70 @@ check_children_order(void)
     CHECK(system(link) == 0);
 }
 
+/* <root>/<pid>/task/<pid>/schedstat and <root>/<pid>/schedstat of a one-thread fake process:
+ * exec_ns run_delay_ns */
+static void
+fake_schedstat(const char *root, int pid, unsigned long long exec_ns, unsigned long long delay_ns)
+{
+    char dir[4096], text[64];
+
+    snprintf(text, sizeof(text), "%llu %llu 1\n", exec_ns, delay_ns);
+    fake_task_file(root, pid, "schedstat", text);
+    snprintf(dir, sizeof(dir), "%s/%d", root, pid);
+    write_file(dir, "schedstat", text);
+}
+
+/* The run-queue wait's reads (csrc/sched_wait.c) on a fake procfs root of 64 one-thread
+ * processes, each waiting 0.1 s a tick of 1 s: with the walk's hints, a member is read from
+ * its own schedstat, and not at all while its CPU has not moved (its old reading taken on);
+ * without hints (a cgroup's tree) the 64 are listed every 2nd tick (SCHED_WAIT_LISTED_PER_TICK
+ * 32), each tick giving the last window's rate, the run's total kept. */
+static void
+check_wait_reads(void)
+{
+    char root[] = "/tmp/rt-wait-check-XXXXXX";
+    enum { N = 64 };
+    pid_t pids[N];
+    WaitHint hints[N];
+    SchedWait hinted, listed;
+    int fd, i, tick;
+    double got_hinted = 0.0, got_listed = 0.0, w;
+
+    if (mkdtemp(root) == NULL || (fd = open(root, O_RDONLY | O_DIRECTORY)) < 0)
+        exit(2);
+    sched_wait_init(&hinted);
+    sched_wait_init(&listed);
+    for (tick = 0; tick <= 6; tick++) {
+        for (i = 0; i < N; i++) {
+            pids[i] = 5000 + i;
+            hints[i].threads = 1;
+            hints[i].cpu_ticks = i < N / 2 ? (unsigned long long)tick : 0; /* half never run */
+            fake_schedstat(root, pids[i], (unsigned long long)tick * 100000000ull,
+                           i < N / 2 ? (unsigned long long)tick * 100000000ull : 0);
+        }
+        w = sched_wait_sample(&hinted, fd, pids, hints, N, 1.0, 0);
+        CHECK(tick == 0 ? w == 0.0 : w > 3.2 - 1e-9 && w < 3.2 + 1e-9); /* 32 tasks x 0.1 s */
+        got_hinted += w;
+        w = sched_wait_sample(&listed, fd, pids, NULL, N, 1.0, 0);
+        got_listed += w;
+    }
+    /* hinted: the baseline read all 64; then the 32 that ran, each tick; the rest taken on */
+    CHECK(hinted.task_reads == 64 + 6 * 32 && hinted.tasks_carried == 6 * 32);
+    /* listed: the baseline, then every 2nd tick (2, 4, 6): 4 reads of 64 */
+    CHECK(listed.task_reads == 4 * 64 && listed.tasks_carried == 0);
+    /* ticks 1-2 give 0 (no window read yet at 1, the first window's rate from 2 on) */
+    CHECK(got_hinted > 6 * 3.2 - 1e-9 && got_hinted < 6 * 3.2 + 1e-9);
+    CHECK(got_listed > 5 * 3.2 - 1e-9 && got_listed < 5 * 3.2 + 1e-9);
+    sched_wait_free(&hinted);
+    sched_wait_free(&listed);
+    close(fd);
+    {
+        char cmd[4200];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+        CHECK(system(cmd) == 0);
+    }
+}
+
 int
 main(void)
 {
@@ -373,6 +447,7 @@ main(void)
     int poke, done, t;
     const double t0 = 1000.0; /* the injected monotonic clock */
 
+    check_wait_reads();
     trees[0] = idle_tree();
     settle(trees[0]);
     trees[1] = touching_tree(&poke, &done);
