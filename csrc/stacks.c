@@ -41,6 +41,11 @@ struct StackCapture {
     double tick_s;          /* seconds between the last two ticks' requests (0: not known) */
     double last_capture_at; /* the end of the last capture (monotonic seconds) */
     double others_cpu_at;   /* others_cpu_s() then */
+    /* the CPU the requesting thread (the sampler's) used between its requests, in all: its
+     * ticks' work is the tracker's, not the application's (others_cpu_s() leaves it out) */
+    double requester_cpu_s, requester_last_s;
+    pthread_t requester;
+    int has_requester;
     int own_idle;       /* the other threads were idle since the capture before: own ones wait */
     uint32_t rows_seen; /* rows the sampler had stored at its last request */
     unsigned long requests, captures, gil_busy, dropped, scheduled, thinned, idle_skipped;
@@ -542,14 +547,15 @@ wait_for_work(StackCapture *capture, double *due_at)
     return 0;
 }
 
-/* The CPU seconds the process's threads but the capture thread have used (run in it; its own
- * clock read first, so that its CPU between the two reads is not taken for another's). */
+/* The CPU seconds the process's threads have used but the capture thread's and the sampler's
+ * ticks (run in the capture thread, the lock held; its own clock read first, so that its CPU
+ * between the two reads is not taken for another's). */
 static double
-others_cpu_s(void)
+others_cpu_s(const StackCapture *capture)
 {
     double own = engine_clock(CLOCK_THREAD_CPUTIME_ID);
 
-    return engine_clock(CLOCK_PROCESS_CPUTIME_ID) - own;
+    return engine_clock(CLOCK_PROCESS_CPUTIME_ID) - own - capture->requester_cpu_s;
 }
 
 /* Ends a capture made (made 1: own 1 for one of the own schedule) or left out (made 0), the lock
@@ -559,7 +565,7 @@ others_cpu_s(void)
 static void
 capture_ended(StackCapture *capture, int made, int own)
 {
-    double now = engine_clock(CLOCK_MONOTONIC), others = others_cpu_s();
+    double now = engine_clock(CLOCK_MONOTONIC), others = others_cpu_s(capture);
 
     if (!made)
         capture->own_idle = 1;
@@ -577,7 +583,7 @@ capture_main(void *arg)
 
     ts_adopt(capture->tstate);
     pthread_mutex_lock(&capture->lock);
-    capture->others_cpu_at = others_cpu_s();
+    capture->others_cpu_at = others_cpu_s(capture);
     for (;;) {
         uint32_t row;
         double requested_at = 0.0;
@@ -585,7 +591,7 @@ capture_main(void *arg)
         if (is_exiting() || (!own && (!capture->pending || capture->readers)))
             break; /* stopped (a request made before the stop is still served) */
         if (own &&
-            schedule_capture_idle(others_cpu_s() - capture->others_cpu_at,
+            schedule_capture_idle(others_cpu_s(capture) - capture->others_cpu_at,
                                   engine_clock(CLOCK_MONOTONIC) - capture->last_capture_at)) {
             capture->idle_skipped++; /* nothing ran since the last capture */
             capture_ended(capture, 0, 1);
@@ -677,6 +683,22 @@ stacks_new(unsigned long main_ident, size_t max_bytes, double tick_s)
     return capture;
 }
 
+/* Adds the calling thread's CPU since its last request to requester_cpu_s (nothing when another
+ * thread made the last one: a reading taken by the application's thread). The lock held. */
+static void
+count_requester_cpu(StackCapture *capture)
+{
+    double mine = engine_clock(CLOCK_THREAD_CPUTIME_ID);
+    pthread_t self = pthread_self();
+
+    if (capture->has_requester && pthread_equal(capture->requester, self) &&
+        mine > capture->requester_last_s)
+        capture->requester_cpu_s += mine - capture->requester_last_s;
+    capture->requester = self;
+    capture->requester_last_s = mine;
+    capture->has_requester = 1;
+}
+
 double
 stacks_request(void *arg, size_t rows)
 {
@@ -684,6 +706,7 @@ stacks_request(void *arg, size_t rows)
     double cpu;
 
     pthread_mutex_lock(&capture->lock);
+    count_requester_cpu(capture);
     cpu = capture->thread_cpu_s;
     if (rows == 0 || rows > UINT32_MAX) {
         pthread_mutex_unlock(&capture->lock);

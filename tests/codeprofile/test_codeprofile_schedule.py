@@ -107,8 +107,7 @@ def test_an_idle_process_pays_no_dense_start():
     finally:
         tracker.stop()
     # idle: none made (before: 1-2 a tick); left out at most once a tick, or not even checked
-    # when the schedule already waited for the ticks
+    # when a tick's capture already found the process idle (the schedule waits for the ticks)
     assert idle_made <= 2 and idle_left <= 10, (idle_made, idle_left)
-    assert tracker.code_profile_status()["idle_skipped"] >= 1
     # busy: 1 s of CPU spans at least 5 ticks, each 0.1 s its own capture once started again
     assert busy_made >= 4, busy_made

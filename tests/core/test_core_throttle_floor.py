@@ -80,11 +80,23 @@ def _judged(stats):
                                                          {"cpu": 1})  # fmt: skip
 
 
+def _throttled_burst(cgroup, tries=4):
+    """A burst run whose share of throttled periods alone would flag it: the spinners are
+    throttled only in the periods where they get more than the quota, which a loaded machine
+    (two cores shared with other runs) does not always give them, so the run is made again
+    (up to tries runs) until the kernel shows it. (kernel delta, stats, share, lost)."""
+    for _ in range(tries):
+        kernel, stats = _tracked_in(cgroup, seconds=0.15, ticks=30, at=10)
+        share = kernel["nr_throttled"] / max(kernel["nr_periods"], 1)
+        if share > THROTTLE_RISK_SHARE:
+            break
+    return kernel, stats, share, kernel["throttled_time"] / 1e9
+
+
 def test_a_burst_in_an_idle_step_is_no_throttled_run_a_step_over_its_limit_is(
     one_core_cgroup,
 ):
-    kernel, stats = _tracked_in(one_core_cgroup, seconds=0.15, ticks=30, at=10)
-    share, lost = kernel["nr_throttled"] / kernel["nr_periods"], kernel["throttled_time"] / 1e9
+    kernel, stats, share, lost = _throttled_burst(one_core_cgroup)
     assert share > THROTTLE_RISK_SHARE, kernel  # the share of periods alone would flag it
     assert lost < THROTTLE_FLOOR_S, kernel
     cg = stats["cgroup"]
